@@ -1,0 +1,308 @@
+"""The one place where arguments are checked and errors are worded.
+
+Wording follows scikit-learn: ``The 'n_bootstraps' parameter of bbc must be an int in the
+range [1, inf). Got 0 instead.``
+"""
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from .metrics import Metric, Target
+
+__all__ = [
+    "check_int",
+    "check_confidence_level",
+    "as_predictions",
+    "as_target",
+    "encode_predictions",
+    "as_folds",
+    "as_bootstrap_indices",
+]
+
+_DIMS = ("sample", "config", "repeat", "class")
+
+
+def param_error(name, caller, expected, got):
+    return f"The '{name}' parameter of {caller} must be {expected}. Got {got!r} instead."
+
+
+def check_int(value, name, caller, *, low=1, high=None, allow_none=False):
+    if value is None and allow_none:
+        return None
+    hi = "inf" if high is None else high
+    expected = f"an int in the range [{low}, {hi}{')' if high is None else ']'}"
+    if (
+        not isinstance(value, numbers.Integral)
+        or isinstance(value, bool)
+        or value < low
+        or (high is not None and value > high)
+    ):
+        raise ValueError(param_error(name, caller, expected, value))
+    return int(value)
+
+
+def check_real_open(value, name, caller, low, high):
+    if (
+        not isinstance(value, numbers.Real)
+        or isinstance(value, bool)
+        or not np.isfinite(value)
+        or not low < value < high
+    ):
+        raise ValueError(param_error(name, caller, f"a float in the range ({low}, {high})", value))
+    return float(value)
+
+
+def check_confidence_level(value, caller):
+    return check_real_open(value, "confidence_level", caller, 0.0, 1.0)
+
+
+def _is_dataarray(x):
+    return type(x).__name__ == "DataArray" and hasattr(x, "dims")
+
+
+def as_predictions(predictions, metric: Metric, caller):
+    """Return ``(array, class_coord)``: a (N, C, R) or (N, C, R, K) array (object dtype
+    kept for label predictions) and the ``class`` coordinate of a DataArray, if any."""
+    class_coord = None
+    if _is_dataarray(predictions):
+        dims = tuple(predictions.dims)
+        unknown = [d for d in dims if d not in _DIMS]
+        if unknown or "sample" not in dims or "config" not in dims:
+            raise ValueError(
+                f"The 'predictions' parameter of {caller} must be a DataArray with dims "
+                f"'sample', 'config' and optionally 'repeat', 'class'. Got dims {dims} instead."
+            )
+        order = [d for d in _DIMS if d in dims]
+        if "class" in dims and "class" in predictions.coords:
+            class_coord = np.asarray(predictions.coords["class"].values)
+        arr = np.asarray(predictions.transpose(*order).values)
+        if "repeat" not in dims:
+            arr = np.expand_dims(arr, 2)
+        if "class" in dims and arr.ndim != 4:
+            raise AssertionError("unreachable")
+    else:
+        arr = np.asarray(predictions)
+        if arr.ndim == 2:
+            arr = arr[:, :, None]
+        elif arr.ndim not in (3, 4):
+            raise ValueError(
+                f"The 'predictions' parameter of {caller} must have shape (N, C), (N, C, R) "
+                f"or (N, C, R, n_classes). Got an array with shape {arr.shape} instead."
+            )
+    if arr.shape[0] < 2 or arr.shape[1] < 1 or arr.shape[2] < 1:
+        raise ValueError(
+            f"The 'predictions' parameter of {caller} must hold at least 2 samples, 1 "
+            f"configuration and 1 repeat. Got shape {arr.shape} instead."
+        )
+    if metric.needs_class_axis and arr.ndim != 4:
+        raise ValueError(
+            f"The metric {metric.name!r} needs class probabilities: 'predictions' of {caller} "
+            f"must have shape (N, C, R, n_classes) (use predictions[:, :, None, :] for one "
+            f"repeat). Got shape {arr.shape} instead: are these class labels or a single "
+            f"score column?"
+        )
+    if not metric.needs_class_axis and arr.ndim == 4:
+        what = {"labels": "class labels", "scores": "a score of the positive class",
+                "values": "predicted values", "risk": "risk scores"}[metric.prediction]
+        raise ValueError(
+            f"The metric {metric.name!r} expects {what}, one per (sample, config, repeat); "
+            f"'predictions' of {caller} has a class axis (shape {arr.shape}). For roc_auc "
+            f"pass the positive-class column, e.g. predictions[..., 1]."
+        )
+    return arr, class_coord
+
+
+def _check_finite(arr, name, caller):
+    if arr.dtype.kind not in "fiub":
+        raise ValueError(
+            f"The '{name}' parameter of {caller} must be numeric. Got dtype {arr.dtype} instead."
+        )
+    a = arr.astype(np.float64, copy=False)
+    bad = ~np.isfinite(a)
+    if bad.any():
+        where = tuple(int(i) for i in np.argwhere(bad)[0])
+        raise ValueError(
+            f"The '{name}' parameter of {caller} must not contain NaN or infinity. Found "
+            f"{int(bad.sum())} such values (the first at index {where})."
+        )
+    return a
+
+
+def _survival_target(y, caller):
+    time = event = None
+    if isinstance(y, tuple) and len(y) == 2:
+        time, event = y
+    elif isinstance(y, np.ndarray) and y.dtype.names and len(y.dtype.names) == 2:
+        f0, f1 = y.dtype.names
+        # scikit-survival's Surv arrays are (event: bool, time: float).
+        if y.dtype[f0].kind == "b":
+            event, time = y[f0], y[f1]
+        else:
+            time, event = y[f0], y[f1]
+    else:
+        a = np.asarray(y)
+        if a.ndim == 2 and a.shape[1] == 2:
+            time, event = a[:, 0], a[:, 1]
+    if time is None:
+        raise ValueError(
+            f"The 'y' parameter of {caller} must be a (time, event) pair of arrays, an "
+            f"(N, 2) array [time, event] or a structured array for 'concordance_index'."
+        )
+    time = _check_finite(np.asarray(time), "y", caller)
+    event = np.asarray(event)
+    if not np.all(np.isin(event, [0, 1])):
+        raise ValueError(
+            f"The event indicator in 'y' of {caller} must be boolean or 0/1. Got values "
+            f"{np.unique(event)[:5]!r}."
+        )
+    return Target(time=time, event=event.astype(bool))
+
+
+def as_target(y, metric: Metric, caller, *, pos_label=None):
+    if metric.task == "survival":
+        return _survival_target(y, caller)
+    arr = np.asarray(y)
+    if arr.ndim != 1:
+        raise ValueError(
+            f"The 'y' parameter of {caller} must be 1-dimensional. Got shape {arr.shape} instead."
+        )
+    if metric.task == "regression":
+        return Target(values=_check_finite(arr, "y", caller))
+    if arr.dtype.kind == "f":
+        _check_finite(arr, "y", caller)
+    if arr.dtype.kind == "O":
+        if any(v is None or (isinstance(v, float) and np.isnan(v)) for v in arr):
+            raise ValueError(f"The 'y' parameter of {caller} must not contain None or NaN.")
+    classes, codes = np.unique(arr, return_inverse=True)
+    if len(classes) < 2:
+        raise ValueError(
+            f"The metric {metric.name!r} needs at least two classes in 'y' of {caller}. "
+            f"Got only {list(classes)!r}."
+        )
+    if metric.task == "binary" and len(classes) > 2:
+        hint = " Use 'roc_auc_ovr' for multiclass AUC." if metric.name == "roc_auc" else ""
+        raise ValueError(
+            f"The metric {metric.name!r} is binary but 'y' of {caller} has {len(classes)} "
+            f"classes.{hint}"
+        )
+    pos_code = len(classes) - 1
+    if pos_label is not None:
+        hits = np.flatnonzero(classes == pos_label)
+        if hits.size != 1:
+            raise ValueError(
+                f"The 'pos_label' parameter of {caller} must be one of the labels "
+                f"{list(classes)!r}. Got {pos_label!r} instead."
+            )
+        pos_code = int(hits[0])
+    return Target(codes=codes.astype(np.int64), classes=classes, pos_code=pos_code)
+
+
+def encode_predictions(arr, class_coord, metric: Metric, target: Target, caller):
+    """Validate predictions against what ``metric`` needs; return float64 (labels as codes)."""
+    n = target.n_samples
+    if arr.shape[0] != n:
+        raise ValueError(
+            f"'predictions' and 'y' of {caller} must have the same number of samples. "
+            f"Got {arr.shape[0]} and {n}."
+        )
+    if metric.prediction == "labels":
+        classes = target.classes
+        flat = arr.ravel()
+        if flat.dtype.kind == "O" and classes.dtype.kind != "O":
+            flat = flat.astype(classes.dtype)
+        idx = np.searchsorted(classes, flat)
+        idx = np.clip(idx, 0, len(classes) - 1)
+        ok = classes[idx] == flat
+        if not np.all(ok):
+            bad = flat[np.flatnonzero(~ok)[0]]
+            raise ValueError(
+                f"The metric {metric.name!r} expects predicted class labels drawn from y's "
+                f"labels {list(classes)!r}, but 'predictions' of {caller} holds {bad!r}. "
+                f"Pass the output of predict, not probabilities or scores."
+            )
+        return idx.reshape(arr.shape).astype(np.float64)
+    a = _check_finite(arr, "predictions", caller)
+    if metric.prediction == "proba":
+        k = len(target.classes)
+        if a.shape[3] != k:
+            raise ValueError(
+                f"'predictions' of {caller} has {a.shape[3]} classes on its class axis but "
+                f"'y' has {k} ({list(target.classes)!r})."
+            )
+        if class_coord is not None:
+            pos = [np.flatnonzero(class_coord == c) for c in target.classes]
+            if any(p.size != 1 for p in pos):
+                raise ValueError(
+                    f"The 'class' coordinate of 'predictions' of {caller} must hold y's "
+                    f"labels {list(target.classes)!r}. Got {list(class_coord)!r}."
+                )
+            a = a[..., [int(p[0]) for p in pos]]
+        if a.min() < 0 or a.max() > 1 or not np.allclose(a.sum(axis=3), 1.0):
+            raise ValueError(
+                f"The metric {metric.name!r} expects class probabilities in [0, 1] that sum "
+                f"to 1 over the class axis; 'predictions' of {caller} does not (are these "
+                f"labels or decision scores?)."
+            )
+    elif metric.prediction == "scores":
+        labels = target.classes
+        if labels.dtype.kind in "iufb" and all(
+            np.unique(a[:, c]).size <= 2 for c in range(min(a.shape[1], 50))
+        ) and np.all(np.isin(a, labels.astype(np.float64))):
+            raise ValueError(
+                f"The metric {metric.name!r} expects a continuous score of the positive "
+                f"class (predict_proba[:, 1] or decision_function), but 'predictions' of "
+                f"{caller} holds only class labels {list(np.unique(a))!r}."
+            )
+    return a
+
+
+def as_folds(folds, n_samples, n_repeats, caller, *, required=True):
+    if folds is None:
+        if required:
+            raise ValueError(f"The 'folds' parameter of {caller} is required.")
+        return None
+    if _is_dataarray(folds):
+        order = [d for d in ("sample", "repeat") if d in folds.dims]
+        folds = folds.transpose(*order).values
+    f = np.asarray(folds)
+    if f.ndim == 1:
+        f = np.repeat(f[:, None], n_repeats, axis=1) if n_repeats == 1 else f[:, None]
+    if f.ndim != 2 or f.shape[0] != n_samples or f.shape[1] != n_repeats:
+        raise ValueError(
+            f"The 'folds' parameter of {caller} must have shape ({n_samples},) or "
+            f"({n_samples}, {n_repeats}) (one fold id per sample and repeat). Got shape "
+            f"{np.shape(folds)} instead."
+        )
+    if f.dtype.kind == "f":
+        if not np.all(np.isfinite(f)) or not np.all(f == np.round(f)):
+            raise ValueError(f"The 'folds' parameter of {caller} must hold integer fold ids.")
+        f = f.astype(np.int64)
+    if f.dtype.kind not in "iu":
+        raise ValueError(
+            f"The 'folds' parameter of {caller} must hold integer fold ids. Got dtype "
+            f"{f.dtype} instead."
+        )
+    for r in range(n_repeats):
+        if np.unique(f[:, r]).size < 2:
+            raise ValueError(
+                f"The 'folds' parameter of {caller} must define at least 2 folds in every "
+                f"repeat; repeat {r} has {np.unique(f[:, r]).size}."
+            )
+    return f.astype(np.int64)
+
+
+def as_bootstrap_indices(idx, n, name_n, caller):
+    a = np.asarray(idx)
+    if a.ndim != 2 or a.shape[1] != n or a.shape[0] < 1:
+        raise ValueError(
+            f"The 'bootstrap_indices' parameter of {caller} must have shape (B, {n}) "
+            f"(in-bag {name_n} positions of each bootstrap). Got shape {a.shape} instead."
+        )
+    if a.dtype.kind not in "iu" or a.min() < 0 or a.max() >= n:
+        raise ValueError(
+            f"The 'bootstrap_indices' parameter of {caller} must hold integer positions in "
+            f"[0, {n}). Got values in [{a.min()}, {a.max()}] of dtype {a.dtype}."
+        )
+    return a.astype(np.int64)

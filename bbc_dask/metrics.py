@@ -1,0 +1,424 @@
+"""Metric registry with batched, bootstrap-weighted implementations.
+
+Every metric is *larger is better* (names follow scikit-learn's scorer names, so errors
+and losses are negated: ``neg_log_loss``). A metric is evaluated on integer *count
+weights*: the value with weight vector ``w`` equals scikit-learn's value on the sample in
+which row ``i`` is repeated ``w[i]`` times. One call scores every configuration (and every
+repeat) for a whole block of bootstraps.
+
+Two families:
+
+- *pointwise* metrics are ratios of weighted sums of per-sample features, so a block of
+  bootstraps is a dense matrix product ``counts.T @ features`` (accuracy, balanced
+  accuracy, F1, log loss, squared/absolute error, R²);
+- *ranking* metrics (ROC AUC, one-vs-rest AUC, concordance index) sort each configuration
+  once and reuse that order for every bootstrap, in exact integer arithmetic.
+
+Use :func:`get_metric` to look one up and :data:`METRICS` for the names.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .stats import _kernels as K
+
+__all__ = ["Metric", "METRICS", "get_metric", "metric_names"]
+
+
+@dataclass(frozen=True)
+class Metric:
+    """A registered metric.
+
+    Attributes
+    ----------
+    name : str
+        scikit-learn scorer name.
+    greater_is_better : bool
+        Always True: losses are negated.
+    kind : {"pointwise", "ranking"}
+        How the batched kernel works.
+    prediction : {"labels", "scores", "proba", "values", "risk"}
+        What a prediction must be: class labels (``predict``), a continuous score of the
+        positive class (``predict_proba[:, 1]`` or ``decision_function``), all class
+        probabilities (class axis last, classes in sorted label order), regression values,
+        or a risk score (higher = earlier event).
+    task : {"binary", "classification", "multiclass", "regression", "survival"}
+    description : str
+    """
+
+    name: str
+    kind: str
+    prediction: str
+    task: str
+    description: str
+    greater_is_better: bool = True
+    _impl: type = field(default=None, repr=False, compare=False)
+
+    @property
+    def needs_class_axis(self) -> bool:
+        return self.prediction == "proba"
+
+    @property
+    def is_classification(self) -> bool:
+        return self.task in ("binary", "classification", "multiclass")
+
+    def prepare(self, target, predictions):
+        """Precompute what the batched kernels need.
+
+        ``target`` is a :class:`Target` (encoded y); ``predictions`` is a validated float64
+        array ``(N, C, R)`` or ``(N, C, R, K)`` (labels already encoded as class codes).
+        """
+        return self._impl(self, target, predictions)
+
+
+@dataclass
+class Target:
+    """Encoded target: class codes, regression values, or survival (time, event)."""
+
+    codes: np.ndarray | None = None  # int64 class codes 0..K-1 (classification)
+    classes: np.ndarray | None = None  # labels in sorted order
+    pos_code: int | None = None  # binary metrics: code of the positive class
+    values: np.ndarray | None = None  # regression targets, float64
+    time: np.ndarray | None = None  # survival
+    event: np.ndarray | None = None
+
+    @property
+    def n_samples(self) -> int:
+        for a in (self.codes, self.values, self.time):
+            if a is not None:
+                return a.shape[0]
+        raise AttributeError("empty target")
+
+
+# --------------------------------------------------------------------------- helpers
+def _as_counts(counts):
+    return np.ascontiguousarray(counts, dtype=np.int32)
+
+
+def _oob(counts):
+    return (counts == 0).astype(np.int32)
+
+
+class _Prepared:
+    """Base class of a metric bound to (target, predictions)."""
+
+    def __init__(self, metric, target, pred):
+        self.metric = metric
+        self.target = target
+        self.n_samples = pred.shape[0]
+        self.n_configs = pred.shape[1]
+        self.n_repeats = pred.shape[2]
+
+    # API used by the estimators ----------------------------------------------
+    def scores(self, counts):
+        """Scores ``(B, C, R)`` of every configuration and repeat; NaN where undefined."""
+        raise NotImplementedError
+
+    def winner_scores(self, counts, winners, oob=True):
+        """Scores ``(B, R)`` of configuration ``winners[b]`` (out of bag by default)."""
+        raise NotImplementedError
+
+    def defined(self, counts):
+        """``(B,)`` bool: the metric is defined for these weights (per repeat all alike)."""
+        return counts.sum(axis=0) > 0
+
+    def defined_oob(self, counts):
+        return self.defined(_oob(counts))
+
+
+# ------------------------------------------------------------------ pointwise family
+class _Pointwise(_Prepared):
+    """Ratios of weighted feature sums. Subclasses set ``self.features`` (a list of
+    ``(rows, values (len(rows), C*R))``) and ``self.gfeat`` (n_g, N) config-free features,
+    and implement ``combine(fsums list of (B, C, R), gsums (B, n_g)) -> (B, C, R)``."""
+
+    def __init__(self, metric, target, pred):
+        super().__init__(metric, target, pred)
+        self.all_rows = np.arange(self.n_samples, dtype=np.int64)
+
+    def _flat(self, a):
+        return np.ascontiguousarray(a.reshape(a.shape[0], self.n_configs * self.n_repeats))
+
+    def scores(self, counts):
+        counts = _as_counts(counts)
+        w = counts.T.astype(np.float64)  # (B, N)
+        fsums = []
+        for rows, values in self.features:
+            wr = w if rows is None else w[:, rows]
+            s = wr @ values
+            fsums.append(s.reshape(w.shape[0], self.n_configs, self.n_repeats))
+        gsums = w @ self.gfeat.T
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return self.combine(fsums, gsums, counts)
+
+    def winner_scores(self, counts, winners, oob=True):
+        counts = _as_counts(counts)
+        winners = np.ascontiguousarray(winners, dtype=np.int64)
+        fsums = []
+        for rows, values in self.features:
+            r = self.all_rows if rows is None else rows
+            s = K.feature_sums_winners(counts, r, values, winners, self.n_repeats, oob)
+            fsums.append(s[:, None, :])
+        wts = _oob(counts) if oob else counts
+        gsums = wts.T.astype(np.float64) @ self.gfeat.T
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return self.combine(fsums, gsums, wts)[:, 0, :]
+
+
+class _Accuracy(_Pointwise):
+    def __init__(self, metric, target, pred):
+        super().__init__(metric, target, pred)
+        correct = (pred == target.codes[:, None, None]).astype(np.float64)
+        self.features = [(None, self._flat(correct))]
+        self.gfeat = np.ones((1, self.n_samples))
+
+    def combine(self, fsums, gsums, counts):
+        return fsums[0] / gsums[:, 0, None, None]
+
+
+class _BalancedAccuracy(_Pointwise):
+    # Mean recall over the classes present (with positive weight) in y, as scikit-learn.
+    def __init__(self, metric, target, pred):
+        super().__init__(metric, target, pred)
+        correct = (pred == target.codes[:, None, None]).astype(np.float64)
+        n_cls = len(target.classes)
+        self.features = []
+        for k in range(n_cls):
+            rows = np.flatnonzero(target.codes == k)
+            self.features.append((rows, self._flat(correct[rows])))
+        self.gfeat = np.stack([(target.codes == k).astype(np.float64) for k in range(n_cls)])
+
+    def combine(self, fsums, gsums, counts):
+        total = np.zeros_like(fsums[0])
+        present = np.zeros(gsums.shape[0])
+        for k, fs in enumerate(fsums):
+            g = gsums[:, k]
+            ok = g > 0
+            total += np.where(ok[:, None, None], fs / np.where(ok, g, 1.0)[:, None, None], 0.0)
+            present += ok
+        return total / present[:, None, None]
+
+
+class _F1(_Pointwise):
+    # F1 = 2 TP / (TP + predicted positives + actual positives); 0 when that is 0
+    # (scikit-learn's zero_division default).
+    def __init__(self, metric, target, pred):
+        super().__init__(metric, target, pred)
+        pp = (pred == target.pos_code).astype(np.float64)
+        is_pos = target.codes == target.pos_code
+        prow, nrow = np.flatnonzero(is_pos), np.flatnonzero(~is_pos)
+        self.features = [(prow, self._flat(pp[prow])), (nrow, self._flat(pp[nrow]))]
+        self.gfeat = is_pos.astype(np.float64)[None, :]
+
+    def combine(self, fsums, gsums, counts):
+        tp, fp = fsums
+        denom = 2 * tp + fp + (gsums[:, 0, None, None] - tp)
+        return np.where(denom > 0, 2 * tp / np.where(denom > 0, denom, 1.0), 0.0)
+
+
+class _MeanLoss(_Pointwise):
+    """Weighted mean of a per-sample score (negated loss)."""
+
+    def __init__(self, metric, target, pred):
+        super().__init__(metric, target, pred)
+        self.features = [(None, self._flat(self.per_sample(target, pred)))]
+        self.gfeat = np.ones((1, self.n_samples))
+
+    def combine(self, fsums, gsums, counts):
+        return fsums[0] / gsums[:, 0, None, None]
+
+
+class _NegLogLoss(_MeanLoss):
+    @staticmethod
+    def per_sample(target, pred):
+        # pred (N, C, R, K): probability of the true class, clipped as scikit-learn does.
+        p = np.take_along_axis(pred, target.codes[:, None, None, None], axis=3)[..., 0]
+        eps = np.finfo(np.float64).eps
+        return np.log(np.clip(p, eps, 1 - eps))
+
+
+class _NegMSE(_MeanLoss):
+    @staticmethod
+    def per_sample(target, pred):
+        return -((target.values[:, None, None] - pred) ** 2)
+
+
+class _NegMAE(_MeanLoss):
+    @staticmethod
+    def per_sample(target, pred):
+        return -np.abs(target.values[:, None, None] - pred)
+
+
+class _R2(_Pointwise):
+    # 1 - SS_res / SS_tot; undefined (NaN) when the weighted y is constant.
+    def __init__(self, metric, target, pred):
+        super().__init__(metric, target, pred)
+        self.y = target.values
+        sq = (target.values[:, None, None] - pred) ** 2
+        self.features = [(None, self._flat(sq))]
+        self.gfeat = np.stack([np.ones(self.n_samples), self.y])
+
+    def combine(self, fsums, gsums, counts):
+        w = counts.T.astype(np.float64)  # (B, N)
+        mean = gsums[:, 1] / gsums[:, 0]
+        sstot = np.einsum("bn,bn->b", w, (self.y[None, :] - mean[:, None]) ** 2)
+        constant = ~_has_two_values(self.y, counts)
+        sstot = np.where(constant, np.nan, sstot)
+        return 1.0 - fsums[0] / sstot[:, None, None]
+
+    def defined(self, counts):
+        return _has_two_values(self.y, counts)
+
+
+def _has_two_values(y, counts):
+    order = np.argsort(y, kind="stable")
+    ys = y[order]
+    c = counts[order] > 0
+    big = np.where(c, ys[:, None], -np.inf).max(axis=0)
+    small = np.where(c, ys[:, None], np.inf).min(axis=0)
+    return big > small
+
+
+# -------------------------------------------------------------------- ranking family
+class _RocAuc(_Prepared):
+    """Binary AUC (``pos`` masks: one) or macro one-vs-rest AUC (one mask per class)."""
+
+    def __init__(self, metric, target, pred):
+        super().__init__(metric, target, pred)
+        if pred.ndim == 4:  # (N, C, R, K): columns ordered (c, r, k)
+            self.n_sub = pred.shape[3]
+            self.pos = np.stack([target.codes == k for k in range(self.n_sub)])
+            cols = pred.reshape(self.n_samples, -1).T
+            self.col_mask = np.tile(np.arange(self.n_sub), self.n_configs * self.n_repeats)
+        else:
+            self.n_sub = 1
+            self.pos = (target.codes == target.pos_code)[None, :]
+            cols = pred.reshape(self.n_samples, -1).T
+            self.col_mask = np.zeros(cols.shape[0], dtype=np.int64)
+        self.col_mask = self.col_mask.astype(np.int64)
+        self.order = np.argsort(cols, axis=1, kind="stable").astype(np.int32)
+        self.starts = K.tie_starts(np.take_along_axis(cols, self.order, axis=1))
+        self.pos_f = self.pos.astype(np.int64)
+
+    def _pn(self, wts):
+        p = self.pos_f @ wts  # (n_masks, B) exact integer sums
+        n = wts.sum(axis=0)[None, :] - p
+        return (2.0 * p * n).astype(np.float64)  # (n_masks, B)
+
+    def scores(self, counts):
+        counts = _as_counts(counts)
+        acc = K.auc_inbag(counts, self.order, self.starts, self.pos, self.col_mask)
+        denom = self._pn(counts)[self.col_mask]  # (M, B)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            auc = np.where(denom > 0, acc / np.where(denom > 0, denom, 1.0), np.nan)
+        auc = auc.T.reshape(-1, self.n_configs, self.n_repeats, self.n_sub)
+        return auc.mean(axis=3)
+
+    def winner_scores(self, counts, winners, oob=True):
+        counts = _as_counts(counts)
+        per = self.n_repeats * self.n_sub
+        cols = np.asarray(winners, dtype=np.int64)[:, None] * per + np.arange(per)
+        acc = K.auc_winners(counts, self.order, self.starts, self.pos, self.col_mask, cols, oob)
+        wts = _oob(counts) if oob else counts
+        denom = self._pn(wts).T[:, self.col_mask[:per]]  # (B, per)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            auc = np.where(denom > 0, acc / np.where(denom > 0, denom, 1.0), np.nan)
+        return auc.reshape(-1, self.n_repeats, self.n_sub).mean(axis=2)
+
+    def defined(self, counts):
+        return np.all(self._pn(np.asarray(counts, dtype=np.int64)) > 0, axis=0)
+
+
+class _CIndex(_Prepared):
+    def __init__(self, metric, target, pred):
+        super().__init__(metric, target, pred)
+        t, e = target.time, target.event
+        # Visit in decreasing (time, censored) key: at equal times the censored come first,
+        # because they are comparable with the events at that time.
+        self.visit = np.lexsort((e.astype(np.int8), -t)).astype(np.int64)
+        tv, ev = t[self.visit], e[self.visit]
+        self.vstarts = np.ones(self.n_samples, dtype=np.bool_)
+        self.vstarts[1:] = (tv[1:] != tv[:-1]) | (ev[1:] != ev[:-1])
+        self.event = e.astype(np.bool_)
+        cols = pred.reshape(self.n_samples, -1).T
+        order = np.argsort(cols, axis=1, kind="stable")
+        starts = K.tie_starts(np.take_along_axis(cols, order, axis=1))
+        dense = np.cumsum(starts, axis=1).astype(np.int32)
+        self.ranks = np.empty_like(dense)
+        np.put_along_axis(self.ranks, order, dense, axis=1)
+        self.n_ranks = dense[:, -1].astype(np.int64)
+
+    def _pairs(self, wts, oob=False):
+        return K.cindex_pairs(wts, self.visit, self.vstarts, self.event, oob).astype(np.float64)
+
+    def scores(self, counts):
+        counts = _as_counts(counts)
+        num = K.cindex_inbag(counts, self.ranks, self.n_ranks, self.visit, self.vstarts, self.event)
+        den = self._pairs(counts)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            c = np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan)
+        return c.T.reshape(-1, self.n_configs, self.n_repeats)
+
+    def winner_scores(self, counts, winners, oob=True):
+        counts = _as_counts(counts)
+        R = self.n_repeats
+        cols = np.asarray(winners, dtype=np.int64)[:, None] * R + np.arange(R)
+        num = K.cindex_winners(
+            counts, self.ranks, self.n_ranks, self.visit, self.vstarts, self.event, cols, oob
+        )
+        den = K.cindex_pairs(counts, self.visit, self.vstarts, self.event, oob)[:, None]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan)
+
+    def defined(self, counts):
+        return self._pairs(_as_counts(counts)) > 0
+
+    def defined_oob(self, counts):
+        return K.cindex_pairs(_as_counts(counts), self.visit, self.vstarts, self.event, True) > 0
+
+
+# ------------------------------------------------------------------------ registry
+_DEFS = [
+    ("roc_auc", "ranking", "scores", "binary", _RocAuc,
+     "Area under the ROC curve (binary; ties count 1/2)."),
+    ("roc_auc_ovr", "ranking", "proba", "multiclass", _RocAuc,
+     "Macro-averaged one-vs-rest ROC AUC on class probabilities."),
+    ("concordance_index", "ranking", "risk", "survival", _CIndex,
+     "Harrell's concordance index; y is (time, event), predictions are risk scores."),
+    ("accuracy", "pointwise", "labels", "classification", _Accuracy,
+     "Fraction of correct class labels."),
+    ("balanced_accuracy", "pointwise", "labels", "classification", _BalancedAccuracy,
+     "Mean per-class recall over the classes present in y."),
+    ("f1", "pointwise", "labels", "binary", _F1, "F1 score of the positive class."),
+    ("neg_log_loss", "pointwise", "proba", "classification", _NegLogLoss,
+     "Negated cross-entropy of the class probabilities."),
+    ("neg_mean_squared_error", "pointwise", "values", "regression", _NegMSE,
+     "Negated mean squared error."),
+    ("neg_mean_absolute_error", "pointwise", "values", "regression", _NegMAE,
+     "Negated mean absolute error."),
+    ("r2", "pointwise", "values", "regression", _R2, "Coefficient of determination."),
+]
+
+METRICS: dict[str, Metric] = {
+    name: Metric(name=name, kind=kind, prediction=pred, task=task, description=desc, _impl=impl)
+    for name, kind, pred, task, impl, desc in _DEFS
+}
+
+
+def metric_names() -> list[str]:
+    """Names of the registered metrics, sorted."""
+    return sorted(METRICS)
+
+
+def get_metric(metric, *, caller="this function") -> Metric:
+    """Look up a metric by name (or pass a :class:`Metric` through)."""
+    if isinstance(metric, Metric):
+        return metric
+    if isinstance(metric, str) and metric in METRICS:
+        return METRICS[metric]
+    raise ValueError(
+        f"The 'metric' parameter of {caller} must be one of {metric_names()}. "
+        f"Got {metric!r} instead."
+    )

@@ -1,0 +1,439 @@
+"""BBC-CV, BBC-F and the comparators on a prediction matrix (in memory).
+
+References
+----------
+.. [1] I. Tsamardinos, E. Greasidou, G. Borboudakis, "Bootstrapping the out-of-sample
+   predictions for efficient and accurate cross-validation", Machine Learning 107,
+   1895-1922 (2018). Algorithm 4 (TT), Algorithm 5 (BBC-CV), §3.2 (repeats).
+.. [2] K. Paraschakis, A. Castellani, G. Borboudakis, I. Tsamardinos, "Confidence Interval
+   Estimation of Predictive Performance in the Context of AutoML" (2024). Algorithm 1
+   (BBC-F), one-sided intervals.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from .. import _validation as V
+from .._random import as_seed_sequence
+from ..metrics import get_metric
+from ._bootstrap import SEED_BLOCK, block_ranges, counts_from_indices, draw_counts
+from ._result import BBCResult, ConfidenceInterval, summarise
+
+__all__ = [
+    "bbc",
+    "bbc_f",
+    "naive_cvt",
+    "tibshirani_tibshirani",
+    "naive_bootstrap",
+    "fold_score_matrix",
+    "prepare_inputs",
+]
+
+_BLOCK_BYTES = 256 * 2**20
+
+
+def prepare_inputs(predictions, y, metric, pos_label, caller):
+    """Validate and encode ``(predictions, y)`` for ``metric``.
+
+    Returns ``(metric, target, pred)`` with ``pred`` float64 (N, C, R[, K]).
+    """
+    m = get_metric(metric, caller=caller)
+    arr, class_coord = V.as_predictions(predictions, m, caller)
+    target = V.as_target(y, m, caller, pos_label=pos_label)
+    pred = V.encode_predictions(arr, class_coord, m, target, caller)
+    return m, target, pred
+
+
+def _block_size(block_size, n_boot, pred, caller):
+    if block_size is not None:
+        return V.check_int(block_size, "block_size", caller)
+    n, cols = pred.shape[0], int(np.prod(pred.shape[1:]))
+    per_boot = n * 12 + cols * 8 * 4  # counts + float weights + a few (B, M) results
+    size = max(SEED_BLOCK, (_BLOCK_BYTES // per_boot) // SEED_BLOCK * SEED_BLOCK)
+    return min(size, max(n_boot, 1))
+
+
+def _select(scores):
+    """Argmax per row, ties to the lowest index; -1 where any score is undefined."""
+    winners = np.argmax(np.where(np.isnan(scores), -np.inf, scores), axis=1)
+    winners[np.isnan(scores).any(axis=1)] = -1
+    return winners
+
+
+def _common(caller, n_bootstraps, confidence_level, random_state, bootstrap_indices, n):
+    conf = V.check_confidence_level(confidence_level, caller)
+    if bootstrap_indices is None:
+        n_boot = V.check_int(n_bootstraps, "n_bootstraps", caller)
+        return conf, n_boot, as_seed_sequence(random_state, caller=caller), None
+    idx = V.as_bootstrap_indices(bootstrap_indices, n, "sample" if caller != "bbc_f" else "row", caller)
+    return conf, idx.shape[0], None, idx
+
+
+def _full_scores(prep, n):
+    return prep.scores(np.ones((n, 1), dtype=np.int32))[0].mean(axis=1)
+
+
+def bbc(
+    predictions,
+    y,
+    *,
+    metric,
+    folds=None,
+    n_bootstraps=1000,
+    confidence_level=0.95,
+    random_state=None,
+    bootstrap_indices=None,
+    pos_label=None,
+    block_size=None,
+) -> BBCResult:
+    """Bootstrap Bias Corrected CV estimate of the selected configuration's performance.
+
+    In each bootstrap the samples (rows) are resampled with replacement; a sample enters
+    with all its repeats. The configuration with the best in-bag score is selected
+    (score = mean over repeats of the metric on that repeat's pooled in-bag predictions;
+    ties go to the lowest configuration index) and scored the same way on the out-of-bag
+    samples. The mean of those scores is the bias-corrected estimate, their percentiles
+    the confidence interval [1]_ (Algorithm 5, §3.2) and the one-sided lower bound [2]_.
+
+    Parameters
+    ----------
+    predictions : array-like or xarray.DataArray
+        Out-of-sample predictions, shape (N, C), (N, C, R) or (N, C, R, n_classes); a
+        DataArray with dims ``sample``, ``config`` and optionally ``repeat``, ``class``.
+        What a prediction is depends on ``metric`` (see :mod:`bbc_dask.metrics`).
+    y : array-like of shape (N,)
+        True labels (any encoding, strings too) or targets; for ``concordance_index`` a
+        ``(time, event)`` pair.
+    metric : str
+        A name from :func:`bbc_dask.metrics.metric_names`; larger is better.
+    folds : array-like of shape (N,) or (N, R), default=None
+        Fold ids. BBC resamples samples, so folds do not change the estimate; they are
+        validated when given so that one call signature serves every estimator.
+    n_bootstraps : int, default=1000
+        B. Ignored when ``bootstrap_indices`` is given.
+    confidence_level : float, default=0.95
+    random_state : int, SeedSequence, Generator, RandomState or None, default=None
+        Bootstrap ``b`` depends only on this seed and ``b``: the result is the same
+        whatever ``block_size``. A draw whose score is undefined (empty out-of-bag set;
+        one class in or out of bag for AUC; ...) is redrawn and counted in ``n_redrawn``.
+    bootstrap_indices : array-like of shape (B, N), default=None
+        Explicit in-bag sample positions, used exactly as given; a bootstrap whose score
+        is undefined gets NaN, is excluded from the summaries and counted in ``n_excluded``.
+    pos_label : label, default=None
+        Positive class of binary metrics; default the larger label in sorted order.
+    block_size : int, default=None
+        Bootstraps processed at once (memory only; results do not depend on it). By
+        default about 256 MiB worth.
+
+    Returns
+    -------
+    BBCResult
+
+    References
+    ----------
+    .. [1] Tsamardinos, Greasidou, Borboudakis, Machine Learning 107 (2018), Algorithm 5.
+    .. [2] Paraschakis et al., "Confidence Interval Estimation of Predictive Performance
+       in the Context of AutoML" (2024).
+
+    Examples
+    --------
+    >>> import bbc_dask as bd
+    >>> sim = bd.simulate.auc_matrix(200, 20, random_state=0)
+    >>> res = bd.bbc(sim.predictions, sim.y, metric="roc_auc", random_state=0)
+    >>> res.estimate <= res.naive_estimate
+    True
+    """
+    caller = "bbc"
+    m, target, pred = prepare_inputs(predictions, y, metric, pos_label, caller)
+    n, _, n_rep = pred.shape[:3]
+    V.as_folds(folds, n, n_rep, caller, required=False)
+    conf, n_boot, root, idx = _common(
+        caller, n_bootstraps, confidence_level, random_state, bootstrap_indices, n
+    )
+    prep = m.prepare(target, pred)
+    bs = _block_size(block_size, n_boot, pred, caller)
+
+    def defined(c):
+        return prep.defined(c) & prep.defined_oob(c)
+
+    dist = np.full(n_boot, np.nan)
+    winners = np.full(n_boot, -1, dtype=np.int64)
+    redrawn = 0
+    for start, stop in block_ranges(n_boot, bs):
+        if idx is None:
+            counts, r = draw_counts(root, "bbc", start, stop, n, defined)
+            redrawn += r
+        else:
+            counts = counts_from_indices(idx[start:stop], n)
+        w = _select(prep.scores(counts).mean(axis=2))
+        ok = np.flatnonzero(w >= 0)
+        if ok.size:
+            sub = np.ascontiguousarray(counts[:, ok])
+            dist[start + ok] = prep.winner_scores(sub, w[ok], oob=True).mean(axis=1)
+        winners[start:stop] = w
+    full = _full_scores(prep, n)
+    sel = int(_select(full[None, :])[0])
+    return summarise(
+        dist, winners, selected=sel, naive=full[sel], n_redrawn=redrawn, method="bbc",
+        metric=m.name, confidence_level=conf,
+    )
+
+
+def fold_score_matrix(predictions, y, folds, *, metric, pos_label=None):
+    """Per-fold score matrix of BBC-F: rows are (repeat, fold) pairs, repeat-major, folds
+    in sorted id order; entry = metric of the configuration on that fold's samples.
+
+    Returns ``(matrix (R*K, C), rows)`` with ``rows`` a list of ``(repeat, fold_id)``.
+    """
+    caller = "fold_score_matrix"
+    m, target, pred = prepare_inputs(predictions, y, metric, pos_label, caller)
+    f = V.as_folds(folds, pred.shape[0], pred.shape[2], caller)
+    return _fold_matrix(m, target, pred, f, caller)
+
+
+def _fold_matrix(m, target, pred, folds, caller):
+    blocks, rows = [], []
+    for r in range(pred.shape[2]):
+        ids = np.unique(folds[:, r])
+        ind = np.ascontiguousarray((folds[:, r][:, None] == ids[None, :]).astype(np.int32))
+        prep = m.prepare(target, pred[:, :, r : r + 1])
+        s = prep.scores(ind)[:, :, 0]  # (K_r, C)
+        bad = np.isnan(s).any(axis=1)
+        if bad.any():
+            k = int(np.flatnonzero(bad)[0])
+            raise ValueError(
+                f"{m.name!r} is undefined on fold {ids[k]!r} of repeat {r} in {caller} (for "
+                f"AUC: the fold holds a single class). Use stratified folds with at least "
+                f"one sample of each class per fold, or bbc, which pools the folds."
+            )
+        blocks.append(s)
+        rows.extend((r, ids[k].item()) for k in range(len(ids)))
+    return np.concatenate(blocks, axis=0), rows
+
+
+@njit(cache=True)
+def _inbag_means(counts, F):
+    # Sequential sums in row order: the same whatever the blocking (no BLAS reordering).
+    n_rows, n_boot = counts.shape
+    n_cfg = F.shape[1]
+    out = np.zeros((n_boot, n_cfg))
+    for b in range(n_boot):
+        tot = 0
+        for k in range(n_rows):
+            w = counts[k, b]
+            if w:
+                tot += w
+                for c in range(n_cfg):
+                    out[b, c] += w * F[k, c]
+        for c in range(n_cfg):
+            out[b, c] /= tot
+    return out
+
+
+@njit(cache=True)
+def _oob_mean(counts, F, winners):
+    n_rows, n_boot = counts.shape
+    out = np.full(n_boot, np.nan)
+    for b in range(n_boot):
+        if winners[b] < 0:
+            continue
+        s = 0.0
+        k_out = 0
+        for k in range(n_rows):
+            if counts[k, b] == 0:
+                s += F[k, winners[b]]
+                k_out += 1
+        if k_out:
+            out[b] = s / k_out
+    return out
+
+
+def bbc_f(
+    predictions,
+    y,
+    folds,
+    *,
+    metric,
+    n_bootstraps=1000,
+    confidence_level=0.95,
+    random_state=None,
+    bootstrap_indices=None,
+    pos_label=None,
+    block_size=None,
+) -> BBCResult:
+    """BBC on folds (BBC-F): bootstrap the rows of the fold × configuration score matrix.
+
+    The per-fold score matrix has one row per (repeat, fold) pair (repeat-major, folds in
+    sorted id order). Each bootstrap resamples its rows with replacement, selects the
+    configuration with the best in-bag mean (ties to the lowest index) and scores it by
+    its mean over the out-of-bag rows [1]_ (Algorithm 1). ``selected_config`` and
+    ``naive_estimate`` refer to the mean over all rows of this matrix.
+
+    Parameters
+    ----------
+    predictions, y, metric, n_bootstraps, confidence_level, random_state, pos_label, block_size
+        As in :func:`bbc`.
+    folds : array-like of shape (N,) or (N, R)
+        Fold id of every sample in every repeat (any integer labels).
+    bootstrap_indices : array-like of shape (B, R*K), default=None
+        Explicit in-bag row positions of the fold matrix, used exactly as given; a
+        bootstrap with no out-of-bag row gets NaN and is excluded and counted.
+
+    Returns
+    -------
+    BBCResult
+
+    References
+    ----------
+    .. [1] Paraschakis, Castellani, Borboudakis, Tsamardinos, "Confidence Interval
+       Estimation of Predictive Performance in the Context of AutoML" (2024), Algorithm 1.
+
+    Examples
+    --------
+    >>> import bbc_dask as bd
+    >>> sim = bd.simulate.auc_matrix(200, 20, random_state=0)
+    >>> res = bd.bbc_f(sim.predictions, sim.y, sim.folds, metric="roc_auc", random_state=0)
+    >>> res.method
+    'bbc_f'
+    """
+    caller = "bbc_f"
+    m, target, pred = prepare_inputs(predictions, y, metric, pos_label, caller)
+    f = V.as_folds(folds, pred.shape[0], pred.shape[2], caller)
+    F, _ = _fold_matrix(m, target, pred, f, caller)
+    return _bbc_f_matrix(F, m.name, n_bootstraps, confidence_level, random_state,
+                         bootstrap_indices, block_size, caller)
+
+
+def _bbc_f_matrix(F, metric_name, n_bootstraps, confidence_level, random_state,
+                  bootstrap_indices, block_size, caller):
+    n_rows = F.shape[0]
+    conf, n_boot, root, idx = _common(
+        caller, n_bootstraps, confidence_level, random_state, bootstrap_indices, n_rows
+    )
+    bs = V.check_int(block_size, "block_size", caller) if block_size is not None else n_boot
+    F = np.ascontiguousarray(F, dtype=np.float64)
+
+    def defined(c):
+        return (c == 0).any(axis=0)
+
+    dist = np.full(n_boot, np.nan)
+    winners = np.full(n_boot, -1, dtype=np.int64)
+    redrawn = 0
+    for start, stop in block_ranges(n_boot, bs):
+        if idx is None:
+            counts, r = draw_counts(root, "bbc_f", start, stop, n_rows, defined)
+            redrawn += r
+        else:
+            counts = counts_from_indices(idx[start:stop], n_rows)
+        w = _select(_inbag_means(counts, F))
+        dist[start:stop] = _oob_mean(counts, F, w)
+        winners[start:stop] = w
+    full = _inbag_means(np.ones((n_rows, 1), dtype=np.int32), F)[0]
+    sel = int(_select(full[None, :])[0])
+    return summarise(
+        dist, winners, selected=sel, naive=full[sel], n_redrawn=redrawn, method="bbc_f",
+        metric=metric_name, confidence_level=conf,
+    )
+
+
+def _no_interval(estimate, selected, naive, method, metric, conf):
+    nan = float("nan")
+    return BBCResult(
+        estimate=float(estimate), confidence_interval=ConfidenceInterval(nan, nan),
+        lower_bound=nan, bootstrap_distribution=np.empty(0), winners=np.empty(0, np.int64),
+        selected_config=int(selected), naive_estimate=float(naive), n_bootstraps=0,
+        n_redrawn=0, method=method, metric=metric, confidence_level=float(conf),
+    )
+
+
+def naive_cvt(predictions, y, *, metric, folds=None, confidence_level=0.95, pos_label=None):
+    """The CVT estimate: the selected configuration's pooled CV score, no correction.
+
+    Optimistic when many configurations are tried (the winner's curse) [1]_ (Algorithm 2).
+    It has no interval: ``confidence_interval`` and ``lower_bound`` are NaN.
+
+    References
+    ----------
+    .. [1] Tsamardinos, Greasidou, Borboudakis, Machine Learning 107 (2018).
+    """
+    caller = "naive_cvt"
+    m, target, pred = prepare_inputs(predictions, y, metric, pos_label, caller)
+    V.as_folds(folds, pred.shape[0], pred.shape[2], caller, required=False)
+    conf = V.check_confidence_level(confidence_level, caller)
+    full = _full_scores(m.prepare(target, pred), pred.shape[0])
+    sel = int(_select(full[None, :])[0])
+    return _no_interval(full[sel], sel, full[sel], "naive_cvt", m.name, conf)
+
+
+def tibshirani_tibshirani(predictions, y, folds, *, metric, confidence_level=0.95, pos_label=None):
+    """Tibshirani & Tibshirani bias correction [1]_ (Algorithm 4), larger-is-better form.
+
+    ``estimate = naive - mean over (repeat, fold) of [max_c score(fold, c) - score(fold,
+    selected)]``, with the fold scores of :func:`fold_score_matrix`. No interval.
+
+    References
+    ----------
+    .. [1] Tsamardinos, Greasidou, Borboudakis, Machine Learning 107 (2018), Algorithm 4;
+       R. J. Tibshirani, R. Tibshirani, Ann. Appl. Stat. 3 (2009).
+    """
+    caller = "tibshirani_tibshirani"
+    m, target, pred = prepare_inputs(predictions, y, metric, pos_label, caller)
+    f = V.as_folds(folds, pred.shape[0], pred.shape[2], caller)
+    conf = V.check_confidence_level(confidence_level, caller)
+    full = _full_scores(m.prepare(target, pred), pred.shape[0])
+    sel = int(_select(full[None, :])[0])
+    F, _ = _fold_matrix(m, target, pred, f, caller)
+    bias = float(np.mean(F.max(axis=1) - F[:, sel]))
+    return _no_interval(full[sel] - bias, sel, full[sel], "tibshirani_tibshirani", m.name, conf)
+
+
+def naive_bootstrap(
+    predictions,
+    y,
+    *,
+    metric,
+    folds=None,
+    n_bootstraps=1000,
+    confidence_level=0.95,
+    random_state=None,
+    bootstrap_indices=None,
+    pos_label=None,
+    block_size=None,
+) -> BBCResult:
+    """Percentile bootstrap of the selected configuration alone, ignoring selection.
+
+    The winner on all rows is fixed and its score is recomputed on each bootstrap resample
+    of the samples (in-bag, with all repeats). This is the interval one gets by treating
+    the CVT winner as if it had not been selected; it inherits the winner's curse and is
+    included as a comparator (``NB`` in [1]_).
+
+    References
+    ----------
+    .. [1] Paraschakis et al. (2024), Table 2.
+    """
+    caller = "naive_bootstrap"
+    m, target, pred = prepare_inputs(predictions, y, metric, pos_label, caller)
+    n = pred.shape[0]
+    V.as_folds(folds, n, pred.shape[2], caller, required=False)
+    conf, n_boot, root, idx = _common(
+        caller, n_bootstraps, confidence_level, random_state, bootstrap_indices, n
+    )
+    prep = m.prepare(target, pred)
+    full = _full_scores(prep, n)
+    sel = int(_select(full[None, :])[0])
+    bs = _block_size(block_size, n_boot, pred, caller)
+    dist = np.full(n_boot, np.nan)
+    redrawn = 0
+    for start, stop in block_ranges(n_boot, bs):
+        if idx is None:
+            counts, r = draw_counts(root, "naive_bootstrap", start, stop, n, prep.defined)
+            redrawn += r
+        else:
+            counts = counts_from_indices(idx[start:stop], n)
+        sel_b = np.full(stop - start, sel, dtype=np.int64)
+        dist[start:stop] = prep.winner_scores(counts, sel_b, oob=False).mean(axis=1)
+    return summarise(
+        dist, np.full(n_boot, sel), selected=sel, naive=full[sel], n_redrawn=redrawn,
+        method="naive_bootstrap", metric=m.name, confidence_level=conf,
+    )

@@ -1,0 +1,77 @@
+"""Bootstrap draws as count matrices, reproducible whatever the blocking.
+
+Bootstraps are drawn in fixed *seed blocks* of :data:`SEED_BLOCK` consecutive bootstraps;
+seed block ``k`` of stream ``s`` uses the generator ``child(root, s, k)`` alone. Any range
+of bootstraps is therefore the same draws whether it is computed at once, in processing
+blocks of any size, or on different workers.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from .._random import child_generator
+
+__all__ = ["SEED_BLOCK", "MAX_REDRAWS", "draw_counts", "counts_from_indices", "block_ranges"]
+
+SEED_BLOCK = 64
+MAX_REDRAWS = 1000
+
+
+@njit(cache=True)
+def _bincount_rows(idx, n):
+    out = np.zeros((n, idx.shape[0]), dtype=np.int32)
+    for b in range(idx.shape[0]):
+        for k in range(idx.shape[1]):
+            out[idx[b, k], b] += 1
+    return out
+
+
+def counts_from_indices(idx: np.ndarray, n: int) -> np.ndarray:
+    """``(B, n)`` in-bag positions -> ``(n, B)`` int32 counts."""
+    return _bincount_rows(np.ascontiguousarray(idx, dtype=np.int64), n)
+
+
+def _seed_block(root, stream, k, n, n_draw, is_defined):
+    """Counts ``(n, SEED_BLOCK)`` and per-bootstrap redraw counts of seed block ``k``."""
+    gen = child_generator(root, stream, k)
+    counts = counts_from_indices(gen.integers(0, n, size=(SEED_BLOCK, n_draw)), n)
+    redrawn = np.zeros(SEED_BLOCK, dtype=np.int64)
+    if is_defined is None:
+        return counts, redrawn
+    bad = np.flatnonzero(~is_defined(counts))
+    for j in bad:  # in index order, each from the block's own generator: deterministic
+        for attempt in range(1, MAX_REDRAWS + 1):
+            c = counts_from_indices(gen.integers(0, n, size=(1, n_draw)), n)
+            if is_defined(c)[0]:
+                counts[:, j] = c[:, 0]
+                redrawn[j] = attempt
+                break
+        else:
+            raise ValueError(
+                f"Could not draw a bootstrap whose score is defined in {MAX_REDRAWS} "
+                f"attempts (e.g. out-of-bag samples of both classes for AUC); the sample is "
+                f"too small or too unbalanced for this metric."
+            )
+    return counts, redrawn
+
+
+def draw_counts(root, stream, start, stop, n, is_defined=None, n_draw=None):
+    """Counts ``(n, stop - start)`` int32 for bootstraps ``start..stop-1`` and the number
+    of redraws among them. ``is_defined(counts) -> (B,) bool`` decides which draws are
+    kept; an undefined draw is redrawn."""
+    n_draw = n if n_draw is None else n_draw
+    first, last = start // SEED_BLOCK, (stop - 1) // SEED_BLOCK
+    parts, red = [], 0
+    for k in range(first, last + 1):
+        c, r = _seed_block(root, stream, k, n, n_draw, is_defined)
+        lo = max(start - k * SEED_BLOCK, 0)
+        hi = min(stop - k * SEED_BLOCK, SEED_BLOCK)
+        parts.append(c[:, lo:hi])
+        red += int(r[lo:hi].sum())
+    return np.ascontiguousarray(np.concatenate(parts, axis=1)), red
+
+
+def block_ranges(n_boot, block_size):
+    for start in range(0, n_boot, block_size):
+        yield start, min(start + block_size, n_boot)

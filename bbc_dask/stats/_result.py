@@ -1,0 +1,133 @@
+"""Result objects of the estimators (scipy ``BootstrapResult`` style)."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import numpy as np
+
+__all__ = ["ConfidenceInterval", "BBCResult", "order_statistic", "summarise"]
+
+
+class ConfidenceInterval(NamedTuple):
+    """Two-sided percentile interval."""
+
+    low: float
+    high: float
+
+
+def order_statistic(values: np.ndarray, q: float) -> float:
+    """The paper's ``L(q·B)``: the k-th smallest of the finite values, ``k = ⌈q·B⌉``.
+
+    This is numpy's ``method="inverted_cdf"`` quantile (the smallest value whose empirical
+    CDF reaches ``q``); ``q·B`` is rounded to 9 decimals first so that ``0.05·1000`` is 50,
+    not 51, despite floating point. For B = 1000 and 95% it gives ``[L(25), L(975)]`` and the
+    one-sided lower bound ``L(50)`` exactly as in Algorithm 5 (2018) and Algorithm 1 (2024).
+    """
+    v = np.sort(values[np.isfinite(values)])
+    if v.size == 0:
+        return float("nan")
+    k = math.ceil(round(q * v.size, 9))
+    return float(v[min(max(k, 1), v.size) - 1])
+
+
+@dataclass(frozen=True)
+class BBCResult:
+    """Outcome of a bias-corrected (or comparator) performance estimate.
+
+    Attributes
+    ----------
+    estimate : float
+        Mean of the finite values of the bootstrap distribution (the bias-corrected
+        estimate); for :func:`naive_cvt` and :func:`tibshirani_tibshirani` the point estimate.
+    confidence_interval : ConfidenceInterval
+        Two-sided percentile interval ``(L(α/2·B), L((1-α/2)·B))`` with ``α = 1 -
+        confidence_level``; NaN where the method has no bootstrap distribution.
+    lower_bound : float
+        One-sided lower confidence bound ``L(α·B)`` (BBC-F paper, Algorithm 1).
+    bootstrap_distribution : ndarray of shape (B,)
+        Out-of-bag score of each bootstrap's winner; NaN for a bootstrap given by
+        ``bootstrap_indices`` whose score is undefined (excluded from every summary).
+    winners : ndarray of shape (B,)
+        Configuration selected in each bootstrap (-1 where selection was undefined).
+    selected_config : int
+        Winner on all rows: what CVT selects and refits.
+    naive_estimate : float
+        Score of ``selected_config`` on all rows: the optimistic CVT estimate.
+    n_bootstraps : int
+        Number of bootstraps (B).
+    n_redrawn : int
+        Bootstraps redrawn because their score was undefined (``random_state`` draws only).
+    n_excluded : int
+        Bootstraps with an undefined score that were excluded (explicit indices only).
+    method : str
+        ``"bbc"``, ``"bbc_f"``, ``"naive_cvt"``, ``"tibshirani_tibshirani"`` or
+        ``"naive_bootstrap"``.
+    metric : str
+    confidence_level : float
+    """
+
+    estimate: float
+    confidence_interval: ConfidenceInterval
+    lower_bound: float
+    bootstrap_distribution: np.ndarray
+    winners: np.ndarray
+    selected_config: int
+    naive_estimate: float
+    n_bootstraps: int
+    n_redrawn: int
+    method: str
+    metric: str
+    confidence_level: float
+    n_excluded: int = 0
+
+    def __repr__(self):
+        ci = self.confidence_interval
+        return (
+            f"BBCResult(method={self.method!r}, metric={self.metric!r}, "
+            f"estimate={self.estimate:.4f}, confidence_interval=({ci.low:.4f}, {ci.high:.4f}), "
+            f"lower_bound={self.lower_bound:.4f}, naive_estimate={self.naive_estimate:.4f}, "
+            f"selected_config={self.selected_config}, n_bootstraps={self.n_bootstraps}, "
+            f"n_redrawn={self.n_redrawn}, n_excluded={self.n_excluded})"
+        )
+
+    def to_dict(self) -> dict:
+        """JSON-friendly summary (without the per-bootstrap arrays)."""
+        return {
+            "method": self.method,
+            "metric": self.metric,
+            "estimate": self.estimate,
+            "confidence_interval": [self.confidence_interval.low, self.confidence_interval.high],
+            "lower_bound": self.lower_bound,
+            "confidence_level": self.confidence_level,
+            "naive_estimate": self.naive_estimate,
+            "selected_config": self.selected_config,
+            "n_bootstraps": self.n_bootstraps,
+            "n_redrawn": self.n_redrawn,
+            "n_excluded": self.n_excluded,
+        }
+
+
+def summarise(dist, winners, *, selected, naive, n_redrawn, method, metric, confidence_level):
+    dist = np.asarray(dist, dtype=np.float64)
+    finite = np.isfinite(dist)
+    alpha = 1.0 - confidence_level
+    est = float(dist[finite].mean()) if finite.any() else float("nan")
+    return BBCResult(
+        estimate=est,
+        confidence_interval=ConfidenceInterval(
+            order_statistic(dist, alpha / 2), order_statistic(dist, 1 - alpha / 2)
+        ),
+        lower_bound=order_statistic(dist, alpha),
+        bootstrap_distribution=dist,
+        winners=np.asarray(winners, dtype=np.int64),
+        selected_config=int(selected),
+        naive_estimate=float(naive),
+        n_bootstraps=int(dist.size),
+        n_redrawn=int(n_redrawn),
+        n_excluded=int((~finite).sum()),
+        method=method,
+        metric=metric,
+        confidence_level=float(confidence_level),
+    )
