@@ -370,7 +370,7 @@ def reference_tt(predictions, y, folds, metric, pos_label=None):
 # naive bootstrap of the (fixed) winner's column
 # ---------------------------------------------------------------------------
 def reference_naive_bootstrap(predictions, y, metric, bootstrap_indices, pos_label=None):
-    """dist (B,): OOB score (mean over repeats) of the pooled winner."""
+    """dist (B,): in-bag (resample) score (mean over repeats) of the pooled winner."""
     P = _as_4d(predictions, metric)
     N = P.shape[0]
     classes = _classes_of(metric, y)
@@ -381,10 +381,9 @@ def reference_naive_bootstrap(predictions, y, metric, bootstrap_indices, pos_lab
     B = boots.shape[0]
     dist = np.full(B, np.nan)
     for b in range(B):
-        oob = _oob_positions(N, boots[b])
-        if j < 0 or len(oob) == 0:
+        if j < 0:
             continue
-        dist[b] = _config_score(metric, y, P, j, oob, classes, pos_label)
+        dist[b] = _config_score(metric, y, P, j, boots[b], classes, pos_label)
     return dist
 
 

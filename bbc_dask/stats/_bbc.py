@@ -167,7 +167,8 @@ def bbc(
         else:
             counts = counts_from_indices(idx[start:stop], n)
         w = _select(prep.scores(counts).mean(axis=2))
-        ok = np.flatnonzero(w >= 0)
+        w[~prep.defined(counts)] = -1  # e.g. f1 on an empty set is 0 in scikit-learn
+        ok = np.flatnonzero((w >= 0) & prep.defined_oob(counts))
         if ok.size:
             sub = np.ascontiguousarray(counts[:, ok])
             dist[start + ok] = prep.winner_scores(sub, w[ok], oob=True).mean(axis=1)
@@ -214,20 +215,30 @@ def _fold_matrix(m, target, pred, folds, caller):
 
 @njit(cache=True)
 def _inbag_means(counts, F):
-    # Sequential sums in row order: the same whatever the blocking (no BLAS reordering).
+    # Compensated (Neumaier) sums, adding a row once per draw: mathematically equal means
+    # (frequent with fold accuracies, which are ratios) compare equal, so ties go to the
+    # lowest index as in exact arithmetic, whatever the row order or blocking.
     n_rows, n_boot = counts.shape
     n_cfg = F.shape[1]
     out = np.zeros((n_boot, n_cfg))
+    comp = np.zeros(n_cfg)
     for b in range(n_boot):
+        comp[:] = 0.0
         tot = 0
         for k in range(n_rows):
-            w = counts[k, b]
-            if w:
-                tot += w
+            for _ in range(counts[k, b]):
+                tot += 1
                 for c in range(n_cfg):
-                    out[b, c] += w * F[k, c]
+                    x = F[k, c]
+                    s = out[b, c]
+                    t = s + x
+                    if abs(s) >= abs(x):
+                        comp[c] += (s - t) + x
+                    else:
+                        comp[c] += (x - t) + s
+                    out[b, c] = t
         for c in range(n_cfg):
-            out[b, c] /= tot
+            out[b, c] = (out[b, c] + comp[c]) / tot
     return out
 
 
@@ -432,7 +443,8 @@ def naive_bootstrap(
         else:
             counts = counts_from_indices(idx[start:stop], n)
         sel_b = np.full(stop - start, sel, dtype=np.int64)
-        dist[start:stop] = prep.winner_scores(counts, sel_b, oob=False).mean(axis=1)
+        d = prep.winner_scores(counts, sel_b, oob=False).mean(axis=1)
+        dist[start:stop] = np.where(prep.defined(counts), d, np.nan)
     return summarise(
         dist, np.full(n_boot, sel), selected=sel, naive=full[sel], n_redrawn=redrawn,
         method="naive_bootstrap", metric=m.name, confidence_level=conf,

@@ -1,0 +1,199 @@
+"""BBC, BBC-F and comparators against an independent plain-loop implementation."""
+import numpy as np
+import pytest
+import xarray as xr
+from _reference import (
+    reference_bbc,
+    reference_bbc_f,
+    reference_fold_matrix,
+    reference_naive_bootstrap,
+    reference_tt,
+)
+from conftest import make_case
+
+import bbc_dask as bd
+
+
+def _folds(n, r, k=4, seed=0):
+    rng = np.random.default_rng(seed)
+    # arbitrary integer labels, not 0..K-1
+    labels = np.array([7, -3, 12, 40])[:k]
+    return np.stack([labels[rng.permutation(np.arange(n) % k)] for _ in range(r)], axis=1)
+
+
+def _indices(n, b, seed):
+    idx = np.random.default_rng(seed).integers(0, n, size=(b, n))
+    idx[0] = np.arange(n)  # every sample in bag: no out-of-bag set -> NaN, excluded
+    return idx
+
+
+@pytest.mark.parametrize("n_repeats", [1, 2])
+def test_bbc_equals_reference(metric_name, n_repeats):
+    pred, y = make_case(metric_name, n=36, c=5, r=n_repeats, seed=3)
+    idx = _indices(36, 25, seed=4)
+    res = bd.bbc(pred, y, metric=metric_name, bootstrap_indices=idx)
+    dist, winners = reference_bbc(pred, y, metric_name, idx)
+    np.testing.assert_allclose(res.bootstrap_distribution, dist, rtol=0, atol=1e-12)
+    np.testing.assert_array_equal(res.winners[np.isfinite(dist)], winners[np.isfinite(dist)])
+    assert res.n_excluded == int(np.isnan(dist).sum()) >= 1
+    assert res.estimate == pytest.approx(np.nanmean(dist), abs=1e-12)
+    assert res.n_bootstraps == 25 and res.method == "bbc" and res.metric == metric_name
+
+
+@pytest.mark.parametrize("n_repeats", [1, 2])
+def test_bbc_f_equals_reference(metric_name, n_repeats):
+    n = 48
+    pred, y = make_case(metric_name, n=n, c=5, r=n_repeats, seed=5)
+    folds = _folds(n, n_repeats, k=3 if metric_name == "roc_auc_ovr" else 4, seed=6)
+    if metric_name in ("roc_auc", "roc_auc_ovr"):  # every fold must hold every class
+        folds = _stratified(y, n_repeats, 3 if metric_name == "roc_auc_ovr" else 4)
+    n_rows = len(np.unique(folds[:, 0])) * n_repeats
+    idx = np.random.default_rng(7).integers(0, n_rows, size=(30, n_rows))
+    idx[0] = np.arange(n_rows)
+    res = bd.bbc_f(pred, y, folds, metric=metric_name, bootstrap_indices=idx)
+    dist, winners = reference_bbc_f(pred, y, folds, metric_name, idx)
+    np.testing.assert_allclose(res.bootstrap_distribution, dist, rtol=0, atol=1e-12)
+    np.testing.assert_array_equal(res.winners[1:], winners[1:])
+    assert res.n_excluded == int(np.isnan(dist).sum()) >= 1
+    F, rows = bd.fold_score_matrix(pred, y, folds, metric=metric_name)
+    np.testing.assert_allclose(F, reference_fold_matrix(pred, y, folds, metric_name), atol=1e-12)
+    assert [r for r, _ in rows] == sorted(r for r, _ in rows)
+
+
+def _stratified(y, n_repeats, k):
+    from sklearn.model_selection import StratifiedKFold
+
+    out = np.empty((len(y), n_repeats), dtype=np.int64)
+    for r in range(n_repeats):
+        for f, (_, test) in enumerate(
+            StratifiedKFold(k, shuffle=True, random_state=r).split(np.zeros(len(y)), y)
+        ):
+            out[test, r] = 100 - 7 * f
+    return out
+
+
+@pytest.mark.parametrize("metric_name", ["roc_auc", "accuracy", "neg_mean_squared_error", "concordance_index"])
+@pytest.mark.parametrize("n_repeats", [1, 2])
+def test_comparators_equal_reference(metric_name, n_repeats):
+    n = 48
+    pred, y = make_case(metric_name, n=n, c=6, r=n_repeats, seed=8)
+    folds = _stratified(y, n_repeats, 4) if metric_name == "roc_auc" else _folds(n, n_repeats, seed=9)
+    tt = bd.tibshirani_tibshirani(pred, y, folds, metric=metric_name)
+    assert tt.estimate == pytest.approx(reference_tt(pred, y, folds, metric_name), abs=1e-12)
+    assert tt.estimate <= tt.naive_estimate
+    idx = np.random.default_rng(10).integers(0, n, size=(20, n))
+    nb = bd.naive_bootstrap(pred, y, metric=metric_name, bootstrap_indices=idx)
+    np.testing.assert_allclose(
+        nb.bootstrap_distribution, reference_naive_bootstrap(pred, y, metric_name, idx), atol=1e-12
+    )
+    naive = bd.naive_cvt(pred, y, metric=metric_name)
+    assert naive.estimate == naive.naive_estimate == nb.naive_estimate == tt.naive_estimate
+    assert naive.selected_config == nb.selected_config
+    assert np.isnan(naive.lower_bound) and naive.n_bootstraps == 0
+
+
+@pytest.mark.parametrize("fn", ["bbc", "bbc_f", "naive_bootstrap"])
+@pytest.mark.parametrize("metric_name", ["roc_auc", "neg_log_loss", "accuracy"])
+def test_same_seed_same_result_whatever_block_size(fn, metric_name):
+    pred, y = make_case(metric_name, n=60, c=7, r=2, seed=11)
+    folds = _stratified(y, 2, 3)
+    f = getattr(bd, fn)
+    args = (pred, y, folds) if fn == "bbc_f" else (pred, y)
+    ref = f(*args, metric=metric_name, n_bootstraps=300, random_state=123)
+    for bs in (1, 7, 64, 100, 1000):
+        other = f(*args, metric=metric_name, n_bootstraps=300, random_state=123, block_size=bs)
+        np.testing.assert_array_equal(other.bootstrap_distribution, ref.bootstrap_distribution)
+        np.testing.assert_array_equal(other.winners, ref.winners)
+        assert other.n_redrawn == ref.n_redrawn
+    again = f(*args, metric=metric_name, n_bootstraps=300, random_state=np.random.SeedSequence(123))
+    np.testing.assert_array_equal(again.bootstrap_distribution, ref.bootstrap_distribution)
+    different = f(*args, metric=metric_name, n_bootstraps=300, random_state=124)
+    assert not np.array_equal(different.bootstrap_distribution, ref.bootstrap_distribution)
+    # a prefix of the bootstraps is the same draws
+    short = f(*args, metric=metric_name, n_bootstraps=100, random_state=123)
+    np.testing.assert_array_equal(short.bootstrap_distribution, ref.bootstrap_distribution[:100])
+
+
+def test_undefined_draws_are_redrawn_and_counted():
+    # 12 samples, 2 positives: many bootstraps have no positive out of bag.
+    rng = np.random.default_rng(0)
+    y = np.array([1, 1] + [0] * 10)
+    pred = rng.normal(size=(12, 4)) + y[:, None]
+    res = bd.bbc(pred, y, metric="roc_auc", n_bootstraps=200, random_state=0)
+    assert res.n_redrawn > 50
+    assert np.all(np.isfinite(res.bootstrap_distribution)) and res.n_excluded == 0
+
+
+def test_explicit_undefined_bootstraps_are_excluded_and_counted():
+    y = np.array([1, 1, 1] + [0] * 9)
+    pred = np.random.default_rng(0).normal(size=(12, 4)) + y[:, None]
+    idx = np.tile(np.arange(12), (3, 1))  # 0: nothing out of bag
+    idx[1] = [0] * 12  # single class in bag: selection undefined
+    idx[2] = [0, 3, 4, 5, 6, 7, 8, 0, 3, 4, 5, 6]  # out of bag: 1, 2 (pos), 9-11 (neg)
+    res = bd.bbc(pred, y, metric="roc_auc", bootstrap_indices=idx)
+    assert np.isnan(res.bootstrap_distribution[:2]).all()
+    assert res.winners[1] == -1
+    assert res.n_excluded == 2 and res.n_redrawn == 0
+    assert res.estimate == res.bootstrap_distribution[2]
+
+
+def test_order_statistics_are_the_papers():
+    from bbc_dask.stats._result import order_statistic
+
+    v = np.arange(1.0, 1001.0)[::-1].copy()
+    assert order_statistic(v, 0.025) == 25 and order_statistic(v, 0.975) == 975
+    assert order_statistic(v, 1 - 0.95) == 50  # not 51 despite 0.05*1000 rounding
+    pred, y = make_case("roc_auc", n=60, c=5, seed=2)
+    res = bd.bbc(pred, y, metric="roc_auc", n_bootstraps=1000, random_state=0)
+    s = np.sort(res.bootstrap_distribution)
+    assert res.confidence_interval == (s[24], s[974]) and res.lower_bound == s[49]
+    res90 = bd.bbc(pred, y, metric="roc_auc", n_bootstraps=1000, random_state=0, confidence_level=0.9)
+    assert res90.lower_bound == s[99] and res90.confidence_interval == (s[49], s[949])
+
+
+def test_dataarray_input_equals_numpy():
+    pred, y = make_case("neg_log_loss", n=40, c=4, r=2, seed=3)
+    idx = np.random.default_rng(1).integers(0, 40, size=(15, 40))
+    want = bd.bbc(pred, y, metric="neg_log_loss", bootstrap_indices=idx)
+    classes = np.unique(y)
+    da = xr.DataArray(pred[..., ::-1], dims=("sample", "config", "repeat", "class"),
+                      coords={"class": classes[::-1]}).transpose("config", "class", "sample", "repeat")
+    got = bd.bbc(da, y, metric="neg_log_loss", bootstrap_indices=idx)
+    np.testing.assert_array_equal(got.bootstrap_distribution, want.bootstrap_distribution)
+    da2 = xr.DataArray(pred[:, :, 0, 1], dims=("sample", "config"))
+    r2 = bd.bbc(da2, y == 15, metric="roc_auc", bootstrap_indices=idx)
+    r1 = bd.bbc(pred[:, :, 0, 1], y == 15, metric="roc_auc", bootstrap_indices=idx)
+    np.testing.assert_array_equal(r1.bootstrap_distribution, r2.bootstrap_distribution)
+
+
+def test_label_encodings_and_pos_label():
+    pred, y = make_case("roc_auc", n=50, c=4, seed=4)  # y in {"no", "yes"}: "yes" positive
+    idx = np.random.default_rng(2).integers(0, 50, size=(20, 50))
+    a = bd.bbc(pred, y, metric="roc_auc", bootstrap_indices=idx)
+    b = bd.bbc(pred, (y == "yes").astype(int), metric="roc_auc", bootstrap_indices=idx)
+    np.testing.assert_array_equal(a.bootstrap_distribution, b.bootstrap_distribution)
+    c = bd.bbc(-pred, y, metric="roc_auc", bootstrap_indices=idx, pos_label="no")
+    np.testing.assert_allclose(c.bootstrap_distribution, a.bootstrap_distribution, atol=1e-12)
+
+
+def test_repeats_resample_samples_with_all_their_repeats():
+    # Identical repeats: BBC with R copies equals BBC with one.
+    pred, y = make_case("roc_auc", n=50, c=4, seed=5)
+    idx = np.random.default_rng(3).integers(0, 50, size=(20, 50))
+    one = bd.bbc(pred, y, metric="roc_auc", bootstrap_indices=idx)
+    three = bd.bbc(np.repeat(pred, 3, axis=2), y, metric="roc_auc", bootstrap_indices=idx)
+    np.testing.assert_allclose(three.bootstrap_distribution, one.bootstrap_distribution, atol=1e-15)
+
+
+def test_ties_go_to_lowest_config():
+    y = np.array([0, 1] * 10)
+    pred = np.stack([y, y, 1 - y], axis=1)  # configs 0 and 1 identical and perfect
+    res = bd.bbc(pred, y, metric="accuracy", n_bootstraps=50, random_state=0)
+    assert set(res.winners) == {0} and res.selected_config == 0
+
+
+def test_bbc_corrects_the_winners_curse():
+    sim = bd.simulate.auc_matrix(100, 300, a=9, b=6, random_state=1)
+    res = bd.bbc(sim.predictions, sim.y, metric="roc_auc", random_state=0)
+    assert res.estimate < res.naive_estimate - 0.02
+    assert res.lower_bound < res.confidence_interval.high
