@@ -179,7 +179,7 @@ def as_target(y, metric: Metric, caller, *, pos_label=None):
     if len(classes) < 2:
         raise ValueError(
             f"The metric {metric.name!r} needs at least two classes in 'y' of {caller}. "
-            f"Got only {list(classes)!r}."
+            f"Got only {classes.tolist()!r}."
         )
     if metric.task == "binary" and len(classes) > 2:
         hint = " Use 'roc_auc_ovr' for multiclass AUC." if metric.name == "roc_auc" else ""
@@ -193,7 +193,7 @@ def as_target(y, metric: Metric, caller, *, pos_label=None):
         if hits.size != 1:
             raise ValueError(
                 f"The 'pos_label' parameter of {caller} must be one of the labels "
-                f"{list(classes)!r}. Got {pos_label!r} instead."
+                f"{classes.tolist()!r}. Got {pos_label!r} instead."
             )
         pos_code = int(hits[0])
     return Target(codes=codes.astype(np.int64), classes=classes, pos_code=pos_code)
@@ -219,7 +219,7 @@ def encode_predictions(arr, class_coord, metric: Metric, target: Target, caller)
             bad = flat[np.flatnonzero(~ok)[0]]
             raise ValueError(
                 f"The metric {metric.name!r} expects predicted class labels drawn from y's "
-                f"labels {list(classes)!r}, but 'predictions' of {caller} holds {bad!r}. "
+                f"labels {classes.tolist()!r}, but 'predictions' of {caller} holds {getattr(bad, 'item', lambda: bad)()!r}. "
                 f"Pass the output of predict, not probabilities or scores."
             )
         return idx.reshape(arr.shape).astype(np.float64)
@@ -229,14 +229,14 @@ def encode_predictions(arr, class_coord, metric: Metric, target: Target, caller)
         if a.shape[3] != k:
             raise ValueError(
                 f"'predictions' of {caller} has {a.shape[3]} classes on its class axis but "
-                f"'y' has {k} ({list(target.classes)!r})."
+                f"'y' has {k} ({target.classes.tolist()!r})."
             )
         if class_coord is not None:
             pos = [np.flatnonzero(class_coord == c) for c in target.classes]
             if any(p.size != 1 for p in pos):
                 raise ValueError(
                     f"The 'class' coordinate of 'predictions' of {caller} must hold y's "
-                    f"labels {list(target.classes)!r}. Got {list(class_coord)!r}."
+                    f"labels {target.classes.tolist()!r}. Got {class_coord.tolist()!r}."
                 )
             a = a[..., [int(p[0]) for p in pos]]
         if a.min() < 0 or a.max() > 1 or not np.allclose(a.sum(axis=3), 1.0):
@@ -253,7 +253,7 @@ def encode_predictions(arr, class_coord, metric: Metric, target: Target, caller)
             raise ValueError(
                 f"The metric {metric.name!r} expects a continuous score of the positive "
                 f"class (predict_proba[:, 1] or decision_function), but 'predictions' of "
-                f"{caller} holds only class labels {list(np.unique(a))!r}."
+                f"{caller} holds only class labels {np.unique(a).tolist()!r}."
             )
     return a
 

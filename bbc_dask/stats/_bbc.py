@@ -204,7 +204,7 @@ def _fold_matrix(m, target, pred, folds, caller):
         if bad.any():
             k = int(np.flatnonzero(bad)[0])
             raise ValueError(
-                f"{m.name!r} is undefined on fold {ids[k]!r} of repeat {r} in {caller} (for "
+                f"{m.name!r} is undefined on fold {ids[k].item()!r} of repeat {r} in {caller} (for "
                 f"AUC: the fold holds a single class). Use stratified folds with at least "
                 f"one sample of each class per fold, or bbc, which pools the folds."
             )
