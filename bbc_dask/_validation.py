@@ -200,7 +200,8 @@ def as_target(y, metric: Metric, caller, *, pos_label=None):
 
 
 def encode_predictions(arr, class_coord, metric: Metric, target: Target, caller):
-    """Validate predictions against what ``metric`` needs; return float64 (labels as codes)."""
+    """Validate predictions against what ``metric`` needs; return float64 values, or
+    integer class codes for label metrics."""
     n = target.n_samples
     if arr.shape[0] != n:
         raise ValueError(
@@ -209,6 +210,20 @@ def encode_predictions(arr, class_coord, metric: Metric, target: Target, caller)
         )
     if metric.prediction == "labels":
         classes = target.classes
+        if arr.dtype.kind in "iu" and np.array_equal(classes, np.arange(len(classes))):
+            # Labels already 0..K-1 (the common case): the codes are the array itself.
+            if arr.min() < 0 or arr.max() >= len(classes):
+                bad = arr[(arr < 0) | (arr >= len(classes))].flat[0]
+                raise ValueError(_label_error(metric, classes, caller, bad))
+            return arr
+        if arr.dtype.kind in "iufb" and classes.dtype.kind in "iufb" and len(classes) <= 64:
+            # One comparison pass per class: much faster than searchsorted on big cubes.
+            codes = np.full(arr.shape, -1, dtype=np.int8)
+            for k, c in enumerate(classes):
+                codes[arr == c] = k
+            if (codes < 0).any():
+                raise ValueError(_label_error(metric, classes, caller, arr[codes < 0].flat[0]))
+            return codes
         flat = arr.ravel()
         if flat.dtype.kind == "O" and classes.dtype.kind != "O":
             flat = flat.astype(classes.dtype)
@@ -216,13 +231,8 @@ def encode_predictions(arr, class_coord, metric: Metric, target: Target, caller)
         idx = np.clip(idx, 0, len(classes) - 1)
         ok = classes[idx] == flat
         if not np.all(ok):
-            bad = flat[np.flatnonzero(~ok)[0]]
-            raise ValueError(
-                f"The metric {metric.name!r} expects predicted class labels drawn from y's "
-                f"labels {classes.tolist()!r}, but 'predictions' of {caller} holds {getattr(bad, 'item', lambda: bad)()!r}. "
-                f"Pass the output of predict, not probabilities or scores."
-            )
-        return idx.reshape(arr.shape).astype(np.float64)
+            raise ValueError(_label_error(metric, classes, caller, flat[np.flatnonzero(~ok)[0]]))
+        return idx.reshape(arr.shape)
     a = _check_finite(arr, "predictions", caller)
     if metric.prediction == "proba":
         k = len(target.classes)
@@ -256,6 +266,15 @@ def encode_predictions(arr, class_coord, metric: Metric, target: Target, caller)
                 f"{caller} holds only class labels {np.unique(a).tolist()!r}."
             )
     return a
+
+
+def _label_error(metric, classes, caller, bad):
+    return (
+        f"The metric {metric.name!r} expects predicted class labels drawn from y's labels "
+        f"{classes.tolist()!r}, but 'predictions' of {caller} holds "
+        f"{getattr(bad, 'item', lambda: bad)()!r}. Pass the output of predict, not "
+        f"probabilities or scores."
+    )
 
 
 def as_folds(folds, n_samples, n_repeats, caller, *, required=True):

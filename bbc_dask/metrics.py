@@ -93,6 +93,7 @@ class Target:
 
 
 # --------------------------------------------------------------------------- helpers
+# Count matrices are (B, N) int32: one row per bootstrap.
 def _as_counts(counts):
     return np.ascontiguousarray(counts, dtype=np.int32)
 
@@ -122,7 +123,7 @@ class _Prepared:
 
     def defined(self, counts):
         """``(B,)`` bool: the metric is defined for these weights (per repeat all alike)."""
-        return counts.sum(axis=0) > 0
+        return counts.sum(axis=1) > 0
 
     def defined_oob(self, counts):
         return self.defined(_oob(counts))
@@ -132,57 +133,81 @@ class _Prepared:
 class _Pointwise(_Prepared):
     """Ratios of weighted feature sums. Subclasses set ``self.features`` (a list of
     ``(rows, values (len(rows), C*R))``) and ``self.gfeat`` (n_g, N) config-free features,
-    and implement ``combine(fsums list of (B, C, R), gsums (B, n_g)) -> (B, C, R)``."""
+    and implement ``combine(fsums list of (B, C, R), gsums (B, n_g), counts) -> (B, C, R)``.
+
+    Indicator features (accuracy, balanced accuracy, F1) are stored as float32: sums of
+    integer counts times 0/1 are exact in float32 below 2**24, and the product runs twice
+    as fast as in float64.
+    """
+
+    dtype = np.float64
 
     def __init__(self, metric, target, pred):
         super().__init__(metric, target, pred)
         self.all_rows = np.arange(self.n_samples, dtype=np.int64)
+        if self.dtype == np.float32 and self.n_samples >= 2**24 // 4:
+            self.dtype = np.float64
 
     def _flat(self, a):
-        return np.ascontiguousarray(a.reshape(a.shape[0], self.n_configs * self.n_repeats))
+        return np.ascontiguousarray(a.reshape(a.shape[0], -1), dtype=self.dtype)
+
+    def _equal(self, pred, ref):
+        """``pred == ref`` written straight into the feature dtype (one pass, no bool copy)."""
+        out = np.empty(pred.shape, dtype=self.dtype)
+        np.equal(pred, ref, out=out, casting="unsafe")
+        return out.reshape(pred.shape[0], -1)
 
     def scores(self, counts):
         counts = _as_counts(counts)
-        w = counts.T.astype(np.float64)  # (B, N)
+        w = counts.astype(self.dtype)  # (B, N)
         fsums = []
         for rows, values in self.features:
             wr = w if rows is None else w[:, rows]
-            s = wr @ values
+            s = (wr @ values).astype(np.float64, copy=False)
             fsums.append(s.reshape(w.shape[0], self.n_configs, self.n_repeats))
-        gsums = w @ self.gfeat.T
+        gsums = K.weighted_sums(counts, self.gfeat, False)
         with np.errstate(divide="ignore", invalid="ignore"):
-            return self.combine(fsums, gsums, counts)
+            return self.combine(fsums, gsums, counts, False)
 
     def winner_scores(self, counts, winners, oob=True):
         counts = _as_counts(counts)
-        winners = np.ascontiguousarray(winners, dtype=np.int64)
+        # Only the few distinct winners' columns are gathered (contiguous per column).
+        uniq, inv = np.unique(np.asarray(winners, dtype=np.int64), return_inverse=True)
+        cols = (uniq[:, None] * self.n_repeats + np.arange(self.n_repeats)).ravel()
         fsums = []
         for rows, values in self.features:
             r = self.all_rows if rows is None else rows
-            s = K.feature_sums_winners(counts, r, values, winners, self.n_repeats, oob)
+            vt = np.ascontiguousarray(values[:, cols].T, dtype=np.float64)
+            s = K.feature_sums_winners(counts, r, vt, inv.astype(np.int64), self.n_repeats, oob)
             fsums.append(s[:, None, :])
-        wts = _oob(counts) if oob else counts
-        gsums = wts.T.astype(np.float64) @ self.gfeat.T
+        gsums = K.weighted_sums(counts, self.gfeat, oob)
         with np.errstate(divide="ignore", invalid="ignore"):
-            return self.combine(fsums, gsums, wts)[:, 0, :]
+            return self.combine(fsums, gsums, counts, oob)[:, 0, :]
+
+    def defined(self, counts):
+        return np.asarray(counts).any(axis=1)
+
+    def defined_oob(self, counts):
+        return (np.asarray(counts) == 0).any(axis=1)
 
 
 class _Accuracy(_Pointwise):
+    dtype = np.float32
     def __init__(self, metric, target, pred):
         super().__init__(metric, target, pred)
-        correct = (pred == target.codes[:, None, None]).astype(np.float64)
-        self.features = [(None, self._flat(correct))]
+        self.features = [(None, self._equal(pred, target.codes[:, None, None]))]
         self.gfeat = np.ones((1, self.n_samples))
 
-    def combine(self, fsums, gsums, counts):
+    def combine(self, fsums, gsums, counts, oob):
         return fsums[0] / gsums[:, 0, None, None]
 
 
 class _BalancedAccuracy(_Pointwise):
+    dtype = np.float32
     # Mean recall over the classes present (with positive weight) in y, as scikit-learn.
     def __init__(self, metric, target, pred):
         super().__init__(metric, target, pred)
-        correct = (pred == target.codes[:, None, None]).astype(np.float64)
+        correct = pred == target.codes[:, None, None]
         n_cls = len(target.classes)
         self.features = []
         for k in range(n_cls):
@@ -190,7 +215,7 @@ class _BalancedAccuracy(_Pointwise):
             self.features.append((rows, self._flat(correct[rows])))
         self.gfeat = np.stack([(target.codes == k).astype(np.float64) for k in range(n_cls)])
 
-    def combine(self, fsums, gsums, counts):
+    def combine(self, fsums, gsums, counts, oob):
         total = np.zeros_like(fsums[0])
         present = np.zeros(gsums.shape[0])
         for k, fs in enumerate(fsums):
@@ -202,17 +227,18 @@ class _BalancedAccuracy(_Pointwise):
 
 
 class _F1(_Pointwise):
+    dtype = np.float32
     # F1 = 2 TP / (TP + predicted positives + actual positives); 0 when that is 0
     # (scikit-learn's zero_division default).
     def __init__(self, metric, target, pred):
         super().__init__(metric, target, pred)
-        pp = (pred == target.pos_code).astype(np.float64)
+        pp = pred == target.pos_code
         is_pos = target.codes == target.pos_code
         prow, nrow = np.flatnonzero(is_pos), np.flatnonzero(~is_pos)
         self.features = [(prow, self._flat(pp[prow])), (nrow, self._flat(pp[nrow]))]
         self.gfeat = is_pos.astype(np.float64)[None, :]
 
-    def combine(self, fsums, gsums, counts):
+    def combine(self, fsums, gsums, counts, oob):
         tp, fp = fsums
         denom = 2 * tp + fp + (gsums[:, 0, None, None] - tp)
         return np.where(denom > 0, 2 * tp / np.where(denom > 0, denom, 1.0), 0.0)
@@ -226,7 +252,7 @@ class _MeanLoss(_Pointwise):
         self.features = [(None, self._flat(self.per_sample(target, pred)))]
         self.gfeat = np.ones((1, self.n_samples))
 
-    def combine(self, fsums, gsums, counts):
+    def combine(self, fsums, gsums, counts, oob):
         return fsums[0] / gsums[:, 0, None, None]
 
 
@@ -260,25 +286,22 @@ class _R2(_Pointwise):
         self.features = [(None, self._flat(sq))]
         self.gfeat = np.stack([np.ones(self.n_samples), self.y])
 
-    def combine(self, fsums, gsums, counts):
-        w = counts.T.astype(np.float64)  # (B, N)
+    def combine(self, fsums, gsums, counts, oob):
         mean = gsums[:, 1] / gsums[:, 0]
-        sstot = np.einsum("bn,bn->b", w, (self.y[None, :] - mean[:, None]) ** 2)
-        constant = ~_has_two_values(self.y, counts)
-        sstot = np.where(constant, np.nan, sstot)
+        dev = (self.y[None, :] - mean[:, None]) ** 2
+        wts = _oob(counts) if oob else counts
+        sstot = np.einsum("bn,bn->b", wts.astype(np.float64), dev)
+        sstot = np.where(self.defined(wts), sstot, np.nan)
         return 1.0 - fsums[0] / sstot[:, None, None]
 
     def defined(self, counts):
-        return _has_two_values(self.y, counts)
+        c = np.asarray(counts) > 0
+        big = np.where(c, self.y[None, :], -np.inf).max(axis=1)
+        small = np.where(c, self.y[None, :], np.inf).min(axis=1)
+        return big > small
 
-
-def _has_two_values(y, counts):
-    order = np.argsort(y, kind="stable")
-    ys = y[order]
-    c = counts[order] > 0
-    big = np.where(c, ys[:, None], -np.inf).max(axis=0)
-    small = np.where(c, ys[:, None], np.inf).min(axis=0)
-    return big > small
+    def defined_oob(self, counts):
+        return self.defined(_oob(counts))
 
 
 # -------------------------------------------------------------------- ranking family
@@ -290,26 +313,26 @@ class _RocAuc(_Prepared):
         if pred.ndim == 4:  # (N, C, R, K): columns ordered (c, r, k)
             self.n_sub = pred.shape[3]
             self.pos = np.stack([target.codes == k for k in range(self.n_sub)])
-            cols = pred.reshape(self.n_samples, -1).T
             self.col_mask = np.tile(np.arange(self.n_sub), self.n_configs * self.n_repeats)
         else:
             self.n_sub = 1
             self.pos = (target.codes == target.pos_code)[None, :]
-            cols = pred.reshape(self.n_samples, -1).T
-            self.col_mask = np.zeros(cols.shape[0], dtype=np.int64)
+            self.col_mask = np.zeros(self.n_configs * self.n_repeats, dtype=np.int64)
+        cols = pred.reshape(self.n_samples, -1).T
         self.col_mask = self.col_mask.astype(np.int64)
         self.order = np.argsort(cols, axis=1, kind="stable").astype(np.int32)
         self.starts = K.tie_starts(np.take_along_axis(cols, self.order, axis=1))
-        self.pos_f = self.pos.astype(np.int64)
+        self.pos_f = self.pos.astype(np.float64)
 
     def _pn(self, wts):
-        p = self.pos_f @ wts  # (n_masks, B) exact integer sums
-        n = wts.sum(axis=0)[None, :] - p
-        return (2.0 * p * n).astype(np.float64)  # (n_masks, B)
+        p = K.weighted_sums(wts, self.pos_f, False).T  # (n_masks, B), exact integers
+        n = wts.sum(axis=1)[None, :] - p
+        return 2.0 * p * n
 
     def scores(self, counts):
         counts = _as_counts(counts)
-        acc = K.auc_inbag(counts, self.order, self.starts, self.pos, self.col_mask)
+        acc = K.auc_inbag(np.ascontiguousarray(counts.T), self.order, self.starts, self.pos,
+                          self.col_mask)
         denom = self._pn(counts)[self.col_mask]  # (M, B)
         with np.errstate(divide="ignore", invalid="ignore"):
             auc = np.where(denom > 0, acc / np.where(denom > 0, denom, 1.0), np.nan)
@@ -328,7 +351,7 @@ class _RocAuc(_Prepared):
         return auc.reshape(-1, self.n_repeats, self.n_sub).mean(axis=2)
 
     def defined(self, counts):
-        return np.all(self._pn(np.asarray(counts, dtype=np.int64)) > 0, axis=0)
+        return np.all(self._pn(_as_counts(counts)) > 0, axis=0)
 
 
 class _CIndex(_Prepared):
@@ -350,12 +373,13 @@ class _CIndex(_Prepared):
         np.put_along_axis(self.ranks, order, dense, axis=1)
         self.n_ranks = dense[:, -1].astype(np.int64)
 
-    def _pairs(self, wts, oob=False):
-        return K.cindex_pairs(wts, self.visit, self.vstarts, self.event, oob).astype(np.float64)
+    def _pairs(self, counts, oob=False):
+        return K.cindex_pairs(counts, self.visit, self.vstarts, self.event, oob).astype(np.float64)
 
     def scores(self, counts):
         counts = _as_counts(counts)
-        num = K.cindex_inbag(counts, self.ranks, self.n_ranks, self.visit, self.vstarts, self.event)
+        num = K.cindex_inbag(np.ascontiguousarray(counts.T), self.ranks, self.n_ranks,
+                             self.visit, self.vstarts, self.event)
         den = self._pairs(counts)
         with np.errstate(divide="ignore", invalid="ignore"):
             c = np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan)
@@ -368,7 +392,7 @@ class _CIndex(_Prepared):
         num = K.cindex_winners(
             counts, self.ranks, self.n_ranks, self.visit, self.vstarts, self.event, cols, oob
         )
-        den = K.cindex_pairs(counts, self.visit, self.vstarts, self.event, oob)[:, None]
+        den = self._pairs(counts, oob)[:, None]
         with np.errstate(divide="ignore", invalid="ignore"):
             return np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan)
 
@@ -376,7 +400,7 @@ class _CIndex(_Prepared):
         return self._pairs(_as_counts(counts)) > 0
 
     def defined_oob(self, counts):
-        return K.cindex_pairs(_as_counts(counts), self.visit, self.vstarts, self.event, True) > 0
+        return self._pairs(_as_counts(counts), True) > 0
 
 
 # ------------------------------------------------------------------------ registry

@@ -15,9 +15,9 @@ def test_weighted_scores_equal_repeated_sample(metric_name, n_repeats):
     prep = m.prepare(target, enc)
     rng = np.random.default_rng(2)
     idx = rng.integers(0, 30, size=(6, 30))
-    counts = np.zeros((30, 6), dtype=np.int32)
+    counts = np.zeros((6, 30), dtype=np.int32)
     for b in range(6):
-        counts[:, b] = np.bincount(idx[b], minlength=30)
+        counts[b] = np.bincount(idx[b], minlength=30)
     got = prep.scores(counts)  # (B, C, R)
     oob = prep.winner_scores(counts, np.array([0, 1, 2, 0, 1, 2]), oob=True)
     for b in range(6):

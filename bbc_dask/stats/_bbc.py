@@ -71,7 +71,7 @@ def _common(caller, n_bootstraps, confidence_level, random_state, bootstrap_indi
 
 
 def _full_scores(prep, n):
-    return prep.scores(np.ones((n, 1), dtype=np.int32))[0].mean(axis=1)
+    return prep.scores(np.ones((1, n), dtype=np.int32))[0].mean(axis=1)
 
 
 def bbc(
@@ -170,7 +170,7 @@ def bbc(
         w[~prep.defined(counts)] = -1  # e.g. f1 on an empty set is 0 in scikit-learn
         ok = np.flatnonzero((w >= 0) & prep.defined_oob(counts))
         if ok.size:
-            sub = np.ascontiguousarray(counts[:, ok])
+            sub = np.ascontiguousarray(counts[ok])
             dist[start + ok] = prep.winner_scores(sub, w[ok], oob=True).mean(axis=1)
         winners[start:stop] = w
     full = _full_scores(prep, n)
@@ -197,7 +197,7 @@ def _fold_matrix(m, target, pred, folds, caller):
     blocks, rows = [], []
     for r in range(pred.shape[2]):
         ids = np.unique(folds[:, r])
-        ind = np.ascontiguousarray((folds[:, r][:, None] == ids[None, :]).astype(np.int32))
+        ind = np.ascontiguousarray((folds[:, r][None, :] == ids[:, None]).astype(np.int32))
         prep = m.prepare(target, pred[:, :, r : r + 1])
         s = prep.scores(ind)[:, :, 0]  # (K_r, C)
         bad = np.isnan(s).any(axis=1)
@@ -218,7 +218,7 @@ def _inbag_means(counts, F):
     # Compensated (Neumaier) sums, adding a row once per draw: mathematically equal means
     # (frequent with fold accuracies, which are ratios) compare equal, so ties go to the
     # lowest index as in exact arithmetic, whatever the row order or blocking.
-    n_rows, n_boot = counts.shape
+    n_boot, n_rows = counts.shape
     n_cfg = F.shape[1]
     out = np.zeros((n_boot, n_cfg))
     comp = np.zeros(n_cfg)
@@ -226,7 +226,7 @@ def _inbag_means(counts, F):
         comp[:] = 0.0
         tot = 0
         for k in range(n_rows):
-            for _ in range(counts[k, b]):
+            for _ in range(counts[b, k]):
                 tot += 1
                 for c in range(n_cfg):
                     x = F[k, c]
@@ -244,7 +244,7 @@ def _inbag_means(counts, F):
 
 @njit(cache=True)
 def _oob_mean(counts, F, winners):
-    n_rows, n_boot = counts.shape
+    n_boot, n_rows = counts.shape
     out = np.full(n_boot, np.nan)
     for b in range(n_boot):
         if winners[b] < 0:
@@ -252,7 +252,7 @@ def _oob_mean(counts, F, winners):
         s = 0.0
         k_out = 0
         for k in range(n_rows):
-            if counts[k, b] == 0:
+            if counts[b, k] == 0:
                 s += F[k, winners[b]]
                 k_out += 1
         if k_out:
@@ -326,7 +326,7 @@ def _bbc_f_matrix(F, metric_name, n_bootstraps, confidence_level, random_state,
     F = np.ascontiguousarray(F, dtype=np.float64)
 
     def defined(c):
-        return (c == 0).any(axis=0)
+        return (c == 0).any(axis=1)
 
     dist = np.full(n_boot, np.nan)
     winners = np.full(n_boot, -1, dtype=np.int64)
@@ -340,7 +340,7 @@ def _bbc_f_matrix(F, metric_name, n_bootstraps, confidence_level, random_state,
         w = _select(_inbag_means(counts, F))
         dist[start:stop] = _oob_mean(counts, F, w)
         winners[start:stop] = w
-    full = _inbag_means(np.ones((n_rows, 1), dtype=np.int32), F)[0]
+    full = _inbag_means(np.ones((1, n_rows), dtype=np.int32), F)[0]
     sel = int(_select(full[None, :])[0])
     return summarise(
         dist, winners, selected=sel, naive=full[sel], n_redrawn=redrawn, method="bbc_f",

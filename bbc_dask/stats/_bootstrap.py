@@ -20,20 +20,20 @@ MAX_REDRAWS = 1000
 
 @njit(cache=True)
 def _bincount_rows(idx, n):
-    out = np.zeros((n, idx.shape[0]), dtype=np.int32)
+    out = np.zeros((idx.shape[0], n), dtype=np.int32)
     for b in range(idx.shape[0]):
         for k in range(idx.shape[1]):
-            out[idx[b, k], b] += 1
+            out[b, idx[b, k]] += 1
     return out
 
 
 def counts_from_indices(idx: np.ndarray, n: int) -> np.ndarray:
-    """``(B, n)`` in-bag positions -> ``(n, B)`` int32 counts."""
+    """``(B, n_draw)`` in-bag positions -> ``(B, n)`` int32 counts."""
     return _bincount_rows(np.ascontiguousarray(idx, dtype=np.int64), n)
 
 
 def _seed_block(root, stream, k, n, n_draw, is_defined):
-    """Counts ``(n, SEED_BLOCK)`` and per-bootstrap redraw counts of seed block ``k``."""
+    """Counts ``(SEED_BLOCK, n)`` and per-bootstrap redraw counts of seed block ``k``."""
     gen = child_generator(root, stream, k)
     counts = counts_from_indices(gen.integers(0, n, size=(SEED_BLOCK, n_draw)), n)
     redrawn = np.zeros(SEED_BLOCK, dtype=np.int64)
@@ -44,7 +44,7 @@ def _seed_block(root, stream, k, n, n_draw, is_defined):
         for attempt in range(1, MAX_REDRAWS + 1):
             c = counts_from_indices(gen.integers(0, n, size=(1, n_draw)), n)
             if is_defined(c)[0]:
-                counts[:, j] = c[:, 0]
+                counts[j] = c[0]
                 redrawn[j] = attempt
                 break
         else:
@@ -57,19 +57,20 @@ def _seed_block(root, stream, k, n, n_draw, is_defined):
 
 
 def draw_counts(root, stream, start, stop, n, is_defined=None, n_draw=None):
-    """Counts ``(n, stop - start)`` int32 for bootstraps ``start..stop-1`` and the number
+    """Counts ``(stop - start, n)`` int32 for bootstraps ``start..stop-1`` and the number
     of redraws among them. ``is_defined(counts) -> (B,) bool`` decides which draws are
     kept; an undefined draw is redrawn."""
     n_draw = n if n_draw is None else n_draw
     first, last = start // SEED_BLOCK, (stop - 1) // SEED_BLOCK
-    parts, red = [], 0
+    out = np.empty((stop - start, n), dtype=np.int32)
+    red = 0
     for k in range(first, last + 1):
         c, r = _seed_block(root, stream, k, n, n_draw, is_defined)
         lo = max(start - k * SEED_BLOCK, 0)
         hi = min(stop - k * SEED_BLOCK, SEED_BLOCK)
-        parts.append(c[:, lo:hi])
+        out[k * SEED_BLOCK + lo - start : k * SEED_BLOCK + hi - start] = c[lo:hi]
         red += int(r[lo:hi].sum())
-    return np.ascontiguousarray(np.concatenate(parts, axis=1)), red
+    return out, red
 
 
 def block_ranges(n_boot, block_size):

@@ -2,11 +2,12 @@
 
 Layout conventions shared by every kernel:
 
-- ``counts`` is an ``(N, B)`` C-contiguous ``int32`` array: how many times sample ``i`` is
-  drawn into bootstrap ``b``. The bootstrap axis is innermost, so the inner loops of the
-  ranking kernels run over contiguous memory and vectorise.
+- ``counts`` is a ``(B, N)`` C-contiguous ``int32`` array: how many times sample ``i`` is
+  drawn into bootstrap ``b``. The all-configurations kernels (``*_inbag``) take its
+  transpose ``(N, B)`` instead, so that their inner loops run over the bootstrap axis in
+  contiguous memory and vectorise; the per-bootstrap kernels read one contiguous row.
 - Out-of-bag weights are never materialised: a sample is out of bag in ``b`` when
-  ``counts[i, b] == 0`` and then has weight 1.
+  ``counts[b, i] == 0`` and then has weight 1.
 - Ranking kernels accumulate *twice* the statistic in integers (a tie counts 1 instead of
   1/2), so they are exact: the only rounding is the final division.
 """
@@ -23,6 +24,7 @@ __all__ = [
     "cindex_winners",
     "cindex_pairs",
     "feature_sums_winners",
+    "weighted_sums",
 ]
 
 
@@ -46,7 +48,7 @@ def tie_starts(sorted_values: np.ndarray) -> np.ndarray:
 def auc_inbag(counts, order, starts, pos, col_mask):
     """Twice the in-bag Mann-Whitney numerator of every column for every bootstrap.
 
-    counts (N, B) int32; order (M, N) int32 ascending sort of each column; starts (M, N)
+    counts (N, B) int32 (transposed); order (M, N) int32 ascending sort of each column; starts (M, N)
     bool tie-group starts; pos (n_masks, N) bool positive-class masks; col_mask (M,) int64
     which mask each column uses. Returns (M, B) int64.
     """
@@ -108,7 +110,7 @@ def _auc_one(counts, b, order_m, starts_m, pm, oob):
         gn = 0
         for k in range(i, j):
             s = order_m[k]
-            c = counts[s, b]
+            c = counts[b, s]
             w = (1 if c == 0 else 0) if oob else c
             if pm[s]:
                 acc += 2 * w * below
@@ -125,7 +127,7 @@ def _auc_one(counts, b, order_m, starts_m, pm, oob):
 def auc_winners(counts, order, starts, pos, col_mask, cols, oob):
     """Twice the Mann-Whitney numerator of column ``cols[b, t]`` in bootstrap ``b``.
 
-    With ``oob`` the weights are the out-of-bag indicators. Returns (B, T) int64.
+    counts (B, N) int32. With ``oob`` the weights are the out-of-bag indicators. Returns (B, T) int64.
     """
     n_boot, n_sub = cols.shape
     out = np.zeros((n_boot, n_sub), dtype=np.int64)
@@ -148,6 +150,7 @@ def auc_winners(counts, order, starts, pos, col_mask, cols, oob):
 def cindex_inbag(counts, ranks, n_ranks, visit, vstarts, event):
     """Twice the in-bag concordance numerator of every column. Returns (M, B) int64.
 
+    counts (N, B) int32 (transposed);
     ranks (M, N) int32 dense risk ranks from 1; n_ranks (M,) int64; visit (N,) visiting
     order; vstarts (N,) bool key-group starts in that order; event (N,) bool.
     """
@@ -203,7 +206,7 @@ def _cindex_one(counts, b, ranks_m, n_rank, visit, vstarts, event, oob):
         if event[visit[i]]:
             for k in range(i, j):
                 s = visit[k]
-                c = counts[s, b]
+                c = counts[b, s]
                 w = (1 if c == 0 else 0) if oob else c
                 if w == 0:
                     continue
@@ -220,7 +223,7 @@ def _cindex_one(counts, b, ranks_m, n_rank, visit, vstarts, event, oob):
                 acc += w * tot
         for k in range(i, j):
             s = visit[k]
-            c = counts[s, b]
+            c = counts[b, s]
             w = (1 if c == 0 else 0) if oob else c
             if w == 0:
                 continue
@@ -248,8 +251,10 @@ def cindex_winners(counts, ranks, n_ranks, visit, vstarts, event, cols, oob):
 
 @njit(parallel=True, cache=True, nogil=True)
 def cindex_pairs(counts, visit, vstarts, event, oob):
-    """Twice the weighted number of comparable pairs per bootstrap. Returns (B,) int64."""
-    n, n_boot = counts.shape
+    """Twice the weighted number of comparable pairs per bootstrap (counts (B, N)).
+
+    Returns (B,) int64."""
+    n_boot, n = counts.shape
     out = np.zeros(n_boot, dtype=np.int64)
     for b in prange(n_boot):
         seen = 0
@@ -261,7 +266,7 @@ def cindex_pairs(counts, visit, vstarts, event, oob):
                 j += 1
             group = 0
             for k in range(i, j):
-                c = counts[visit[k], b]
+                c = counts[b, visit[k]]
                 w = (1 if c == 0 else 0) if oob else c
                 group += w
                 if event[visit[k]]:
@@ -274,23 +279,43 @@ def cindex_pairs(counts, visit, vstarts, event, oob):
 
 # ---------------------------------------------------------------- pointwise metrics
 @njit(parallel=True, cache=True, nogil=True)
-def feature_sums_winners(counts, rows, values, winners, n_rep, oob):
+def feature_sums_winners(counts, rows, values_t, winners, n_rep, oob):
     """Weighted sums of one per-sample feature for the winner of each bootstrap.
 
-    counts (N, B); rows (n,) sample positions the feature is defined on; values (n, C*R)
-    float64 with column c*R + r; winners (B,). Summation runs in sample order, so the
+    counts (B, N); rows (n,) sample positions the feature is defined on; values_t
+    (C*R, n) float64, row c*R + r; winners (B,). Summation runs in sample order, so the
     result does not depend on how bootstraps are blocked. Returns (B, R) float64.
     """
-    n_boot = counts.shape[1]
+    n_boot = counts.shape[0]
     out = np.zeros((n_boot, n_rep), dtype=np.float64)
     for b in prange(n_boot):
         base = winners[b] * n_rep
         for r in range(n_rep):
+            v = values_t[base + r]
             s = 0.0
             for k in range(rows.shape[0]):
-                c = counts[rows[k], b]
+                c = counts[b, rows[k]]
                 w = (1 if c == 0 else 0) if oob else c
                 if w != 0:
-                    s += w * values[k, base + r]
+                    s += w * v[k]
             out[b, r] = s
+    return out
+
+
+@njit(parallel=True, cache=True, nogil=True)
+def weighted_sums(counts, g, oob):
+    """``out[b, f] = sum_i w_bi g[f, i]`` for counts (B, N) (or their out-of-bag
+    indicators) and config-free features g (n_g, N). Returns (B, n_g) float64."""
+    n_boot, n = counts.shape
+    n_g = g.shape[0]
+    out = np.zeros((n_boot, n_g), dtype=np.float64)
+    for b in prange(n_boot):
+        for f in range(n_g):
+            s = 0.0
+            for i in range(n):
+                c = counts[b, i]
+                w = (1 if c == 0 else 0) if oob else c
+                if w != 0:
+                    s += w * g[f, i]
+            out[b, f] = s
     return out

@@ -1,0 +1,49 @@
+"""Calibration of the one-sided lower bound on the BBC-F paper's simulated setting.
+
+Table 2 of Paraschakis et al. (2024): N = 500, C = 100, class balance 0.1 and 0.5, true AUCs
+~ Beta(24, 6) and Beta(9, 6); 200 repetitions with B = 1000. The 95% lower bound of BBC and
+BBC-F must include the true AUC of the selected configuration at a rate not significantly
+below 0.95 (exact binomial test at 5%); the naive bootstrap, which ignores selection, falls
+far below.
+"""
+import numpy as np
+import pytest
+from scipy.stats import binomtest
+
+import bbc_dask as bd
+
+SETTINGS = [(24, 6, 0.1), (24, 6, 0.5), (9, 6, 0.1), (9, 6, 0.5)]
+
+
+def coverage(a, b, balance, n_reps=200, n=500, c=100, n_boot=1000, seed=0):
+    """Inclusion rate and mean tightness (true - lower bound) per method."""
+    hits = {"bbc": [], "bbc_f": [], "naive_bootstrap": []}
+    tight = {k: [] for k in hits}
+    for rep in range(n_reps):
+        sim = bd.simulate.auc_matrix(n, c, a=a, b=b, class_balance=balance, random_state=np.random.SeedSequence([seed, rep]))
+        kw = dict(metric="roc_auc", n_bootstraps=n_boot, random_state=rep)
+        results = {
+            "bbc": bd.bbc(sim.predictions, sim.y, **kw),
+            "bbc_f": bd.bbc_f(sim.predictions, sim.y, sim.folds, **kw),
+            "naive_bootstrap": bd.naive_bootstrap(sim.predictions, sim.y, **kw),
+        }
+        for name, res in results.items():
+            truth = sim.true_performance[res.selected_config]
+            hits[name].append(res.lower_bound <= truth)
+            tight[name].append(truth - res.lower_bound)
+    return {k: (float(np.mean(hits[k])), float(np.mean(tight[k])), int(np.sum(hits[k]))) for k in hits}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("a, b, balance", SETTINGS)
+def test_lower_bound_is_calibrated(a, b, balance):
+    n_reps = 200
+    cov = coverage(a, b, balance, n_reps=n_reps)
+    print(f"Beta({a},{b}) balance={balance}: " + ", ".join(
+        f"{k} inclusion={v[0]:.3f} tightness={v[1]:.3f}" for k, v in cov.items()))
+    for name in ("bbc", "bbc_f"):
+        p = binomtest(cov[name][2], n_reps, 0.95, alternative="less").pvalue
+        assert p > 0.05, (name, cov[name])
+    # The naive bootstrap ignores selection: significantly below 0.95 and well below BBC.
+    assert binomtest(cov["naive_bootstrap"][2], n_reps, 0.95, alternative="less").pvalue < 0.05
+    assert cov["naive_bootstrap"][0] < min(cov["bbc"][0], cov["bbc_f"][0]) - 0.05
