@@ -1,0 +1,223 @@
+"""Study: the results of a CVT run, read from its Zarr store."""
+from __future__ import annotations
+
+import dataclasses
+import os
+
+import numpy as np
+
+from .cube import DONE, DROPPED, FAILED, PENDING, open_cube
+from .stats import _bbc as S
+
+__all__ = ["Study", "open_study", "select_winner"]
+
+
+def _complete(state):
+    return np.all(state == DONE, axis=(1, 2))
+
+
+def _load(cube, configs):
+    pred = cube.group["prediction"]
+    if pred.ndim == 4:
+        return pred.oindex[:, configs, :, :]
+    return pred.oindex[:, configs, :]
+
+
+def _y_and_pos(cube):
+    spec = cube.meta["spec"]
+    y = cube.y()
+    classes = cube.meta.get("classes")
+    pos = None
+    if classes is not None and spec.get("pos_label") is not None:
+        pos = classes.index(spec["pos_label"])
+    return y, pos
+
+
+def select_winner(cube):
+    """The configuration CVT selects: best pooled CV score among complete configurations
+    (ties to the lowest index), or None if none is complete."""
+    idx = np.flatnonzero(_complete(cube.state()))
+    if idx.size == 0:
+        return None
+    y, pos = _y_and_pos(cube)
+    res = S.naive_cvt(_load(cube, idx), y, metric=cube.meta["spec"]["metric"], pos_label=pos)
+    return int(idx[res.selected_config])
+
+
+class Study:
+    """A cross-validation-with-tuning study backed by its Zarr store.
+
+    Returned by :func:`bbc_dask.run_study` and :func:`open_study`. Everything is read from
+    the store, so a study opened later (or elsewhere) gives the same answers.
+
+    Attributes
+    ----------
+    store : str
+    cube : xarray.Dataset
+        The prediction cube, lazily backed by the store.
+    metric : str
+    n_fits_ : int
+        Fits performed by the call that returned this object (0 for :func:`open_study`).
+    """
+
+    def __init__(self, store, final_model=None):
+        self.store = os.fspath(store)
+        self._cube = open_cube(self.store)
+        self.meta = self._cube.meta
+        self.spec = self.meta["spec"]
+        self.metric = self.spec["metric"]
+        self._final_model = final_model
+        self.n_fits_ = 0
+
+    def __repr__(self):
+        st = self._cube.state()
+        return (f"Study(store={self.store!r}, metric={self.metric!r}, configs={st.shape[0]}, "
+                f"repeats={st.shape[1]}, folds={st.shape[2]}, cells done "
+                f"{int((st == DONE).sum())}/{st.size})")
+
+    # ----------------------------------------------------------------- contents
+    @property
+    def cube(self):
+        return self._cube.dataset()
+
+    @property
+    def params(self):
+        """Parameters of every configuration (values that are not JSON are their repr)."""
+        return list(self.meta["params"])
+
+    @property
+    def state(self):
+        """Cell states ``(config, repeat, fold)``: 0 pending, 1 done, 2 failed, 3 dropped."""
+        return self._cube.state()
+
+    @property
+    def errors(self):
+        """``{config: error text}`` of the configurations that raised."""
+        err = self._cube.errors()
+        return {int(i): str(err[i]) for i in np.flatnonzero(err != "")}
+
+    def complete_configs(self):
+        """Indices of configurations with every (repeat, fold) cell done."""
+        return np.flatnonzero(_complete(self._cube.state()))
+
+    def status(self):
+        st = self._cube.state()
+        return {
+            "cells": int(st.size), "done": int((st == DONE).sum()),
+            "failed": int((st == FAILED).sum()), "dropped": int((st == DROPPED).sum()),
+            "pending": int((st == PENDING).sum()),
+            "complete_configs": int(_complete(st).sum()), "configs": int(st.shape[0]),
+        }
+
+    # -------------------------------------------------------------- estimates
+    def _inputs(self):
+        idx = self.complete_configs()
+        if idx.size == 0:
+            raise ValueError(f"The study at {self.store!r} has no complete configuration yet.")
+        y, pos = _y_and_pos(self._cube)
+        return idx, _load(self._cube, idx), y, self._cube.folds(), pos
+
+    @staticmethod
+    def _remap(res, idx):
+        w = np.where(res.winners >= 0, idx[np.maximum(res.winners, 0)], -1)
+        return dataclasses.replace(res, winners=w, selected_config=int(idx[res.selected_config]))
+
+    def bbc(self, **kwargs):
+        """:func:`bbc_dask.bbc` on the cube's complete configurations (indices in the
+        result refer to the study's configurations)."""
+        idx, pred, y, folds, pos = self._inputs()
+        kwargs.setdefault("pos_label", pos)
+        return self._remap(S.bbc(pred, y, metric=self.metric, folds=folds, **kwargs), idx)
+
+    def bbc_f(self, **kwargs):
+        """:func:`bbc_dask.bbc_f` on the cube's complete configurations."""
+        idx, pred, y, folds, pos = self._inputs()
+        kwargs.setdefault("pos_label", pos)
+        return self._remap(S.bbc_f(pred, y, folds, metric=self.metric, **kwargs), idx)
+
+    # ------------------------------------------------------ scikit-learn view
+    @property
+    def cv_results_(self):
+        """scikit-learn-shaped results. ``split{i}_test_score`` are per (repeat, fold) in
+        repeat-major order; ``mean_test_score``/``std_test_score`` over them;
+        ``pooled_test_score`` is the metric on all pooled out-of-sample predictions (mean
+        over repeats), the selection criterion; ``rank_test_score`` ranks it."""
+        st = self._cube.state()
+        n_cfg = st.shape[0]
+        idx = self.complete_configs()
+        n_rows = st.shape[1] * st.shape[2]
+        splits = np.full((n_rows, n_cfg), np.nan)
+        pooled = np.full(n_cfg, np.nan)
+        if idx.size:
+            y, pos = _y_and_pos(self._cube)
+            pred = _load(self._cube, idx)
+            F, _ = S.fold_score_matrix(pred, y, self._cube.folds(), metric=self.metric, pos_label=pos)
+            splits[:, idx] = F
+            m, target, enc = S.prepare_inputs(pred, y, self.metric, pos, "cv_results_")
+            pooled[idx] = S._full_scores(m.prepare(target, enc), enc.shape[0])
+        order = np.argsort(np.where(np.isnan(pooled), np.inf, -pooled), kind="stable")
+        rank = np.empty(n_cfg, dtype=np.int64)
+        rank[order] = np.arange(1, n_cfg + 1)
+        ft = self._cube.group["fit_time"][...].reshape(n_cfg, -1)
+        out = {"params": self.params}
+        keys = sorted({k for p in self.params for k in p})
+        for k in keys:
+            out[f"param_{k}"] = np.ma.masked_array(
+                [p.get(k) for p in self.params], mask=[k not in p for p in self.params], dtype=object)
+        for i in range(n_rows):
+            out[f"split{i}_test_score"] = splits[i]
+        with np.errstate(invalid="ignore"):
+            out["mean_test_score"] = splits.mean(axis=0)
+            out["std_test_score"] = splits.std(axis=0)
+            out["pooled_test_score"] = pooled
+            out["rank_test_score"] = rank
+            out["mean_fit_time"] = np.nanmean(np.where(np.isnan(ft), np.nan, ft), axis=1) if ft.size else ft
+        return out
+
+    @property
+    def best_index_(self):
+        best = select_winner(self._cube)
+        if best is None:
+            raise ValueError(f"The study at {self.store!r} has no complete configuration yet.")
+        return best
+
+    @property
+    def best_params_(self):
+        return self.params[self.best_index_]
+
+    @property
+    def best_score_(self):
+        """The winner's pooled CV score (the naive, optimistic CVT estimate)."""
+        return float(self.cv_results_["pooled_test_score"][self.best_index_])
+
+    @property
+    def final_model(self):
+        """The winner refit on all data (loaded with skops from the store if needed)."""
+        if self._final_model is None:
+            self._final_model = self.load_final_model()
+        return self._final_model
+
+    def load_final_model(self, trusted=None):
+        """Load the saved final model with skops. Only scikit-learn, NumPy and SciPy
+        types are trusted unless ``trusted`` lists more (skops never unpickles)."""
+        import skops.io as sio
+
+        info = self.meta.get("final_model")
+        if not info:
+            raise ValueError(f"The study at {self.store!r} has no final model (refit=False or not finished).")
+        file = os.path.join(self.store, info["file"])
+        untrusted = sio.get_untrusted_types(file=file)
+        safe = [t for t in untrusted if t.split(".")[0] in ("sklearn", "numpy", "scipy")]
+        extra = list(trusted or [])
+        left = [t for t in untrusted if t not in safe and t not in extra]
+        if left:
+            raise ValueError(
+                f"The final model of {self.store!r} contains types that are not trusted: "
+                f"{left}. Pass load_final_model(trusted=[...]) if you trust them."
+            )
+        return sio.load(file, trusted=safe + extra)
+
+
+def open_study(store):
+    """Open a finished or interrupted study read-only (everything but refitting)."""
+    return Study(store)

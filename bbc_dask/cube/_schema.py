@@ -1,0 +1,184 @@
+"""The prediction cube: a Zarr v3 store read as an xarray Dataset.
+
+Layout (``dims`` in brackets; chunks chosen so that one engine task writes one chunk)::
+
+    prediction  [sample, config, repeat(, class)]  float64, NaN until written
+                chunks (N, config_chunk, 1(, K)): all samples of a block of configurations
+                in one repeat
+    fold        [sample, repeat]   int64  fold id (0..K-1) of every sample in every repeat
+    y           [sample]           class codes (classification, labels in attrs) or values
+    state       [config, repeat, split]  int8  0 pending, 1 done, 2 failed, 3 dropped
+    fit_time    [config, repeat, split]  float64 seconds (fit + predict), NaN if not run
+    error       [config]           str    first error text of a failing configuration
+    drop_wave   [config]           int16  wave at which a configuration was dropped, -1
+    drop_p      [config]           float64  its p-hat at that wave, NaN
+    sample, config, repeat, split(, class)  coordinates (split = fold index 0..K-1)
+
+Study metadata is one JSON attribute ``bbc_dask`` (spec, fingerprint, seed entropy,
+configuration parameters, versions) — never pickles, so opening a store runs no code.
+
+Writes: only the process that runs the study writes (one writer per chunk by design), data
+first, then the ledger (``state``/``fit_time``); Zarr's local store replaces a chunk file
+atomically, so a kill at any instant leaves every chunk either old or new.
+"""
+from __future__ import annotations
+
+import json
+import os
+import time
+
+import numpy as np
+import zarr
+
+__all__ = [
+    "PENDING", "DONE", "FAILED", "DROPPED", "SCHEMA", "create_cube", "open_cube", "Cube",
+    "StoreMismatchError",
+]
+
+PENDING, DONE, FAILED, DROPPED = 0, 1, 2, 3
+SCHEMA = "bbc_dask.cube/1"
+
+
+class StoreMismatchError(ValueError):
+    """The store holds a different study."""
+
+
+def _json_default(o):
+    if isinstance(o, np.generic):
+        return o.item()
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    return repr(o)
+
+
+def to_json(obj):
+    return json.loads(json.dumps(obj, default=_json_default))
+
+
+def create_cube(path, *, n_configs, n_repeats, n_splits, folds, y_stored, classes,
+                n_classes_axis, config_chunk, meta):
+    """Create the store and write the template; refuses a directory that holds a Zarr
+    store already. The study attributes are written last: a store without them is an
+    interrupted creation (marked by ``.bbc_creating``), which the engine recreates."""
+    n = folds.shape[0]
+    p = os.fspath(path)
+    if os.path.exists(os.path.join(p, "zarr.json")):
+        raise FileExistsError(f"{p!r} already holds a Zarr store.")
+    # The directory may hold the run lock already, so Zarr's mode "w-" cannot be used.
+    g = zarr.open_group(p, mode="a", zarr_format=3)
+    shape = (n, n_configs, n_repeats) + ((n_classes_axis,) if n_classes_axis else ())
+    chunks = (n, config_chunk, 1) + ((n_classes_axis,) if n_classes_axis else ())
+    dims = ["sample", "config", "repeat"] + (["class"] if n_classes_axis else [])
+    g.create_array("prediction", shape=shape, chunks=chunks, dtype="float64",
+                   fill_value=np.nan, dimension_names=dims)
+    g.create_array("fold", shape=folds.shape, chunks=folds.shape, dtype="int64",
+                   dimension_names=["sample", "repeat"])[:] = folds
+    ya = g.create_array("y", shape=(n,), chunks=(n,), dtype=y_stored.dtype, dimension_names=["sample"])
+    ya[:] = y_stored
+    cell = (n_configs, n_repeats, n_splits)
+    cchunk = (config_chunk, 1, n_splits)
+    g.create_array("state", shape=cell, chunks=cchunk, dtype="int8", fill_value=PENDING,
+                   dimension_names=["config", "repeat", "split"])
+    g.create_array("fit_time", shape=cell, chunks=cchunk, dtype="float64", fill_value=np.nan,
+                   dimension_names=["config", "repeat", "split"])
+    g.create_array("error", shape=(n_configs,), chunks=(n_configs,), dtype=str,
+                   dimension_names=["config"])
+    g.create_array("drop_wave", shape=(n_configs,), chunks=(n_configs,), dtype="int16",
+                   fill_value=-1, dimension_names=["config"])
+    g.create_array("drop_p", shape=(n_configs,), chunks=(n_configs,), dtype="float64",
+                   fill_value=np.nan, dimension_names=["config"])
+    for name, values in (("sample", np.arange(n)), ("config", np.arange(n_configs)),
+                         ("repeat", np.arange(n_repeats)), ("split", np.arange(n_splits))):
+        g.create_array(name, shape=values.shape, chunks=values.shape, dtype="int64",
+                       dimension_names=[name])[:] = values
+    if n_classes_axis:
+        cls = np.asarray(classes)
+        dtype = str if cls.dtype.kind in "OUS" else cls.dtype
+        g.create_array("class", shape=cls.shape, chunks=cls.shape, dtype=dtype,
+                       dimension_names=["class"])[:] = cls.astype(dtype) if dtype is str else cls
+    g.attrs["bbc_dask"] = to_json(dict(meta, schema=SCHEMA, created=time.strftime("%Y-%m-%dT%H:%M:%S")))
+    return Cube(g)
+
+
+def open_cube(path, mode="r"):
+    p = os.fspath(path)
+    if not os.path.isdir(p):
+        raise FileNotFoundError(f"No study store at {p!r}.")
+    try:
+        g = zarr.open_group(p, mode=mode, zarr_format=3)
+    except Exception as exc:  # zarr raises several types for "not a group"
+        raise StoreMismatchError(f"{p!r} is not a bbc_dask study store ({exc}).") from None
+    meta = g.attrs.get("bbc_dask")
+    if not meta or meta.get("schema") != SCHEMA:
+        raise StoreMismatchError(
+            f"{p!r} is a Zarr store but not a bbc_dask study store (schema {SCHEMA})."
+        )
+    return Cube(g)
+
+
+class Cube:
+    """Thin accessor over the store's Zarr group (the engine's only writer path)."""
+
+    def __init__(self, group):
+        self.group = group
+        self.meta = dict(group.attrs["bbc_dask"])
+        self.path = str(group.store.root) if hasattr(group.store, "root") else None
+
+    # ---------------------------------------------------------------- reads
+    @property
+    def n_samples(self):
+        return self.group["fold"].shape[0]
+
+    @property
+    def config_chunk(self):
+        return self.group["prediction"].chunks[1]
+
+    def state(self):
+        return self.group["state"][...]
+
+    def folds(self):
+        return self.group["fold"][...]
+
+    def y(self):
+        return self.group["y"][...]
+
+    def errors(self):
+        return self.group["error"][...]
+
+    def dataset(self):
+        import warnings
+
+        import xarray as xr
+
+        with warnings.catch_warnings():
+            # The lock and the skops model live beside the arrays; Zarr notes them.
+            warnings.filterwarnings("ignore", message=".*not recognized as a component")
+            return xr.open_zarr(self.group.store, consolidated=False, zarr_format=3)
+
+    # --------------------------------------------------------------- writes
+    def write_cells(self, rows, configs, r, k, values, fit_times, failed, errors):
+        """Write one task's predictions, then mark its cells done/failed.
+
+        ``rows`` test-sample positions; ``configs`` sorted configuration indices inside
+        one chunk; repeat ``r``, fold ``k``; ``values`` (len(rows), len(configs)[, K]).
+        """
+        pred = self.group["prediction"]
+        configs = np.asarray(configs)
+        if pred.ndim == 4:
+            pred.oindex[rows, configs, r, slice(None)] = values
+        else:
+            pred.oindex[rows, configs, r] = values
+        for j, text in enumerate(errors):
+            if text and not self.group["error"][configs[j]]:
+                self.group["error"][int(configs[j])] = text[:4000]
+        self.group["fit_time"].oindex[configs, r, k] = fit_times
+        self.group["state"].oindex[configs, r, k] = np.where(failed, FAILED, DONE).astype(np.int8)
+
+    def mark(self, configs, r_idx, k_idx, value):
+        st = self.group["state"]
+        for c in configs:
+            st[c, r_idx, k_idx] = value
+
+    def set_meta(self, **kw):
+        self.meta.update(to_json(kw))
+        self.group.attrs["bbc_dask"] = self.meta

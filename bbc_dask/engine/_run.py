@@ -1,0 +1,413 @@
+"""run_study: the CVT engine (plan -> tasks -> cube), resumable from its Zarr store."""
+from __future__ import annotations
+
+import math
+import os
+import shutil
+import sys
+import time
+import uuid
+from collections import deque
+
+import numpy as np
+
+from .. import _validation as V
+from .._random import as_seed_sequence, entropy_of
+from ..cube import DONE, FAILED, PENDING, StoreLock, StoreMismatchError, create_cube, open_cube
+from ..metrics import get_metric
+from . import _plan as P
+from ._tasks import fit_predict_block, refit
+
+__all__ = ["run_study"]
+
+CALLER = "run_study"
+
+
+class StudyError(RuntimeError):
+    """A configuration raised with ``error_score="raise"``."""
+
+
+def _check_inputs(estimator, X, y, groups, metric, n_splits, n_repeats, error_score, pos_label):
+    if not hasattr(estimator, "fit") or not hasattr(estimator, "get_params"):
+        raise TypeError(
+            f"The 'estimator' parameter of {CALLER} must be a scikit-learn estimator. Got "
+            f"{type(estimator).__name__} instead."
+        )
+    if metric.task == "survival":
+        raise ValueError(
+            f"The metric {metric.name!r} is not supported by {CALLER}: scikit-learn has no "
+            f"survival estimators; compute risk scores yourself and call bbc_dask.bbc."
+        )
+    n = getattr(X, "shape", (len(X),))[0] if X is not None else 0
+    y_arr = np.asarray(y)
+    if y_arr.ndim != 1:
+        raise ValueError(f"The 'y' parameter of {CALLER} must be 1-dimensional. Got shape {y_arr.shape}.")
+    if n != y_arr.shape[0]:
+        raise ValueError(
+            f"'X' and 'y' of {CALLER} must have the same number of samples. Got {n} and "
+            f"{y_arr.shape[0]}."
+        )
+    n_splits = V.check_int(n_splits, "n_splits", CALLER, low=2, high=max(2, n))
+    n_repeats = V.check_int(n_repeats, "n_repeats", CALLER)
+    target = V.as_target(y_arr, metric, CALLER, pos_label=pos_label)
+    if groups is not None:
+        groups = np.asarray(groups)
+        if groups.shape != (n,):
+            raise ValueError(f"The 'groups' parameter of {CALLER} must have shape ({n},). Got {groups.shape}.")
+        if np.unique(groups).size < n_splits:
+            raise ValueError(
+                f"The 'groups' parameter of {CALLER} has {np.unique(groups).size} groups; "
+                f"n_splits={n_splits} needs at least as many."
+            )
+    elif metric.is_classification:
+        counts = np.bincount(target.codes, minlength=len(target.classes))
+        small = np.flatnonzero(counts < n_splits)
+        if small.size:
+            k = small[0]
+            raise ValueError(
+                f"The class {target.classes[k].item()!r} of 'y' has {counts[k]} members, fewer "
+                f"than n_splits={n_splits}: stratified folds need at least n_splits members "
+                f"in every class (use fewer splits) in {CALLER}."
+            )
+    if not (isinstance(error_score, str) and error_score == "raise"):
+        if not (isinstance(error_score, float) and math.isnan(error_score)):
+            raise ValueError(
+                f"The 'error_score' parameter of {CALLER} must be np.nan or 'raise' (a failing "
+                f"configuration gets NaN predictions). Got {error_score!r} instead."
+            )
+    return target, n_splits, n_repeats, groups
+
+
+def _check_store(store):
+    if store is None:
+        raise ValueError(f"The 'store' parameter of {CALLER} is required (a directory path).")
+    path = os.fspath(store)
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise ValueError(
+            f"The 'store' parameter of {CALLER} must be a directory path for the Zarr store; "
+            f"{path!r} is a file."
+        )
+    return path
+
+
+def _diff(stored, new, prefix=""):
+    out = []
+    for key in sorted(set(stored) | set(new)):
+        a, b = stored.get(key), new.get(key)
+        if isinstance(a, dict) and isinstance(b, dict):
+            out += _diff(a, b, prefix + key + ".")
+        elif a != b:
+            out.append(f"{prefix}{key} (stored {_short(a)}, given {_short(b)})")
+    return out
+
+
+def _short(v):
+    s = repr(v)
+    return s if len(s) < 80 else s[:77] + "..."
+
+
+def run_study(
+    estimator,
+    param_grid=None,
+    X=None,
+    y=None,
+    *,
+    store,
+    metric,
+    n_splits=10,
+    n_repeats=1,
+    groups=None,
+    param_distributions=None,
+    n_iter=10,
+    error_score=np.nan,
+    pos_label=None,
+    refit=True,
+    random_state=None,
+    client=None,
+    overwrite=False,
+    progress=True,
+    configs_per_task=10,
+    dropping=None,
+):
+    """Cross-validate every configuration on Dask into a resumable Zarr prediction cube.
+
+    Every configuration (grid point or random draw) is K-fold cross-validated (stratified
+    for classification, grouped with ``groups``), ``n_repeats`` times with partitions from
+    spawned seeds. Out-of-sample predictions go into the cube at ``store``; the winner
+    (best pooled CV score, as :func:`bbc_dask.bbc` selects) is refit on all data.
+
+    Calling it again with the same arguments and store resumes: finished cells are read
+    back, not recomputed. A store of another study is refused (the error lists what
+    differs) unless ``overwrite=True``.
+
+    Parameters
+    ----------
+    estimator : scikit-learn estimator or Pipeline
+    param_grid : dict or list of dicts, default=None
+        As in ``GridSearchCV``.
+    X : array-like or DataFrame of shape (N, n_features)
+    y : array-like of shape (N,)
+    store : str or path
+        Directory of the Zarr store.
+    metric : str
+        A :mod:`bbc_dask.metrics` name; decides what is stored: the positive-class
+        decision function or probability (``roc_auc``), class labels (``accuracy``,
+        ``balanced_accuracy``, ``f1``), all class probabilities (``roc_auc_ovr``,
+        ``neg_log_loss``) or predicted values (regression).
+    n_splits : int, default=10
+    n_repeats : int, default=1
+    groups : array-like of shape (N,), default=None
+        Group labels: folds never split a group.
+    param_distributions : dict, default=None
+        Random search (``ParameterSampler``) with ``n_iter`` draws instead of a grid.
+    n_iter : int, default=10
+    error_score : np.nan or "raise", default=np.nan
+        A configuration that raises gets NaN predictions and its error text is recorded;
+        with ``"raise"`` the study stops with an error naming the configuration.
+    pos_label : label, default=None
+        Positive class for binary metrics (default: the larger label).
+    refit : bool, default=True
+        Refit the winner on all data as a task; saved with skops (no pickle).
+    random_state : int, SeedSequence, Generator or None
+        The seed of the folds (one spawned child per repeat) and of random search. With
+        None a fresh seed is drawn and recorded; a resume with None reuses it.
+    client : distributed.Client, str or None
+        An existing client, a scheduler address, or None for a local cluster of processes
+        (one thread each) that the run starts and closes.
+    overwrite : bool, default=False
+        Replace an existing study store at ``store``.
+    progress : bool, default=True
+        A progress bar of tasks per wave (and the dashboard link of a started cluster).
+    configs_per_task : int, default=10
+        Configurations fitted by one task on one training set; also the cube's chunk size
+        along ``config`` (fixed when the store is created).
+    dropping : None
+        Reserved for BBCD-CV (dropping inferior configurations between waves).
+
+    Returns
+    -------
+    Study
+
+    References
+    ----------
+    .. [1] Tsamardinos, Greasidou, Borboudakis, Machine Learning 107 (2018), Algorithm 2.
+    """
+    from .._study import Study
+
+    m = get_metric(metric, caller=CALLER)
+    target, n_splits, n_repeats, groups = _check_inputs(
+        estimator, X, y, groups, m, n_splits, n_repeats, error_score, pos_label
+    )
+    path = _check_store(store)
+    configs_per_task = V.check_int(configs_per_task, "configs_per_task", CALLER)
+    existing = None
+    ours = {".bbc_lock", ".bbc_creating"}
+    creating = os.path.exists(os.path.join(path, ".bbc_creating"))
+    if os.path.isdir(path) and not creating and set(os.listdir(path)) - ours:
+        try:
+            existing = open_cube(path)
+        except StoreMismatchError:
+            raise ValueError(
+                f"The 'store' parameter of {CALLER} points to {path!r}, which exists and is not "
+                f"a bbc_dask study store; refusing to touch it."
+            ) from None
+    if random_state is None and existing is not None and not overwrite:
+        ent = existing.meta["spec"]["seed"]
+        root = np.random.SeedSequence(int(ent["entropy"]), spawn_key=tuple(ent["spawn_key"]))
+    else:
+        root = as_seed_sequence(random_state, caller=CALLER)
+    params, search = P.candidates(param_grid, param_distributions, n_iter, root, CALLER)
+    methods = P.check_estimator_methods(estimator, params, m, CALLER)
+    x_digest, y_digest, g_digest = P.data_digest(X, np.asarray(y), groups)
+    classification = m.is_classification
+    spec = {
+        "metric": m.name,
+        "pos_label": None if target.pos_code is None else target.classes[target.pos_code].item(),
+        "n_splits": n_splits,
+        "n_repeats": n_repeats,
+        "search": search,
+        "n_iter": n_iter if search == "random" else None,
+        "error_score": "raise" if isinstance(error_score, str) else "nan",
+        "seed": entropy_of(root),
+        "data": {"X": x_digest, "y": y_digest, "groups": g_digest, "n_samples": int(len(np.asarray(y)))},
+        "estimator": P.describe_estimator(estimator),
+        "candidates": P.sha(repr([P.describe_params(p) for p in params])),
+    }
+    spec = __import__("bbc_dask.cube._schema", fromlist=["to_json"]).to_json(spec)
+    if existing is not None and not overwrite:
+        diffs = _diff(existing.meta["spec"], spec)
+        if diffs:
+            raise ValueError(
+                f"The store {path!r} holds a different study; refusing to mix them. What "
+                f"differs: {'; '.join(diffs)}. Use another store, or overwrite=True to replace it."
+            )
+
+    lock = StoreLock(path).acquire()
+    client_obj = owned = None
+    try:
+        if (existing is not None and overwrite) or os.path.exists(os.path.join(path, ".bbc_creating")):
+            _wipe(path)  # our own study store (checked above) or our interrupted creation
+            existing = None
+        if existing is None:
+            open(os.path.join(path, ".bbc_creating"), "w").close()
+            folds = P.make_folds(np.asarray(y), groups, n_splits, n_repeats, classification, root)
+            y_stored = target.codes if classification else target.values
+            cube = create_cube(
+                path, n_configs=len(params), n_repeats=n_repeats, n_splits=n_splits,
+                folds=folds, y_stored=y_stored,
+                classes=None if target.classes is None else target.classes,
+                n_classes_axis=len(target.classes) if m.needs_class_axis else 0,
+                config_chunk=min(configs_per_task, len(params)),
+                meta={"spec": spec,
+                      "classes": None if target.classes is None else target.classes.tolist(),
+                      "params": [P.describe_params(p) for p in params],
+                      "methods": methods, "versions": _versions(), "runs": []},
+            )
+            os.remove(os.path.join(path, ".bbc_creating"))
+        else:
+            cube = open_cube(path, mode="r+")
+        client_obj, owned = _client(client, progress)
+        fits = _run_waves(cube, client_obj, estimator, params, methods, X, y, target, m,
+                          error_score, progress)
+        runs = list(cube.meta.get("runs", []))
+        runs.append({"finished": time.strftime("%Y-%m-%dT%H:%M:%S"), "fits": fits})
+        cube.set_meta(runs=runs)
+        final = None
+        if refit:
+            final = _refit(cube, client_obj, estimator, params, X, y, path)
+    finally:
+        if owned and client_obj is not None:
+            cluster = getattr(client_obj, "cluster", None)
+            client_obj.close()
+            if cluster is not None and client is None:
+                cluster.close()
+        lock.release()
+    study = Study(path, final_model=final)
+    study.n_fits_ = fits
+    return study
+
+
+def _wipe(path):
+    for entry in os.listdir(path):
+        if entry != ".bbc_lock":
+            full = os.path.join(path, entry)
+            shutil.rmtree(full) if os.path.isdir(full) else os.remove(full)
+
+
+def _versions():
+    import dask
+    import sklearn
+    import zarr
+
+    import bbc_dask
+
+    return {"bbc_dask": bbc_dask.__version__, "scikit-learn": sklearn.__version__,
+            "dask": dask.__version__, "zarr": zarr.__version__, "numpy": np.__version__,
+            "python": sys.version.split()[0]}
+
+
+def _client(client, progress):
+    from ..cluster import resolve_client
+
+    c, owned = resolve_client(client, CALLER)
+    if progress and client is None:
+        print(f"bbc_dask: started a local Dask cluster; dashboard: {c.dashboard_link}",
+              file=sys.stderr)
+    return c, owned
+
+
+def _wave_tasks(cube, state, k, active, chunk):
+    """Task specs of wave ``k``: per repeat and config chunk, the pending active configs."""
+    n_cfg, n_rep, _ = state.shape
+    out = []
+    for r in range(n_rep):
+        for c0 in range(0, n_cfg, chunk):
+            cfgs = [c for c in range(c0, min(c0 + chunk, n_cfg))
+                    if active[c] and state[c, r, k] == PENDING]
+            if cfgs:
+                out.append((k, r, np.array(cfgs)))
+    return out
+
+
+def _run_waves(cube, client, estimator, params, methods, X, y, target, m, error_score, progress):
+    from distributed import as_completed
+
+    state = cube.state()
+    folds = cube.folds()
+    n_cfg, n_rep, n_splits = state.shape
+    active = np.ones(n_cfg, dtype=bool)
+    chunk = cube.config_chunk
+    waves = [_wave_tasks(cube, state, k, active, chunk) for k in range(n_splits)]
+    total = sum(len(w) for w in waves)
+    if total == 0:
+        return 0
+    X_f, y_f = client.scatter([X, y], broadcast=True)
+    classes = target.classes
+    n_cls_axis = len(classes) if m.needs_class_axis else 0
+    n_threads = max(1, sum(client.nthreads().values()))
+    max_in_flight = 2 * n_threads + 2  # enough to keep workers busy, bounded driver memory
+    bar = _bar(total, progress)
+    queue = deque(t for w in waves for t in w)
+    ac = as_completed()
+    meta = {}
+    fits = 0
+    try:
+        while queue or meta:
+            while queue and len(meta) < max_in_flight:
+                k, r, cfgs = queue.popleft()
+                test = np.flatnonzero(folds[:, r] == k)
+                train = np.flatnonzero(folds[:, r] != k)
+                fut = client.submit(
+                    fit_predict_block, estimator, [params[c] for c in cfgs], X_f, y_f, train,
+                    test, [methods[c] for c in cfgs], classes, target.pos_code, n_cls_axis,
+                    error_score, key=f"bbc-fit-r{r}-k{k}-c{cfgs[0]}-{uuid.uuid4().hex[:8]}",
+                    retries=3, pure=False,
+                )
+                meta[fut.key] = (k, r, cfgs, test)
+                ac.add(fut)
+            fut = next(ac)
+            k, r, cfgs, test = meta.pop(fut.key)
+            res = fut.result()
+            if "raise_" in res:
+                j, text, tb = res["raise_"]
+                c = int(cfgs[j])
+                raise StudyError(
+                    f"Configuration {c} ({params[c]!r}) raised on repeat {r}, fold {k} "
+                    f"(error_score='raise'): {text}\n{tb}"
+                )
+            cube.write_cells(test, cfgs, r, k, res["values"], res["fit_time"], res["failed"], res["errors"])
+            fits += len(cfgs)
+            if bar is not None:
+                bar.set_description(f"wave {k + 1}/{n_splits}")
+                bar.update(1)
+    finally:
+        if bar is not None:
+            bar.close()
+        for key in list(meta):
+            pass
+    return fits
+
+
+def _bar(total, progress):
+    if not progress:
+        return None
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, unit="task", desc="wave 1", file=sys.stderr, dynamic_ncols=True)
+
+
+def _refit(cube, client, estimator, params, X, y, path):
+    import skops.io as sio
+
+    from .._study import select_winner
+
+    best = select_winner(cube)
+    if best is None:
+        return None
+    X_f, y_f = client.scatter([X, y], broadcast=False)
+    model = client.submit(refit, estimator, params[best], X_f, y_f, pure=False, retries=3).result()
+    tmp = os.path.join(path, f".final_model.{uuid.uuid4().hex}.skops")
+    sio.dump(model, tmp)
+    os.replace(tmp, os.path.join(path, "final_model.skops"))
+    cube.set_meta(final_model={"config": int(best), "file": "final_model.skops"})
+    return model

@@ -1,0 +1,82 @@
+"""Worker-side functions: plain, picklable, no client import, no bootstrap statistics.
+
+A task fits a block of configurations on one training set (repeat, fold) and predicts
+its test fold (dask-ml keeps its ``methods.py`` apart from the search for the same reason).
+"""
+from __future__ import annotations
+
+import time
+import traceback
+
+import numpy as np
+from sklearn.base import clone
+
+__all__ = ["fit_predict_block", "refit"]
+
+
+def _index(X, idx):
+    if hasattr(X, "iloc"):
+        return X.iloc[idx]
+    return X[idx]
+
+
+def _response(est, method, X_test, classes, pos_code, n_classes_axis):
+    out = getattr(est, method)(X_test)
+    if method == "predict":
+        if classes is None:
+            return np.asarray(out, dtype=np.float64)
+        codes = np.searchsorted(classes, out)
+        codes = np.clip(codes, 0, len(classes) - 1)
+        return np.where(classes[codes] == out, codes, -1).astype(np.float64)
+    est_classes = np.asarray(est.classes_)
+    if method == "decision_function":
+        out = np.asarray(out, dtype=np.float64)
+        if out.ndim == 2:  # one column per class: take the positive class
+            out = out[:, np.flatnonzero(est_classes == classes[pos_code])[0]]
+        elif est_classes[1] != classes[pos_code]:
+            out = -out  # the decision function scores est_classes[1]
+        return out
+    proba = np.asarray(out, dtype=np.float64)
+    if n_classes_axis:  # all classes, in the study's class order
+        full = np.zeros((proba.shape[0], len(classes)))
+        pos = np.searchsorted(classes, est_classes)
+        full[:, pos] = proba
+        return full
+    return proba[:, np.flatnonzero(est_classes == classes[pos_code])[0]]
+
+
+def fit_predict_block(estimator, params_block, X, y, train, test, methods, classes, pos_code,
+                      n_classes_axis, error_score):
+    """Fit each configuration of the block on ``train`` and predict ``test``.
+
+    Returns a dict: ``values`` (len(test), n_block[, K]) float64 (NaN for a failed
+    configuration), ``fit_time`` (n_block,), ``failed`` (n_block,) bool, ``errors`` list of
+    str, and ``raise_`` (index, text) when ``error_score == "raise"`` met an error.
+    """
+    n_block = len(params_block)
+    shape = (len(test), n_block) + ((n_classes_axis,) if n_classes_axis else ())
+    values = np.full(shape, np.nan)
+    fit_time = np.full(n_block, np.nan)
+    failed = np.zeros(n_block, dtype=bool)
+    errors = [""] * n_block
+    X_train, y_train, X_test = _index(X, train), _index(y, train), _index(X, test)
+    for j, params in enumerate(params_block):
+        t0 = time.perf_counter()
+        try:
+            est = clone(estimator).set_params(**params)
+            est.fit(X_train, y_train)
+            values[:, j] = _response(est, methods[j], X_test, classes, pos_code, n_classes_axis)
+        except Exception as exc:  # scikit-learn's error_score semantics
+            text = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+            if isinstance(error_score, str) and error_score == "raise":
+                return {"raise_": (j, text, traceback.format_exc())}
+            values[:, j] = np.nan
+            failed[j] = True
+            errors[j] = text
+        fit_time[j] = time.perf_counter() - t0
+    return {"values": values, "fit_time": fit_time, "failed": failed, "errors": errors}
+
+
+def refit(estimator, params, X, y):
+    """Fit the selected configuration on all data (the final model)."""
+    return clone(estimator).set_params(**params).fit(X, y)
