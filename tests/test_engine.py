@@ -1,0 +1,189 @@
+"""The CVT engine on a real LocalCluster with real Zarr stores."""
+import os
+
+import numpy as np
+import pytest
+from distributed import Client, LocalCluster
+from sklearn.base import clone
+from sklearn.datasets import load_breast_cancer, load_diabetes, load_wine
+from sklearn.linear_model import LogisticRegression, Ridge
+from sklearn.model_selection import PredefinedSplit, cross_val_predict
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+from sklearn.svm import SVC
+from sklearn.tree import DecisionTreeClassifier
+
+import bbc_dask as bd
+from bbc_dask.engine import StudyError
+
+
+@pytest.fixture(scope="module")
+def client():
+    with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=None) as cluster:
+        with Client(cluster) as c:
+            yield c
+
+
+@pytest.fixture(scope="module")
+def cancer():
+    return load_breast_cancer(return_X_y=True)
+
+
+LR = make_pipeline(StandardScaler(), LogisticRegression(max_iter=2000))
+LR_GRID = {"logisticregression__C": [0.001, 0.01, 0.1, 1.0, 10.0, 100.0]}
+
+
+def _run(store, X, y, client, **kw):
+    args = dict(store=store, metric="roc_auc", n_splits=5, n_repeats=2, random_state=0,
+                client=client, progress=False, configs_per_task=4)
+    args.update(kw)
+    est = args.pop("estimator", LR)
+    grid = args.pop("grid", LR_GRID)
+    return bd.run_study(est, grid, X, y, **args)
+
+
+def test_predictions_equal_cross_val_predict(tmp_path, cancer, client):
+    X, y = cancer
+    study = _run(tmp_path / "s.zarr", X, y, client)
+    cube = study.cube
+    assert cube["prediction"].dims == ("sample", "config", "repeat")
+    assert (study.state == 1).all() and study.n_fits_ == 6 * 2 * 5
+    folds = cube["fold"].values
+    for c in (0, 3, 5):
+        for r in range(2):
+            est = clone(LR).set_params(logisticregression__C=LR_GRID["logisticregression__C"][c])
+            want = cross_val_predict(est, X, y, cv=PredefinedSplit(folds[:, r]), method="decision_function")
+            np.testing.assert_allclose(cube["prediction"].values[:, c, r], want, rtol=0, atol=1e-10)
+    # stratified: every fold has both classes in the same proportion (within one sample)
+    for r in range(2):
+        for k in range(5):
+            assert abs(y[folds[:, r] == k].mean() - y.mean()) < 0.02
+    assert not np.array_equal(folds[:, 0], folds[:, 1])  # repeats use different partitions
+    res = study.bbc(random_state=0, n_bootstraps=200)
+    assert res.method == "bbc" and 0.9 < res.estimate <= res.naive_estimate + 1e-9
+    assert study.best_index_ == res.selected_config
+    assert study.best_params_ == study.params[study.best_index_]
+    assert study.final_model.get_params()["logisticregression__C"] == study.best_params_["logisticregression__C"]
+    cvr = study.cv_results_
+    assert cvr["rank_test_score"][study.best_index_] == 1
+    assert np.isclose(cvr["pooled_test_score"][study.best_index_], study.best_score_)
+    assert "split9_test_score" in cvr and np.all(np.isfinite(cvr["mean_test_score"]))
+    opened = bd.open_study(tmp_path / "s.zarr")
+    np.testing.assert_array_equal(opened.bbc(random_state=0, n_bootstraps=200).bootstrap_distribution,
+                                  res.bootstrap_distribution)
+    assert opened.final_model.predict(X[:5]).tolist() == study.final_model.predict(X[:5]).tolist()
+
+
+def test_rerun_resumes_without_fitting(tmp_path, cancer, client):
+    X, y = cancer
+    first = _run(tmp_path / "s.zarr", X, y, client, refit=False)
+    again = _run(tmp_path / "s.zarr", X, y, client, refit=False)
+    assert first.n_fits_ == 60 and again.n_fits_ == 0
+    np.testing.assert_array_equal(first.cube["prediction"].values, again.cube["prediction"].values)
+
+
+def _snapshot(path):
+    out = {}
+    for root, _, files in os.walk(path):
+        for f in files:
+            p = os.path.join(root, f)
+            with open(p, "rb") as fh:
+                out[os.path.relpath(p, path)] = fh.read()
+    return out
+
+
+def test_bad_input_leaves_the_store_untouched(tmp_path, cancer, client):
+    X, y = cancer
+    store = tmp_path / "s.zarr"
+    _run(store, X, y, client, refit=False)
+    before = _snapshot(store)
+    y_nan = y.astype(float)
+    y_nan[3] = np.nan
+    y_small = y.copy()
+    y_small[:3] = 2  # a class with 3 members
+    cases = [
+        (dict(X=X[:-1]), r"'X' and 'y' of run_study must have the same number of samples\. Got 568 and 569"),
+        (dict(y=y_nan), r"'y' parameter of run_study must not contain NaN"),
+        (dict(y=y_small, metric="accuracy"), r"The class 2 of 'y' has 3 members, fewer than n_splits=5"),
+        (dict(estimator=SVC(), grid={"C": [1.0]}, metric="roc_auc_ovr"), r"has no predict_proba, which the metric 'roc_auc_ovr' needs"),
+        (dict(grid={}), r"'param_grid' parameter of run_study must define at least one configuration"),
+        (dict(grid=[]), r"'param_grid' parameter of run_study must define at least one configuration"),
+        (dict(metric="accuracy"), r"The store .* holds a different study; .* metric \(stored 'roc_auc', given 'accuracy'\)"),
+        (dict(random_state=1), r"holds a different study; .*seed"),
+        (dict(X=X * 2), r"holds a different study; .*data\.X"),
+        (dict(grid={"logisticregression__C": [1.0, 2.0]}), r"holds a different study; .*candidates"),
+        (dict(n_splits=4), r"holds a different study; .*n_splits \(stored 5, given 4\)"),
+        (dict(error_score=0.0), r"'error_score' parameter of run_study must be np\.nan or 'raise'"),
+        (dict(metric="concordance_index"), r"'concordance_index' is not supported by run_study"),
+    ]
+    for kw, match in cases:
+        X_, y_ = kw.pop("X", X), kw.pop("y", y)
+        with pytest.raises(ValueError, match=match):
+            _run(store, X_, y_, client, **kw)
+        assert _snapshot(store) == before, kw
+    a_file = tmp_path / "file.zarr"
+    a_file.write_text("not a store")
+    with pytest.raises(ValueError, match=r"'store' parameter of run_study must be a directory path .* is a file"):
+        _run(a_file, X, y, client)
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "data.csv").write_text("1,2\n")
+    with pytest.raises(ValueError, match=r"exists and is not a bbc_dask study store; refusing to touch it"):
+        _run(other, X, y, client)
+    assert (other / "data.csv").read_text() == "1,2\n"
+
+
+def test_overwrite_replaces_the_study(tmp_path, cancer, client):
+    X, y = cancer
+    store = tmp_path / "s.zarr"
+    _run(store, X, y, client, refit=False)
+    s2 = _run(store, X, y, client, refit=False, metric="accuracy", estimator=DecisionTreeClassifier(random_state=0),
+              grid={"max_depth": [1, 2, 3]}, overwrite=True)
+    assert s2.metric == "accuracy" and s2.cube["prediction"].shape == (569, 3, 2)
+    assert set(np.unique(s2.cube["prediction"].values)) <= {0.0, 1.0}
+
+
+class _Fails(DecisionTreeClassifier):
+    def fit(self, X, y, sample_weight=None, check_input=True):
+        if self.max_depth == 2:
+            raise RuntimeError("depth 2 is cursed")
+        return super().fit(X, y, sample_weight=sample_weight, check_input=check_input)
+
+
+def test_error_score_nan_records_and_raise_stops(tmp_path, cancer, client):
+    X, y = cancer
+    est = _Fails(random_state=0)
+    grid = {"max_depth": [1, 2, 3]}
+    s = _run(tmp_path / "a.zarr", X, y, client, estimator=est, grid=grid, metric="accuracy", refit=False)
+    assert (s.state[1] == 2).all() and (s.state[[0, 2]] == 1).all()
+    assert np.isnan(s.cube["prediction"].values[:, 1]).all()
+    assert "depth 2 is cursed" in s.errors[1]
+    res = s.bbc(random_state=0, n_bootstraps=50)
+    assert set(res.winners) <= {0, 2}
+    with pytest.raises(StudyError, match=r"Configuration 1 \(\{'max_depth': 2\}\) raised .*depth 2 is cursed"):
+        _run(tmp_path / "b.zarr", X, y, client, estimator=est, grid=grid, metric="accuracy", error_score="raise")
+
+
+def test_random_search_groups_regression_and_multiclass(tmp_path, client):
+    from scipy.stats import loguniform
+
+    X, y = load_diabetes(return_X_y=True)
+    s = bd.run_study(Ridge(), None, X, y, param_distributions={"alpha": loguniform(1e-3, 1e2)}, n_iter=5,
+                     store=tmp_path / "r.zarr", metric="neg_mean_squared_error", n_splits=4, random_state=3,
+                     client=client, progress=False)
+    assert len(s.params) == 5 and s.spec["search"] == "random"
+    assert s.bbc(random_state=0, n_bootstraps=100).estimate < 0
+    groups = np.arange(len(y)) // 10
+    g = bd.run_study(Ridge(), {"alpha": [0.1, 1.0]}, X, y, groups=groups, store=tmp_path / "g.zarr",
+                     metric="r2", n_splits=4, random_state=0, client=client, progress=False, refit=False)
+    folds = g.cube["fold"].values[:, 0]
+    for grp in np.unique(groups):
+        assert np.unique(folds[groups == grp]).size == 1  # a group never straddles folds
+    Xw, yw = load_wine(return_X_y=True)
+    w = bd.run_study(make_pipeline(StandardScaler(), LogisticRegression(max_iter=2000)),
+                     {"logisticregression__C": [0.01, 1.0]}, Xw, yw, store=tmp_path / "w.zarr",
+                     metric="roc_auc_ovr", n_splits=3, n_repeats=2, random_state=0, client=client,
+                     progress=False, refit=False)
+    assert w.cube["prediction"].dims == ("sample", "config", "repeat", "class")
+    np.testing.assert_allclose(w.cube["prediction"].values.sum(axis=3), 1.0)
+    assert 0.9 < w.bbc(random_state=0, n_bootstraps=100).estimate <= 1.0
