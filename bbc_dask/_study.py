@@ -67,6 +67,7 @@ class Study:
         self.spec = self.meta["spec"]
         self.metric = self.spec["metric"]
         self._final_model = final_model
+        self._param_objects = None  # the real parameter values when run in this process
         self.n_fits_ = 0
 
     def __repr__(self):
@@ -82,8 +83,9 @@ class Study:
 
     @property
     def params(self):
-        """Parameters of every configuration (values that are not JSON are their repr)."""
-        return list(self.meta["params"])
+        """Parameters of every configuration: the real values when the study was run by
+        this process, else as stored (values that are not JSON are their repr)."""
+        return list(self._param_objects or self.meta["params"])
 
     @property
     def state(self):

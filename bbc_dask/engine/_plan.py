@@ -5,7 +5,7 @@ import hashlib
 import numbers
 
 import numpy as np
-from sklearn.base import clone, is_classifier
+from sklearn.base import is_classifier
 from sklearn.model_selection import (
     GroupKFold,
     KFold,
@@ -17,6 +17,7 @@ from sklearn.model_selection import (
 
 from .. import _validation as V
 from .._random import child_generator
+from ._tasks import configured
 
 __all__ = ["candidates", "make_folds", "response_method", "data_digest", "describe_params"]
 
@@ -90,7 +91,7 @@ def response_method(estimator, metric):
 def check_estimator_methods(estimator, params, metric, caller):
     methods = []
     for i, p in enumerate(params):
-        est = clone(estimator).set_params(**p)
+        est = configured(estimator, p)
         m = response_method(est, metric)
         if m is None:
             need = {"scores": "decision_function or predict_proba", "proba": "predict_proba"}.get(

@@ -283,6 +283,7 @@ def run_study(
                 cluster.close()
         lock.release()
     study = Study(path, final_model=final)
+    study._param_objects = params
     study.n_fits_ = fits
     return study
 
@@ -383,8 +384,6 @@ def _run_waves(cube, client, estimator, params, methods, X, y, target, m, error_
     finally:
         if bar is not None:
             bar.close()
-        for key in list(meta):
-            pass
     return fits
 
 
@@ -393,7 +392,8 @@ def _bar(total, progress):
         return None
     from tqdm.auto import tqdm
 
-    return tqdm(total=total, unit="task", desc="wave 1", file=sys.stderr, dynamic_ncols=True)
+    return tqdm(total=total, unit="task", desc="wave 1", file=sys.stderr, dynamic_ncols=True,
+                mininterval=0.5)
 
 
 def _refit(cube, client, estimator, params, X, y, path):

@@ -14,6 +14,12 @@ from sklearn.base import clone
 __all__ = ["fit_predict_block", "refit"]
 
 
+def configured(estimator, params):
+    """A fresh estimator with ``params``; parameter values that are estimators are cloned
+    too, so a grid's objects are never fitted or mutated (as in scikit-learn's search)."""
+    return clone(estimator).set_params(**{k: clone(v, safe=False) for k, v in params.items()})
+
+
 def _index(X, idx):
     if hasattr(X, "iloc"):
         return X.iloc[idx]
@@ -63,7 +69,7 @@ def fit_predict_block(estimator, params_block, X, y, train, test, methods, class
     for j, params in enumerate(params_block):
         t0 = time.perf_counter()
         try:
-            est = clone(estimator).set_params(**params)
+            est = configured(estimator, params)
             est.fit(X_train, y_train)
             values[:, j] = _response(est, methods[j], X_test, classes, pos_code, n_classes_axis)
         except Exception as exc:  # scikit-learn's error_score semantics
@@ -79,4 +85,4 @@ def fit_predict_block(estimator, params_block, X, y, train, test, methods, class
 
 def refit(estimator, params, X, y):
     """Fit the selected configuration on all data (the final model)."""
-    return clone(estimator).set_params(**params).fit(X, y)
+    return configured(estimator, params).fit(X, y)
