@@ -4,6 +4,7 @@ from . import metrics, simulate
 from ._study import Study, open_study
 from .cluster import make_client
 from .engine import run_study
+from .stats._dropping import Dropping, dropping_test
 from .stats import (
     BBCResult,
     ConfidenceInterval,
@@ -20,9 +21,11 @@ __version__ = "0.1.0.dev0"
 __all__ = [
     "BBCResult",
     "ConfidenceInterval",
+    "Dropping",
     "Study",
     "bbc",
     "bbc_f",
+    "dropping_test",
     "fold_score_matrix",
     "make_client",
     "metrics",

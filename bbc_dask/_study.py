@@ -106,6 +106,7 @@ class Study:
         st = self._cube.state()
         return {
             "cells": int(st.size), "done": int((st == DONE).sum()),
+            "models_trained": self.models_trained[0], "models_full": self.models_trained[1],
             "failed": int((st == FAILED).sum()), "dropped": int((st == DROPPED).sum()),
             "pending": int((st == PENDING).sum()),
             "complete_configs": int(_complete(st).sum()), "configs": int(st.shape[0]),
@@ -124,12 +125,43 @@ class Study:
         w = np.where(res.winners >= 0, idx[np.maximum(res.winners, 0)], -1)
         return dataclasses.replace(res, winners=w, selected_config=int(idx[res.selected_config]))
 
+    @property
+    def is_bbcd(self):
+        """True when the study ran with BBCD-CV dropping."""
+        return self.spec.get("dropping") is not None
+
     def bbc(self, **kwargs):
         """:func:`bbc_dask.bbc` on the cube's complete configurations (indices in the
-        result refer to the study's configurations)."""
+        result refer to the study's configurations).
+
+        For a BBCD study this is the BBCD-CV estimate: BBC over the configurations that
+        survived to the end (complete columns), as in the 2018 paper; the result says
+        ``method="bbcd"``.
+        """
         idx, pred, y, folds, pos = self._inputs()
         kwargs.setdefault("pos_label", pos)
-        return self._remap(S.bbc(pred, y, metric=self.metric, folds=folds, **kwargs), idx)
+        res = self._remap(S.bbc(pred, y, metric=self.metric, folds=folds, **kwargs), idx)
+        return dataclasses.replace(res, method="bbcd") if self.is_bbcd else res
+
+    @property
+    def dropped(self):
+        """Dropped configurations: a list of ``{"config", "wave", "p_hat"}`` by wave."""
+        dw = self._cube.group["drop_wave"][...]
+        dp = self._cube.group["drop_p"][...]
+        out = [{"config": int(c), "wave": int(dw[c]), "p_hat": float(dp[c])}
+               for c in np.flatnonzero(dw >= 0)]
+        return sorted(out, key=lambda d: (d["wave"], d["config"]))
+
+    @property
+    def dropping_log(self):
+        """Per tested wave: active configurations before/after, what was dropped."""
+        return list((self.meta.get("dropping") or {}).get("waves", []))
+
+    @property
+    def models_trained(self):
+        """``(trained, full)``: fits run (done or failed cells) versus the full CVT count."""
+        st = self._cube.state()
+        return int(((st == DONE) | (st == FAILED)).sum()), int(st.size)
 
     def bbc_f(self, **kwargs):
         """:func:`bbc_dask.bbc_f` on the cube's complete configurations."""

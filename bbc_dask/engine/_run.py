@@ -13,7 +13,7 @@ import numpy as np
 
 from .. import _validation as V
 from .._random import as_seed_sequence, entropy_of
-from ..cube import DONE, FAILED, PENDING, StoreLock, StoreMismatchError, create_cube, open_cube
+from ..cube import DONE, DROPPED, FAILED, PENDING, StoreLock, StoreMismatchError, create_cube, open_cube
 from ..metrics import get_metric
 from . import _plan as P
 from ._tasks import fit_predict_block, refit
@@ -181,8 +181,11 @@ def run_study(
     configs_per_task : int, default=10
         Configurations fitted by one task on one training set; also the cube's chunk size
         along ``config`` (fixed when the store is created).
-    dropping : None
-        Reserved for BBCD-CV (dropping inferior configurations between waves).
+    dropping : bool or Dropping, default=None
+        BBCD-CV: after each fold wave, drop the configurations that are worse than the
+        current best with bootstrap probability > ``alpha`` (``True`` = ``Dropping()``);
+        dropped configurations train no further folds. The test runs as a task on the
+        cluster; its decisions are persisted before the next wave and replayed on resume.
 
     Returns
     -------
@@ -200,6 +203,9 @@ def run_study(
     )
     path = _check_store(store)
     configs_per_task = V.check_int(configs_per_task, "configs_per_task", CALLER)
+    from ..stats._dropping import Dropping
+
+    dropping = Dropping.coerce(dropping, CALLER)
     existing = None
     ours = {".bbc_lock", ".bbc_creating"}
     creating = os.path.exists(os.path.join(path, ".bbc_creating"))
@@ -218,6 +224,13 @@ def run_study(
         root = as_seed_sequence(random_state, caller=CALLER)
     params, search = P.candidates(param_grid, param_distributions, n_iter, root, CALLER)
     methods = P.check_estimator_methods(estimator, params, m, CALLER)
+    if dropping is not None and len(params) < 2:
+        import warnings
+
+        warnings.warn(
+            f"dropping has no effect in {CALLER} with a single configuration; running plain CVT.",
+            UserWarning, stacklevel=2,
+        )
     x_digest, y_digest, g_digest = P.data_digest(X, np.asarray(y), groups)
     classification = m.is_classification
     spec = {
@@ -232,6 +245,9 @@ def run_study(
         "data": {"X": x_digest, "y": y_digest, "groups": g_digest, "n_samples": int(len(np.asarray(y)))},
         "estimator": P.describe_estimator(estimator),
         "candidates": P.sha(repr([P.describe_params(p) for p in params])),
+        "dropping": None if dropping is None else {
+            "alpha": dropping.alpha, "n_bootstraps": dropping.n_bootstraps,
+            "min_predictions": dropping.min_predictions},
     }
     spec = __import__("bbc_dask.cube._schema", fromlist=["to_json"]).to_json(spec)
     if existing is not None and not overwrite:
@@ -268,7 +284,7 @@ def run_study(
             cube = open_cube(path, mode="r+")
         client_obj, owned = _client(client, progress)
         fits = _run_waves(cube, client_obj, estimator, params, methods, X, y, target, m,
-                          error_score, progress)
+                          error_score, progress, dropping, root)
         runs = list(cube.meta.get("runs", []))
         runs.append({"finished": time.strftime("%Y-%m-%dT%H:%M:%S"), "fits": fits})
         cube.set_meta(runs=runs)
@@ -330,38 +346,137 @@ def _wave_tasks(cube, state, k, active, chunk):
     return out
 
 
-def _run_waves(cube, client, estimator, params, methods, X, y, target, m, error_score, progress):
-    from distributed import as_completed
+def _run_waves(cube, client, estimator, params, methods, X, y, target, m, error_score,
+               progress, dropping=None, root=None):
+    """Run every pending cell, wave by wave; with ``dropping``, test between waves.
 
+    Without dropping the waves are one queue (no barrier: workers never idle at a wave's
+    end). With dropping, wave k+1 is planned only after wave k's decisions are persisted.
+    Returns the number of configuration fits performed.
+    """
     state = cube.state()
-    folds = cube.folds()
     n_cfg, n_rep, n_splits = state.shape
-    active = np.ones(n_cfg, dtype=bool)
     chunk = cube.config_chunk
-    waves = [_wave_tasks(cube, state, k, active, chunk) for k in range(n_splits)]
-    total = sum(len(w) for w in waves)
-    if total == 0:
-        return 0
-    X_f, y_f = client.scatter([X, y], broadcast=True)
-    classes = target.classes
-    n_cls_axis = len(classes) if m.needs_class_axis else 0
-    n_threads = max(1, sum(client.nthreads().values()))
-    max_in_flight = 2 * n_threads + 2  # enough to keep workers busy, bounded driver memory
-    bar = _bar(total, progress)
-    queue = deque(t for w in waves for t in w)
-    ac = as_completed()
-    meta = {}
-    fits = 0
+    active = _active(cube)
+    record = cube.meta.get("dropping") or {"decided": [], "waves": []}
+    stages = [list(range(n_splits))] if dropping is None else [[k] for k in range(n_splits)]
+    run = _Executor(cube, client, estimator, params, methods, X, y, target, m, error_score,
+                    progress, n_splits)
     try:
+        for stage in stages:
+            tasks = [t for k in stage for t in _wave_tasks(cube, state, k, active, chunk)]
+            run.execute(tasks, int(active.sum()))
+            k = stage[0]
+            if dropping is None or k >= n_splits - 1 or k in record["decided"]:
+                continue
+            state = cube.state()
+            active, entry = _decide(cube, client, root, dropping, k, state, active, m, target)
+            record["decided"].append(k)
+            record["waves"].append(entry)
+            cube.set_meta(dropping=record)  # persisted before the next wave is submitted
+            state = cube.state()
+    finally:
+        run.close()
+    return run.fits
+
+
+def _active(cube):
+    """Configurations that still train: not dropped."""
+    return cube.group["drop_wave"][...] < 0
+
+
+def _dropping_task(store, configs, k, metric, pos_label, alpha, n_bootstraps, seed):
+    """Worker side: read the active configurations' predictions from the store and test."""
+    from ..cube import open_cube
+    from ..stats._dropping import dropping_test
+
+    cube = open_cube(store)
+    pred = cube.group["prediction"]
+    p = pred.oindex[:, configs, :, :] if pred.ndim == 4 else pred.oindex[:, configs, :]
+    avail = cube.folds() <= k
+    return dropping_test(p, cube.y(), avail, metric=metric, alpha=alpha,
+                         n_bootstraps=n_bootstraps, random_state=seed, pos_label=pos_label)
+
+
+def _decide(cube, client, root, dropping, k, state, active, m, target):
+    """The dropping test after wave ``k``; persists and returns the new active mask."""
+    from .._random import child_seed
+
+    # A configuration that failed somewhere has no usable column: it is not tested.
+    idx = np.flatnonzero(active & ~np.any(state == FAILED, axis=(1, 2)))
+    avail = cube.folds() <= k
+    n_avail = int(avail.sum(axis=0).min())
+    entry = {"wave": int(k), "active_before": int(idx.size), "tested": False, "dropped": []}
+    if idx.size < 2 or n_avail < dropping.min_predictions:
+        entry["reason"] = ("one configuration" if idx.size < 2 else
+                           f"{n_avail} predictions per repeat < min_predictions={dropping.min_predictions}")
+        return active, entry
+    res = client.submit(
+        _dropping_task, cube.path, idx, k, m.name, target.pos_code, dropping.alpha,
+        dropping.n_bootstraps, child_seed(root, "dropping", k), pure=False, retries=3,
+        key=f"bbc-dropping-k{k}-{uuid.uuid4().hex[:8]}",
+    ).result()
+    gone = idx[res.drop]
+    entry.update(tested=True, best=int(idx[res.best]), dropped=[int(c) for c in gone])
+    if gone.size:
+        st = cube.group["state"]
+        for c in gone:  # pending cells of a dropped configuration become "dropped"
+            row = st[int(c)]
+            st[int(c)] = np.where(row == PENDING, DROPPED, row).astype(np.int8)
+        dw, dp = cube.group["drop_wave"], cube.group["drop_p"]
+        dw.oindex[gone] = np.full(gone.size, k, dtype=np.int16)
+        dp.oindex[gone] = res.p_hat[res.drop]
+    new = active.copy()
+    new[gone] = False
+    entry["active_after"] = int(new.sum())
+    return new, entry
+
+
+class _Executor:
+    """Submits tasks with a bounded number in flight and writes results as they come."""
+
+    def __init__(self, cube, client, estimator, params, methods, X, y, target, m, error_score,
+                 progress, n_splits):
+        self.cube, self.client, self.estimator = cube, client, estimator
+        self.params, self.methods, self.X, self.y = params, methods, X, y
+        self.target, self.error_score, self.n_splits = target, error_score, n_splits
+        self.n_cls_axis = len(target.classes) if m.needs_class_axis else 0
+        self.folds = cube.folds()
+        self.progress = progress
+        self.bar = None
+        self.scattered = None
+        self.fits = 0
+
+    def execute(self, tasks, n_active):
+        from distributed import as_completed
+
+        if not tasks:
+            return
+        if self.scattered is None:
+            self.scattered = self.client.scatter([self.X, self.y], broadcast=True)
+        X_f, y_f = self.scattered
+        n_threads = max(1, sum(self.client.nthreads().values()))
+        max_in_flight = 2 * n_threads + 2  # keeps workers busy; bounds driver memory
+        if self.progress and self.bar is None:
+            self.bar = _bar(0, True)
+        if self.bar is not None:
+            self.bar.total += len(tasks)
+            self.bar.set_postfix(active=n_active)
+            self.bar.refresh()
+        queue = deque(tasks)
+        ac = as_completed()
+        meta = {}
+        params, methods = self.params, self.methods
         while queue or meta:
             while queue and len(meta) < max_in_flight:
                 k, r, cfgs = queue.popleft()
-                test = np.flatnonzero(folds[:, r] == k)
-                train = np.flatnonzero(folds[:, r] != k)
-                fut = client.submit(
-                    fit_predict_block, estimator, [params[c] for c in cfgs], X_f, y_f, train,
-                    test, [methods[c] for c in cfgs], classes, target.pos_code, n_cls_axis,
-                    error_score, key=f"bbc-fit-r{r}-k{k}-c{cfgs[0]}-{uuid.uuid4().hex[:8]}",
+                test = np.flatnonzero(self.folds[:, r] == k)
+                train = np.flatnonzero(self.folds[:, r] != k)
+                fut = self.client.submit(
+                    fit_predict_block, self.estimator, [params[c] for c in cfgs], X_f, y_f,
+                    train, test, [methods[c] for c in cfgs], self.target.classes,
+                    self.target.pos_code, self.n_cls_axis, self.error_score,
+                    key=f"bbc-fit-r{r}-k{k}-c{cfgs[0]}-{uuid.uuid4().hex[:8]}",
                     retries=3, pure=False,
                 )
                 meta[fut.key] = (k, r, cfgs, test)
@@ -376,15 +491,16 @@ def _run_waves(cube, client, estimator, params, methods, X, y, target, m, error_
                     f"Configuration {c} ({params[c]!r}) raised on repeat {r}, fold {k} "
                     f"(error_score='raise'): {text}\n{tb}"
                 )
-            cube.write_cells(test, cfgs, r, k, res["values"], res["fit_time"], res["failed"], res["errors"])
-            fits += len(cfgs)
-            if bar is not None:
-                bar.set_description(f"wave {k + 1}/{n_splits}")
-                bar.update(1)
-    finally:
-        if bar is not None:
-            bar.close()
-    return fits
+            self.cube.write_cells(test, cfgs, r, k, res["values"], res["fit_time"],
+                                  res["failed"], res["errors"])
+            self.fits += len(cfgs)
+            if self.bar is not None:
+                self.bar.set_description(f"wave {k + 1}/{self.n_splits}")
+                self.bar.update(1)
+
+    def close(self):
+        if self.bar is not None:
+            self.bar.close()
 
 
 def _bar(total, progress):

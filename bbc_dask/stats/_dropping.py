@@ -1,0 +1,155 @@
+"""The BBCD-CV dropping test (Tsamardinos et al. 2018, §4.1).
+
+After a fold wave, the pooled out-of-sample predictions collected so far identify the
+current best configuration θo = css(Π, y); the rows of Π are bootstrapped B times and
+p̂θ = #{b : score_b(θ) < score_b(θo)} / B is the share of bootstraps in which θ is worse
+than θo. θ is dropped when p̂θ > α; θo never is.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import _validation as V
+from ._bbc import _select, prepare_inputs
+from ._bootstrap import block_ranges, counts_from_indices, draw_counts
+
+__all__ = ["Dropping", "DroppingResult", "dropping_test"]
+
+
+@dataclass(frozen=True)
+class Dropping:
+    """Settings of BBCD-CV dropping.
+
+    Parameters
+    ----------
+    alpha : float, default=0.99
+        Drop a configuration when the bootstrap probability that it is worse than the
+        current best exceeds ``alpha``; in (0.5, 1).
+    n_bootstraps : int, default=1000
+    min_predictions : int, default=50
+        Do not test before every repeat has this many out-of-sample predictions (the 2018
+        paper: with fewer, early dropping can lose the best configuration).
+    """
+
+    alpha: float = 0.99
+    n_bootstraps: int = 1000
+    min_predictions: int = 50
+
+    def __post_init__(self):
+        V.check_real_open(self.alpha, "alpha", "Dropping", 0.5, 1.0)
+        V.check_int(self.n_bootstraps, "n_bootstraps", "Dropping")
+        V.check_int(self.min_predictions, "min_predictions", "Dropping")
+
+    @classmethod
+    def coerce(cls, dropping, caller):
+        if dropping is None or dropping is False:
+            return None
+        if dropping is True:
+            return cls()
+        if isinstance(dropping, cls):
+            return dropping
+        raise TypeError(
+            f"The 'dropping' parameter of {caller} must be None, False, True or a "
+            f"bbc_dask.Dropping. Got {dropping!r} instead."
+        )
+
+
+@dataclass(frozen=True)
+class DroppingResult:
+    """Outcome of one dropping test: ``best`` (θo), ``p_hat`` (C,), ``drop`` (C,) bool."""
+
+    best: int
+    p_hat: np.ndarray
+    drop: np.ndarray
+    n_redrawn: int
+
+
+def dropping_test(predictions, y, available, *, metric, alpha=0.99, n_bootstraps=1000,
+                  random_state=None, bootstrap_indices=None, pos_label=None, block_size=None):
+    """Which configurations BBCD-CV drops, given the predictions collected so far.
+
+    Parameters
+    ----------
+    predictions : array-like (N, C[, R[, n_classes]])
+        Out-of-sample predictions; rows without a prediction in repeat r may hold anything
+        (NaN included): they are masked by ``available``.
+    y : array-like (N,)
+    available : array-like of bool, (N,) or (N, R)
+        Which samples have an out-of-sample prediction in each repeat so far.
+    metric : str
+    alpha : float, default=0.99
+    n_bootstraps : int, default=1000
+    random_state : int, SeedSequence, Generator or None
+        Undefined draws (e.g. one class in bag for AUC) are redrawn.
+    bootstrap_indices : array-like (B, N), default=None
+        Explicit in-bag sample positions (a sample enters with all its repeats).
+
+    Returns
+    -------
+    DroppingResult
+
+    References
+    ----------
+    .. [1] Tsamardinos, Greasidou, Borboudakis, Machine Learning 107 (2018), §4.1.
+    """
+    caller = "dropping_test"
+    pred = np.asarray(predictions)
+    avail = np.asarray(available, dtype=bool)
+    if pred.ndim == 2:
+        pred = pred[:, :, None]
+    if avail.ndim == 1:
+        avail = avail[:, None]
+    n, _, n_rep = pred.shape[:3]
+    if avail.shape != (n, n_rep):
+        raise ValueError(
+            f"The 'available' parameter of {caller} must have shape ({n},) or ({n}, {n_rep}). "
+            f"Got {avail.shape} instead."
+        )
+    alpha = V.check_real_open(alpha, "alpha", caller, 0.5, 1.0)
+    filled = pred.copy()
+    if filled.dtype.kind == "f":  # unavailable rows are never weighted; make them valid
+        fill = filled[avail.all(axis=1)][:1]
+        for r in range(n_rep):
+            if fill.size:
+                filled[~avail[:, r], :, r] = fill[0, :, r]
+    m, target, enc = prepare_inputs(filled, y, metric, pos_label, caller)
+    preps = [m.prepare(target, enc[:, :, r : r + 1]) for r in range(n_rep)]
+    mask = avail.T.astype(np.int32)  # (R, N)
+
+    def scores(counts):
+        return np.mean([p.scores(counts * mask[r])[:, :, 0] for r, p in enumerate(preps)], axis=0)
+
+    def defined(counts):
+        return np.all([p.defined(counts * mask[r]) for r, p in enumerate(preps)], axis=0)
+
+    full = scores(np.ones((1, n), dtype=np.int32))
+    best = int(_select(full)[0])
+    if bootstrap_indices is None:
+        from .._random import as_seed_sequence
+
+        n_boot = V.check_int(n_bootstraps, "n_bootstraps", caller)
+        root = as_seed_sequence(random_state, caller=caller)
+        idx = None
+    else:
+        idx = V.as_bootstrap_indices(bootstrap_indices, n, "sample", caller)
+        n_boot = idx.shape[0]
+    bs = block_size or 256
+    worse = np.zeros(pred.shape[1], dtype=np.int64)
+    valid = 0
+    redrawn = 0
+    for start, stop in block_ranges(n_boot, bs):
+        if idx is None:
+            counts, r = draw_counts(root, "dropping", start, stop, n, defined)
+            redrawn += r
+        else:
+            counts = counts_from_indices(idx[start:stop], n)
+        s = scores(counts)
+        ok = ~np.isnan(s).any(axis=1)
+        worse += (s[ok] < s[ok, best][:, None]).sum(axis=0)
+        valid += int(ok.sum())
+    p_hat = worse / max(valid, 1)
+    drop = p_hat > alpha
+    drop[best] = False
+    return DroppingResult(best=best, p_hat=p_hat, drop=drop, n_redrawn=redrawn)
