@@ -1,0 +1,165 @@
+"""BBCD-CV: the dropping test against a plain loop, and in the engine."""
+import os
+import signal
+import subprocess
+import sys
+import time
+import warnings
+
+import numpy as np
+import pytest
+import zarr
+from distributed import Client, LocalCluster
+from sklearn.metrics import roc_auc_score
+
+import bbc_dask as bd
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "scripts"))
+import run_study_cli  # noqa: E402
+
+
+def plain_dropping(pred, y, avail, idx, alpha):
+    """The 2018 paper's §4.1 test, one bootstrap and one configuration at a time."""
+    n, c, r = pred.shape
+
+    def score(rows, j):
+        vals = []
+        for rep in range(r):
+            keep = rows[avail[rows, rep]]
+            vals.append(roc_auc_score(y[keep], pred[keep, j, rep]))
+        return np.mean(vals)
+
+    allrows = np.arange(n)
+    full = [score(allrows, j) for j in range(c)]
+    best = int(np.argmax(full))
+    worse = np.zeros(c)
+    for b in range(idx.shape[0]):
+        s = [score(idx[b], j) for j in range(c)]
+        worse += np.array(s) < s[best]
+    p = worse / idx.shape[0]
+    drop = p > alpha
+    drop[best] = False
+    return best, p, drop
+
+
+@pytest.mark.parametrize("n_repeats", [1, 2])
+def test_dropping_equals_plain_loop(n_repeats):
+    rng = np.random.default_rng(0)
+    n, c = 80, 12
+    y = rng.integers(0, 2, n)
+    strength = np.linspace(0.0, 2.0, c)
+    pred = rng.normal(size=(n, c, n_repeats)) + y[:, None, None] * strength[None, :, None]
+    avail = rng.random((n, n_repeats)) < 0.7  # predictions collected so far
+    pred[~avail[:, None, :].repeat(c, axis=1)] = np.nan
+    idx = rng.integers(0, n, size=(60, n))
+    res = bd.dropping_test(pred, y, avail, metric="roc_auc", alpha=0.9, bootstrap_indices=idx)
+    best, p, drop = plain_dropping(pred, y, avail, idx, 0.9)
+    assert res.best == best and best >= c // 2
+    np.testing.assert_array_equal(res.p_hat, p)
+    np.testing.assert_array_equal(res.drop, drop)
+    assert drop.sum() >= 3 and not drop[best]
+
+
+def test_best_is_never_dropped_and_ties_survive():
+    rng = np.random.default_rng(1)
+    y = rng.integers(0, 2, 200)
+    col = rng.normal(size=200) + y
+    pred = np.stack([col, col, rng.normal(size=200)], axis=1)  # 0 and 1 identical
+    res = bd.dropping_test(pred, y, np.ones(200, bool), metric="roc_auc", alpha=0.51, random_state=0)
+    assert res.best == 0 and res.p_hat[0] == 0 and res.p_hat[1] == 0
+    assert list(res.drop) == [False, False, True]
+
+
+def test_dropping_bad_input():
+    with pytest.raises(ValueError, match=r"The 'alpha' parameter of Dropping must be a float in the range \(0\.5, 1\.0\)\. Got 0\.3"):
+        bd.Dropping(alpha=0.3)
+    with pytest.raises(ValueError, match=r"The 'alpha' parameter of Dropping .* Got 1\.0"):
+        bd.Dropping(alpha=1.0)
+    with pytest.raises(ValueError, match=r"The 'n_bootstraps' parameter of Dropping must be an int in the range \[1, inf\)\. Got 0"):
+        bd.Dropping(n_bootstraps=0)
+    with pytest.raises(ValueError, match=r"The 'min_predictions' parameter of Dropping must be an int .* Got -5"):
+        bd.Dropping(min_predictions=-5)
+
+
+@pytest.fixture(scope="module")
+def client():
+    with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=None) as cluster:
+        with Client(cluster) as c:
+            yield c
+
+
+def test_nothing_is_tested_before_min_predictions(tmp_path, client):
+    from sklearn.datasets import make_classification
+    from sklearn.tree import DecisionTreeClassifier
+
+    X, y = make_classification(100, 10, random_state=0)
+    grid = {"max_depth": [1, 2, 3, 5, 8], "min_samples_leaf": [1, 5, 10, 20]}
+    s = bd.run_study(DecisionTreeClassifier(random_state=0), grid, X, y, store=tmp_path / "s.zarr",
+                     metric="roc_auc", n_splits=10, random_state=0, client=client, progress=False,
+                     dropping=bd.Dropping(alpha=0.9, n_bootstraps=300, min_predictions=50))
+    log = s.dropping_log
+    # 10 predictions per wave: waves 0..3 hold 10..40 < 50 predictions, wave 4 holds 50.
+    assert [e["tested"] for e in log[:4]] == [False] * 4
+    assert all("min_predictions=50" in e["reason"] for e in log[:4])
+    assert log[4]["tested"]
+    assert all(d["wave"] >= 4 for d in s.dropped)
+    st = s.state
+    for d in s.dropped:  # finished cells stay; the rest is marked dropped (3), not failed
+        assert (st[d["config"], 0, : d["wave"] + 1] == 1).all()
+        assert (st[d["config"], 0, d["wave"] + 1 :] == 3).all()
+        assert d["p_hat"] > 0.9
+    trained, full = s.models_trained
+    assert trained == full - int((st == 3).sum())
+    res = s.bbc(random_state=0, n_bootstraps=200)
+    assert res.method == "bbcd" and res.selected_config not in {d["config"] for d in s.dropped}
+
+
+def test_single_configuration_warns(tmp_path, client):
+    from sklearn.datasets import load_breast_cancer
+    from sklearn.tree import DecisionTreeClassifier
+
+    X, y = load_breast_cancer(return_X_y=True)
+    with pytest.warns(UserWarning, match=r"dropping has no effect in run_study with a single configuration"):
+        bd.run_study(DecisionTreeClassifier(random_state=0), {"max_depth": [2]}, X, y,
+                     store=tmp_path / "s.zarr", metric="roc_auc", n_splits=3, client=client,
+                     progress=False, dropping=True, refit=False)
+
+
+def _state(store):
+    try:
+        return zarr.open_group(str(store), mode="r")["state"][...]
+    except Exception:
+        return None
+
+
+@pytest.mark.parametrize("kill_at", [0.3, 0.6])
+def test_kill_and_resume_reproduces_decisions(tmp_path, client, kill_at):
+    ref = run_study_cli.run(tmp_path / "ref.zarr", "trees", dropping=True, client=client)
+    assert ref.dropped, "the workload must drop something for this test to mean anything"
+    store = tmp_path / "killed.zarr"
+    proc = subprocess.Popen(
+        [sys.executable, run_study_cli.__file__, str(store), "trees", "dropping"],
+        start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    total = ref.state.size
+    try:
+        deadline = time.time() + 120
+        while time.time() < deadline:
+            st = _state(store)
+            if st is not None and ((st == 1) | (st == 3)).sum() >= kill_at * total:
+                break
+            if proc.poll() is not None:
+                break
+            time.sleep(0.02)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    st = _state(store)
+    unfinished = int((st == 0).sum())
+    assert unfinished > 0, "the run finished before the kill; make the workload bigger"
+    resumed = run_study_cli.run(store, "trees", dropping=True, client=client)
+    assert resumed.n_fits_ <= unfinished
+    np.testing.assert_array_equal(resumed.cube["prediction"].values, ref.cube["prediction"].values)
+    np.testing.assert_array_equal(resumed.state, ref.state)
+    assert resumed.dropped == ref.dropped
+    assert [e for e in resumed.dropping_log] == [e for e in ref.dropping_log]
