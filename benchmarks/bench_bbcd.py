@@ -90,7 +90,7 @@ if __name__ == "__main__":
     quick = p.parse_args().quick
     tmp = tempfile.mkdtemp()
     try:
-        with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=None) as cl, Client(cl) as c:
+        with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=":0") as cl, Client(cl) as c:
             for n in ((1000, 100) if not quick else (300,)):
                 case(n, c, 20000 if not quick else 2000, tmp)
     finally:

@@ -32,5 +32,5 @@ if __name__ == "__main__":
 
     store, kind = sys.argv[1], sys.argv[2]
     dropping = len(sys.argv) > 3 and sys.argv[3] == "dropping"
-    with LocalCluster(n_workers=1, threads_per_worker=1, dashboard_address=None) as cl, Client(cl) as c:
+    with LocalCluster(n_workers=1, threads_per_worker=1, dashboard_address=":0") as cl, Client(cl) as c:
         run(store, kind, dropping, client=c)

@@ -1,0 +1,142 @@
+"""The engine against real scheduler/worker processes, kills, and the store lock."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+import zarr
+from distributed import Client, LocalCluster
+from sklearn.datasets import load_breast_cancer
+from sklearn.ensemble import RandomForestClassifier
+
+import bbc_dask as bd
+from bbc_dask.cube import StoreLockedError
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "scripts"))
+import run_study_cli  # noqa: E402
+
+DASK = os.path.join(os.path.dirname(sys.executable), "dask")
+
+
+def _state(store):
+    try:
+        return zarr.open_group(str(store), mode="r")["state"][...]
+    except Exception:
+        return None
+
+
+def _wait(pred, timeout, what):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if pred():
+            return
+        time.sleep(0.05)
+    raise TimeoutError(what)
+
+
+@pytest.fixture
+def dask_processes(tmp_path):
+    """A real `dask scheduler` and two `dask worker` processes on 127.0.0.1."""
+    sched_file = tmp_path / "sched.json"
+    procs = [subprocess.Popen(
+        [DASK, "scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard",
+         "--scheduler-file", str(sched_file)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)]
+    try:
+        _wait(lambda: sched_file.exists() and sched_file.stat().st_size > 0, 60, "scheduler")
+        address = json.loads(sched_file.read_text())["address"]
+        workers = [subprocess.Popen(
+            [DASK, "worker", address, "--nthreads", "1", "--nworkers", "1", "--no-dashboard",
+             "--host", "127.0.0.1", "--name", f"w{i}"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+            for i in range(2)]
+        procs += workers
+        with Client(address) as c:
+            c.wait_for_workers(2, timeout=60)
+        yield address, workers
+    finally:
+        for p in procs:
+            try:
+                os.killpg(p.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            p.wait()
+
+
+def _forest_study(store, client):
+    X, y = load_breast_cancer(return_X_y=True)
+    grid = {"max_depth": [2, 4, 6, 8, None], "min_samples_leaf": [1, 3, 10, 30]}
+    return bd.run_study(RandomForestClassifier(n_estimators=30, random_state=0, n_jobs=1), grid,
+                        X, y, store=store, metric="roc_auc", n_splits=5, n_repeats=2,
+                        random_state=0, client=client, progress=False, configs_per_task=2,
+                        refit=False)
+
+
+def test_worker_killed_mid_wave(tmp_path, dask_processes):
+    address, workers = dask_processes
+    store = tmp_path / "disturbed.zarr"
+    import threading
+
+    out = {}
+    t = threading.Thread(target=lambda: out.setdefault("study", _forest_study(store, address)))
+    t.start()
+    _wait(lambda: (s := _state(store)) is not None and (s == 1).sum() >= 20, 120, "first cells")
+    os.killpg(workers[0].pid, signal.SIGKILL)  # a worker dies with tasks in flight
+    t.join(timeout=300)
+    assert not t.is_alive()
+    study = out["study"]
+    assert (study.state == 1).all()
+    with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=":0") as cl, Client(cl) as c:
+        calm = _forest_study(tmp_path / "calm.zarr", c)
+    np.testing.assert_array_equal(study.cube["prediction"].values, calm.cube["prediction"].values)
+
+
+@pytest.fixture(scope="module")
+def client():
+    with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=":0") as cluster:
+        with Client(cluster) as c:
+            yield c
+
+
+def _start(store):
+    return subprocess.Popen([sys.executable, run_study_cli.__file__, str(store), "trees"],
+                            start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+
+@pytest.mark.parametrize("kill_at", [0.15, 0.5, 0.85])
+def test_kill_and_resume(tmp_path, client, kill_at):
+    ref = run_study_cli.run(tmp_path / "ref.zarr", "trees", client=client)
+    store = tmp_path / "killed.zarr"
+    proc = _start(store)
+    total = ref.state.size
+    try:
+        _wait(lambda: proc.poll() is not None
+              or ((s := _state(store)) is not None and (s == 1).sum() >= kill_at * total), 120, "progress")
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    st = _state(store)
+    unfinished = int((st != 1).sum())
+    assert unfinished > 0, "the run finished before the kill; make the workload bigger"
+    resumed = run_study_cli.run(store, "trees", client=client)
+    assert 0 < resumed.n_fits_ <= unfinished  # finished work is never refit
+    assert (resumed.state == 1).all()
+    np.testing.assert_array_equal(resumed.cube["prediction"].values, ref.cube["prediction"].values)
+
+
+def test_second_run_is_refused_while_the_first_holds_the_lock(tmp_path, client):
+    store = tmp_path / "busy.zarr"
+    proc = _start(store)
+    try:
+        _wait(lambda: _state(store) is not None, 120, "store created")
+        with pytest.raises(StoreLockedError, match=r"is in use by a running study \(pid \d+"):
+            run_study_cli.run(store, "trees", client=client)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    resumed = run_study_cli.run(store, "trees", client=client)  # the lock died with its process
+    assert (resumed.state == 1).all()
