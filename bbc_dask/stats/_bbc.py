@@ -17,7 +17,7 @@ from numba import njit
 from .. import _validation as V
 from .._random import as_seed_sequence
 from ..metrics import get_metric
-from ._bootstrap import SEED_BLOCK, block_ranges, counts_from_indices, draw_counts
+from ._bootstrap import SEED_BLOCK, CountBlocks
 from ._result import BBCResult, ConfidenceInterval, summarise
 
 __all__ = [
@@ -159,13 +159,8 @@ def bbc(
 
     dist = np.full(n_boot, np.nan)
     winners = np.full(n_boot, -1, dtype=np.int64)
-    redrawn = 0
-    for start, stop in block_ranges(n_boot, bs):
-        if idx is None:
-            counts, r = draw_counts(root, "bbc", start, stop, n, defined)
-            redrawn += r
-        else:
-            counts = counts_from_indices(idx[start:stop], n)
+    blocks = CountBlocks(root, "bbc", idx, n_boot, n, bs, defined)
+    for start, stop, counts in blocks:
         w = _select(prep.scores(counts).mean(axis=2))
         w[~prep.defined(counts)] = -1  # e.g. f1 on an empty set is 0 in scikit-learn
         ok = np.flatnonzero((w >= 0) & prep.defined_oob(counts))
@@ -176,7 +171,7 @@ def bbc(
     full = _full_scores(prep, n)
     sel = int(_select(full[None, :])[0])
     return summarise(
-        dist, winners, selected=sel, naive=full[sel], n_redrawn=redrawn, method="bbc",
+        dist, winners, selected=sel, naive=full[sel], n_redrawn=blocks.n_redrawn, method="bbc",
         metric=m.name, confidence_level=conf,
     )
 
@@ -330,20 +325,15 @@ def _bbc_f_matrix(F, metric_name, n_bootstraps, confidence_level, random_state,
 
     dist = np.full(n_boot, np.nan)
     winners = np.full(n_boot, -1, dtype=np.int64)
-    redrawn = 0
-    for start, stop in block_ranges(n_boot, bs):
-        if idx is None:
-            counts, r = draw_counts(root, "bbc_f", start, stop, n_rows, defined)
-            redrawn += r
-        else:
-            counts = counts_from_indices(idx[start:stop], n_rows)
+    blocks = CountBlocks(root, "bbc_f", idx, n_boot, n_rows, bs, defined)
+    for start, stop, counts in blocks:
         w = _select(_inbag_means(counts, F))
         dist[start:stop] = _oob_mean(counts, F, w)
         winners[start:stop] = w
     full = _inbag_means(np.ones((1, n_rows), dtype=np.int32), F)[0]
     sel = int(_select(full[None, :])[0])
     return summarise(
-        dist, winners, selected=sel, naive=full[sel], n_redrawn=redrawn, method="bbc_f",
+        dist, winners, selected=sel, naive=full[sel], n_redrawn=blocks.n_redrawn, method="bbc_f",
         metric=metric_name, confidence_level=conf,
     )
 
@@ -435,17 +425,12 @@ def naive_bootstrap(
     sel = int(_select(full[None, :])[0])
     bs = _block_size(block_size, n_boot, pred, caller)
     dist = np.full(n_boot, np.nan)
-    redrawn = 0
-    for start, stop in block_ranges(n_boot, bs):
-        if idx is None:
-            counts, r = draw_counts(root, "naive_bootstrap", start, stop, n, prep.defined)
-            redrawn += r
-        else:
-            counts = counts_from_indices(idx[start:stop], n)
+    blocks = CountBlocks(root, "naive_bootstrap", idx, n_boot, n, bs, prep.defined)
+    for start, stop, counts in blocks:
         sel_b = np.full(stop - start, sel, dtype=np.int64)
         d = prep.winner_scores(counts, sel_b, oob=False).mean(axis=1)
         dist[start:stop] = np.where(prep.defined(counts), d, np.nan)
     return summarise(
-        dist, np.full(n_boot, sel), selected=sel, naive=full[sel], n_redrawn=redrawn,
+        dist, np.full(n_boot, sel), selected=sel, naive=full[sel], n_redrawn=blocks.n_redrawn,
         method="naive_bootstrap", metric=m.name, confidence_level=conf,
     )

@@ -12,7 +12,8 @@ from numba import njit
 
 from .._random import child_generator
 
-__all__ = ["SEED_BLOCK", "MAX_REDRAWS", "draw_counts", "counts_from_indices", "block_ranges"]
+__all__ = ["SEED_BLOCK", "MAX_REDRAWS", "CountBlocks", "draw_counts", "counts_from_indices",
+           "block_ranges"]
 
 SEED_BLOCK = 64
 MAX_REDRAWS = 1000
@@ -76,3 +77,23 @@ def draw_counts(root, stream, start, stop, n, is_defined=None, n_draw=None):
 def block_ranges(n_boot, block_size):
     for start in range(0, n_boot, block_size):
         yield start, min(start + block_size, n_boot)
+
+
+class CountBlocks:
+    """Iterate ``(start, stop, counts)`` over bootstrap blocks: drawn from ``root`` (with
+    redraws of undefined draws, counted in ``n_redrawn``) or taken from explicit in-bag
+    indices ``idx`` (B, n_draw)."""
+
+    def __init__(self, root, stream, idx, n_boot, n, block_size, is_defined=None):
+        self.root, self.stream, self.idx = root, stream, idx
+        self.n_boot, self.n, self.block_size, self.is_defined = n_boot, n, block_size, is_defined
+        self.n_redrawn = 0
+
+    def __iter__(self):
+        for start, stop in block_ranges(self.n_boot, self.block_size):
+            if self.idx is None:
+                counts, red = draw_counts(self.root, self.stream, start, stop, self.n, self.is_defined)
+                self.n_redrawn += red
+            else:
+                counts = counts_from_indices(self.idx[start:stop], self.n)
+            yield start, stop, counts

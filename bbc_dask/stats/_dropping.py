@@ -13,7 +13,7 @@ import numpy as np
 
 from .. import _validation as V
 from ._bbc import _select, prepare_inputs
-from ._bootstrap import block_ranges, counts_from_indices, draw_counts
+from ._bootstrap import CountBlocks
 
 __all__ = ["Dropping", "DroppingResult", "dropping_test"]
 
@@ -133,18 +133,13 @@ def dropping_test(predictions, y, available, *, metric, alpha=0.99, n_bootstraps
         root = as_seed_sequence(random_state, caller=caller)
         idx = None
     else:
+        root = None
         idx = V.as_bootstrap_indices(bootstrap_indices, n, "sample", caller)
         n_boot = idx.shape[0]
-    bs = block_size or 256
     worse = np.zeros(pred.shape[1], dtype=np.int64)
     valid = 0
-    redrawn = 0
-    for start, stop in block_ranges(n_boot, bs):
-        if idx is None:
-            counts, r = draw_counts(root, "dropping", start, stop, n, defined)
-            redrawn += r
-        else:
-            counts = counts_from_indices(idx[start:stop], n)
+    blocks = CountBlocks(root, "dropping", idx, n_boot, n, block_size or 256, defined)
+    for _, _, counts in blocks:
         s = scores(counts)
         ok = ~np.isnan(s).any(axis=1)
         worse += (s[ok] < s[ok, best][:, None]).sum(axis=0)
@@ -152,4 +147,4 @@ def dropping_test(predictions, y, available, *, metric, alpha=0.99, n_bootstraps
     p_hat = worse / max(valid, 1)
     drop = p_hat > alpha
     drop[best] = False
-    return DroppingResult(best=best, p_hat=p_hat, drop=drop, n_redrawn=redrawn)
+    return DroppingResult(best=best, p_hat=p_hat, drop=drop, n_redrawn=blocks.n_redrawn)
