@@ -145,6 +145,7 @@ class _Pointwise(_Prepared):
     def __init__(self, metric, target, pred):
         super().__init__(metric, target, pred)
         self.all_rows = np.arange(self.n_samples, dtype=np.int64)
+        self._panels = {}
         if self.dtype == np.float32 and self.n_samples >= 2**24 // 4:
             self.dtype = np.float64
 
@@ -157,13 +158,41 @@ class _Pointwise(_Prepared):
         np.equal(pred, ref, out=out, casting="unsafe")
         return out.reshape(pred.shape[0], -1)
 
+    PANEL = 64
+
+    def _product(self, wr, values):
+        """``wr @ values``, bit-identical for a column whatever the other columns are.
+
+        float32 indicator sums are exact integers. float64 sums are rounded, and BLAS
+        picks other kernels (another summation order) for narrow matrices, so the columns
+        are multiplied in zero-padded panels of exactly ``PANEL`` columns: a configuration
+        then gets the same bits in the whole cube and in any chunk of it.
+        """
+        if values.dtype == np.float32:
+            return (wr @ values).astype(np.float64)
+        panels = self._panels.get(id(values))
+        if panels is None:
+            panels = []
+            for p0 in range(0, values.shape[1], self.PANEL):
+                blk = np.zeros((values.shape[0], self.PANEL))
+                part = values[:, p0 : p0 + self.PANEL]
+                blk[:, : part.shape[1]] = part
+                panels.append(blk)
+            self._panels[id(values)] = panels
+        out = np.empty((wr.shape[0], values.shape[1]))
+        for i, blk in enumerate(panels):
+            p0 = i * self.PANEL
+            w = min(self.PANEL, values.shape[1] - p0)
+            out[:, p0 : p0 + w] = (wr @ blk)[:, :w]
+        return out
+
     def scores(self, counts):
         counts = _as_counts(counts)
         w = counts.astype(self.dtype)  # (B, N)
         fsums = []
         for rows, values in self.features:
-            wr = w if rows is None else w[:, rows]
-            s = (wr @ values).astype(np.float64, copy=False)
+            wr = w if rows is None else np.ascontiguousarray(w[:, rows])
+            s = self._product(wr, values)
             fsums.append(s.reshape(w.shape[0], self.n_configs, self.n_repeats))
         gsums = K.weighted_sums(counts, self.gfeat, False)
         with np.errstate(divide="ignore", invalid="ignore"):
