@@ -1,20 +1,10 @@
 """bbc_dask: cross-validation with tuning on Dask, with estimates that are honest about
-the winner's curse (BBC-CV, BBC-F, BBCD-CV)."""
-from . import metrics, simulate
-from ._study import Study, open_study
-from .cluster import make_client
-from .engine import run_study
-from .stats._dropping import Dropping, dropping_test
-from .stats import (
-    BBCResult,
-    ConfidenceInterval,
-    bbc,
-    bbc_f,
-    fold_score_matrix,
-    naive_bootstrap,
-    naive_cvt,
-    tibshirani_tibshirani,
-)
+the winner's curse (BBC-CV, BBC-F, BBCD-CV).
+
+Names are imported on first use (PEP 562), so a Dask worker that only runs the bootstrap
+kernels does not load scikit-learn, xarray or the engine.
+"""
+import importlib
 
 __version__ = "0.1.0.dev0"
 
@@ -36,3 +26,34 @@ __all__ = [
     "simulate",
     "tibshirani_tibshirani",
 ]
+
+_WHERE = {
+    "BBCResult": ".stats",
+    "ConfidenceInterval": ".stats",
+    "bbc": ".stats",
+    "bbc_f": ".stats",
+    "fold_score_matrix": ".stats",
+    "naive_bootstrap": ".stats",
+    "naive_cvt": ".stats",
+    "tibshirani_tibshirani": ".stats",
+    "Dropping": ".stats._dropping",
+    "dropping_test": ".stats._dropping",
+    "Study": "._study",
+    "open_study": "._study",
+    "run_study": ".engine",
+    "make_client": ".cluster",
+}
+
+
+def __getattr__(name):
+    if name in ("metrics", "simulate"):
+        return importlib.import_module(f".{name}", __name__)
+    if name in _WHERE:
+        value = getattr(importlib.import_module(_WHERE[name], __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))

@@ -19,7 +19,7 @@ from .stats._result import summarise
 
 __all__ = ["is_lazy", "lazy_bbc", "lazy_bbc_f", "CHUNK_BYTES"]
 
-CHUNK_BYTES = 64 * 2**20
+CHUNK_BYTES = 16 * 2**20
 
 
 def is_lazy(x):

@@ -28,7 +28,7 @@ def chunk_full_scores(pred, y, metric, pos_label):
     return prep.scores(np.ones((1, enc.shape[0]), dtype=np.int32))[0].mean(axis=1)
 
 
-def chunk_bbc(pred, y, metric, pos_label, offset, seed, n_boot, stream="bbc", block=SEED_BLOCK * 2):
+def chunk_bbc(pred, y, metric, pos_label, offset, seed, n_boot, stream="bbc", block=SEED_BLOCK):
     """Winners of every bootstrap within one configuration chunk.
 
     Returns ``(best (B,), config (B,), oob (B,), n_redrawn)``; ``config`` is global
