@@ -1,11 +1,18 @@
-"""BBC and BBC-F on Dask- or Zarr-backed cubes, mapped over configuration chunks.
+"""BBC, BBC-F and the BBCD dropping test on cubes larger than memory, mapped over
+configuration chunks on the cluster.
 
-The cube is (re)chunked along ``config`` only — every sample and repeat of a block of
-configurations in one chunk, about ``CHUNK_BYTES`` in float64 — and one task per chunk
-draws the bootstraps from spawned seeds (never a B × N matrix from the client), finds the
-chunk's winner of every bootstrap and its out-of-bag score; the winners are merged by a
-tree reduction. Results equal the in-memory path bit for bit. Tasks run on the active
-``distributed.Client`` (or dask's default scheduler).
+A cube is split along ``config`` only — every sample and repeat of a block of
+configurations in one chunk, about :data:`CHUNK_BYTES` once encoded as float64. One task
+per chunk draws the bootstraps itself from spawned seeds (never a B × N matrix from the
+client), scores the chunk's configurations and keeps each bootstrap's chunk winner and its
+out-of-bag score; a tree reduction merges the winners (higher in-bag score, then lower
+configuration index — the whole-matrix rule). Results equal the in-memory path bit for
+bit, whatever the chunking and the number of workers.
+
+Zarr-backed cubes (a ``zarr.Array``, an xarray object opened from Zarr, or a study's
+store) are read by the tasks with zarr alone, chunk-aligned: the workers never import
+``dask.array``/xarray/pandas (~60 MiB each) and each stored chunk is read once. Other
+Dask-backed cubes go through their own graph.
 """
 from __future__ import annotations
 
@@ -17,103 +24,236 @@ from .metrics import get_metric
 from .stats import _blocks as K
 from .stats._result import summarise
 
-__all__ = ["is_lazy", "lazy_bbc", "lazy_bbc_f", "CHUNK_BYTES"]
+__all__ = ["CHUNK_BYTES", "bbc_f_over_blocks", "bbc_over_blocks", "is_lazy", "lazy_bbc", "lazy_bbc_f",
+           "lazy_dropping_test", "zarr_blocks"]
 
+#: Target size of one configuration chunk, in float64 (its encoded size on the worker).
+#: With a seed block of 64 bootstraps the peak of a task is about 2.5 × this plus
+#: 64 × N × 12 bytes of counts (N samples): 70 MB at N = 50,000.
 CHUNK_BYTES = 16 * 2**20
+
+_DIMS = ("sample", "config", "repeat", "class")
+
+
+def _zarr_of(x):
+    """The ``zarr.Array`` behind ``x`` when every element of ``x`` is read unchanged from it
+    (a zarr.Array, or an xarray variable opened from Zarr with no decoding or slicing)."""
+    if type(x).__module__.startswith("zarr") and hasattr(x, "metadata") and hasattr(x, "oindex"):
+        return x
+    data = getattr(getattr(x, "variable", None), "_data", None)
+    graph = getattr(data, "dask", None)
+    if graph is None or len(graph.layers) != 2:
+        return None
+    try:
+        (src,) = [layer for name, layer in graph.layers.items() if not graph.dependencies[name]]
+        (obj,) = list(src.values())
+    except ValueError:
+        return None
+    full = tuple([slice(None)] * data.ndim)
+    while True:  # xarray's adapters: accept plain pass-through wrappers only
+        name = type(obj).__name__
+        if name == "ZarrArrayWrapper":
+            arr = obj.get_array()
+            return arr if arr.shape == data.shape and arr.dtype == data.dtype else None
+        if name == "LazilyIndexedArray" and tuple(obj.key.tuple) != full:
+            return None
+        if name not in ("ImplicitToExplicitIndexingAdapter", "CopyOnWriteArray",
+                        "MemoryCachedArray", "LazilyIndexedArray"):
+            return None  # e.g. a decoding (mask/scale) wrapper: read through Dask instead
+        obj = obj.array
 
 
 def is_lazy(x):
+    if _zarr_of(x) is not None:
+        return True
+    if type(x).__name__ == "Dataset" and "prediction" in getattr(x, "data_vars", {}):
+        return is_lazy(x["prediction"])
     data = getattr(x, "data", x)
-    return type(data).__module__.startswith("dask.array") or type(data).__name__ == "Array" and hasattr(data, "dask")
+    return type(data).__module__.startswith("dask.array")
 
 
-def _as_dask(predictions, metric, caller):
+def _dims_of(x, ndim, caller):
+    dims = getattr(x, "dims", None)
+    if dims is None:
+        names = getattr(getattr(x, "metadata", None), "dimension_names", None)
+        dims = tuple(names) if names and all(names) else _DIMS[: ndim if ndim < 4 else 4]
+        if ndim == 2:
+            dims = ("sample", "config")
+    dims = tuple(dims)
+    unknown = [d for d in dims if d not in _DIMS]
+    if unknown or "sample" not in dims or "config" not in dims or len(set(dims)) != len(dims):
+        raise ValueError(
+            f"The 'predictions' parameter of {caller} must have dims 'sample', 'config' and "
+            f"optionally 'repeat', 'class'. Got dims {dims} instead."
+        )
+    return dims
+
+
+def _per_config_bytes(shape, dims):
+    return int(np.prod([s for s, d in zip(shape, dims) if d != "config"])) * 8
+
+
+def zarr_blocks(array, dims, configs=None, chunk_bytes=None):
+    """ZarrBlocks over ``configs`` (default all), each about ``chunk_bytes`` and aligned to
+    the stored chunks along ``config``. Returns ``(blocks, offsets)``."""
+    chunk_bytes = CHUNK_BYTES if chunk_bytes is None else chunk_bytes
+    ax = dims.index("config")
+    order = [dims.index(d) for d in _DIMS if d in dims]
+    expand = "repeat" not in dims
+    stored = int(array.chunks[ax])
+    per = max(1, chunk_bytes // max(_per_config_bytes(array.shape, dims), 1))
+    width = max(stored, per // stored * stored)
+    n_cfg = array.shape[ax]
+    if configs is None:
+        ranges = [slice(a, min(a + width, n_cfg)) for a in range(0, n_cfg, width)]
+        offsets = [r.start for r in ranges]
+        return [K.ZarrBlock(array, order, ax, r, expand) for r in ranges], offsets
+    configs = np.asarray(configs, dtype=np.int64)
+    # group the requested configurations by the stored-chunk window they fall in
+    groups = np.split(configs, np.flatnonzero(np.diff(configs // width)) + 1)
+    offsets = np.cumsum([0] + [g.size for g in groups[:-1]]).tolist()
+    return [K.ZarrBlock(array, order, ax, g, expand) for g in groups if g.size], offsets
+
+
+def _class_coord(x):
+    coords = getattr(x, "coords", None)
+    if coords is not None and "class" in getattr(x, "dims", ()) and "class" in coords:
+        return np.asarray(coords["class"].values)
+    return None
+
+
+def _sources(predictions, metric, caller):
+    """``(blocks, offsets, n_samples, n_configs, class_coord)`` of a lazy cube."""
     import dask.array as da
 
-    dims_all = ("sample", "config", "repeat", "class")
-    if hasattr(predictions, "dims"):
-        dims = tuple(predictions.dims)
-        unknown = [d for d in dims if d not in dims_all]
-        if unknown or "sample" not in dims or "config" not in dims:
-            raise ValueError(
-                f"The 'predictions' parameter of {caller} must be a DataArray with dims "
-                f"'sample', 'config' and optionally 'repeat', 'class'. Got dims {dims} instead."
-            )
-        arr = predictions.transpose(*[d for d in dims_all if d in dims]).data
-        if "repeat" not in dims:
-            arr = arr[:, :, None]
-    else:
-        arr = predictions
-        if arr.ndim == 2:
-            arr = arr[:, :, None]
-    if not isinstance(arr, da.Array):
-        arr = da.asarray(arr)
-    if metric.needs_class_axis and arr.ndim != 4:
-        raise ValueError(f"The metric {metric.name!r} needs class probabilities (a 'class' axis) in {caller}.")
-    per_config = arr.shape[0] * int(np.prod(arr.shape[2:])) * 8
-    c = max(1, min(arr.shape[1], CHUNK_BYTES // max(per_config, 1)))
-    return arr.rechunk({0: -1, 1: c} | {i: -1 for i in range(2, arr.ndim)})
+    x = predictions
+    if type(x).__name__ == "Dataset":
+        if "prediction" not in x.data_vars:
+            raise ValueError(f"The 'predictions' Dataset of {caller} has no 'prediction' variable.")
+        x = x["prediction"]
+    arr = _zarr_of(x)
+    ndim = (arr if arr is not None else getattr(x, "data", x)).ndim
+    dims = _dims_of(x, ndim, caller)
+    if metric.needs_class_axis != ("class" in dims):
+        raise ValueError(
+            f"The metric {metric.name!r} {'needs' if metric.needs_class_axis else 'does not take'} "
+            f"class probabilities (a 'class' axis) in {caller}. Got dims {dims}."
+        )
+    coord = _class_coord(x)
+    shape = (arr if arr is not None else x).shape
+    n, c = shape[dims.index("sample")], shape[dims.index("config")]
+    if arr is not None:
+        blocks, offsets = zarr_blocks(arr, dims)
+        return blocks, offsets, n, c, coord
+    data = getattr(x, "data", x)
+    data = data.transpose([dims.index(d) for d in _DIMS if d in dims])
+    if "repeat" not in dims:
+        data = data[:, :, None]
+    per = _per_config_bytes(data.shape, _DIMS[: data.ndim])
+    width = max(1, min(c, CHUNK_BYTES // max(per, 1)))
+    data = data.rechunk({0: -1, 1: width} | {i: -1 for i in range(2, data.ndim)})
+    assert isinstance(data, da.Array)
+    offsets = np.concatenate([[0], np.cumsum(data.chunks[1])[:-1]]).astype(int).tolist()
+    return list(data.to_delayed().ravel()), offsets, n, c, coord
 
 
-def _chunks(arr):
-    offsets = np.concatenate([[0], np.cumsum(arr.chunks[1])[:-1]]).astype(int)
-    return list(arr.to_delayed().ravel()), offsets
+def _target(y, n, caller):
+    y = y if isinstance(y, tuple) else np.asarray(y)
+    if not isinstance(y, tuple) and y.shape[:1] != (n,):
+        raise ValueError(
+            f"'predictions' and 'y' of {caller} must have the same number of samples. Got "
+            f"{n} and {y.shape[0] if y.ndim else 0}."
+        )
+    return y
 
 
 def _tree(items, fn):
     from dask import delayed
 
     while len(items) > 1:
-        items = [delayed(fn)(items[i], items[i + 1]) if i + 1 < len(items) else items[i]
+        items = [delayed(fn, pure=True)(items[i], items[i + 1]) if i + 1 < len(items) else items[i]
                  for i in range(0, len(items), 2)]
     return items[0]
 
 
+def _seed(root):
+    return int(root.entropy), [int(k) for k in root.spawn_key]
+
+
 def lazy_bbc(predictions, y, *, metric, n_bootstraps, confidence_level, random_state, pos_label,
              caller="bbc"):
+    m = get_metric(metric, caller=caller)
+    blocks, offsets, n, _, coord = _sources(predictions, m, caller)
+    return bbc_over_blocks(blocks, offsets, _target(y, n, caller), metric=m.name,
+                           n_bootstraps=n_bootstraps, confidence_level=confidence_level,
+                           random_state=random_state, pos_label=pos_label, class_coord=coord,
+                           caller=caller)
+
+
+def bbc_over_blocks(blocks, offsets, y, *, metric, n_bootstraps, confidence_level, random_state,
+                    pos_label, class_coord=None, caller="bbc"):
+    """BBC over configuration chunks (ZarrBlocks or Dask delayed arrays) whose
+    configurations start at ``offsets``; one task per chunk, a tree merge of winners."""
     import dask
     from dask import delayed
 
-    m = get_metric(metric, caller=caller)
     conf = V.check_confidence_level(confidence_level, caller)
     n_boot = V.check_int(n_bootstraps, "n_bootstraps", caller)
-    root = as_seed_sequence(random_state, caller=caller)
-    seed = (int(root.entropy), [int(k) for k in root.spawn_key])
-    arr = _as_dask(predictions, m, caller)
-    y = np.asarray(y) if not isinstance(y, tuple) else y
-    if getattr(y, "shape", (arr.shape[0],))[0] != arr.shape[0] and not isinstance(y, tuple):
-        raise ValueError(
-            f"'predictions' and 'y' of {caller} must have the same number of samples. Got "
-            f"{arr.shape[0]} and {y.shape[0]}."
-        )
-    blocks, offsets = _chunks(arr)
+    seed = _seed(as_seed_sequence(random_state, caller=caller))
     y_d = delayed(y, pure=True)
-    winners = [delayed(K.chunk_bbc, pure=True)(b, y_d, m.name, pos_label, int(o), seed, n_boot)
-               for b, o in zip(blocks, offsets)]
-    fulls = [delayed(K.chunk_full_scores, pure=True)(b, y_d, m.name, pos_label) for b in blocks]
-    merged, full = dask.compute(_tree(winners, K.merge_winners), fulls)
+    parts = [delayed(K.chunk_bbc, pure=True, nout=2)(b, y_d, metric, pos_label, int(o), seed,
+                                                      n_boot, class_coord)
+             for b, o in zip(blocks, offsets)]
+    merged, full = dask.compute(_tree([p[0] for p in parts], K.merge_winners),
+                                [p[1] for p in parts])
     full = np.concatenate(full)
-    best, cfg, oob, redrawn = merged
+    _, cfg, oob, redrawn = merged
     sel = int(np.argmax(full))
     return summarise(oob, cfg, selected=sel, naive=full[sel], n_redrawn=redrawn, method="bbc",
-                     metric=m.name, confidence_level=conf)
+                     metric=metric, confidence_level=conf)
 
 
 def lazy_bbc_f(predictions, y, folds, *, metric, n_bootstraps, confidence_level, random_state,
                pos_label, block_size=None, caller="bbc_f"):
+    m = get_metric(metric, caller=caller)
+    blocks, _, n, _, coord = _sources(predictions, m, caller)
+    if hasattr(folds, "dims"):
+        folds = folds.transpose(*[d for d in ("sample", "repeat") if d in folds.dims]).values
+    return bbc_f_over_blocks(blocks, _target(y, n, caller), np.asarray(folds), metric=m.name,
+                             n_bootstraps=n_bootstraps, confidence_level=confidence_level,
+                             random_state=random_state, pos_label=pos_label,
+                             block_size=block_size, class_coord=coord, caller=caller)
+
+
+def bbc_f_over_blocks(blocks, y, folds, *, metric, n_bootstraps, confidence_level, random_state,
+                      pos_label, block_size=None, class_coord=None, caller="bbc_f"):
+    """BBC-F: the fold × configuration matrix built per chunk on the cluster (it is small:
+    R·K rows), then bootstrapped on the client as in memory."""
     import dask
     from dask import delayed
 
     from .stats._bbc import _bbc_f_matrix
 
-    m = get_metric(metric, caller=caller)
-    arr = _as_dask(predictions, m, caller)
-    if hasattr(folds, "dims"):
-        folds = folds.transpose(*[d for d in ("sample", "repeat") if d in folds.dims]).values
-    folds = np.asarray(folds)
-    blocks, _ = _chunks(arr)
-    parts = dask.compute([delayed(K.chunk_fold_matrix, pure=True)(b, y, folds, m.name, pos_label)
+    y_d = delayed(y, pure=True)
+    parts = dask.compute([delayed(K.chunk_fold_matrix, pure=True)(b, y_d, folds, metric, pos_label,
+                                                                   class_coord)
                           for b in blocks])[0]
     F = np.concatenate(parts, axis=1)
-    return _bbc_f_matrix(F, m.name, n_bootstraps, confidence_level, random_state, None,
+    return _bbc_f_matrix(F, metric, n_bootstraps, confidence_level, random_state, None,
                          block_size, caller)
+
+
+def lazy_dropping_test(client, blocks, y, available, *, metric, alpha, n_bootstraps, seed,
+                       pos_label=None, class_coord=None, key="bbc-dropping"):
+    """The BBCD dropping test over configuration chunks on ``client``; equals
+    :func:`bbc_dask.dropping_test` on the concatenated chunks bit for bit."""
+    from .stats._dropping import decide
+
+    seed = _seed(as_seed_sequence(seed, caller="dropping_test"))
+    futures = [client.submit(K.chunk_dropping, b, y, available, metric, pos_label, seed,
+                             n_bootstraps, class_coord, pure=False, retries=3, key=f"{key}-{i}")
+               for i, b in enumerate(blocks)]
+    parts = client.gather(futures)
+    full = np.concatenate([p[0] for p in parts])
+    S = np.concatenate([p[1] for p in parts], axis=1)
+    return decide(full, S, alpha, max(p[2] for p in parts))

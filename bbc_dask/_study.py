@@ -6,6 +6,7 @@ import os
 
 import numpy as np
 
+from . import _validation as V
 from .cube import DONE, DROPPED, FAILED, PENDING, open_cube
 from .stats import _bbc as S
 
@@ -14,6 +15,11 @@ __all__ = ["Study", "open_study", "select_winner"]
 
 def _complete(state):
     return np.all(state == DONE, axis=(1, 2))
+
+
+#: Above this (complete configurations' predictions as float64), Study.bbc()/bbc_f() map
+#: the bootstraps over chunks read from the store instead of loading the cube.
+IN_MEMORY_BYTES = 2**30
 
 
 def _load(cube, configs):
@@ -130,17 +136,57 @@ class Study:
         """True when the study ran with BBCD-CV dropping."""
         return self.spec.get("dropping") is not None
 
-    def bbc(self, **kwargs):
+    def _chunked(self, idx, chunked):
+        if chunked is None:  # the result is the same bit for bit; only resources differ
+            pred = self._cube.group["prediction"]
+            per_config = int(np.prod(pred.shape)) // max(pred.shape[1], 1) * 8
+            return per_config * idx.size > IN_MEMORY_BYTES
+        if not isinstance(chunked, (bool, np.bool_)):
+            raise TypeError(f"The 'chunked' parameter of Study must be None, True or False. "
+                            f"Got {chunked!r} instead.")
+        return bool(chunked)
+
+    def _blocks(self, idx):
+        from ._lazy import _DIMS, zarr_blocks
+
+        pred = self._cube.group["prediction"]
+        return zarr_blocks(pred, _DIMS[: pred.ndim], configs=idx)
+
+    def bbc(self, *, chunked=None, **kwargs):
         """:func:`bbc_dask.bbc` on the cube's complete configurations (indices in the
         result refer to the study's configurations).
 
         For a BBCD study this is the BBCD-CV estimate: BBC over the configurations that
         survived to the end (complete columns), as in the 2018 paper; the result says
         ``method="bbcd"``.
+
+        Parameters
+        ----------
+        chunked : bool or None, default=None
+            Map the bootstraps over configuration chunks read from the store by Dask tasks
+            (on the active ``distributed.Client``, else Dask's local scheduler) instead of
+            loading the cube. None: chunked when the complete configurations exceed
+            ``IN_MEMORY_BYTES`` (1 GiB as float64). The result is identical either way.
+        **kwargs
+            Passed to :func:`bbc_dask.bbc` (``n_bootstraps``, ``confidence_level``,
+            ``random_state``, ...).
         """
-        idx, pred, y, folds, pos = self._inputs()
-        kwargs.setdefault("pos_label", pos)
-        res = self._remap(S.bbc(pred, y, metric=self.metric, folds=folds, **kwargs), idx)
+        idx = self.complete_configs()
+        if idx.size and self._chunked(idx, chunked):
+            from ._lazy import bbc_over_blocks
+
+            V.reject_unknown(kwargs, ("n_bootstraps", "confidence_level", "random_state",
+                                      "pos_label", "block_size"), "Study.bbc(chunked=True)")
+            kwargs.pop("block_size", None)  # per-task blocks are the seed blocks
+            y, pos = _y_and_pos(self._cube)
+            blocks, offsets = self._blocks(idx)
+            opts = {"n_bootstraps": 1000, "confidence_level": 0.95, "random_state": None,
+                    "pos_label": pos} | kwargs
+            res = self._remap(bbc_over_blocks(blocks, offsets, y, metric=self.metric, **opts), idx)
+        else:
+            idx, pred, y, folds, pos = self._inputs()
+            kwargs.setdefault("pos_label", pos)
+            res = self._remap(S.bbc(pred, y, metric=self.metric, folds=folds, **kwargs), idx)
         return dataclasses.replace(res, method="bbcd") if self.is_bbcd else res
 
     @property
@@ -163,8 +209,21 @@ class Study:
         st = self._cube.state()
         return int(((st == DONE) | (st == FAILED)).sum()), int(st.size)
 
-    def bbc_f(self, **kwargs):
-        """:func:`bbc_dask.bbc_f` on the cube's complete configurations."""
+    def bbc_f(self, *, chunked=None, **kwargs):
+        """:func:`bbc_dask.bbc_f` on the cube's complete configurations; ``chunked`` as in
+        :meth:`bbc` (the fold × configuration matrix is built per chunk)."""
+        idx = self.complete_configs()
+        if idx.size and self._chunked(idx, chunked):
+            from ._lazy import bbc_f_over_blocks
+
+            V.reject_unknown(kwargs, ("n_bootstraps", "confidence_level", "random_state",
+                                      "pos_label", "block_size"), "Study.bbc_f(chunked=True)")
+            y, pos = _y_and_pos(self._cube)
+            opts = {"n_bootstraps": 1000, "confidence_level": 0.95, "random_state": None,
+                    "pos_label": pos} | kwargs
+            res = bbc_f_over_blocks(self._blocks(idx)[0], y, self._cube.folds(),
+                                    metric=self.metric, **opts)
+            return self._remap(res, idx)
         idx, pred, y, folds, pos = self._inputs()
         kwargs.setdefault("pos_label", pos)
         return self._remap(S.bbc_f(pred, y, folds, metric=self.metric, **kwargs), idx)

@@ -325,3 +325,11 @@ def as_bootstrap_indices(idx, n, name_n, caller):
             f"[0, {n}). Got values in [{a.min()}, {a.max()}] of dtype {a.dtype}."
         )
     return a.astype(np.int64)
+
+
+def reject_unknown(kwargs, allowed, caller):
+    """TypeError naming the first keyword of ``kwargs`` that ``caller`` does not take."""
+    for k in kwargs:
+        if k not in allowed:
+            raise TypeError(f"{caller} got an unexpected keyword argument {k!r} (it takes "
+                            f"{', '.join(repr(a) for a in allowed)}).")

@@ -206,8 +206,10 @@ class _Pointwise(_Prepared):
         fsums = []
         for rows, values in self.features:
             r = self.all_rows if rows is None else rows
-            vt = np.ascontiguousarray(values[:, cols].T, dtype=np.float64)
-            s = K.feature_sums_winners(counts, r, vt, inv.astype(np.int64), self.n_repeats, oob)
+            ind = type(self).dtype == np.float32  # 0/1 indicator features (see the class doc)
+            vt = np.ascontiguousarray(values[:, cols].T, dtype=np.uint8 if ind else np.float64)
+            s = K.feature_sums_winners(counts, r, vt, inv.astype(np.int64), self.n_repeats, oob,
+                                       indicator=ind)
             fsums.append(s[:, None, :])
         gsums = K.weighted_sums(counts, self.gfeat, oob)
         with np.errstate(divide="ignore", invalid="ignore"):

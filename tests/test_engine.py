@@ -160,6 +160,7 @@ def test_error_score_nan_records_and_raise_stops(tmp_path, cancer, client):
     assert "depth 2 is cursed" in s.errors[1]
     res = s.bbc(random_state=0, n_bootstraps=50)
     assert set(res.winners) <= {0, 2}
+    _assert_chunked_equal(s, random_state=0, n_bootstraps=50)  # config 1 skipped in chunks too
     with pytest.raises(StudyError, match=r"Configuration 1 \(\{'max_depth': 2\}\) raised .*depth 2 is cursed"):
         _run(tmp_path / "b.zarr", X, y, client, estimator=est, grid=grid, metric="accuracy", error_score="raise")
 
@@ -187,3 +188,31 @@ def test_random_search_groups_regression_and_multiclass(tmp_path, client):
     assert w.cube["prediction"].dims == ("sample", "config", "repeat", "class")
     np.testing.assert_allclose(w.cube["prediction"].values.sum(axis=3), 1.0)
     assert 0.9 < w.bbc(random_state=0, n_bootstraps=100).estimate <= 1.0
+    _assert_chunked_equal(w, random_state=0, n_bootstraps=100)
+
+
+def _assert_chunked_equal(study, **kw):
+    """Study.bbc/bbc_f read in configuration chunks by tasks equal the loaded cube's."""
+    for method in ("bbc", "bbc_f"):
+        mem = getattr(study, method)(chunked=False, **kw)
+        got = getattr(study, method)(chunked=True, **kw)
+        np.testing.assert_array_equal(got.bootstrap_distribution, mem.bootstrap_distribution)
+        np.testing.assert_array_equal(got.winners, mem.winners)
+        assert (got.selected_config, got.naive_estimate) == (mem.selected_config, mem.naive_estimate)
+
+
+def test_study_chunked_estimates_and_bad_input(tmp_path, cancer, client, monkeypatch):
+    import bbc_dask._lazy as L
+    import bbc_dask._study as St
+
+    X, y = cancer
+    s = _run(tmp_path / "s.zarr", X, y, client, refit=False)
+    monkeypatch.setattr(L, "CHUNK_BYTES", 1)  # one stored chunk (3 configs) per task
+    _assert_chunked_equal(s, random_state=4, n_bootstraps=120)
+    monkeypatch.setattr(St, "IN_MEMORY_BYTES", 1)  # the automatic choice takes the chunks
+    np.testing.assert_array_equal(s.bbc(random_state=4, n_bootstraps=120).bootstrap_distribution,
+                                  s.bbc(chunked=False, random_state=4, n_bootstraps=120).bootstrap_distribution)
+    with pytest.raises(TypeError, match=r"Study.bbc\(chunked=True\) got an unexpected keyword argument 'bootstrap_indices'"):
+        s.bbc(chunked=True, bootstrap_indices=np.zeros((2, len(y)), int))
+    with pytest.raises(TypeError, match=r"The 'chunked' parameter of Study must be None, True or False"):
+        s.bbc(chunked="yes")

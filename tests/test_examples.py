@@ -21,3 +21,12 @@ def test_benchmark_script_runs_in_quick_mode():
     ).stdout
     for tag in ("[auc]", "[accuracy]", "[bbc_f]", "[memory]"):
         assert tag in out
+
+
+def test_cluster_benchmark_runs_in_quick_mode():
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "bench_bbc_cluster.py"), "--quick"],
+        capture_output=True, text=True, timeout=600, check=True,
+    ).stdout
+    assert out.count("equal: True") == 4 and "equal: False" not in out
+    assert out.count("no restart/pause") == 2

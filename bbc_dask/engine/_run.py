@@ -385,21 +385,9 @@ def _active(cube):
     return cube.group["drop_wave"][...] < 0
 
 
-def _dropping_task(store, configs, k, metric, pos_label, alpha, n_bootstraps, seed):
-    """Worker side: read the active configurations' predictions from the store and test."""
-    from ..cube import open_cube
-    from ..stats._dropping import dropping_test
-
-    cube = open_cube(store)
-    pred = cube.group["prediction"]
-    p = pred.oindex[:, configs, :, :] if pred.ndim == 4 else pred.oindex[:, configs, :]
-    avail = cube.folds() <= k
-    return dropping_test(p, cube.y(), avail, metric=metric, alpha=alpha,
-                         n_bootstraps=n_bootstraps, random_state=seed, pos_label=pos_label)
-
-
 def _decide(cube, client, root, dropping, k, state, active, m, target):
     """The dropping test after wave ``k``; persists and returns the new active mask."""
+    from .._lazy import _DIMS, lazy_dropping_test, zarr_blocks
     from .._random import child_seed
 
     # A configuration that failed somewhere has no usable column: it is not tested.
@@ -411,11 +399,15 @@ def _decide(cube, client, root, dropping, k, state, active, m, target):
         entry["reason"] = ("one configuration" if idx.size < 2 else
                            f"{n_avail} predictions per repeat < min_predictions={dropping.min_predictions}")
         return active, entry
-    res = client.submit(
-        _dropping_task, cube.path, idx, k, m.name, target.pos_code, dropping.alpha,
-        dropping.n_bootstraps, child_seed(root, "dropping", k), pure=False, retries=3,
-        key=f"bbc-dropping-k{k}-{uuid.uuid4().hex[:8]}",
-    ).result()
+    # Chunked over the tested configurations, each task reading its chunk from the store:
+    # the cube never has to fit one worker (or the driver).
+    pred = cube.group["prediction"]
+    blocks, _ = zarr_blocks(pred, _DIMS[: pred.ndim], configs=idx)
+    res = lazy_dropping_test(
+        client, blocks, cube.y(), avail, metric=m.name, alpha=dropping.alpha,
+        n_bootstraps=dropping.n_bootstraps, seed=child_seed(root, "dropping", k),
+        pos_label=target.pos_code, key=f"bbc-dropping-k{k}-{uuid.uuid4().hex[:8]}",
+    )
     gone = idx[res.drop]
     entry.update(tested=True, best=int(idx[res.best]), dropped=[int(c) for c in gone])
     if gone.size:

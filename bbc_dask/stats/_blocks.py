@@ -10,10 +10,58 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._bbc import _select, prepare_inputs
+from .. import _validation as V
+from ..metrics import get_metric
+from ._bbc import _select
 from ._bootstrap import SEED_BLOCK, CountBlocks
 
-__all__ = ["chunk_bbc", "merge_winners", "chunk_fold_matrix", "chunk_full_scores"]
+__all__ = ["ZarrBlock", "chunk_bbc", "chunk_dropping", "chunk_fold_matrix", "chunk_full_scores",
+           "merge_winners"]
+
+
+class ZarrBlock:
+    """A configuration range of a Zarr array, read on the worker with zarr alone.
+
+    Reading here rather than through a Dask array graph keeps ``dask.array`` (which
+    imports xarray and pandas, ~60 MiB) out of the workers, and reads each chunk once.
+    ``order`` permutes the stored axes to (sample, config, repeat[, class]);
+    ``expand`` inserts the repeat axis of a cube stored without one.
+    """
+
+    __slots__ = ("array", "order", "config_axis", "configs", "expand")
+
+    def __init__(self, array, order, config_axis, configs, expand):
+        # configs: a slice, or the configuration indices (sorted) to read
+        self.array, self.order, self.config_axis = array, tuple(order), int(config_axis)
+        self.configs = configs if isinstance(configs, slice) else np.asarray(configs, dtype=np.int64)
+        self.expand = bool(expand)
+
+    def __getstate__(self):
+        return tuple(getattr(self, k) for k in self.__slots__)
+
+    def __setstate__(self, state):
+        for k, v in zip(self.__slots__, state):
+            setattr(self, k, v)
+
+    def read(self):
+        key = [slice(None)] * len(self.order)
+        key[self.config_axis] = self.configs
+        if isinstance(self.configs, slice):
+            raw = self.array[tuple(key)]
+        else:
+            raw = self.array.oindex[tuple(key)]
+        arr = np.transpose(np.asarray(raw), self.order)
+        return arr[:, :, None] if self.expand else arr
+
+
+def prepare_inputs(pred, y, metric, pos_label, caller, class_coord=None):
+    """``(metric, target, encoded)`` of one chunk (read from Zarr if it is a ZarrBlock)."""
+    if isinstance(pred, ZarrBlock):
+        pred = pred.read()
+    m = get_metric(metric, caller=caller)
+    arr, _ = V.as_predictions(pred, m, caller)
+    target = V.as_target(y, m, caller, pos_label=pos_label)
+    return m, target, V.encode_predictions(arr, class_coord, m, target, caller)
 
 
 def _root(seed):
@@ -21,23 +69,32 @@ def _root(seed):
     return np.random.SeedSequence(int(entropy), spawn_key=tuple(spawn_key))
 
 
-def chunk_full_scores(pred, y, metric, pos_label):
+def _full(prep, n):
+    """Scores of the prepared configurations on all rows (mean over repeats), (c,)."""
+    return prep.scores(np.ones((1, n), dtype=np.int32))[0].mean(axis=1)
+
+
+def chunk_full_scores(pred, y, metric, pos_label, class_coord=None):
     """Scores of the chunk's configurations on all rows (mean over repeats), (c,)."""
-    m, target, enc = prepare_inputs(pred, y, metric, pos_label, "bbc")
-    prep = m.prepare(target, enc)
-    return prep.scores(np.ones((1, enc.shape[0]), dtype=np.int32))[0].mean(axis=1)
+    m, target, enc = prepare_inputs(pred, y, metric, pos_label, "bbc", class_coord)
+    return _full(m.prepare(target, enc), enc.shape[0])
 
 
-def chunk_bbc(pred, y, metric, pos_label, offset, seed, n_boot, stream="bbc", block=SEED_BLOCK):
-    """Winners of every bootstrap within one configuration chunk.
+def chunk_bbc(pred, y, metric, pos_label, offset, seed, n_boot, class_coord=None, stream="bbc",
+              block=SEED_BLOCK):
+    """Winners of every bootstrap within one configuration chunk, and the chunk's scores
+    on all rows (read once, prepared once).
 
-    Returns ``(best (B,), config (B,), oob (B,), n_redrawn)``; ``config`` is global
-    (``offset`` added). Bootstraps are drawn here from ``seed`` (entropy, spawn_key) —
-    the same draws as the in-memory path, never shipped from the client.
+    Returns ``((best (B,), config (B,), oob (B,), n_redrawn), full (c,))``; ``config`` is
+    global (``offset`` added). Bootstraps are drawn here from ``seed`` (entropy,
+    spawn_key) — the same draws as the in-memory path, never shipped from the client.
     """
-    m, target, enc = prepare_inputs(pred, y, metric, pos_label, "bbc")
+    m, target, enc = prepare_inputs(pred, y, metric, pos_label, "bbc", class_coord)
+    del pred
     prep = m.prepare(target, enc)
     n = enc.shape[0]
+    del enc  # the prepared features hold what the metric needs; free the float64 copy
+    full = _full(prep, n)
 
     def defined(c):
         return prep.defined(c) & prep.defined_oob(c)
@@ -53,7 +110,8 @@ def chunk_bbc(pred, y, metric, pos_label, offset, seed, n_boot, stream="bbc", bl
         best[start:stop] = s[rows, w]
         cfg[start:stop] = w + offset
         oob[start:stop] = prep.winner_scores(counts, w, oob=True).mean(axis=1)
-    return best, cfg, oob, blocks.n_redrawn
+        del counts, s
+    return (best, cfg, oob, blocks.n_redrawn), full
 
 
 def merge_winners(a, b):
@@ -66,11 +124,20 @@ def merge_winners(a, b):
             max(ra, rb))
 
 
-def chunk_fold_matrix(pred, y, folds, metric, pos_label):
+def chunk_fold_matrix(pred, y, folds, metric, pos_label, class_coord=None):
     """The BBC-F fold × configuration score matrix of one chunk, (R*K, c)."""
     from ._bbc import _fold_matrix
-    from .. import _validation as V
 
-    m, target, enc = prepare_inputs(pred, y, metric, pos_label, "bbc_f")
+    m, target, enc = prepare_inputs(pred, y, metric, pos_label, "bbc_f", class_coord)
     f = V.as_folds(folds, enc.shape[0], enc.shape[2], "bbc_f")
     return _fold_matrix(m, target, enc, f, "bbc_f")[0]
+
+
+def chunk_dropping(pred, y, available, metric, pos_label, seed, n_boot, class_coord=None):
+    """The dropping-test scores of one chunk: ``(full (c,), per bootstrap (B, c), n_redrawn)``."""
+    from ._dropping import dropping_scores
+
+    if isinstance(pred, ZarrBlock):
+        pred = pred.read()
+    return dropping_scores(pred, y, available, metric=metric, pos_label=pos_label,
+                           root=_root(seed), n_boot=n_boot, class_coord=class_coord)

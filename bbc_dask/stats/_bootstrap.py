@@ -30,20 +30,28 @@ def _bincount_rows(idx, n):
 
 def counts_from_indices(idx: np.ndarray, n: int) -> np.ndarray:
     """``(B, n_draw)`` in-bag positions -> ``(B, n)`` int32 counts."""
-    return _bincount_rows(np.ascontiguousarray(idx, dtype=np.int64), n)
+    dtype = np.int32 if idx.dtype == np.int32 else np.int64
+    return _bincount_rows(np.ascontiguousarray(idx, dtype=dtype), n)
+
+
+def _draw(gen, n, shape):
+    # int32 draws are the very values of int64 ones (numpy uses the same buffered 32-bit
+    # Lemire sampler for any bound below 2**32) at half the memory: a seed block of a
+    # 50,000-sample cube is 12.8 MB instead of 25.6 MB on a worker.
+    return gen.integers(0, n, size=shape, dtype=np.int32 if n < 2**31 else np.int64)
 
 
 def _seed_block(root, stream, k, n, n_draw, is_defined):
     """Counts ``(SEED_BLOCK, n)`` and per-bootstrap redraw counts of seed block ``k``."""
     gen = child_generator(root, stream, k)
-    counts = counts_from_indices(gen.integers(0, n, size=(SEED_BLOCK, n_draw)), n)
+    counts = counts_from_indices(_draw(gen, n, (SEED_BLOCK, n_draw)), n)
     redrawn = np.zeros(SEED_BLOCK, dtype=np.int64)
     if is_defined is None:
         return counts, redrawn
     bad = np.flatnonzero(~is_defined(counts))
     for j in bad:  # in index order, each from the block's own generator: deterministic
         for attempt in range(1, MAX_REDRAWS + 1):
-            c = counts_from_indices(gen.integers(0, n, size=(1, n_draw)), n)
+            c = counts_from_indices(_draw(gen, n, (1, n_draw)), n)
             if is_defined(c)[0]:
                 counts[j] = c[0]
                 redrawn[j] = attempt

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import _validation as V
-from ._bbc import _select, prepare_inputs
+from ..metrics import get_metric
+from ._bbc import _select
 from ._bootstrap import CountBlocks
 
 __all__ = ["Dropping", "DroppingResult", "dropping_test"]
@@ -95,6 +96,41 @@ def dropping_test(predictions, y, available, *, metric, alpha=0.99, n_bootstraps
     .. [1] Tsamardinos, Greasidou, Borboudakis, Machine Learning 107 (2018), §4.1.
     """
     caller = "dropping_test"
+    alpha = V.check_real_open(alpha, "alpha", caller, 0.5, 1.0)
+    if bootstrap_indices is None:
+        from .._random import as_seed_sequence
+
+        n_boot = V.check_int(n_bootstraps, "n_bootstraps", caller)
+        root, idx = as_seed_sequence(random_state, caller=caller), None
+    else:
+        root, idx = None, bootstrap_indices
+        n_boot = None
+    full, S, redrawn = dropping_scores(predictions, y, available, metric=metric, pos_label=pos_label,
+                                       root=root, idx=idx, n_boot=n_boot, block_size=block_size)
+    return decide(full, S, alpha, redrawn)
+
+
+def decide(full, S, alpha, n_redrawn):
+    """The BBCD decision from the full-data scores (C,) and the bootstrap scores (B, C)
+    of the tested configurations (bootstraps where any score is undefined are left out)."""
+    best = int(_select(full[None, :])[0])
+    ok = ~np.isnan(S).any(axis=1)
+    worse = (S[ok] < S[ok, best][:, None]).sum(axis=0)
+    p_hat = worse / max(int(ok.sum()), 1)
+    drop = p_hat > alpha
+    drop[best] = False
+    return DroppingResult(best=best, p_hat=p_hat, drop=drop, n_redrawn=int(n_redrawn))
+
+
+def dropping_scores(predictions, y, available, *, metric, pos_label=None, root=None, idx=None,
+                    n_boot=None, block_size=None, class_coord=None):
+    """Scores of every configuration on all available rows (C,) and per bootstrap (B, C).
+
+    Each configuration's scores depend on its own column only, so the scores of a
+    configuration chunk equal the matching columns of the whole cube's (the chunked
+    dropping test of :mod:`bbc_dask._lazy` concatenates chunks).
+    """
+    caller = "dropping_test"
     pred = np.asarray(predictions)
     avail = np.asarray(available, dtype=bool)
     if pred.ndim == 2:
@@ -107,14 +143,17 @@ def dropping_test(predictions, y, available, *, metric, alpha=0.99, n_bootstraps
             f"The 'available' parameter of {caller} must have shape ({n},) or ({n}, {n_rep}). "
             f"Got {avail.shape} instead."
         )
-    alpha = V.check_real_open(alpha, "alpha", caller, 0.5, 1.0)
     filled = pred.copy()
     if filled.dtype.kind == "f":  # unavailable rows are never weighted; make them valid
         fill = filled[avail.all(axis=1)][:1]
         for r in range(n_rep):
             if fill.size:
                 filled[~avail[:, r], :, r] = fill[0, :, r]
-    m, target, enc = prepare_inputs(filled, y, metric, pos_label, caller)
+    m = get_metric(metric, caller=caller)
+    arr, coord = V.as_predictions(filled, m, caller)
+    target = V.as_target(y, m, caller, pos_label=pos_label)
+    enc = V.encode_predictions(arr, class_coord if class_coord is not None else coord, m, target, caller)
+    del filled, arr
     preps = [m.prepare(target, enc[:, :, r : r + 1]) for r in range(n_rep)]
     mask = avail.T.astype(np.int32)  # (R, N)
 
@@ -124,27 +163,12 @@ def dropping_test(predictions, y, available, *, metric, alpha=0.99, n_bootstraps
     def defined(counts):
         return np.all([p.defined(counts * mask[r]) for r, p in enumerate(preps)], axis=0)
 
-    full = scores(np.ones((1, n), dtype=np.int32))
-    best = int(_select(full)[0])
-    if bootstrap_indices is None:
-        from .._random import as_seed_sequence
-
-        n_boot = V.check_int(n_bootstraps, "n_bootstraps", caller)
-        root = as_seed_sequence(random_state, caller=caller)
-        idx = None
-    else:
-        root = None
-        idx = V.as_bootstrap_indices(bootstrap_indices, n, "sample", caller)
+    full = scores(np.ones((1, n), dtype=np.int32))[0]
+    if idx is not None:
+        idx = V.as_bootstrap_indices(idx, n, "sample", caller)
         n_boot = idx.shape[0]
-    worse = np.zeros(pred.shape[1], dtype=np.int64)
-    valid = 0
+    S = np.empty((n_boot, enc.shape[1]))
     blocks = CountBlocks(root, "dropping", idx, n_boot, n, block_size or 256, defined)
-    for _, _, counts in blocks:
-        s = scores(counts)
-        ok = ~np.isnan(s).any(axis=1)
-        worse += (s[ok] < s[ok, best][:, None]).sum(axis=0)
-        valid += int(ok.sum())
-    p_hat = worse / max(valid, 1)
-    drop = p_hat > alpha
-    drop[best] = False
-    return DroppingResult(best=best, p_hat=p_hat, drop=drop, n_redrawn=blocks.n_redrawn)
+    for start, stop, counts in blocks:
+        S[start:stop] = scores(counts)
+    return full, S, blocks.n_redrawn

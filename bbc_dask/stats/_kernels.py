@@ -279,7 +279,7 @@ def cindex_pairs(counts, visit, vstarts, event, oob):
 
 # ---------------------------------------------------------------- pointwise metrics
 @njit(parallel=True, cache=True, nogil=True)
-def feature_sums_winners(counts, rows, values_t, winners, n_rep, oob):
+def _feature_sums_winners_float(counts, rows, values_t, winners, n_rep, oob):
     """Weighted sums of one per-sample feature for the winner of each bootstrap.
 
     counts (B, N); rows (n,) sample positions the feature is defined on; values_t
@@ -302,8 +302,60 @@ def feature_sums_winners(counts, rows, values_t, winners, n_rep, oob):
     return out
 
 
-@njit(parallel=True, cache=True, nogil=True)
 def weighted_sums(counts, g, oob):
+    """``out[b, f] = sum_i w_bi g[f, i]`` (see :func:`_weighted_sums_float`). Indicator
+    features (all 0/1: sample counts, class masks) are summed in integers — exact, and
+    free to vectorise — instead of a float chain in sample order; the values are equal."""
+    if g.dtype == np.bool_ or np.array_equal(g, g.astype(np.bool_)):
+        return _weighted_counts(counts, np.ascontiguousarray(g, dtype=np.uint8), oob)
+    return _weighted_sums_float(counts, g, oob)
+
+
+def feature_sums_winners(counts, rows, values_t, winners, n_rep, oob, indicator=False):
+    """Weighted sums of one feature for each bootstrap's winner (see
+    :func:`_feature_sums_winners_float`); ``indicator``: the values are all 0/1, summed
+    exactly in integers."""
+    if indicator:
+        return _feature_counts_winners(counts, rows, np.ascontiguousarray(values_t, dtype=np.uint8),
+                                       winners, n_rep, oob)
+    return _feature_sums_winners_float(counts, rows, values_t, winners, n_rep, oob)
+
+
+@njit(parallel=True, cache=True, nogil=True)
+def _weighted_counts(counts, g, oob):
+    n_boot, n = counts.shape
+    n_g = g.shape[0]
+    out = np.zeros((n_boot, n_g), dtype=np.float64)
+    for b in prange(n_boot):
+        for f in range(n_g):
+            s = 0
+            for i in range(n):
+                c = counts[b, i]
+                w = (1 if c == 0 else 0) if oob else c
+                s += w * g[f, i]
+            out[b, f] = s
+    return out
+
+
+@njit(parallel=True, cache=True, nogil=True)
+def _feature_counts_winners(counts, rows, values_t, winners, n_rep, oob):
+    n_boot = counts.shape[0]
+    out = np.zeros((n_boot, n_rep), dtype=np.float64)
+    for b in prange(n_boot):
+        base = winners[b] * n_rep
+        for r in range(n_rep):
+            v = values_t[base + r]
+            s = 0
+            for k in range(rows.shape[0]):
+                c = counts[b, rows[k]]
+                w = (1 if c == 0 else 0) if oob else c
+                s += w * v[k]
+            out[b, r] = s
+    return out
+
+
+@njit(parallel=True, cache=True, nogil=True)
+def _weighted_sums_float(counts, g, oob):
     """``out[b, f] = sum_i w_bi g[f, i]`` for counts (B, N) (or their out-of-bag
     indicators) and config-free features g (n_g, N). Returns (B, n_g) float64."""
     n_boot, n = counts.shape
