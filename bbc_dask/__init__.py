@@ -10,6 +10,7 @@ __version__ = "0.1.0.dev0"
 
 __all__ = [
     "BBCResult",
+    "BBCSearchCV",
     "ConfidenceInterval",
     "Dropping",
     "Study",
@@ -22,6 +23,7 @@ __all__ = [
     "naive_bootstrap",
     "naive_cvt",
     "open_study",
+    "report",
     "run_study",
     "simulate",
     "tibshirani_tibshirani",
@@ -42,11 +44,12 @@ _WHERE = {
     "open_study": "._study",
     "run_study": ".engine",
     "make_client": ".cluster",
+    "BBCSearchCV": "._search",
 }
 
 
 def __getattr__(name):
-    if name in ("metrics", "simulate"):
+    if name in ("metrics", "simulate", "report"):
         return importlib.import_module(f".{name}", __name__)
     if name in _WHERE:
         value = getattr(importlib.import_module(_WHERE[name], __name__), name)

@@ -27,6 +27,25 @@ class StudyError(RuntimeError):
     """A configuration raised with ``error_score="raise"``."""
 
 
+def _py(v):
+    """A label as a plain Python value (for messages and JSON)."""
+    return v.item() if isinstance(v, np.generic) else v
+
+
+def _check_X(X):
+    """X as the tasks index it: DataFrames kept (column names matter to pipelines), sparse
+    kept, anything else a 2-d array (scikit-learn's checks and messages; NaN allowed —
+    whether the estimator takes it is its business)."""
+    from sklearn.utils.validation import check_array
+
+    if X is None:
+        raise ValueError(f"The 'X' parameter of {CALLER} is required. Got None.")
+    if hasattr(X, "iloc"):
+        return X
+    return check_array(X, accept_sparse=("csr", "csc"), dtype=None, ensure_all_finite=False,
+                       ensure_min_samples=2, input_name="X")
+
+
 def _check_inputs(estimator, X, y, groups, metric, n_splits, n_repeats, error_score, pos_label):
     if not hasattr(estimator, "fit") or not hasattr(estimator, "get_params"):
         raise TypeError(
@@ -38,7 +57,7 @@ def _check_inputs(estimator, X, y, groups, metric, n_splits, n_repeats, error_sc
             f"The metric {metric.name!r} is not supported by {CALLER}: scikit-learn has no "
             f"survival estimators; compute risk scores yourself and call bbc_dask.bbc."
         )
-    n = getattr(X, "shape", (len(X),))[0] if X is not None else 0
+    n = X.shape[0] if hasattr(X, "shape") else len(X)
     y_arr = np.asarray(y)
     if y_arr.ndim != 1:
         raise ValueError(f"The 'y' parameter of {CALLER} must be 1-dimensional. Got shape {y_arr.shape}.")
@@ -65,7 +84,7 @@ def _check_inputs(estimator, X, y, groups, metric, n_splits, n_repeats, error_sc
         if small.size:
             k = small[0]
             raise ValueError(
-                f"The class {target.classes[k].item()!r} of 'y' has {counts[k]} members, fewer "
+                f"The class {_py(target.classes[k])!r} of 'y' has {counts[k]} members, fewer "
                 f"than n_splits={n_splits}: stratified folds need at least n_splits members "
                 f"in every class (use fewer splits) in {CALLER}."
             )
@@ -198,6 +217,8 @@ def run_study(
     from .._study import Study
 
     m = get_metric(metric, caller=CALLER)
+    X = _check_X(X)
+    y = y if y is None else np.asarray(y)  # the tasks index it by position
     target, n_splits, n_repeats, groups = _check_inputs(
         estimator, X, y, groups, m, n_splits, n_repeats, error_score, pos_label
     )
@@ -235,7 +256,7 @@ def run_study(
     classification = m.is_classification
     spec = {
         "metric": m.name,
-        "pos_label": None if target.pos_code is None else target.classes[target.pos_code].item(),
+        "pos_label": None if target.pos_code is None else _py(target.classes[target.pos_code]),
         "n_splits": n_splits,
         "n_repeats": n_repeats,
         "search": search,
@@ -445,7 +466,9 @@ class _Executor:
         if not tasks:
             return
         if self.scattered is None:
-            self.scattered = self.client.scatter([self.X, self.y], broadcast=True)
+            # hash=False: a content-hashed key is shared with any earlier scatter of the same data
+            # in this client, and its release by that run can lose our copy (lost dependencies)
+            self.scattered = self.client.scatter([self.X, self.y], broadcast=True, hash=False)
         X_f, y_f = self.scattered
         n_threads = max(1, sum(self.client.nthreads().values()))
         max_in_flight = 2 * n_threads + 2  # keeps workers busy; bounds driver memory
@@ -512,7 +535,7 @@ def _refit(cube, client, estimator, params, X, y, path):
     best = select_winner(cube)
     if best is None:
         return None
-    X_f, y_f = client.scatter([X, y], broadcast=False)
+    X_f, y_f = client.scatter([X, y], broadcast=False, hash=False)
     model = client.submit(refit, estimator, params[best], X_f, y_f, pure=False, retries=3).result()
     tmp = os.path.join(path, f".final_model.{uuid.uuid4().hex}.skops")
     sio.dump(model, tmp)

@@ -1,0 +1,240 @@
+"""``BBCSearchCV``: the study as a scikit-learn meta-estimator."""
+from __future__ import annotations
+
+import numbers
+import shutil
+import tempfile
+import weakref
+
+import numpy as np
+from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone, is_classifier
+from sklearn.utils.metaestimators import available_if
+from sklearn.utils.validation import check_is_fitted
+
+__all__ = ["BBCSearchCV"]
+
+
+def _current_client():
+    try:
+        from distributed import default_client
+
+        return default_client()
+    except (ImportError, ValueError):
+        return None
+
+
+def _delegate(name):
+    def check(self):
+        if not self.refit:
+            raise AttributeError(f"{name!r} is not available when refit=False.")
+        if hasattr(self, "best_estimator_"):
+            return hasattr(self.best_estimator_, name)
+        return hasattr(self.estimator, name)
+
+    return check
+
+
+class BBCSearchCV(MetaEstimatorMixin, BaseEstimator):
+    """Grid search cross-validated on Dask, with a bias-corrected estimate of the
+    selected model's performance.
+
+    Every configuration of ``param_grid`` is cross-validated (stratified ``cv`` folds,
+    ``n_repeats`` partitions) by :func:`bbc_dask.run_study` into a Zarr prediction cube;
+    the configuration with the best pooled CV score is refit on all data. ``bbc_`` and
+    ``bbc_f_`` then estimate how well *that selected* model performs: the CV score of the
+    winner (``best_score_``) is optimistic when many configurations were tried.
+
+    Parameters
+    ----------
+    estimator : estimator object
+    param_grid : dict or list of dicts
+    scoring : str, default="roc_auc"
+        A :mod:`bbc_dask.metrics` name (scikit-learn's scorer names, larger is better).
+    cv : int, default=10
+        Number of folds.
+    n_repeats : int, default=1
+        Partitions into folds (repeated CV); BBC resamples a sample with all its repeats.
+    dropping : bool or Dropping, default=False
+        BBCD-CV: drop configurations that are worse than the best with bootstrap
+        probability above ``alpha`` between fold waves.
+    n_bootstraps : int, default=1000
+    confidence_level : float, default=0.95
+    store : str or path, default=None
+        The study's Zarr store; ``fit`` resumes an interrupted study there. None: a
+        temporary store, removed with the estimator.
+    refit : bool, default=True
+    error_score : np.nan or "raise", default=np.nan
+    client : distributed.Client, str or None, default=None
+        None: the current default client if there is one, else a local cluster started
+        and closed by ``fit``; a string is a scheduler address.
+    random_state : int or None, default=None
+        Seeds the folds and the bootstraps.
+
+    Attributes
+    ----------
+    best_estimator_, best_params_, best_index_ : the selected configuration, refit.
+    best_score_ : float
+        The naive CV estimate: the winner's pooled out-of-sample score (optimistic).
+    bbc_, bbc_f_ : BBCResult
+        BBC-CV and BBC-F estimates with confidence intervals (``bbc_.method`` is
+        ``"bbcd"`` with dropping).
+    cv_results_ : dict
+    study_ : Study
+    n_features_in_, feature_names_in_, classes_ : as scikit-learn's searches.
+
+    Notes
+    -----
+    With a label metric (``scoring="accuracy"``) it passes every check of scikit-learn's
+    ``check_estimator`` (tests/test_search.py runs them; none exempted). With the default
+    ``"roc_auc"``, a binary metric, the checks that fit multiclass data fail by design:
+    use ``"roc_auc_ovr"`` for multiclass problems. Input: DataFrames are passed to the
+    estimator as they are (column names reach pipelines); other X are validated by
+    ``check_array`` (numeric unless the estimator takes strings, NaN only if it allows).
+
+    References
+    ----------
+    .. [1] Tsamardinos, Greasidou, Borboudakis, Machine Learning 107 (2018).
+    """
+
+    def __init__(self, estimator, param_grid, *, scoring="roc_auc", cv=10, n_repeats=1,
+                 dropping=False, n_bootstraps=1000, confidence_level=0.95, store=None, refit=True,
+                 error_score=np.nan, client=None, random_state=None):
+        self.estimator = estimator
+        self.param_grid = param_grid
+        self.scoring = scoring
+        self.cv = cv
+        self.n_repeats = n_repeats
+        self.dropping = dropping
+        self.n_bootstraps = n_bootstraps
+        self.confidence_level = confidence_level
+        self.store = store
+        self.refit = refit
+        self.error_score = error_score
+        self.client = client
+        self.random_state = random_state
+
+    @property
+    def _estimator_type(self):
+        return getattr(self.estimator, "_estimator_type", None)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        sub = self.estimator.__sklearn_tags__()
+        tags.estimator_type = sub.estimator_type
+        tags.target_tags.required = True
+        if sub.classifier_tags is not None:
+            tags.classifier_tags = sub.classifier_tags
+        if sub.regressor_tags is not None:
+            tags.regressor_tags = sub.regressor_tags
+        tags.input_tags.sparse = sub.input_tags.sparse
+        tags.input_tags.allow_nan = sub.input_tags.allow_nan
+        return tags
+
+    def fit(self, X, y, groups=None):
+        """Cross-validate every configuration, refit the winner, estimate with BBC/BBC-F.
+
+        Returns
+        -------
+        self
+        """
+        from ._study import _y_and_pos  # noqa: F401  (keeps the engine import lazy)
+        from .engine import run_study
+
+        caller = "BBCSearchCV"
+        if y is None:
+            raise ValueError(f"{caller} requires y to be passed, but the target y is None.")
+        if not hasattr(X, "iloc"):  # DataFrames go through as they are (column names)
+            from sklearn.utils.validation import check_array
+
+            tags = self.estimator.__sklearn_tags__().input_tags
+            X = check_array(X, accept_sparse=("csr", "csc"), ensure_min_samples=2,
+                            dtype=None if tags.string else "numeric",
+                            ensure_all_finite=not tags.allow_nan, input_name="X")
+        from sklearn.utils.validation import column_or_1d
+
+        y = column_or_1d(y, warn=True)  # a (N, 1) column is used with a DataConversionWarning
+        if is_classifier(self.estimator):
+            from sklearn.utils.multiclass import check_classification_targets
+
+            check_classification_targets(y)
+        if not isinstance(self.cv, numbers.Integral) or isinstance(self.cv, bool) or self.cv < 2:
+            raise ValueError(f"The 'cv' parameter of {caller} must be an int >= 2 (the number of "
+                             f"folds). Got {self.cv!r} instead.")
+        if self.refit not in (True, False):
+            raise ValueError(f"The 'refit' parameter of {caller} must be True or False. Got "
+                             f"{self.refit!r} instead.")
+        if hasattr(X, "columns"):
+            self.feature_names_in_ = np.asarray(X.columns, dtype=object)
+        elif hasattr(self, "feature_names_in_"):
+            del self.feature_names_in_
+        store, overwrite = self.store, False
+        if store is None:
+            tmp = tempfile.mkdtemp(prefix="bbc_dask_")
+            self._tmp_finalizer = weakref.finalize(self, shutil.rmtree, tmp, True)
+            store, overwrite = f"{tmp}/study.zarr", True
+        client = self.client if self.client is not None else _current_client()
+        study = run_study(
+            clone(self.estimator), self.param_grid, X, y, store=store, metric=self.scoring,
+            n_splits=self.cv, n_repeats=self.n_repeats, groups=groups,
+            error_score=self.error_score, refit=self.refit, random_state=self.random_state,
+            client=client, overwrite=overwrite, progress=False, dropping=self.dropping or None,
+        )
+        self.study_ = study
+        if study.complete_configs().size == 0:
+            first = next(iter(study.errors.values()), "no error recorded")
+            raise ValueError(f"All {len(study.params)} configurations of {caller} failed to fit. "
+                             f"The first error: {first}")
+        self.cv_results_ = study.cv_results_
+        self.best_index_ = int(study.best_index_)
+        self.best_params_ = dict(study.best_params_)
+        self.best_score_ = float(study.best_score_)
+        opts = dict(n_bootstraps=self.n_bootstraps, confidence_level=self.confidence_level,
+                    random_state=self.random_state)
+        self.bbc_ = study.bbc(**opts)
+        self.bbc_f_ = study.bbc_f(**opts)
+        self.n_features_in_ = int(np.shape(X)[1])
+        if is_classifier(self.estimator):
+            self.classes_ = np.unique(np.asarray(y))
+        self.n_splits_ = int(self.cv)
+        if self.refit:
+            self.best_estimator_ = study.final_model
+        elif hasattr(self, "best_estimator_"):
+            del self.best_estimator_
+        return self
+
+    def _check(self, X=None):
+        check_is_fitted(self)
+        if not self.refit:
+            raise AttributeError("This BBCSearchCV was fitted with refit=False: there is no "
+                                 "best_estimator_ to predict with.")
+        return self.best_estimator_
+
+    @available_if(_delegate("predict"))
+    def predict(self, X):
+        """Predict with ``best_estimator_``."""
+        return self._check().predict(X)
+
+    @available_if(_delegate("predict_proba"))
+    def predict_proba(self, X):
+        """Class probabilities from ``best_estimator_``."""
+        return self._check().predict_proba(X)
+
+    @available_if(_delegate("predict_log_proba"))
+    def predict_log_proba(self, X):
+        return self._check().predict_log_proba(X)
+
+    @available_if(_delegate("decision_function"))
+    def decision_function(self, X):
+        """Decision function of ``best_estimator_``."""
+        return self._check().decision_function(X)
+
+    @available_if(_delegate("transform"))
+    def transform(self, X):
+        return self._check().transform(X)
+
+    def score(self, X, y=None):
+        """``scoring`` of ``best_estimator_`` on (X, y), with scikit-learn's scorer."""
+        from sklearn.metrics import get_scorer
+
+        est = self._check()
+        return get_scorer(self.scoring)(est, X, y)
