@@ -18,7 +18,7 @@ test: $(STAMP)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 demo: $(STAMP)
-	$(BIN)/python examples/demo_study.py --store runs/demo.zarr
+	$(BIN)/bbc-dask demo --store runs/demo.zarr --out runs/demo_report
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_bbc.py

@@ -108,14 +108,45 @@ class Study:
         """Indices of configurations with every (repeat, fold) cell done."""
         return np.flatnonzero(_complete(self._cube.state()))
 
+    @property
+    def metadata(self):
+        """The ``metadata`` given to :func:`run_study` (the command line's study file)."""
+        return self.meta.get("metadata")
+
     def status(self):
+        """Progress: cells done/failed/dropped/pending, fold waves done, active
+        configurations, whether a run holds the store, elapsed and estimated remaining
+        seconds of the latest run (remaining from its rate so far; None when unknown)."""
+        import time
+
+        from .cube import StoreLock
+
         st = self._cube.state()
+        waves = 0
+        for k in range(st.shape[2]):  # a wave is done when no cell of fold k is pending
+            if (st[:, :, k] == PENDING).any():
+                break
+            waves += 1
+        pending = int((st == PENDING).sum())
+        active = (self._cube.group["drop_wave"][...] < 0) & ~np.any(st == FAILED, axis=(1, 2))
+        running = StoreLock(self.store).is_held()
+        runs = self.meta.get("runs") or []
+        elapsed = remaining = None
+        if runs and "t0" in runs[-1]:
+            last = runs[-1]
+            end = last.get("t1") if not running else None
+            elapsed = (end or time.time()) - last["t0"]
+            done_now = int((st != PENDING).sum())
+            rate = (done_now - last.get("done_before", 0)) / elapsed if elapsed > 0 else 0
+            remaining = 0.0 if pending == 0 else (pending / rate if running and rate > 0 else None)
         return {
             "cells": int(st.size), "done": int((st == DONE).sum()),
             "models_trained": self.models_trained[0], "models_full": self.models_trained[1],
             "failed": int((st == FAILED).sum()), "dropped": int((st == DROPPED).sum()),
-            "pending": int((st == PENDING).sum()),
+            "pending": pending, "waves_done": waves, "waves": int(st.shape[2]),
+            "active_configs": int(active.sum()),
             "complete_configs": int(_complete(st).sum()), "configs": int(st.shape[0]),
+            "running": running, "elapsed_s": elapsed, "remaining_s": remaining,
         }
 
     # -------------------------------------------------------------- estimates
@@ -227,6 +258,25 @@ class Study:
         idx, pred, y, folds, pos = self._inputs()
         kwargs.setdefault("pos_label", pos)
         return self._remap(S.bbc_f(pred, y, folds, metric=self.metric, **kwargs), idx)
+
+    def fold_scores(self):
+        """Per-(repeat, fold) scores, (R*K, C) repeat-major, NaN for cells not trained
+        (pending, failed, dropped): complete configurations and the folds that dropped
+        ones trained before BBCD dropped them."""
+        st = self._cube.state()
+        n_cfg, n_rep, n_spl = st.shape
+        F = np.full((n_rep * n_spl, n_cfg), np.nan)
+        some = np.flatnonzero((st == DONE).any(axis=(1, 2)))
+        if some.size == 0:
+            return F
+        y, pos = _y_and_pos(self._cube)
+        pred = _load(self._cube, some)
+        if np.isnan(pred).any():  # untrained folds: any valid value, masked out below
+            pred = np.where(np.isnan(pred), 0.0, pred)
+        got, _ = S.fold_score_matrix(pred, y, self._cube.folds(), metric=self.metric, pos_label=pos)
+        done = (st[some] == DONE).reshape(some.size, -1).T  # (R*K, c) repeat-major
+        F[:, some] = np.where(done, got, np.nan)
+        return F
 
     # ------------------------------------------------------ scikit-learn view
     @property

@@ -48,6 +48,19 @@ class StoreLock:
         self._fd = fd
         return self
 
+    def is_held(self):
+        """True when a live process holds the lock (tested without taking it for long)."""
+        if not os.path.exists(self.path):
+            return False
+        fd = os.open(self.path, os.O_RDWR)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        finally:
+            os.close(fd)  # closing drops a lock we took
+        return False
+
     def release(self):
         if self._fd is not None:
             fcntl.flock(self._fd, fcntl.LOCK_UN)

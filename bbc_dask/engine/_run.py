@@ -147,6 +147,7 @@ def run_study(
     progress=True,
     configs_per_task=10,
     dropping=None,
+    metadata=None,
 ):
     """Cross-validate every configuration on Dask into a resumable Zarr prediction cube.
 
@@ -205,6 +206,9 @@ def run_study(
         current best with bootstrap probability > ``alpha`` (``True`` = ``Dropping()``);
         dropped configurations train no further folds. The test runs as a task on the
         cluster; its decisions are persisted before the next wave and replayed on resume.
+    metadata : dict, default=None
+        JSON-serialisable description stored with the study when the store is created
+        (the command line keeps the resolved study file there); ``Study.metadata``.
 
     Returns
     -------
@@ -298,16 +302,20 @@ def run_study(
                 meta={"spec": spec,
                       "classes": None if target.classes is None else target.classes.tolist(),
                       "params": [P.describe_params(p) for p in params],
-                      "methods": methods, "versions": _versions(), "runs": []},
+                      "methods": methods, "versions": _versions(), "runs": [],
+                      "metadata": metadata},
             )
             os.remove(os.path.join(path, ".bbc_creating"))
         else:
             cube = open_cube(path, mode="r+")
         client_obj, owned = _client(client, progress)
+        runs = list(cube.meta.get("runs", []))
+        runs.append({"started": time.strftime("%Y-%m-%dT%H:%M:%S"), "t0": time.time(),
+                     "done_before": int((cube.state() != PENDING).sum())})
+        cube.set_meta(runs=runs)
         fits = _run_waves(cube, client_obj, estimator, params, methods, X, y, target, m,
                           error_score, progress, dropping, root)
-        runs = list(cube.meta.get("runs", []))
-        runs.append({"finished": time.strftime("%Y-%m-%dT%H:%M:%S"), "fits": fits})
+        runs[-1].update(finished=time.strftime("%Y-%m-%dT%H:%M:%S"), t1=time.time(), fits=fits)
         cube.set_meta(runs=runs)
         final = None
         if refit:

@@ -1,0 +1,294 @@
+"""Study files (YAML): validation, the resolved spec, data loading and the grid.
+
+A study file::
+
+    data:                       # one of: path (CSV, Parquet, .npz) | sklearn
+      path: data.csv            # relative paths are relative to the study file
+      target: label             # the target column (CSV/Parquet)
+      groups: patient           # optional group column (folds never split a group)
+      # sklearn: breast_cancer  # a scikit-learn bundled dataset (load_<name>)
+    grid:                       # a list of entries, each an estimator or a pipeline
+      - estimator: sklearn.linear_model.LogisticRegression
+        params: {max_iter: 2000}          # fixed parameters
+        grid: {C: [0.01, 0.1, 1.0]}       # tuned parameters
+      - pipeline:
+          - sklearn.preprocessing.StandardScaler
+          - {estimator: sklearn.svm.SVC, params: {probability: false}}
+        grid: {svc__C: [0.1, 1.0]}        # names as in make_pipeline
+    cv: {splits: 5, repeats: 1}
+    metric: roc_auc
+    dropping: false             # or true, or {alpha: 0.99, min_predictions: 50}
+    bootstraps: 1000
+    confidence: 0.95
+    random_state: 0
+    store: runs/study.zarr      # relative to the study file
+    cluster: {kind: local, n_workers: 2}   # or {address: "tcp://host:8786"}
+
+Every entry becomes configurations of one search: the study's estimator is a one-step
+pipeline whose ``model`` step is set per configuration (``{"model": [est], "model__C":
+[...]}``), as a list of grids in scikit-learn.
+"""
+from __future__ import annotations
+
+import importlib
+import os
+
+import numpy as np
+
+__all__ = ["StudyFileError", "load_study_file", "load_data", "build_search"]
+
+_TOP = {"data", "grid", "cv", "metric", "dropping", "bootstraps", "confidence", "random_state",
+        "store", "cluster", "configs_per_task", "name"}
+
+
+class StudyFileError(ValueError):
+    """A study file that cannot be run; the message names the key."""
+
+
+def _err(key, msg):
+    return StudyFileError(f"study file: {key}: {msg}")
+
+
+def _need(d, key, where, types, what):
+    if key not in d:
+        raise _err(f"{where}.{key}" if where else key, f"missing (expected {what})")
+    v = d[key]
+    if not isinstance(v, types) or isinstance(v, bool) and bool not in (types if isinstance(types, tuple) else (types,)):
+        raise _err(f"{where}.{key}" if where else key, f"expected {what}, got {v!r}")
+    return v
+
+
+def load_study_file(path):
+    """Read and validate a study file; returns the resolved spec (a JSON-able dict with
+    absolute paths and defaults filled in)."""
+    import yaml
+
+    path = os.path.abspath(os.fspath(path))
+    if not os.path.isfile(path):
+        raise StudyFileError(f"study file: {path}: no such file")
+    try:
+        with open(path) as f:
+            raw = yaml.safe_load(f)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
+        raise StudyFileError(f"study file: {path}: not valid YAML{where}: "
+                             f"{getattr(e, 'problem', None) or e}") from None
+    if not isinstance(raw, dict):
+        raise StudyFileError(f"study file: {path}: expected a mapping of keys, got {type(raw).__name__}")
+    return resolve_spec(raw, base=os.path.dirname(path))
+
+
+def resolve_spec(raw, base="."):
+    unknown = sorted(set(raw) - _TOP)
+    if unknown:
+        raise _err(unknown[0], f"unknown key (allowed: {', '.join(sorted(_TOP))})")
+    spec = {"name": str(raw.get("name", "study"))}
+    data = _need(raw, "data", "", dict, "a mapping with 'path' and 'target', or 'sklearn'")
+    spec["data"] = _resolve_data(data, base)
+    grid = _need(raw, "grid", "", list, "a list of estimator or pipeline entries")
+    if not grid:
+        raise _err("grid", "empty list")
+    spec["grid"] = [_resolve_entry(e, f"grid[{i}]") for i, e in enumerate(grid)]
+    cv = raw.get("cv", {}) or {}
+    if not isinstance(cv, dict):
+        raise _err("cv", f"expected a mapping with 'splits', 'repeats', 'groups', got {cv!r}")
+    bad = sorted(set(cv) - {"splits", "repeats", "groups"})
+    if bad:
+        raise _err(f"cv.{bad[0]}", "unknown key (allowed: splits, repeats, groups)")
+    spec["cv"] = {"splits": _int(cv.get("splits", 10), "cv.splits", 2),
+                  "repeats": _int(cv.get("repeats", 1), "cv.repeats", 1),
+                  "groups": cv.get("groups", spec["data"].get("groups"))}
+    from .metrics import metric_names
+
+    metric = raw.get("metric", "roc_auc")
+    if metric not in metric_names():
+        raise _err("metric", f"unknown metric {metric!r} (one of {', '.join(metric_names())})")
+    spec["metric"] = metric
+    drop = raw.get("dropping", False)
+    if isinstance(drop, dict):
+        bad = sorted(set(drop) - {"alpha", "n_bootstraps", "min_predictions"})
+        if bad:
+            raise _err(f"dropping.{bad[0]}", "unknown key (allowed: alpha, n_bootstraps, min_predictions)")
+        from .stats._dropping import Dropping
+
+        try:
+            Dropping(**drop)
+        except (TypeError, ValueError) as e:
+            raise _err("dropping", str(e)) from None
+    elif not isinstance(drop, bool):
+        raise _err("dropping", f"expected true, false or a mapping, got {drop!r}")
+    spec["dropping"] = drop
+    spec["bootstraps"] = _int(raw.get("bootstraps", 1000), "bootstraps", 1)
+    conf = raw.get("confidence", 0.95)
+    if not isinstance(conf, float) or not 0 < conf < 1:
+        raise _err("confidence", f"expected a number in (0, 1), got {conf!r}")
+    spec["confidence"] = conf
+    rs = raw.get("random_state", 0)
+    if rs is not None and (not isinstance(rs, int) or isinstance(rs, bool) or rs < 0):
+        raise _err("random_state", f"expected a non-negative integer or null, got {rs!r}")
+    spec["random_state"] = rs
+    store = raw.get("store", f"runs/{spec['name']}.zarr")
+    if not isinstance(store, str) or not store:
+        raise _err("store", f"expected a path, got {store!r}")
+    spec["store"] = store if "://" in store else os.path.abspath(os.path.join(base, store))
+    cluster = raw.get("cluster", {"kind": "local"}) or {"kind": "local"}
+    if not isinstance(cluster, dict):
+        raise _err("cluster", f"expected a mapping (kind: local|address, options), got {cluster!r}")
+    if "address" in cluster and "kind" not in cluster:
+        cluster = {"kind": "address", **cluster}
+    if cluster.get("kind", "local") not in ("local", "address", "kubernetes"):
+        raise _err("cluster.kind", f"expected local, address or kubernetes, got {cluster.get('kind')!r}")
+    spec["cluster"] = {"kind": "local", **cluster}
+    spec["configs_per_task"] = _int(raw.get("configs_per_task", 10), "configs_per_task", 1)
+    return spec
+
+
+def _int(v, key, low):
+    if not isinstance(v, int) or isinstance(v, bool) or v < low:
+        raise _err(key, f"expected an integer >= {low}, got {v!r}")
+    return v
+
+
+def _resolve_data(data, base):
+    bad = sorted(set(data) - {"path", "target", "groups", "sklearn"})
+    if bad:
+        raise _err(f"data.{bad[0]}", "unknown key (allowed: path, target, groups, sklearn)")
+    if ("path" in data) == ("sklearn" in data):
+        raise _err("data", "give exactly one of 'path' (CSV, Parquet, .npz) or 'sklearn' (a bundled dataset)")
+    if "sklearn" in data:
+        name = data["sklearn"]
+        if not isinstance(name, str) or not hasattr(importlib.import_module("sklearn.datasets"), f"load_{name}"):
+            raise _err("data.sklearn", f"no scikit-learn dataset sklearn.datasets.load_{name}")
+        return {"sklearn": name}
+    p = data["path"]
+    if not isinstance(p, str):
+        raise _err("data.path", f"expected a file path, got {p!r}")
+    p = os.path.abspath(os.path.join(base, p))
+    if not os.path.isfile(p):
+        raise _err("data.path", f"{p}: no such file")
+    ext = os.path.splitext(p)[1].lower()
+    if ext not in (".csv", ".parquet", ".pq", ".npz"):
+        raise _err("data.path", f"{p}: expected a .csv, .parquet or .npz file")
+    out = {"path": p}
+    if ext != ".npz":
+        out["target"] = _need(data, "target", "data", str, "the target column's name")
+    if "groups" in data:
+        out["groups"] = data["groups"]
+    return out
+
+
+def _resolve_entry(e, where):
+    if not isinstance(e, dict):
+        raise _err(where, f"expected a mapping with 'estimator' or 'pipeline', got {e!r}")
+    bad = sorted(set(e) - {"estimator", "pipeline", "params", "grid"})
+    if bad:
+        raise _err(f"{where}.{bad[0]}", "unknown key (allowed: estimator, pipeline, params, grid)")
+    if ("estimator" in e) == ("pipeline" in e):
+        raise _err(where, "give exactly one of 'estimator' or 'pipeline'")
+    grid = e.get("grid", {}) or {}
+    if not isinstance(grid, dict) or not all(isinstance(v, list) and v for v in grid.values()):
+        raise _err(f"{where}.grid", f"expected a mapping of parameter -> non-empty list, got {grid!r}")
+    if "estimator" in e:
+        step = {"estimator": e["estimator"], "params": e.get("params", {}) or {}}
+        _build_step(step, where)
+        out = {"estimator": step["estimator"], "params": step["params"], "grid": grid}
+    else:
+        steps = e["pipeline"]
+        if not isinstance(steps, list) or not steps:
+            raise _err(f"{where}.pipeline", "expected a non-empty list of steps")
+        norm = []
+        for i, st in enumerate(steps):
+            st = {"estimator": st} if isinstance(st, str) else st
+            if not isinstance(st, dict) or "estimator" not in st:
+                raise _err(f"{where}.pipeline[{i}]", f"expected an import path or {{estimator, params}}, got {st!r}")
+            st = {"estimator": st["estimator"], "params": st.get("params", {}) or {}}
+            _build_step(st, f"{where}.pipeline[{i}]")
+            norm.append(st)
+        out = {"pipeline": norm, "grid": grid}
+    try:
+        est = _build_entry(out)
+        est.set_params(**{k: v[0] for k, v in grid.items()})
+    except (ValueError, TypeError) as exc:
+        raise _err(f"{where}.grid", f"{exc}") from None
+    return out
+
+
+def _build_step(step, where):
+    path = step["estimator"]
+    if not isinstance(path, str) or "." not in path:
+        raise _err(f"{where}.estimator", f"expected an import path such as "
+                   f"sklearn.linear_model.LogisticRegression, got {path!r}")
+    mod, _, name = path.rpartition(".")
+    try:
+        cls = getattr(importlib.import_module(mod), name)
+    except (ImportError, AttributeError):
+        raise _err(f"{where}.estimator", f"cannot import {path!r}") from None
+    if not isinstance(step["params"], dict):
+        raise _err(f"{where}.params", f"expected a mapping, got {step['params']!r}")
+    try:
+        est = cls(**step["params"])
+    except TypeError as e:
+        raise _err(f"{where}.params", str(e)) from None
+    if not hasattr(est, "fit"):
+        raise _err(f"{where}.estimator", f"{path} is not an estimator (no fit method)")
+    return est
+
+
+def _build_entry(entry):
+    if "estimator" in entry:
+        return _build_step(entry, "grid")
+    from sklearn.pipeline import make_pipeline
+
+    return make_pipeline(*[_build_step(s, "grid") for s in entry["pipeline"]])
+
+
+def build_search(spec):
+    """``(estimator, param_grid)`` for :func:`bbc_dask.run_study`: a one-step pipeline
+    whose ``model`` is set per configuration, one grid per entry."""
+    from sklearn.pipeline import Pipeline
+
+    grids = []
+    for entry in spec["grid"]:
+        est = _build_entry(entry)
+        grids.append({"model": [est]} | {f"model__{k}": list(v) for k, v in entry["grid"].items()})
+    return Pipeline([("model", _build_entry(spec["grid"][0]))]), grids
+
+
+def load_data(spec):
+    """``(X, y, groups)`` of the spec's ``data``; errors name the key."""
+    d = spec["data"]
+    gcol = spec["cv"].get("groups")
+    if "sklearn" in d:
+        from sklearn import datasets
+
+        X, y = getattr(datasets, f"load_{d['sklearn']}")(return_X_y=True)
+        if gcol is not None:
+            raise _err("cv.groups", "a bundled dataset has no group column")
+        return X, y, None
+    p = d["path"]
+    if not os.path.isfile(p):
+        raise _err("data.path", f"{p}: no such file")
+    if p.lower().endswith(".npz"):
+        with np.load(p, allow_pickle=False) as z:
+            if "X" not in z or "y" not in z:
+                raise _err("data.path", f"{p}: an .npz study file needs arrays 'X' and 'y' "
+                           f"(and optionally 'groups'); found {sorted(z.files)}")
+            return z["X"], z["y"], (z["groups"] if "groups" in z.files else None)
+    import pandas as pd
+
+    try:
+        df = pd.read_csv(p) if p.lower().endswith(".csv") else pd.read_parquet(p)
+    except Exception as e:  # parser errors of any kind: say which file
+        raise _err("data.path", f"{p}: cannot be read: {e}") from None
+    t = d["target"]
+    if t not in df.columns:
+        raise _err("data.target", f"no column {t!r} in {p} (columns: {', '.join(map(str, df.columns[:20]))})")
+    groups = None
+    drop = [t]
+    if gcol is not None:
+        if gcol not in df.columns:
+            raise _err("cv.groups", f"no column {gcol!r} in {p}")
+        groups = df[gcol].to_numpy()
+        drop.append(gcol)
+    return df.drop(columns=drop), df[t].to_numpy(), groups

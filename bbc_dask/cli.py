@@ -1,0 +1,242 @@
+"""The ``bbc-dask`` command line: run, status, estimate, report, demo.
+
+Errors a user can cause (a bad study file, a missing data file, a store that is not a
+study) are one line on stderr and exit status 2, with no traceback unless ``--debug``.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+
+import click
+
+from ._studyfile import StudyFileError
+
+_USER_ERRORS = (StudyFileError, ValueError, TypeError, FileNotFoundError, KeyError, OSError)
+
+
+class _Group(click.Group):
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except click.exceptions.Exit:
+            raise
+        except (click.ClickException, click.Abort):
+            raise
+        except Exception as e:  # one line unless --debug
+            if ctx.obj and ctx.obj.get("debug"):
+                raise
+            from .cube import StoreLockedError
+
+            if isinstance(e, (*_USER_ERRORS, StoreLockedError)):
+                msg = str(e).splitlines()[0] if str(e) else type(e).__name__
+                click.echo(f"bbc-dask: error: {msg}", err=True)
+                ctx.exit(2)
+            click.echo(f"bbc-dask: internal error: {type(e).__name__}: {e} (rerun with --debug "
+                       f"for the traceback)", err=True)
+            ctx.exit(1)
+
+
+@click.group(cls=_Group)
+@click.option("--debug", is_flag=True, help="Show tracebacks.")
+@click.version_option(package_name="bbc-dask")
+@click.pass_context
+def main(ctx, debug):
+    """Cross-validation with tuning on Dask, with bias-corrected (BBC) estimates."""
+    ctx.ensure_object(dict)
+    ctx.obj["debug"] = debug
+
+
+def _open(store):
+    from ._study import open_study
+
+    if not os.path.exists(store):
+        raise FileNotFoundError(f"{store}: no such store")
+    try:
+        return open_study(store)
+    except Exception as e:
+        raise ValueError(f"{store} is not a bbc_dask study store ({e})") from None
+
+
+def _client(spec, scheduler):
+    if scheduler:
+        return scheduler
+    cluster = dict(spec["cluster"])
+    kind = cluster.pop("kind", "local")
+    if kind == "address":
+        return cluster["address"]
+    from .cluster import make_client
+
+    if kind == "local":
+        cluster.setdefault("dashboard_address", ":0")
+    return make_client(kind, **cluster)
+
+
+def run_spec(spec, *, scheduler=None, store=None, progress=True):
+    """Run (or resume) a resolved study spec; returns the Study."""
+    from . import _studyfile as F
+    from .engine import run_study
+    from .stats._dropping import Dropping
+
+    if store:
+        spec = dict(spec, store=os.path.abspath(store) if "://" not in store else store)
+    X, y, groups = F.load_data(spec)
+    estimator, grid = F.build_search(spec)
+    drop = spec["dropping"]
+    dropping = Dropping(**drop) if isinstance(drop, dict) else (Dropping() if drop else None)
+    client = _client(spec, scheduler)
+    owned = not isinstance(client, str)
+    try:
+        return run_study(
+            estimator, grid, X, y, store=spec["store"], metric=spec["metric"],
+            n_splits=spec["cv"]["splits"], n_repeats=spec["cv"]["repeats"], groups=groups,
+            random_state=spec["random_state"], client=client, progress=progress,
+            configs_per_task=spec["configs_per_task"], dropping=dropping, metadata=spec,
+        )
+    finally:
+        if owned:
+            cluster = getattr(client, "cluster", None)
+            client.close()
+            if cluster is not None:
+                cluster.close()
+
+
+@main.command()
+@click.argument("study_file", type=click.Path(dir_okay=False))
+@click.option("--scheduler", default=None, help="Address of an existing Dask scheduler.")
+@click.option("--store", default=None, help="Store path (overrides the study file's).")
+@click.option("--no-progress", is_flag=True, help="No progress bar.")
+def run(study_file, scheduler, store, no_progress):
+    """Run STUDY_FILE, or resume it if its store holds the same study."""
+    from ._studyfile import load_study_file
+
+    spec = load_study_file(study_file)
+    t = time.time()
+    study = run_spec(spec, scheduler=scheduler, store=store, progress=not no_progress)
+    st = study.status()
+    click.echo(f"finished: {st['done']} cells done, {st['failed']} failed, {st['dropped']} dropped "
+               f"in {time.time() - t:.1f} s; store {study.store}")
+    _print_estimates(study, spec.get("bootstraps", 1000), spec.get("confidence", 0.95), "both",
+                     spec.get("random_state") or 0)
+
+
+@main.command()
+@click.argument("store")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def status(store, as_json):
+    """Progress of the study at STORE."""
+    st = _open(store).status()
+    if as_json:
+        click.echo(json.dumps(st))
+        return
+    def sec(v):
+        return "-" if v is None else f"{v:.0f} s"
+    click.echo(
+        f"{'running' if st['running'] else 'not running'}; waves done {st['waves_done']}/{st['waves']}; "
+        f"cells {st['done']} done, {st['failed']} failed, {st['dropped']} dropped, "
+        f"{st['pending']} pending of {st['cells']}; active configs {st['active_configs']}/{st['configs']}; "
+        f"elapsed {sec(st['elapsed_s'])}, remaining {sec(st['remaining_s'])}")
+
+
+def _print_estimates(study, bootstraps, confidence, method, seed, as_json=False):
+    from .report import estimates
+
+    res = estimates(study, method=method, n_bootstraps=bootstraps, confidence_level=confidence,
+                    random_state=seed)
+    if as_json:
+        out = {k: {"method": r.method, "metric": r.metric, "estimate": r.estimate,
+                   "confidence_interval": list(r.confidence_interval), "lower_bound": r.lower_bound,
+                   "naive_estimate": r.naive_estimate, "selected_config": r.selected_config,
+                   "n_bootstraps": r.n_bootstraps, "confidence_level": r.confidence_level,
+                   "random_state": seed}
+               for k, r in res.items()}
+        click.echo(json.dumps(out))
+        return
+    click.echo(f"{'method':8s} {'estimate':>9s} {'CI':>21s} {'lower':>8s} {'naive CV':>9s}")
+    for k, r in res.items():
+        name = "BBC-F" if k == "bbc_f" else r.method.upper()
+        ci = f"[{r.confidence_interval[0]:.4f}, {r.confidence_interval[1]:.4f}]"
+        click.echo(f"{name:8s} {r.estimate:9.4f} {ci:>21s} {r.lower_bound:8.4f} {r.naive_estimate:9.4f}")
+    click.echo(f"({study.metric}; {confidence:.0%} confidence; {bootstraps} bootstraps; selected "
+               f"configuration {study.best_index_}: {study.best_params_})")
+
+
+@main.command()
+@click.argument("store")
+@click.option("--method", type=click.Choice(["bbc", "bbc-f", "both"]), default="both", show_default=True)
+@click.option("--bootstraps", type=click.IntRange(min=1), default=None, help="Default: the study file's, else 1000.")
+@click.option("--confidence", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=None)
+@click.option("--seed", type=int, default=None, help="Bootstrap seed (default: the study's random_state, else 0).")
+@click.option("--json", "as_json", is_flag=True)
+def estimate(store, method, bootstraps, confidence, seed, as_json):
+    """The estimate, CI, lower bound and naive estimate of the study at STORE."""
+    study = _open(store)
+    spec = study.metadata or {}
+    _print_estimates(study, bootstraps or spec.get("bootstraps", 1000),
+                     confidence or spec.get("confidence", 0.95), method,
+                     seed if seed is not None else (spec.get("random_state") or 0), as_json)
+
+
+@main.command()
+@click.argument("store")
+@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False), help="Output directory.")
+@click.option("--bootstraps", type=click.IntRange(min=1), default=None)
+def report(store, out_dir, bootstraps):
+    """PNG plots and an HTML summary of the study at STORE."""
+    from .report import write_report
+
+    study = _open(store)
+    spec = study.metadata or {}
+    path = write_report(study, out_dir, n_bootstraps=bootstraps or spec.get("bootstraps", 1000),
+                        confidence_level=spec.get("confidence", 0.95),
+                        random_state=spec.get("random_state") or 0)
+    click.echo(f"report: {path}")
+
+
+DEMO = {
+    "name": "demo",
+    "data": {"sklearn": "breast_cancer"},
+    "grid": [
+        {"pipeline": [{"estimator": "sklearn.preprocessing.StandardScaler", "params": {}},
+                      {"estimator": "sklearn.linear_model.LogisticRegression", "params": {"max_iter": 2000}}],
+         "grid": {"logisticregression__C": [0.001, 0.01, 0.1, 1.0, 10.0, 100.0]}},
+        {"pipeline": [{"estimator": "sklearn.preprocessing.StandardScaler", "params": {}},
+                      {"estimator": "sklearn.svm.SVC", "params": {}}],
+         "grid": {"svc__C": [0.1, 1.0, 10.0], "svc__gamma": ["scale", 0.001, 0.01]}},
+        {"estimator": "sklearn.ensemble.RandomForestClassifier", "params": {"n_estimators": 50},
+         "grid": {"max_depth": [2, 4, None], "max_features": ["sqrt", 0.5]}},
+    ],
+    "cv": {"splits": 5, "repeats": 2}, "metric": "roc_auc", "dropping": False,
+    "bootstraps": 1000, "confidence": 0.95, "random_state": 0, "configs_per_task": 3,
+    "cluster": {"kind": "local", "n_workers": 2},
+}
+
+
+@main.command()
+@click.option("--store", default="runs/demo.zarr", show_default=True)
+@click.option("--out", "out_dir", default="runs/demo_report", show_default=True)
+@click.option("--workers", type=click.IntRange(min=1), default=2, show_default=True)
+@click.option("--no-progress", is_flag=True)
+def demo(store, out_dir, workers, no_progress):
+    """A real study (breast cancer; logistic regression, SVM and random forest grids) on
+    a local Dask cluster, its estimates next to the naive one, and a report."""
+    from ._studyfile import resolve_spec
+    from .report import write_report
+
+    raw = json.loads(json.dumps(DEMO))
+    raw["store"] = os.path.abspath(store)
+    raw["cluster"]["n_workers"] = workers
+    spec = resolve_spec(raw)
+    t = time.time()
+    study = run_spec(spec, progress=not no_progress)
+    click.echo(f"{len(study.params)} configurations × 5 folds × 2 repeats on {workers} local "
+               f"workers in {time.time() - t:.1f} s")
+    _print_estimates(study, 1000, 0.95, "both", 0)
+    path = write_report(study, out_dir, n_bootstraps=1000, random_state=0)
+    click.echo(f"store: {study.store}\nreport: {os.path.abspath(path)}")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
