@@ -1,17 +1,37 @@
 import subprocess
+
+import pytest
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def test_quickstart_runs_and_prints_the_estimates():
-    out = subprocess.run(
-        [sys.executable, str(ROOT / "examples" / "quickstart.py"), "--quick"],
-        capture_output=True, text=True, timeout=300, check=True,
-    ).stdout
+def _example(name):
+    p = subprocess.run([sys.executable, str(ROOT / "examples" / name), "--quick"],
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr[-3000:]
+    return p.stdout
+
+
+def test_simulated_winners_curse_prints_the_estimates():
+    out = _example("simulated_winners_curse.py")
     for word in ("naive CVT", "BBC", "BBC-F", "true AUC", "lower bound"):
         assert word in out
+
+
+@pytest.mark.parametrize("name, words", [
+    ("quickstart.py", ["BBC ", "BBC-F", "held-out AUC", "winner"]),
+    ("regression.py", ["BBC ", "BBC-F", "negative mean squared error"]),
+    ("multiclass.py", ["'class': 3", "BBC ", "BBC-F"]),
+    ("bbcd_large.py", ["CVT: trained", "BBCD: trained", "dropped"]),
+    ("interrupt_resume.py", ["killed with", "resumed: fitted", "cube equal to an uninterrupted run: True"]),
+    ("existing_scheduler.py", ["connected to tcp://", "(2 workers)", "BBC "]),
+])
+def test_examples_run_in_quick_mode(name, words):
+    out = _example(name)
+    for w in words:
+        assert w in out, out
 
 
 def test_benchmark_script_runs_in_quick_mode():
