@@ -124,8 +124,6 @@ def _class_coord(x):
 
 def _sources(predictions, metric, caller):
     """``(blocks, offsets, n_samples, n_configs, class_coord)`` of a lazy cube."""
-    import dask.array as da
-
     x = predictions
     if type(x).__name__ == "Dataset":
         if "prediction" not in x.data_vars:
@@ -152,7 +150,6 @@ def _sources(predictions, metric, caller):
     per = _per_config_bytes(data.shape, _DIMS[: data.ndim])
     width = max(1, min(c, CHUNK_BYTES // max(per, 1)))
     data = data.rechunk({0: -1, 1: width} | {i: -1 for i in range(2, data.ndim)})
-    assert isinstance(data, da.Array)
     offsets = np.concatenate([[0], np.cumsum(data.chunks[1])[:-1]]).astype(int).tolist()
     return list(data.to_delayed().ravel()), offsets, n, c, coord
 

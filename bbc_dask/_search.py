@@ -137,7 +137,6 @@ class BBCSearchCV(MetaEstimatorMixin, BaseEstimator):
         -------
         self
         """
-        from ._study import _y_and_pos  # noqa: F401  (keeps the engine import lazy)
         from .engine import run_study
 
         caller = "BBCSearchCV"

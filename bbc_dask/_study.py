@@ -141,7 +141,7 @@ class Study:
             remaining = 0.0 if pending == 0 else (pending / rate if running and rate > 0 else None)
         return {
             "cells": int(st.size), "done": int((st == DONE).sum()),
-            "models_trained": self.models_trained[0], "models_full": self.models_trained[1],
+            "models_trained": int(((st == DONE) | (st == FAILED)).sum()), "models_full": int(st.size),
             "failed": int((st == FAILED).sum()), "dropped": int((st == DROPPED).sum()),
             "pending": pending, "waves_done": waves, "waves": int(st.shape[2]),
             "active_configs": int(active.sum()),
@@ -177,6 +177,18 @@ class Study:
                             f"Got {chunked!r} instead.")
         return bool(chunked)
 
+    _CHUNKED_KW = ("n_bootstraps", "confidence_level", "random_state", "pos_label", "block_size")
+
+    def _chunked_opts(self, fn, kwargs, caller):
+        """``(y, options)``: ``fn``'s defaults for the chunked path, updated by ``kwargs``."""
+        import inspect
+
+        V.reject_unknown(kwargs, self._CHUNKED_KW, caller)
+        y, pos = _y_and_pos(self._cube)
+        params = inspect.signature(fn).parameters
+        opts = {k: params[k].default for k in self._CHUNKED_KW} | {"pos_label": pos}
+        return y, opts | kwargs
+
     def _blocks(self, idx):
         from ._lazy import _DIMS, zarr_blocks
 
@@ -206,13 +218,9 @@ class Study:
         if idx.size and self._chunked(idx, chunked):
             from ._lazy import bbc_over_blocks
 
-            V.reject_unknown(kwargs, ("n_bootstraps", "confidence_level", "random_state",
-                                      "pos_label", "block_size"), "Study.bbc(chunked=True)")
-            kwargs.pop("block_size", None)  # per-task blocks are the seed blocks
-            y, pos = _y_and_pos(self._cube)
+            y, opts = self._chunked_opts(S.bbc, kwargs, "Study.bbc(chunked=True)")
+            opts.pop("block_size")  # per-task blocks are the seed blocks
             blocks, offsets = self._blocks(idx)
-            opts = {"n_bootstraps": 1000, "confidence_level": 0.95, "random_state": None,
-                    "pos_label": pos} | kwargs
             res = self._remap(bbc_over_blocks(blocks, offsets, y, metric=self.metric, **opts), idx)
         else:
             idx, pred, y, folds, pos = self._inputs()
@@ -247,11 +255,7 @@ class Study:
         if idx.size and self._chunked(idx, chunked):
             from ._lazy import bbc_f_over_blocks
 
-            V.reject_unknown(kwargs, ("n_bootstraps", "confidence_level", "random_state",
-                                      "pos_label", "block_size"), "Study.bbc_f(chunked=True)")
-            y, pos = _y_and_pos(self._cube)
-            opts = {"n_bootstraps": 1000, "confidence_level": 0.95, "random_state": None,
-                    "pos_label": pos} | kwargs
+            y, opts = self._chunked_opts(S.bbc_f, kwargs, "Study.bbc_f(chunked=True)")
             res = bbc_f_over_blocks(self._blocks(idx)[0], y, self._cube.folds(),
                                     metric=self.metric, **opts)
             return self._remap(res, idx)

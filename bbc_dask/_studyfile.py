@@ -53,7 +53,7 @@ def _need(d, key, where, types, what):
     if key not in d:
         raise _err(f"{where}.{key}" if where else key, f"missing (expected {what})")
     v = d[key]
-    if not isinstance(v, types) or isinstance(v, bool) and bool not in (types if isinstance(types, tuple) else (types,)):
+    if not isinstance(v, types):
         raise _err(f"{where}.{key}" if where else key, f"expected {what}, got {v!r}")
     return v
 
@@ -191,23 +191,25 @@ def _resolve_entry(e, where):
         raise _err(f"{where}.grid", f"expected a mapping of parameter -> non-empty list, got {grid!r}")
     if "estimator" in e:
         step = {"estimator": e["estimator"], "params": e.get("params", {}) or {}}
-        _build_step(step, where)
+        est = _build_step(step, where)
         out = {"estimator": step["estimator"], "params": step["params"], "grid": grid}
     else:
         steps = e["pipeline"]
         if not isinstance(steps, list) or not steps:
             raise _err(f"{where}.pipeline", "expected a non-empty list of steps")
-        norm = []
+        norm, built = [], []
         for i, st in enumerate(steps):
             st = {"estimator": st} if isinstance(st, str) else st
             if not isinstance(st, dict) or "estimator" not in st:
                 raise _err(f"{where}.pipeline[{i}]", f"expected an import path or {{estimator, params}}, got {st!r}")
             st = {"estimator": st["estimator"], "params": st.get("params", {}) or {}}
-            _build_step(st, f"{where}.pipeline[{i}]")
+            built.append(_build_step(st, f"{where}.pipeline[{i}]"))
             norm.append(st)
+        from sklearn.pipeline import make_pipeline
+
+        est = make_pipeline(*built)
         out = {"pipeline": norm, "grid": grid}
-    try:
-        est = _build_entry(out)
+    try:  # the grid's names exist (set_params checks them)
         est.set_params(**{k: v[0] for k, v in grid.items()})
     except (ValueError, TypeError) as exc:
         raise _err(f"{where}.grid", f"{exc}") from None

@@ -18,6 +18,7 @@ Use :func:`get_metric` to look one up and :data:`METRICS` for the names.
 """
 from __future__ import annotations
 
+import abc
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -102,8 +103,9 @@ def _oob(counts):
     return (counts == 0).astype(np.int32)
 
 
-class _Prepared:
-    """Base class of a metric bound to (target, predictions)."""
+class _Prepared(abc.ABC):
+    """Base class of a metric bound to (target, predictions); a family implements
+    ``scores`` and ``winner_scores``."""
 
     def __init__(self, metric, target, pred):
         self.metric = metric
@@ -113,13 +115,13 @@ class _Prepared:
         self.n_repeats = pred.shape[2]
 
     # API used by the estimators ----------------------------------------------
+    @abc.abstractmethod
     def scores(self, counts):
         """Scores ``(B, C, R)`` of every configuration and repeat; NaN where undefined."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def winner_scores(self, counts, winners, oob=True):
         """Scores ``(B, R)`` of configuration ``winners[b]`` (out of bag by default)."""
-        raise NotImplementedError
 
     def defined(self, counts):
         """``(B,)`` bool: the metric is defined for these weights (per repeat all alike)."""

@@ -51,7 +51,12 @@ def plot_configurations(study):
     cvr = study.cv_results_
     score = np.asarray(cvr["pooled_test_score"], dtype=float)
     dropped = {d["config"]: d["wave"] for d in study.dropped}
-    partial = np.array([_partial_score(study, c) if c in dropped else np.nan for c in range(score.size)])
+    partial = np.full(score.size, np.nan)
+    if dropped:  # dropped configurations: mean over the folds they trained
+        F = study.fold_scores()
+        for c in dropped:
+            if np.isfinite(F[:, c]).any():
+                partial[c] = np.nanmean(F[:, c])
     shown = np.where(np.isnan(score), partial, score)
     order = np.argsort(np.where(np.isnan(shown), np.inf, -shown), kind="stable")
     fig = _figure((7, 4))
@@ -81,12 +86,6 @@ def plot_configurations(study):
     ax.set_title(title, fontsize=10)
     ax.legend(loc="upper right", fontsize=8)
     return fig
-
-
-def _partial_score(study, c):
-    F = study.fold_scores()
-    col = F[:, c]
-    return float(np.nanmean(col)) if np.isfinite(col).any() else np.nan
 
 
 def plot_fold_scores(study, max_configs=200):

@@ -33,15 +33,17 @@ __all__ = [
 _BLOCK_BYTES = 256 * 2**20
 
 
-def prepare_inputs(predictions, y, metric, pos_label, caller):
+def prepare_inputs(predictions, y, metric, pos_label, caller, class_coord=None):
     """Validate and encode ``(predictions, y)`` for ``metric``.
 
-    Returns ``(metric, target, pred)`` with ``pred`` float64 (N, C, R[, K]).
+    ``class_coord`` gives the class order of a plain array's class axis (a DataArray
+    carries its own). Returns ``(metric, target, pred)`` with ``pred`` float64
+    (N, C, R[, K]).
     """
     m = get_metric(metric, caller=caller)
-    arr, class_coord = V.as_predictions(predictions, m, caller)
+    arr, coord = V.as_predictions(predictions, m, caller)
     target = V.as_target(y, m, caller, pos_label=pos_label)
-    pred = V.encode_predictions(arr, class_coord, m, target, caller)
+    pred = V.encode_predictions(arr, coord if class_coord is None else class_coord, m, target, caller)
     return m, target, pred
 
 

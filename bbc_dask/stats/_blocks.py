@@ -11,12 +11,11 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _validation as V
-from ..metrics import get_metric
 from ._bbc import _select
+from ._bbc import prepare_inputs as _prepare
 from ._bootstrap import SEED_BLOCK, CountBlocks
 
-__all__ = ["ZarrBlock", "chunk_bbc", "chunk_dropping", "chunk_fold_matrix", "chunk_full_scores",
-           "merge_winners"]
+__all__ = ["ZarrBlock", "chunk_bbc", "chunk_dropping", "chunk_fold_matrix", "merge_winners"]
 
 
 class ZarrBlock:
@@ -54,14 +53,13 @@ class ZarrBlock:
         return arr[:, :, None] if self.expand else arr
 
 
+def _load(pred):
+    return pred.read() if isinstance(pred, ZarrBlock) else pred
+
+
 def prepare_inputs(pred, y, metric, pos_label, caller, class_coord=None):
     """``(metric, target, encoded)`` of one chunk (read from Zarr if it is a ZarrBlock)."""
-    if isinstance(pred, ZarrBlock):
-        pred = pred.read()
-    m = get_metric(metric, caller=caller)
-    arr, _ = V.as_predictions(pred, m, caller)
-    target = V.as_target(y, m, caller, pos_label=pos_label)
-    return m, target, V.encode_predictions(arr, class_coord, m, target, caller)
+    return _prepare(_load(pred), y, metric, pos_label, caller, class_coord)
 
 
 def _root(seed):
@@ -72,12 +70,6 @@ def _root(seed):
 def _full(prep, n):
     """Scores of the prepared configurations on all rows (mean over repeats), (c,)."""
     return prep.scores(np.ones((1, n), dtype=np.int32))[0].mean(axis=1)
-
-
-def chunk_full_scores(pred, y, metric, pos_label, class_coord=None):
-    """Scores of the chunk's configurations on all rows (mean over repeats), (c,)."""
-    m, target, enc = prepare_inputs(pred, y, metric, pos_label, "bbc", class_coord)
-    return _full(m.prepare(target, enc), enc.shape[0])
 
 
 def chunk_bbc(pred, y, metric, pos_label, offset, seed, n_boot, class_coord=None, stream="bbc",
@@ -137,7 +129,5 @@ def chunk_dropping(pred, y, available, metric, pos_label, seed, n_boot, class_co
     """The dropping-test scores of one chunk: ``(full (c,), per bootstrap (B, c), n_redrawn)``."""
     from ._dropping import dropping_scores
 
-    if isinstance(pred, ZarrBlock):
-        pred = pred.read()
-    return dropping_scores(pred, y, available, metric=metric, pos_label=pos_label,
+    return dropping_scores(_load(pred), y, available, metric=metric, pos_label=pos_label,
                            root=_root(seed), n_boot=n_boot, class_coord=class_coord)

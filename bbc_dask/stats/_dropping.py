@@ -12,8 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import _validation as V
-from ..metrics import get_metric
-from ._bbc import _select
+from ._bbc import _select, prepare_inputs
 from ._bootstrap import CountBlocks
 
 __all__ = ["Dropping", "DroppingResult", "dropping_test"]
@@ -149,11 +148,8 @@ def dropping_scores(predictions, y, available, *, metric, pos_label=None, root=N
         for r in range(n_rep):
             if fill.size:
                 filled[~avail[:, r], :, r] = fill[0, :, r]
-    m = get_metric(metric, caller=caller)
-    arr, coord = V.as_predictions(filled, m, caller)
-    target = V.as_target(y, m, caller, pos_label=pos_label)
-    enc = V.encode_predictions(arr, class_coord if class_coord is not None else coord, m, target, caller)
-    del filled, arr
+    m, target, enc = prepare_inputs(filled, y, metric, pos_label, caller, class_coord)
+    del filled
     preps = [m.prepare(target, enc[:, :, r : r + 1]) for r in range(n_rep)]
     mask = avail.T.astype(np.int32)  # (R, N)
 
