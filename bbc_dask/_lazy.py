@@ -35,32 +35,49 @@ CHUNK_BYTES = 16 * 2**20
 _DIMS = ("sample", "config", "repeat", "class")
 
 
-def _zarr_of(x):
-    """The ``zarr.Array`` behind ``x`` when every element of ``x`` is read unchanged from it
-    (a zarr.Array, or an xarray variable opened from Zarr with no decoding or slicing)."""
+def _zarr_source(x):
+    """``(zarr.Array, key)`` when every element of ``x`` is read unchanged from that array
+    at ``key`` (a tuple of slices): a zarr.Array, or an xarray variable opened from Zarr
+    with no decoding — lazily indexed (``chunks=None``, sliced or not) or Dask-backed as
+    opened (not sliced: Dask's slicing is a graph layer we do not read)."""
     if type(x).__module__.startswith("zarr") and hasattr(x, "metadata") and hasattr(x, "oindex"):
-        return x
+        return x, tuple(slice(None) for _ in x.shape)
     data = getattr(getattr(x, "variable", None), "_data", None)
+    if data is None:
+        return None
     graph = getattr(data, "dask", None)
-    if graph is None or len(graph.layers) != 2:
-        return None
-    try:
-        (src,) = [layer for name, layer in graph.layers.items() if not graph.dependencies[name]]
-        (obj,) = list(src.values())
-    except ValueError:
-        return None
-    full = tuple([slice(None)] * data.ndim)
+    if graph is not None:
+        if len(graph.layers) != 2:
+            return None
+        try:
+            (src,) = [layer for name, layer in graph.layers.items() if not graph.dependencies[name]]
+            (obj,) = list(src.values())
+        except ValueError:
+            return None
+    else:
+        obj = data
+    key = None
     while True:  # xarray's adapters: accept plain pass-through wrappers only
         name = type(obj).__name__
         if name == "ZarrArrayWrapper":
             arr = obj.get_array()
-            return arr if arr.shape == data.shape and arr.dtype == data.dtype else None
-        if name == "LazilyIndexedArray" and tuple(obj.key.tuple) != full:
-            return None
-        if name not in ("ImplicitToExplicitIndexingAdapter", "CopyOnWriteArray",
-                        "MemoryCachedArray", "LazilyIndexedArray"):
+            key = key or tuple(slice(None) for _ in arr.shape)
+            shape = tuple(len(range(*k.indices(n))) for k, n in zip(key, arr.shape))
+            return (arr, key) if shape == tuple(data.shape) and arr.dtype == data.dtype else None
+        if name == "LazilyIndexedArray":
+            k = tuple(obj.key.tuple)
+            if key is not None or not all(isinstance(i, slice) for i in k):
+                return None  # nested or integer indexing
+            key = k
+        elif name not in ("ImplicitToExplicitIndexingAdapter", "CopyOnWriteArray", "MemoryCachedArray"):
             return None  # e.g. a decoding (mask/scale) wrapper: read through Dask instead
         obj = obj.array
+
+
+def _zarr_of(x):
+    """The ``zarr.Array`` behind ``x`` (see :func:`_zarr_source`), or None."""
+    src = _zarr_source(x)
+    return None if src is None else src[0]
 
 
 def is_lazy(x):
@@ -93,26 +110,31 @@ def _per_config_bytes(shape, dims):
     return int(np.prod([s for s, d in zip(shape, dims) if d != "config"])) * 8
 
 
-def zarr_blocks(array, dims, configs=None, chunk_bytes=None):
-    """ZarrBlocks over ``configs`` (default all), each about ``chunk_bytes`` and aligned to
-    the stored chunks along ``config``. Returns ``(blocks, offsets)``."""
+def zarr_blocks(array, dims, configs=None, chunk_bytes=None, key=None):
+    """ZarrBlocks over ``configs`` (positions in the view ``array[key]``; default all),
+    each about ``chunk_bytes`` and aligned to the stored chunks along ``config``.
+    Returns ``(blocks, offsets)``."""
     chunk_bytes = CHUNK_BYTES if chunk_bytes is None else chunk_bytes
     ax = dims.index("config")
     order = [dims.index(d) for d in _DIMS if d in dims]
     expand = "repeat" not in dims
+    key = tuple(slice(None) for _ in array.shape) if key is None else tuple(key)
+    view = tuple(len(range(*k.indices(n))) for k, n in zip(key, array.shape))
     stored = int(array.chunks[ax])
-    per = max(1, chunk_bytes // max(_per_config_bytes(array.shape, dims), 1))
+    per = max(1, chunk_bytes // max(_per_config_bytes(view, dims), 1))
     width = max(stored, per // stored * stored)
-    n_cfg = array.shape[ax]
-    if configs is None:
+    base = np.arange(*key[ax].indices(array.shape[ax]))  # view position -> stored index
+    full = all(k == slice(None) for k in key)
+    if configs is None and full:
+        n_cfg = array.shape[ax]
         ranges = [slice(a, min(a + width, n_cfg)) for a in range(0, n_cfg, width)]
         offsets = [r.start for r in ranges]
         return [K.ZarrBlock(array, order, ax, r, expand) for r in ranges], offsets
-    configs = np.asarray(configs, dtype=np.int64)
+    configs = base if configs is None else base[np.asarray(configs, dtype=np.int64)]
     # group the requested configurations by the stored-chunk window they fall in
     groups = np.split(configs, np.flatnonzero(np.diff(configs // width)) + 1)
     offsets = np.cumsum([0] + [g.size for g in groups[:-1]]).tolist()
-    return [K.ZarrBlock(array, order, ax, g, expand) for g in groups if g.size], offsets
+    return [K.ZarrBlock(array, order, ax, g, expand, key) for g in groups if g.size], offsets
 
 
 def _class_coord(x):
@@ -129,8 +151,9 @@ def _sources(predictions, metric, caller):
         if "prediction" not in x.data_vars:
             raise ValueError(f"The 'predictions' Dataset of {caller} has no 'prediction' variable.")
         x = x["prediction"]
-    arr = _zarr_of(x)
-    ndim = (arr if arr is not None else getattr(x, "data", x)).ndim
+    src = _zarr_source(x)
+    arr = None if src is None else src[0]
+    ndim = len(x.shape)
     dims = _dims_of(x, ndim, caller)
     if metric.needs_class_axis != ("class" in dims):
         raise ValueError(
@@ -138,10 +161,9 @@ def _sources(predictions, metric, caller):
             f"class probabilities (a 'class' axis) in {caller}. Got dims {dims}."
         )
     coord = _class_coord(x)
-    shape = (arr if arr is not None else x).shape
-    n, c = shape[dims.index("sample")], shape[dims.index("config")]
+    n, c = x.shape[dims.index("sample")], x.shape[dims.index("config")]
     if arr is not None:
-        blocks, offsets = zarr_blocks(arr, dims)
+        blocks, offsets = zarr_blocks(arr, dims, key=src[1])
         return blocks, offsets, n, c, coord
     data = getattr(x, "data", x)
     data = data.transpose([dims.index(d) for d in _DIMS if d in dims])

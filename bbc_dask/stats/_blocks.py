@@ -27,13 +27,15 @@ class ZarrBlock:
     ``expand`` inserts the repeat axis of a cube stored without one.
     """
 
-    __slots__ = ("array", "order", "config_axis", "configs", "expand")
+    __slots__ = ("array", "order", "config_axis", "configs", "expand", "key")
 
-    def __init__(self, array, order, config_axis, configs, expand):
-        # configs: a slice, or the configuration indices (sorted) to read
+    def __init__(self, array, order, config_axis, configs, expand, key=None):
+        # configs: a slice, or the stored configuration indices (sorted) to read; key:
+        # slices of the other axes (a view of the stored array)
         self.array, self.order, self.config_axis = array, tuple(order), int(config_axis)
         self.configs = configs if isinstance(configs, slice) else np.asarray(configs, dtype=np.int64)
         self.expand = bool(expand)
+        self.key = tuple(slice(None) for _ in self.order) if key is None else tuple(key)
 
     def __getstate__(self):
         return tuple(getattr(self, k) for k in self.__slots__)
@@ -43,7 +45,7 @@ class ZarrBlock:
             setattr(self, k, v)
 
     def read(self):
-        key = [slice(None)] * len(self.order)
+        key = list(self.key)
         key[self.config_axis] = self.configs
         if isinstance(self.configs, slice):
             raw = self.array[tuple(key)]
