@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import dataclasses
-import os
 
 import numpy as np
 
@@ -59,6 +58,8 @@ class Study:
     Attributes
     ----------
     store : str
+        The store's absolute path or URL.
+    location : bbc_dask.cube.StoreLocation
     cube : xarray.Dataset
         The prediction cube, lazily backed by the store.
     metric : str
@@ -66,9 +67,10 @@ class Study:
         Fits performed by the call that returned this object (0 for :func:`open_study`).
     """
 
-    def __init__(self, store, final_model=None):
-        self.store = os.fspath(store)
-        self._cube = open_cube(self.store)
+    def __init__(self, store, final_model=None, storage_options=None):
+        self._cube = open_cube(store, storage_options=storage_options)
+        self.location = self._cube.location
+        self.store = self.location.url
         self.meta = self._cube.meta
         self.spec = self.meta["spec"]
         self.metric = self.spec["metric"]
@@ -119,8 +121,6 @@ class Study:
         seconds of the latest run (remaining from its rate so far; None when unknown)."""
         import time
 
-        from .cube import StoreLock
-
         st = self._cube.state()
         waves = 0
         for k in range(st.shape[2]):  # a wave is done when no cell of fold k is pending
@@ -129,7 +129,7 @@ class Study:
             waves += 1
         pending = int((st == PENDING).sum())
         active = (self._cube.group["drop_wave"][...] < 0) & ~np.any(st == FAILED, axis=(1, 2))
-        running = StoreLock(self.store).is_held()
+        running = self.location.lock().is_held()
         runs = self.meta.get("runs") or []
         elapsed = remaining = None
         if runs and "t0" in runs[-1]:
@@ -352,8 +352,8 @@ class Study:
         info = self.meta.get("final_model")
         if not info:
             raise ValueError(f"The study at {self.store!r} has no final model (refit=False or not finished).")
-        file = os.path.join(self.store, info["file"])
-        untrusted = sio.get_untrusted_types(file=file)
+        data = self.location.read_bytes(info["file"])
+        untrusted = sio.get_untrusted_types(data=data)
         safe = [t for t in untrusted if t.split(".")[0] in ("sklearn", "numpy", "scipy")]
         extra = list(trusted or [])
         left = [t for t in untrusted if t not in safe and t not in extra]
@@ -362,9 +362,17 @@ class Study:
                 f"The final model of {self.store!r} contains types that are not trusted: "
                 f"{left}. Pass load_final_model(trusted=[...]) if you trust them."
             )
-        return sio.load(file, trusted=safe + extra)
+        return sio.loads(data, trusted=safe + extra)
 
 
-def open_study(store):
-    """Open a finished or interrupted study read-only (everything but refitting)."""
-    return Study(store)
+def open_study(store, storage_options=None):
+    """Open a finished or interrupted study read-only (everything but refitting).
+
+    Parameters
+    ----------
+    store : str or path
+        The study's directory or fsspec URL (``s3://bucket/study.zarr``).
+    storage_options : dict, default=None
+        fsspec options of a URL store (credentials, endpoint).
+    """
+    return Study(store, storage_options=storage_options)

@@ -22,7 +22,11 @@ A study file::
     confidence: 0.95
     random_state: 0
     store: runs/study.zarr      # relative to the study file
-    cluster: {kind: local, n_workers: 2}   # or {address: "tcp://host:8786"}
+    cluster: {kind: local, n_workers: 2}   # or {address: "tcp://host:8786"}, or
+                                           # {kind: kubernetes, n_workers: 8, image: ...};
+                                           # security: {tls_ca_file: ..., tls_client_cert: ...,
+                                           # tls_client_key: ...} (paths relative to the file)
+    storage_options: {...}      # fsspec options of an s3:// store (endpoint, credentials)
 
 Every entry becomes configurations of one search: the study's estimator is a one-step
 pipeline whose ``model`` step is set per configuration (``{"model": [est], "model__C":
@@ -38,7 +42,7 @@ import numpy as np
 __all__ = ["StudyFileError", "load_study_file", "load_data", "build_search"]
 
 _TOP = {"data", "grid", "cv", "metric", "dropping", "bootstraps", "confidence", "random_state",
-        "store", "cluster", "configs_per_task", "name"}
+        "store", "cluster", "configs_per_task", "name", "storage_options"}
 
 
 class StudyFileError(ValueError):
@@ -140,6 +144,20 @@ def resolve_spec(raw, base="."):
     if cluster.get("kind", "local") not in ("local", "address", "kubernetes"):
         raise _err("cluster.kind", f"expected local, address or kubernetes, got {cluster.get('kind')!r}")
     spec["cluster"] = {"kind": "local", **cluster}
+    sec = spec["cluster"].get("security")
+    if sec is not None:
+        if not isinstance(sec, dict):
+            raise _err("cluster.security", f"expected a mapping of TLS files (tls_ca_file, "
+                                           f"tls_client_cert, tls_client_key), got {sec!r}")
+        spec["cluster"]["security"] = {
+            k: os.path.abspath(os.path.join(base, v)) if k.startswith("tls_") and k != "tls_min_version"
+            and isinstance(v, str) else v for k, v in sec.items()}
+    so = raw.get("storage_options")
+    if so is not None and not isinstance(so, dict):
+        raise _err("storage_options", f"expected a mapping of fsspec options, got {so!r}")
+    if so and "://" not in spec["store"]:
+        raise _err("storage_options", "applies to URL stores (s3://...) only")
+    spec["storage_options"] = so
     spec["configs_per_task"] = _int(raw.get("configs_per_task", 10), "configs_per_task", 1)
     return spec
 

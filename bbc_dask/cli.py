@@ -49,39 +49,74 @@ def main(ctx, debug):
     ctx.obj["debug"] = debug
 
 
-def _open(store):
-    from ._study import open_study
+def _parse_options(pairs, flag):
+    """``KEY=VALUE`` pairs (values read as YAML; dotted keys nest) as a dict."""
+    import yaml
 
-    if not os.path.exists(store):
-        raise FileNotFoundError(f"{store}: no such store")
+    out = {}
+    for pair in pairs or ():
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise click.BadParameter(f"expected KEY=VALUE, got {pair!r}", param_hint=flag)
+        *parents, last = key.split(".")
+        node = out
+        for part in parents:
+            node = node.setdefault(part, {})
+            if not isinstance(node, dict):
+                raise click.BadParameter(f"{key!r} nests under a value", param_hint=flag)
+        node[last] = yaml.safe_load(value) if value else ""
+    return out
+
+
+def _open(store, storage_options=None):
+    from ._study import open_study
+    from .cube import StoreMismatchError
+
     try:
-        return open_study(store)
-    except Exception as e:
+        return open_study(store, storage_options=storage_options or None)
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{store}: no such store") from None
+    except StoreMismatchError as e:
         raise ValueError(f"{store} is not a bbc_dask study store ({e})") from None
 
 
 def _client(spec, scheduler):
-    if scheduler:
-        return scheduler
+    """A Client the caller closes, or an address string that run_study connects to."""
     cluster = dict(spec["cluster"])
     kind = cluster.pop("kind", "local")
+    cluster.pop("security", None)
+    if scheduler:
+        return scheduler
     if kind == "address":
         return cluster["address"]
     from .cluster import make_client
 
     if kind == "local":
         cluster.setdefault("dashboard_address", ":0")
+        return make_client(kind, security=spec["cluster"].get("security"), **cluster)
     return make_client(kind, **cluster)
 
 
-def run_spec(spec, *, scheduler=None, store=None, progress=True):
-    """Run (or resume) a resolved study spec; returns the Study."""
+def run_spec(spec, *, scheduler=None, store=None, progress=True, cluster=None,
+             storage_options=None):
+    """Run (or resume) a resolved study spec; returns the Study.
+
+    ``cluster`` overrides keys of the study file's ``cluster:`` section (``kind``, options,
+    ``security``); ``storage_options`` updates its ``storage_options``."""
     from . import _studyfile as F
     from .engine import run_study
     from .stats._dropping import Dropping
 
     if store:
         spec = dict(spec, store=os.path.abspath(store) if "://" not in store else store)
+    if cluster:
+        merged = dict(spec["cluster"])
+        if cluster.get("kind", merged.get("kind")) != merged.get("kind"):
+            merged = {k: v for k, v in merged.items() if k == "security"}  # another kind's options don't apply
+        merged.update(cluster)
+        spec = dict(spec, cluster=merged)
+    if storage_options:
+        spec = dict(spec, storage_options={**(spec.get("storage_options") or {}), **storage_options})
     X, y, groups = F.load_data(spec)
     estimator, grid = F.build_search(spec)
     drop = spec["dropping"]
@@ -94,6 +129,8 @@ def run_spec(spec, *, scheduler=None, store=None, progress=True):
             n_splits=spec["cv"]["splits"], n_repeats=spec["cv"]["repeats"], groups=groups,
             random_state=spec["random_state"], client=client, progress=progress,
             configs_per_task=spec["configs_per_task"], dropping=dropping, metadata=spec,
+            storage_options=spec.get("storage_options"),
+            security=spec["cluster"].get("security") if not owned else None,
         )
     finally:
         if owned:
@@ -103,18 +140,45 @@ def run_spec(spec, *, scheduler=None, store=None, progress=True):
                 cluster.close()
 
 
+_storage_option = click.option(
+    "--storage-option", "storage_option", multiple=True, metavar="KEY=VALUE",
+    help="fsspec option of a URL store, repeatable; dotted keys nest "
+         "(client_kwargs.endpoint_url=http://minio:9000).")
+
+
 @main.command()
 @click.argument("study_file", type=click.Path(dir_okay=False))
 @click.option("--scheduler", default=None, help="Address of an existing Dask scheduler.")
-@click.option("--store", default=None, help="Store path (overrides the study file's).")
+@click.option("--store", default=None, help="Store path or URL (overrides the study file's).")
+@click.option("--cluster", "cluster_kind", type=click.Choice(["local", "address", "kubernetes"]),
+              default=None, help="Cluster kind (overrides the study file's cluster.kind).")
+@click.option("--cluster-option", multiple=True, metavar="KEY=VALUE",
+              help="Cluster option, repeatable (n_workers=8, image=..., adapt_maximum=20).")
+@click.option("--tls-ca-file", type=click.Path(dir_okay=False, exists=True), default=None,
+              help="CA certificate of a TLS scheduler.")
+@click.option("--tls-cert", type=click.Path(dir_okay=False, exists=True), default=None,
+              help="Client certificate for a TLS scheduler.")
+@click.option("--tls-key", type=click.Path(dir_okay=False, exists=True), default=None,
+              help="Client private key for a TLS scheduler.")
+@_storage_option
 @click.option("--no-progress", is_flag=True, help="No progress bar.")
-def run(study_file, scheduler, store, no_progress):
+def run(study_file, scheduler, store, cluster_kind, cluster_option, tls_ca_file, tls_cert,
+        tls_key, storage_option, no_progress):
     """Run STUDY_FILE, or resume it if its store holds the same study."""
     from ._studyfile import load_study_file
 
     spec = load_study_file(study_file)
+    cluster = _parse_options(cluster_option, "--cluster-option")
+    if cluster_kind:
+        cluster["kind"] = cluster_kind
+    tls = {k: os.path.abspath(v) for k, v in (("tls_ca_file", tls_ca_file),
+                                              ("tls_client_cert", tls_cert),
+                                              ("tls_client_key", tls_key)) if v}
+    if tls:
+        cluster["security"] = tls
     t = time.time()
-    study = run_spec(spec, scheduler=scheduler, store=store, progress=not no_progress)
+    study = run_spec(spec, scheduler=scheduler, store=store, progress=not no_progress,
+                     cluster=cluster, storage_options=_parse_options(storage_option, "--storage-option"))
     st = study.status()
     click.echo(f"finished: {st['done']} cells done, {st['failed']} failed, {st['dropped']} dropped "
                f"in {time.time() - t:.1f} s; store {study.store}")
@@ -125,9 +189,10 @@ def run(study_file, scheduler, store, no_progress):
 @main.command()
 @click.argument("store")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def status(store, as_json):
-    """Progress of the study at STORE."""
-    st = _open(store).status()
+@_storage_option
+def status(store, as_json, storage_option):
+    """Progress of the study at STORE (a path or a URL such as s3://bucket/study.zarr)."""
+    st = _open(store, _parse_options(storage_option, "--storage-option")).status()
     if as_json:
         click.echo(json.dumps(st))
         return
@@ -170,9 +235,10 @@ def _print_estimates(study, bootstraps, confidence, method, seed, as_json=False)
 @click.option("--confidence", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=None)
 @click.option("--seed", type=int, default=None, help="Bootstrap seed (default: the study's random_state, else 0).")
 @click.option("--json", "as_json", is_flag=True)
-def estimate(store, method, bootstraps, confidence, seed, as_json):
+@_storage_option
+def estimate(store, method, bootstraps, confidence, seed, as_json, storage_option):
     """The estimate, CI, lower bound and naive estimate of the study at STORE."""
-    study = _open(store)
+    study = _open(store, _parse_options(storage_option, "--storage-option"))
     spec = study.metadata or {}
     _print_estimates(study, bootstraps or spec.get("bootstraps", 1000),
                      confidence or spec.get("confidence", 0.95), method,
@@ -183,11 +249,12 @@ def estimate(store, method, bootstraps, confidence, seed, as_json):
 @click.argument("store")
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False), help="Output directory.")
 @click.option("--bootstraps", type=click.IntRange(min=1), default=None)
-def report(store, out_dir, bootstraps):
+@_storage_option
+def report(store, out_dir, bootstraps, storage_option):
     """PNG plots and an HTML summary of the study at STORE."""
     from .report import write_report
 
-    study = _open(store)
+    study = _open(store, _parse_options(storage_option, "--storage-option"))
     spec = study.metadata or {}
     path = write_report(study, out_dir, n_bootstraps=bootstraps or spec.get("bootstraps", 1000),
                         confidence_level=spec.get("confidence", 0.95),

@@ -1,44 +1,255 @@
-"""Getting a Dask client: a local cluster (default) or an existing scheduler."""
+"""Getting a Dask client: a local cluster (default), an existing scheduler, or a cluster on
+Kubernetes through the Dask operator (``dask-kubernetes``' ``KubeCluster``)."""
 from __future__ import annotations
 
+import copy
 import os
+import uuid
 
-__all__ = ["make_client", "resolve_client"]
+__all__ = ["KUBERNETES_DEFAULTS", "as_security", "kubernetes_cluster_spec", "make_client",
+           "resolve_client"]
+
+_KINDS = ("local", "address", "kubernetes")
 
 
-def make_client(kind="local", **options):
-    """A :class:`distributed.Client`.
+def _default_image():
+    from . import __version__
+
+    return os.environ.get("BBC_DASK_IMAGE", f"bbc-dask:{__version__}")
+
+
+#: Defaults of ``make_client(kind="kubernetes")``; every key can be overridden from
+#: ``make_client``'s options, the study file's ``cluster:`` section or the CLI.
+KUBERNETES_DEFAULTS = {
+    "name": None,               # None: "bbc-dask-<8 hex>"
+    "namespace": "default",
+    "image": None,              # None: $BBC_DASK_IMAGE or "bbc-dask:<version>" (deploy/Dockerfile)
+    "n_workers": 2,
+    "threads_per_worker": 1,    # the fits are single-threaded scikit-learn calls
+    "resources": {"requests": {"cpu": "1", "memory": "4Gi"},
+                  "limits": {"cpu": "1", "memory": "4Gi"}},
+    "adapt_minimum": None,      # both None: a fixed number of workers
+    "adapt_maximum": None,
+    "env": {},
+    "scheduler_service_type": "ClusterIP",
+    "idle_timeout": 0,
+    "resource_timeout": 300,
+}
+
+#: Non-root, no privilege escalation, no capabilities: the pod security "restricted" profile.
+_CONTAINER_SECURITY = {
+    "allowPrivilegeEscalation": False,
+    "privileged": False,
+    "readOnlyRootFilesystem": False,  # dask writes spill files and a scratch directory
+    "runAsNonRoot": True,
+    "capabilities": {"drop": ["ALL"]},
+}
+_POD_SECURITY = {
+    "runAsNonRoot": True,
+    "runAsUser": 10001,
+    "runAsGroup": 10001,
+    "fsGroup": 10001,
+    "seccompProfile": {"type": "RuntimeDefault"},
+}
+
+
+def _check_options(options, allowed, caller):
+    unknown = sorted(set(options) - set(allowed))
+    if unknown:
+        raise TypeError(f"{caller} got unexpected option(s) {unknown}; the options are "
+                        f"{sorted(allowed)}.")
+
+
+def kubernetes_cluster_spec(**options):
+    """The ``DaskCluster`` custom resource that ``make_client(kind="kubernetes")`` creates.
+
+    Built with ``dask_kubernetes.operator.make_cluster_spec`` from :data:`KUBERNETES_DEFAULTS`
+    updated with ``options``, then hardened: ``dask scheduler``/``dask worker`` commands
+    with one thread per worker, resource requests and limits on every container, non-root
+    pod and container security contexts (no privilege escalation, all capabilities
+    dropped, RuntimeDefault seccomp).
+
+    Returns
+    -------
+    dict
+        ``apiVersion: kubernetes.dask.org/v1``, ``kind: DaskCluster``.
+    """
+    opts = _kubernetes_options(options, "kubernetes_cluster_spec")
+    make_cluster_spec = _import_operator().make_cluster_spec
+    worker_cmd = ["dask", "worker", "--nthreads", str(opts["threads_per_worker"])]
+    spec = make_cluster_spec(
+        name=opts["name"], image=opts["image"], n_workers=opts["n_workers"],
+        resources=copy.deepcopy(opts["resources"]), env=dict(opts["env"]) or None,
+        worker_command=worker_cmd, scheduler_service_type=opts["scheduler_service_type"],
+        idle_timeout=opts["idle_timeout"],
+    )
+    spec["metadata"]["namespace"] = opts["namespace"]
+    spec["metadata"]["labels"] = {"app.kubernetes.io/name": "bbc-dask",
+                                  "app.kubernetes.io/component": "dask-cluster"}
+    for role in ("scheduler", "worker"):
+        pod = spec["spec"][role]["spec"]
+        pod["securityContext"] = copy.deepcopy(_POD_SECURITY)
+        pod["automountServiceAccountToken"] = False
+        for c in pod["containers"]:
+            c["securityContext"] = copy.deepcopy(_CONTAINER_SECURITY)
+            c["imagePullPolicy"] = "IfNotPresent"
+            if not opts["env"]:
+                c.pop("env", None)
+    # dask-kubernetes' template calls the old `dask-scheduler` entry point.
+    sched = spec["spec"]["scheduler"]["spec"]["containers"][0]
+    sched["args"] = ["dask", "scheduler", "--host", "0.0.0.0"] + [
+        a for a in sched["args"][1:] if a not in ("--host", "0.0.0.0")]
+    return spec
+
+
+def _kubernetes_options(options, caller):
+    _check_options(options, KUBERNETES_DEFAULTS, caller)
+    opts = copy.deepcopy(KUBERNETES_DEFAULTS)
+    opts.update(copy.deepcopy(options))
+    opts["name"] = opts["name"] or f"bbc-dask-{uuid.uuid4().hex[:8]}"
+    opts["image"] = opts["image"] or _default_image()
+    from . import _validation as V
+
+    for key in ("n_workers", "threads_per_worker", "resource_timeout"):
+        opts[key] = V.check_int(opts[key], key, caller)
+    lo, hi = opts["adapt_minimum"], opts["adapt_maximum"]
+    if (lo is None) != (hi is None):
+        raise ValueError(f"The 'adapt_minimum' and 'adapt_maximum' options of {caller} go "
+                         f"together (adaptive scaling between them). Got {lo!r} and {hi!r}.")
+    if lo is not None:
+        lo = V.check_int(lo, "adapt_minimum", caller, low=0)
+        hi = V.check_int(hi, "adapt_maximum", caller)
+        if lo > hi:
+            raise ValueError(f"The 'adapt_minimum' option of {caller} ({lo}) exceeds "
+                             f"'adapt_maximum' ({hi}).")
+        opts["adapt_minimum"], opts["adapt_maximum"] = lo, hi
+    res = opts["resources"]
+    if not isinstance(res, dict) or set(res) - {"requests", "limits"} or not all(
+            isinstance(v, dict) for v in res.values()):
+        raise ValueError(f"The 'resources' option of {caller} must be a mapping with 'requests' "
+                         f"and/or 'limits' mappings (e.g. {{'requests': {{'cpu': '1'}}}}). "
+                         f"Got {res!r} instead.")
+    if not isinstance(opts["env"], dict):
+        raise ValueError(f"The 'env' option of {caller} must be a mapping. Got {opts['env']!r}.")
+    opts["env"] = {str(k): str(v) for k, v in opts["env"].items()}
+    return opts
+
+
+def _import_operator():
+    try:
+        import dask_kubernetes.operator as op
+    except ImportError as e:
+        raise ImportError(
+            f"make_client(kind='kubernetes') needs the optional extra bbc-dask[kubernetes] "
+            f"(dask-kubernetes): pip install 'bbc-dask[kubernetes]' ({e})."
+        ) from None
+    return op
+
+
+def as_security(security, caller="bbc_dask"):
+    """A :class:`distributed.security.Security` from None, True (temporary self-signed
+    certificates, for a local cluster), a ``Security`` or a dict of its arguments."""
+    if security is None or security is False:
+        return None
+    from distributed.security import Security
+
+    if isinstance(security, Security):
+        return security
+    if security is True:
+        return Security.temporary()
+    if isinstance(security, dict):
+        for key, value in security.items():
+            if key.startswith("tls_") and key != "tls_min_version" and isinstance(value, str) \
+                    and not value.lstrip().startswith("-----BEGIN") and not os.path.isfile(value):
+                raise FileNotFoundError(f"The 'security' parameter of {caller}: {key} = {value!r}: "
+                                        f"no such file.")
+        try:
+            return Security(**{"require_encryption": True, **security})
+        except TypeError as e:
+            raise TypeError(f"The 'security' parameter of {caller}: {e}") from None
+    raise TypeError(f"The 'security' parameter of {caller} must be a distributed Security, a "
+                    f"dict of its arguments, True or None. Got {type(security).__name__} instead.")
+
+
+def make_client(kind="local", *, security=None, **options):
+    """A :class:`distributed.Client` on a new or existing cluster.
 
     Parameters
     ----------
-    kind : {"local", "address"}
+    kind : {"local", "address", "kubernetes"}
         ``"local"``: a :class:`distributed.LocalCluster` of processes with one thread each
-        (``n_workers`` defaults to the number of cores); ``"address"``: connect to
-        ``options["address"]``.
+        (``n_workers`` defaults to the number of cores). ``"address"``: connect to the
+        scheduler at ``options["address"]``. ``"kubernetes"``: create a ``DaskCluster``
+        with the Dask operator (dask-kubernetes' ``KubeCluster``, optional extra
+        ``bbc-dask[kubernetes]``) from :func:`kubernetes_cluster_spec`, then adaptive
+        scaling between ``adapt_minimum`` and ``adapt_maximum`` if given; the cluster is
+        deleted when the client's cluster is closed.
+    security : distributed.security.Security, dict, True or None
+        TLS. ``"address"``: the client's certificates; ``"local"``: the cluster runs over
+        TLS (True: temporary self-signed certificates). On Kubernetes, TLS is set up by the
+        manifests in ``deploy/`` (connect to them with ``"address"``): ``KubeCluster``
+        reaches its scheduler over plain TCP, so it is refused here rather than half-done.
     **options
-        Passed to ``LocalCluster`` (local) or ``Client`` (address).
+        ``local``: passed to ``LocalCluster``; ``address``: ``address`` and ``Client``
+        options; ``kubernetes``: the keys of :data:`KUBERNETES_DEFAULTS`.
     """
     from distributed import Client, LocalCluster
 
+    if kind not in _KINDS:
+        raise ValueError(f"The 'kind' parameter of make_client must be one of {list(_KINDS)}. "
+                         f"Got {kind!r} instead.")
+    security = as_security(security, "make_client")
     if kind == "local":
         opts = dict(n_workers=os.cpu_count() or 1, threads_per_worker=1, processes=True)
         opts.update(options)
-        return Client(LocalCluster(**opts))
+        if security is not None:
+            opts.setdefault("protocol", "tls://")
+            opts["security"] = security
+        return Client(LocalCluster(**opts), security=security)
     if kind == "address":
         opts = dict(options)
+        if "address" not in opts:
+            raise TypeError("make_client(kind='address') needs the 'address' option "
+                            "(e.g. 'tls://scheduler:8786').")
         address = opts.pop("address")
-        return Client(address, **opts)
-    raise ValueError(f"The 'kind' parameter of make_client must be one of ['local', 'address']. Got {kind!r} instead.")
+        return Client(address, security=security, **opts)
+    if security is not None:
+        raise ValueError(
+            "The 'security' parameter of make_client is not supported with kind='kubernetes': "
+            "dask-kubernetes' KubeCluster connects to its scheduler over plain TCP. Deploy a "
+            "TLS cluster with the manifests in deploy/ and connect with kind='address'."
+        )
+    return _kubernetes_client(options)
 
 
-def resolve_client(client, caller):
-    """``(client, owned)``: None starts a local cluster, a string connects to a scheduler."""
+def _kubernetes_client(options):
+    from distributed import Client
+
+    op = _import_operator()
+    spec = kubernetes_cluster_spec(**options)
+    opts = _kubernetes_options(dict(options, name=spec["metadata"]["name"]), "make_client")
+    cluster = op.KubeCluster(
+        custom_cluster_spec=spec, namespace=opts["namespace"], shutdown_on_close=True,
+        resource_timeout=opts["resource_timeout"], quiet=True,
+    )
+    try:
+        if opts["adapt_minimum"] is not None:
+            cluster.adapt(minimum=opts["adapt_minimum"], maximum=opts["adapt_maximum"])
+        return Client(cluster)
+    except BaseException:
+        cluster.close()
+        raise
+
+
+def resolve_client(client, caller, security=None):
+    """``(client, owned)``: None starts a local cluster, a string connects to a scheduler
+    (both with ``security``); a Client is used as it is."""
     from distributed import Client
 
     if client is None:
-        return make_client("local", dashboard_address=":0"), True
+        return make_client("local", dashboard_address=":0", security=security), True
     if isinstance(client, str):
-        return Client(client), True
+        return make_client("address", address=client, security=security), True
     if isinstance(client, Client):
         return client, False
     raise TypeError(

@@ -1,5 +1,6 @@
 """The prediction cube: schema, create/open, region writes, completion ledger, lock."""
-from ._lock import StoreLock, StoreLockedError
+from ._location import StoreLocation, as_location
+from ._lock import ObjectStoreLock, StoreLock, StoreLockedError
 from ._schema import (
     DONE,
     DROPPED,
@@ -14,5 +15,6 @@ from ._schema import (
 
 __all__ = [
     "DONE", "DROPPED", "FAILED", "PENDING", "SCHEMA", "Cube", "StoreLock", "StoreLockedError",
+    "ObjectStoreLock", "StoreLocation", "as_location",
     "StoreMismatchError", "create_cube", "open_cube",
 ]

@@ -1,8 +1,17 @@
-"""A run lock for a store on a local file system.
+"""The run lock of a store: one writer per study store.
 
-The lock is an ``fcntl`` lock on ``<store>/.bbc_lock``, held by the process that runs the
-study for as long as it runs. The kernel releases it when that process dies, however it
+Local directory: an ``fcntl`` lock on ``<store>/.bbc_lock``, held by the process that runs
+the study for as long as it runs. The kernel releases it when that process dies, however it
 dies (SIGKILL included), so a stale lock file never blocks a resume.
+
+Object store (:class:`ObjectStoreLock`): there is no kernel to release a lock, so the lock
+is a *lease*: an object ``<store>/.bbc_lock`` created with a conditional write
+(``If-None-Match: *``, so two runs cannot both create it) and renewed by a heartbeat thread
+with compare-and-swap writes (``If-Match: <etag>``). A lease whose heartbeat is older than
+its time-to-live, or whose holder is a dead process on this host, is stale and taken over
+with the same compare-and-swap, so a killed run never blocks its resume for long. A holder
+that fails to renew (taken over, or cut off for longer than the TTL) marks itself lost and
+the engine stops before its next write (:meth:`ObjectStoreLock.check`).
 """
 from __future__ import annotations
 
@@ -10,13 +19,23 @@ import fcntl
 import json
 import os
 import socket
+import threading
 import time
+import uuid
 
-__all__ = ["StoreLock", "StoreLockedError"]
+__all__ = ["ObjectStoreLock", "StoreLock", "StoreLockedError"]
 
 
 class StoreLockedError(RuntimeError):
     """Another live process is running a study on this store."""
+
+
+def _locked(where, holder):
+    return StoreLockedError(
+        f"The store {where!r} is in use by a running study (pid {holder.get('pid', '?')} on "
+        f"{holder.get('host', '?')}, started {holder.get('started', '?')}). Wait for it to "
+        f"finish or stop it; a store can have one writer only."
+    )
 
 
 class StoreLock:
@@ -35,12 +54,7 @@ class StoreLock:
             except ValueError:
                 holder = {}
             os.close(fd)
-            raise StoreLockedError(
-                f"The store {os.path.dirname(self.path)!r} is in use by a running study "
-                f"(pid {holder.get('pid', '?')} on {holder.get('host', '?')}, started "
-                f"{holder.get('started', '?')}). Wait for it to finish or stop it; a store "
-                f"can have one writer only."
-            ) from None
+            raise _locked(os.path.dirname(self.path), holder) from None
         info = json.dumps({"pid": os.getpid(), "host": socket.gethostname(),
                            "started": time.strftime("%Y-%m-%dT%H:%M:%S")}).encode()
         os.ftruncate(fd, 0)
@@ -61,11 +75,175 @@ class StoreLock:
             os.close(fd)  # closing drops a lock we took
         return False
 
+    def check(self):
+        """The kernel lock cannot be lost while the process lives."""
+
     def release(self):
         if self._fd is not None:
             fcntl.flock(self._fd, fcntl.LOCK_UN)
             os.close(self._fd)
             self._fd = None
+
+    def __enter__(self):
+        return self.acquire()
+
+    def __exit__(self, *exc):
+        self.release()
+
+
+def _pid_alive(pid):
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, ValueError, TypeError, OverflowError):
+        return True
+    return True
+
+
+class ObjectStoreLock:
+    """A lease on an object store (see the module docstring).
+
+    Parameters
+    ----------
+    location : StoreLocation
+        A URL store.
+    ttl : float, default=None
+        Seconds without a heartbeat after which the lease is stale; None reads
+        ``BBC_DASK_LOCK_TTL`` (default 60). The heartbeat runs every ``ttl / 4``.
+    """
+
+    def __init__(self, location, ttl=None):
+        from ._location import LOCK_NAME
+
+        self.location = location
+        self.fs = location.fs
+        self.path = f"{location.root}/{LOCK_NAME}"
+        self.ttl = float(ttl if ttl is not None else os.environ.get("BBC_DASK_LOCK_TTL", 60))
+        if not self.ttl > 0:
+            raise ValueError(f"The lock ttl must be > 0 seconds. Got {self.ttl!r} instead.")
+        self._s3 = location.protocol in ("s3", "s3a")
+        self._token = uuid.uuid4().hex
+        self._started = time.strftime("%Y-%m-%dT%H:%M:%S")
+        self._etag = None
+        self._lost = None
+        self._stop = threading.Event()
+        self._thread = None
+
+    # ------------------------------------------------------------ primitives
+    def _body(self):
+        return json.dumps({"token": self._token, "pid": os.getpid(), "host": socket.gethostname(),
+                           "started": self._started, "heartbeat": time.time(),
+                           "ttl": self.ttl}).encode()
+
+    def _read(self):
+        """``(holder, etag)`` of the current lease, ``(None, None)`` if there is none."""
+        for _ in range(5):
+            self.fs.invalidate_cache(self.path)
+            try:
+                before = self.fs.info(self.path).get("ETag")
+                body = self.fs.cat_file(self.path)
+                after = self.fs.info(self.path).get("ETag")
+            except FileNotFoundError:
+                return None, None
+            if before == after:  # the body read belongs to this etag
+                try:
+                    return json.loads(body.decode() or "{}"), after
+                except ValueError:
+                    return {}, after
+        return {}, after
+
+    def _put(self, if_match=None):
+        """Create (``if_match`` None) or compare-and-swap the lease; its new etag, or None
+        when the condition failed."""
+        body = self._body()
+        try:
+            if if_match is None:
+                out = self.fs.pipe_file(self.path, body, mode="create")
+            elif self._s3:
+                out = self.fs.pipe_file(self.path, body, IfMatch=if_match)
+            else:
+                # Other back ends: no conditional overwrite in fsspec; compare, then write.
+                _, etag = self._read()
+                if etag != if_match:
+                    return None
+                out = self.fs.pipe_file(self.path, body)
+        except FileExistsError:
+            return None
+        except OSError as e:
+            if if_match is not None and self._s3 and getattr(e, "errno", None) == 22:
+                return None  # 412 PreconditionFailed: someone else wrote the lease
+            raise
+        self.fs.invalidate_cache(self.path)
+        etag = out.get("ETag") if isinstance(out, dict) else None
+        return etag or self.fs.info(self.path).get("ETag") or "-"
+
+    def _stale(self, holder):
+        if not holder:
+            return True  # unreadable lease: a crash mid-write can't happen (one PUT), so junk
+        if time.time() - float(holder.get("heartbeat", 0)) > float(holder.get("ttl", self.ttl)):
+            return True
+        return holder.get("host") == socket.gethostname() and not _pid_alive(holder.get("pid"))
+
+    # ---------------------------------------------------------------- public
+    def acquire(self):
+        for _ in range(3):
+            etag = self._put()
+            if etag is not None:
+                break
+            holder, current = self._read()
+            if current is None:
+                continue  # released in between: try to create again
+            if not self._stale(holder):
+                raise _locked(self.location.url, holder)
+            etag = self._put(if_match=current)  # take over the stale lease
+            if etag is not None:
+                break
+        else:
+            raise _locked(self.location.url, self._read()[0] or {})
+        self._etag, self._lost = etag, None
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._beat, name="bbc-dask-lease", daemon=True)
+        self._thread.start()
+        return self
+
+    def _beat(self):
+        last_ok = time.monotonic()
+        while not self._stop.wait(self.ttl / 4):
+            try:
+                etag = self._put(if_match=self._etag)
+            except Exception as e:  # network trouble: keep trying until the lease expires
+                if time.monotonic() - last_ok > self.ttl:
+                    self._lost = f"the lease could not be renewed for {self.ttl:g} s ({e})"
+                    return
+                continue
+            if etag is None:
+                holder = self._read()[0] or {}
+                self._lost = (f"another run took the lease over (pid {holder.get('pid', '?')} on "
+                              f"{holder.get('host', '?')})")
+                return
+            self._etag, last_ok = etag, time.monotonic()
+
+    def check(self):
+        """Raise :class:`StoreLockedError` if the lease was lost: the caller must not write."""
+        if self._lost:
+            raise StoreLockedError(f"Lost the run lock of {self.location.url!r}: {self._lost}. "
+                                   f"Stopped before writing more.")
+
+    def is_held(self):
+        holder, etag = self._read()
+        return etag is not None and not self._stale(holder)
+
+    def release(self):
+        if self._thread is None:
+            return
+        self._stop.set()
+        self._thread.join()
+        self._thread = None
+        holder, _ = self._read()
+        if holder and holder.get("token") == self._token:
+            self.fs.rm_file(self.path)
+            self.fs.invalidate_cache(self.path)
 
     def __enter__(self):
         return self.acquire()

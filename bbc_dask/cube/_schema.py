@@ -24,11 +24,12 @@ atomically, so a kill at any instant leaves every chunk either old or new.
 from __future__ import annotations
 
 import json
-import os
 import time
 
 import numpy as np
 import zarr
+
+from ._location import as_location
 
 __all__ = [
     "PENDING", "DONE", "FAILED", "DROPPED", "SCHEMA", "create_cube", "open_cube", "Cube",
@@ -55,17 +56,17 @@ def to_json(obj):
     return json.loads(json.dumps(obj, default=_json_default))
 
 
-def create_cube(path, *, n_configs, n_repeats, n_splits, folds, y_stored, classes,
+def create_cube(location, *, n_configs, n_repeats, n_splits, folds, y_stored, classes,
                 n_classes_axis, config_chunk, meta):
-    """Create the store and write the template; refuses a directory that holds a Zarr
+    """Create the store and write the template; refuses a location that holds a Zarr
     store already. The study attributes are written last: a store without them is an
     interrupted creation (marked by ``.bbc_creating``), which the engine recreates."""
     n = folds.shape[0]
-    p = os.fspath(path)
-    if os.path.exists(os.path.join(p, "zarr.json")):
-        raise FileExistsError(f"{p!r} already holds a Zarr store.")
-    # The directory may hold the run lock already, so Zarr's mode "w-" cannot be used.
-    g = zarr.open_group(p, mode="a", zarr_format=3)
+    location = as_location(location)
+    if location.has("zarr.json"):
+        raise FileExistsError(f"{location.url!r} already holds a Zarr store.")
+    # The location may hold the run lock already, so Zarr's mode "w-" cannot be used.
+    g = zarr.open_group(location.zarr_store(), mode="a", zarr_format=3)
     shape = (n, n_configs, n_repeats) + ((n_classes_axis,) if n_classes_axis else ())
     chunks = (n, config_chunk, 1) + ((n_classes_axis,) if n_classes_axis else ())
     dims = ["sample", "config", "repeat"] + (["class"] if n_classes_axis else [])
@@ -97,15 +98,19 @@ def create_cube(path, *, n_configs, n_repeats, n_splits, folds, y_stored, classe
         g.create_array("class", shape=cls.shape, chunks=cls.shape, dtype=dtype,
                        dimension_names=["class"])[:] = cls.astype(dtype) if dtype is str else cls
     g.attrs["bbc_dask"] = to_json(dict(meta, schema=SCHEMA, created=time.strftime("%Y-%m-%dT%H:%M:%S")))
-    return Cube(g)
+    return Cube(g, location)
 
 
-def open_cube(path, mode="r"):
-    p = os.fspath(path)
-    if not os.path.isdir(p):
+def open_cube(location, mode="r", storage_options=None):
+    """Open the study store at ``location`` (a path, an fsspec URL or a StoreLocation)."""
+    location = as_location(location, storage_options)
+    p = location.url
+    if not location.exists():
         raise FileNotFoundError(f"No study store at {p!r}.")
+    if location.is_file() or not location.has("zarr.json"):
+        raise StoreMismatchError(f"{p!r} is not a bbc_dask study store (no Zarr group there).")
     try:
-        g = zarr.open_group(p, mode=mode, zarr_format=3)
+        g = zarr.open_group(location.zarr_store(read_only=mode == "r"), mode=mode, zarr_format=3)
     except Exception as exc:  # zarr raises several types for "not a group"
         raise StoreMismatchError(f"{p!r} is not a bbc_dask study store ({exc}).") from None
     meta = g.attrs.get("bbc_dask")
@@ -113,16 +118,24 @@ def open_cube(path, mode="r"):
         raise StoreMismatchError(
             f"{p!r} is a Zarr store but not a bbc_dask study store (schema {SCHEMA})."
         )
-    return Cube(g)
+    return Cube(g, location)
 
 
 class Cube:
     """Thin accessor over the store's Zarr group (the engine's only writer path)."""
 
-    def __init__(self, group):
+    def __init__(self, group, location):
         self.group = group
         self.meta = dict(group.attrs["bbc_dask"])
-        self.path = str(group.store.root) if hasattr(group.store, "root") else None
+        self.location = location
+        self.path = location.url
+        #: Called before every write; the engine sets it to the run lock's ``check`` so a
+        #: writer that lost an object-store lease stops before it writes again.
+        self.guard = None
+
+    def _guard(self):
+        if self.guard is not None:
+            self.guard()
 
     # ---------------------------------------------------------------- reads
     @property
@@ -162,6 +175,7 @@ class Cube:
         ``rows`` test-sample positions; ``configs`` sorted configuration indices inside
         one chunk; repeat ``r``, fold ``k``; ``values`` (len(rows), len(configs)[, K]).
         """
+        self._guard()
         pred = self.group["prediction"]
         configs = np.asarray(configs)
         if pred.ndim == 4:
@@ -175,10 +189,12 @@ class Cube:
         self.group["state"].oindex[configs, r, k] = np.where(failed, FAILED, DONE).astype(np.int8)
 
     def mark(self, configs, r_idx, k_idx, value):
+        self._guard()
         st = self.group["state"]
         for c in configs:
             st[c, r_idx, k_idx] = value
 
     def set_meta(self, **kw):
+        self._guard()
         self.meta.update(to_json(kw))
         self.group.attrs["bbc_dask"] = self.meta

@@ -2,8 +2,6 @@
 from __future__ import annotations
 
 import math
-import os
-import shutil
 import sys
 import time
 import uuid
@@ -13,7 +11,8 @@ import numpy as np
 
 from .. import _validation as V
 from .._random import as_seed_sequence, entropy_of
-from ..cube import DONE, DROPPED, FAILED, PENDING, StoreLock, StoreMismatchError, create_cube, open_cube
+from ..cube import DONE, DROPPED, FAILED, PENDING, StoreMismatchError, as_location, create_cube, open_cube
+from ..cube._location import CREATING_NAME, LOCK_NAME
 from ..metrics import get_metric
 from . import _plan as P
 from ._tasks import fit_predict_block, refit
@@ -97,16 +96,14 @@ def _check_inputs(estimator, X, y, groups, metric, n_splits, n_repeats, error_sc
     return target, n_splits, n_repeats, groups
 
 
-def _check_store(store):
-    if store is None:
-        raise ValueError(f"The 'store' parameter of {CALLER} is required (a directory path).")
-    path = os.fspath(store)
-    if os.path.exists(path) and not os.path.isdir(path):
+def _check_store(store, storage_options):
+    loc = as_location(store, storage_options, CALLER)
+    if loc.is_file():
         raise ValueError(
-            f"The 'store' parameter of {CALLER} must be a directory path for the Zarr store; "
-            f"{path!r} is a file."
+            f"The 'store' parameter of {CALLER} must be a directory path or a URL prefix for "
+            f"the Zarr store; {loc.url!r} is a file."
         )
-    return path
+    return loc
 
 
 def _diff(stored, new, prefix=""):
@@ -148,6 +145,8 @@ def run_study(
     configs_per_task=10,
     dropping=None,
     metadata=None,
+    storage_options=None,
+    security=None,
 ):
     """Cross-validate every configuration on Dask into a resumable Zarr prediction cube.
 
@@ -168,7 +167,9 @@ def run_study(
     X : array-like or DataFrame of shape (N, n_features)
     y : array-like of shape (N,)
     store : str or path
-        Directory of the Zarr store.
+        Directory of the Zarr store, or an fsspec URL (``s3://bucket/study.zarr``; needs
+        ``bbc-dask[s3]`` for S3). On an object store the run lock is a lease object renewed
+        by a heartbeat (see :class:`bbc_dask.cube.ObjectStoreLock`).
     metric : str
         A :mod:`bbc_dask.metrics` name; decides what is stored: the positive-class
         decision function or probability (``roc_auc``), class labels (``accuracy``,
@@ -209,6 +210,13 @@ def run_study(
     metadata : dict, default=None
         JSON-serialisable description stored with the study when the store is created
         (the command line keeps the resolved study file there); ``Study.metadata``.
+    storage_options : dict, default=None
+        fsspec options of a URL ``store`` (credentials, ``client_kwargs={"endpoint_url":
+        ...}``); they also travel with the tasks that read the cube.
+    security : distributed.security.Security, dict or None
+        TLS settings of the clients this run creates (a scheduler address in ``client``,
+        or the local cluster, which then runs over TLS). A dict is passed to ``Security``
+        (e.g. ``{"tls_ca_file": ..., "tls_client_cert": ..., "tls_client_key": ...}``).
 
     Returns
     -------
@@ -226,17 +234,18 @@ def run_study(
     target, n_splits, n_repeats, groups = _check_inputs(
         estimator, X, y, groups, m, n_splits, n_repeats, error_score, pos_label
     )
-    path = _check_store(store)
+    loc = _check_store(store, storage_options)
+    path = loc.url
     configs_per_task = V.check_int(configs_per_task, "configs_per_task", CALLER)
     from ..stats._dropping import Dropping
 
     dropping = Dropping.coerce(dropping, CALLER)
     existing = None
-    ours = {".bbc_lock", ".bbc_creating"}
-    creating = os.path.exists(os.path.join(path, ".bbc_creating"))
-    if os.path.isdir(path) and not creating and set(os.listdir(path)) - ours:
+    ours = {LOCK_NAME, CREATING_NAME}
+    entries = set(loc.listdir())
+    if CREATING_NAME not in entries and entries - ours:
         try:
-            existing = open_cube(path)
+            existing = open_cube(loc)
         except StoreMismatchError:
             raise ValueError(
                 f"The 'store' parameter of {CALLER} points to {path!r}, which exists and is not "
@@ -283,18 +292,19 @@ def run_study(
                 f"differs: {'; '.join(diffs)}. Use another store, or overwrite=True to replace it."
             )
 
-    lock = StoreLock(path).acquire()
+    security = _check_security(security)
+    lock = loc.lock().acquire()
     client_obj = owned = None
     try:
-        if (existing is not None and overwrite) or os.path.exists(os.path.join(path, ".bbc_creating")):
-            _wipe(path)  # our own study store (checked above) or our interrupted creation
+        if (existing is not None and overwrite) or loc.has(CREATING_NAME):
+            loc.wipe()  # our own study store (checked above) or our interrupted creation
             existing = None
         if existing is None:
-            open(os.path.join(path, ".bbc_creating"), "w").close()
+            loc.write_bytes(CREATING_NAME, b"")
             folds = P.make_folds(np.asarray(y), groups, n_splits, n_repeats, classification, root)
             y_stored = target.codes if classification else target.values
             cube = create_cube(
-                path, n_configs=len(params), n_repeats=n_repeats, n_splits=n_splits,
+                loc, n_configs=len(params), n_repeats=n_repeats, n_splits=n_splits,
                 folds=folds, y_stored=y_stored,
                 classes=None if target.classes is None else target.classes,
                 n_classes_axis=len(target.classes) if m.needs_class_axis else 0,
@@ -305,10 +315,11 @@ def run_study(
                       "methods": methods, "versions": _versions(), "runs": [],
                       "metadata": metadata},
             )
-            os.remove(os.path.join(path, ".bbc_creating"))
+            loc.remove(CREATING_NAME)
         else:
-            cube = open_cube(path, mode="r+")
-        client_obj, owned = _client(client, progress)
+            cube = open_cube(loc, mode="r+")
+        cube.guard = lock.check
+        client_obj, owned = _client(client, progress, security)
         runs = list(cube.meta.get("runs", []))
         runs.append({"started": time.strftime("%Y-%m-%dT%H:%M:%S"), "t0": time.time(),
                      "done_before": int((cube.state() != PENDING).sum())})
@@ -319,7 +330,7 @@ def run_study(
         cube.set_meta(runs=runs)
         final = None
         if refit:
-            final = _refit(cube, client_obj, estimator, params, X, y, path)
+            final = _refit(cube, client_obj, estimator, params, X, y)
     finally:
         if owned and client_obj is not None:
             cluster = getattr(client_obj, "cluster", None)
@@ -327,17 +338,10 @@ def run_study(
             if cluster is not None and client is None:
                 cluster.close()
         lock.release()
-    study = Study(path, final_model=final)
+    study = Study(loc, final_model=final)
     study._param_objects = params
     study.n_fits_ = fits
     return study
-
-
-def _wipe(path):
-    for entry in os.listdir(path):
-        if entry != ".bbc_lock":
-            full = os.path.join(path, entry)
-            shutil.rmtree(full) if os.path.isdir(full) else os.remove(full)
 
 
 def _versions():
@@ -352,10 +356,16 @@ def _versions():
             "python": sys.version.split()[0]}
 
 
-def _client(client, progress):
+def _check_security(security):
+    from ..cluster import as_security
+
+    return as_security(security, CALLER)
+
+
+def _client(client, progress, security=None):
     from ..cluster import resolve_client
 
-    c, owned = resolve_client(client, CALLER)
+    c, owned = resolve_client(client, CALLER, security=security)
     if progress and client is None:
         print(f"bbc_dask: started a local Dask cluster; dashboard: {c.dashboard_link}",
               file=sys.stderr)
@@ -535,7 +545,7 @@ def _bar(total, progress):
                 mininterval=0.5)
 
 
-def _refit(cube, client, estimator, params, X, y, path):
+def _refit(cube, client, estimator, params, X, y):
     import skops.io as sio
 
     from .._study import select_winner
@@ -545,8 +555,7 @@ def _refit(cube, client, estimator, params, X, y, path):
         return None
     X_f, y_f = client.scatter([X, y], broadcast=False, hash=False)
     model = client.submit(refit, estimator, params[best], X_f, y_f, pure=False, retries=3).result()
-    tmp = os.path.join(path, f".final_model.{uuid.uuid4().hex}.skops")
-    sio.dump(model, tmp)
-    os.replace(tmp, os.path.join(path, "final_model.skops"))
+    cube._guard()
+    cube.location.write_bytes("final_model.skops", sio.dumps(model))
     cube.set_meta(final_model={"config": int(best), "file": "final_model.skops"})
     return model

@@ -1,0 +1,196 @@
+"""Where a study store lives: a local directory or an fsspec URL (``s3://bucket/study.zarr``).
+
+The engine needs a few operations beside Zarr's own — does the store exist, what does it
+hold, write or read a small object (the creation marker, the final model), wipe it, lock it
+— and this class gives them for both kinds of store. A local directory keeps the kernel's
+``fcntl`` lock; an object store gets a lease object written with conditional requests
+(:mod:`bbc_dask.cube._lock`).
+"""
+from __future__ import annotations
+
+import os
+import uuid
+
+__all__ = ["StoreLocation", "as_location"]
+
+#: Entries of ours that are not part of the Zarr hierarchy.
+LOCK_NAME = ".bbc_lock"
+CREATING_NAME = ".bbc_creating"
+
+
+def _is_url(store):
+    return isinstance(store, str) and "://" in store
+
+
+class StoreLocation:
+    """A study store, local or remote.
+
+    Parameters
+    ----------
+    store : str or path-like
+        A directory, a ``file://`` URL, or any fsspec URL (``s3://``, ``gs://``, ...).
+    storage_options : dict, optional
+        Passed to fsspec for a URL (credentials, ``endpoint_url`` ...). Not allowed for a
+        local path.
+    """
+
+    def __init__(self, store, storage_options=None, caller="bbc_dask"):
+        if store is None:
+            raise ValueError(f"The 'store' parameter of {caller} is required (a directory path "
+                             f"or an fsspec URL such as 's3://bucket/study.zarr').")
+        if storage_options is not None and not isinstance(storage_options, dict):
+            raise TypeError(f"The 'storage_options' parameter of {caller} must be a dict or None. "
+                            f"Got {type(storage_options).__name__} instead.")
+        if not _is_url(store) and not isinstance(store, (str, os.PathLike)):
+            raise TypeError(f"The 'store' parameter of {caller} must be a path or an fsspec URL "
+                            f"string. Got {type(store).__name__} instead.")
+        self.storage_options = dict(storage_options or {})
+        if _is_url(store) and store.startswith("file://"):
+            store = store[len("file://"):]
+        if _is_url(store):
+            self.is_local = False
+            self.url = store.rstrip("/")
+            self.protocol = store.split("://", 1)[0]
+            self._fs = None
+        else:
+            if self.storage_options:
+                raise ValueError(f"The 'storage_options' parameter of {caller} applies to URL stores "
+                                 f"only; {os.fspath(store)!r} is a local path.")
+            self.is_local = True
+            self.url = os.path.abspath(os.fspath(store))
+            self.protocol = "file"
+        if not self.is_local:
+            self._check_url(caller)
+
+    def _check_url(self, caller):
+        try:
+            import fsspec
+
+            fsspec.get_filesystem_class(self.protocol)
+        except ImportError as e:
+            hint = " Install it with: pip install 'bbc-dask[s3]'." if self.protocol in ("s3", "s3a") else ""
+            raise ImportError(f"The store {self.url!r} needs the fsspec backend for "
+                              f"{self.protocol!r} ({e}).{hint}") from None
+        except ValueError as e:
+            raise ValueError(f"The 'store' parameter of {caller}: {e}") from None
+
+    def __repr__(self):
+        return f"StoreLocation({self.url!r})"
+
+    def __str__(self):
+        return self.url
+
+    # -------------------------------------------------------------- file system
+    @property
+    def fs(self):
+        """A synchronous fsspec file system and the store's root path in it."""
+        if self._fs is None:
+            from fsspec.core import url_to_fs
+
+            self._fs, self._root = url_to_fs(self.url, **self.storage_options)
+        return self._fs
+
+    @property
+    def root(self):
+        if self.is_local:
+            return self.url
+        self.fs  # noqa: B018 — sets _root
+        return self._root
+
+    def _entry(self, name):
+        return os.path.join(self.url, name) if self.is_local else f"{self.root}/{name}"
+
+    def zarr_store(self, read_only=False):
+        """The Zarr v3 store object for this location."""
+        import zarr.storage
+
+        if self.is_local:
+            return zarr.storage.LocalStore(self.url, read_only=read_only)
+        return zarr.storage.FsspecStore.from_url(self.url, storage_options=self.storage_options,
+                                                 read_only=read_only)
+
+    def exists(self):
+        if self.is_local:
+            return os.path.exists(self.url)
+        self.fs.invalidate_cache()
+        return bool(self.fs.ls(self.root, detail=False)) if self.fs.exists(self.root) else False
+
+    def is_file(self):
+        """True when the location is a single file or object, not a store prefix."""
+        if self.is_local:
+            return os.path.exists(self.url) and not os.path.isdir(self.url)
+        try:
+            return self.fs.isfile(self.root)
+        except FileNotFoundError:
+            return False
+
+    def listdir(self):
+        """Names of the entries directly under the store (empty when it does not exist)."""
+        if self.is_local:
+            return os.listdir(self.url) if os.path.isdir(self.url) else []
+        self.fs.invalidate_cache()
+        try:
+            return [p.rstrip("/").rsplit("/", 1)[-1] for p in self.fs.ls(self.root, detail=False)]
+        except FileNotFoundError:
+            return []
+
+    def has(self, name):
+        if self.is_local:
+            return os.path.exists(self._entry(name))
+        self.fs.invalidate_cache()
+        return self.fs.exists(self._entry(name))
+
+    def write_bytes(self, name, data):
+        """Write ``name`` whole: a reader sees the old or the new content, never a part."""
+        if self.is_local:
+            os.makedirs(self.url, exist_ok=True)
+            tmp = self._entry(f".{name}.{uuid.uuid4().hex}.tmp")
+            with open(tmp, "wb") as f:
+                f.write(data)
+            os.replace(tmp, self._entry(name))
+        else:
+            self.fs.pipe_file(self._entry(name), data)  # one PUT: atomic on object stores
+
+    def read_bytes(self, name):
+        if self.is_local:
+            with open(self._entry(name), "rb") as f:
+                return f.read()
+        return self.fs.cat_file(self._entry(name))
+
+    def remove(self, name):
+        if self.is_local:
+            os.remove(self._entry(name))
+        else:
+            self.fs.rm_file(self._entry(name))
+
+    def wipe(self):
+        """Delete every entry but the lock (held by the caller)."""
+        import shutil
+
+        for entry in self.listdir():
+            if entry == LOCK_NAME:
+                continue
+            full = self._entry(entry)
+            if self.is_local:
+                shutil.rmtree(full) if os.path.isdir(full) else os.remove(full)
+            else:
+                self.fs.rm(full, recursive=True)
+        if not self.is_local:
+            self.fs.invalidate_cache()
+
+    def lock(self, **options):
+        """The run lock of this store (not yet acquired)."""
+        from ._lock import ObjectStoreLock, StoreLock
+
+        if self.is_local:
+            return StoreLock(self.url)
+        return ObjectStoreLock(self, **options)
+
+
+def as_location(store, storage_options=None, caller="bbc_dask"):
+    if isinstance(store, StoreLocation):
+        if storage_options:
+            raise ValueError(f"The 'storage_options' parameter of {caller} cannot be given with a "
+                             f"StoreLocation.")
+        return store
+    return StoreLocation(store, storage_options, caller)
