@@ -236,6 +236,7 @@ def run_study(
     )
     loc = _check_store(store, storage_options)
     path = loc.url
+    security = _check_security(security)
     configs_per_task = V.check_int(configs_per_task, "configs_per_task", CALLER)
     from ..stats._dropping import Dropping
 
@@ -292,10 +293,11 @@ def run_study(
                 f"differs: {'; '.join(diffs)}. Use another store, or overwrite=True to replace it."
             )
 
-    security = _check_security(security)
     lock = loc.lock().acquire()
     client_obj = owned = None
     try:
+        # Connect first: a cluster that cannot be reached leaves the store as it was.
+        client_obj, owned = _client(client, progress, security)
         if (existing is not None and overwrite) or loc.has(CREATING_NAME):
             loc.wipe()  # our own study store (checked above) or our interrupted creation
             existing = None
@@ -319,7 +321,6 @@ def run_study(
         else:
             cube = open_cube(loc, mode="r+")
         cube.guard = lock.check
-        client_obj, owned = _client(client, progress, security)
         runs = list(cube.meta.get("runs", []))
         runs.append({"started": time.strftime("%Y-%m-%dT%H:%M:%S"), "t0": time.time(),
                      "done_before": int((cube.state() != PENDING).sum())})

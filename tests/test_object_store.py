@@ -1,0 +1,236 @@
+"""Study stores on S3-compatible object storage: a real moto server (server mode) on
+127.0.0.1, started here; the run lock as a lease; kill, resume and estimate through the CLI."""
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+import yaml
+
+pytest.importorskip("s3fs")
+pytest.importorskip("moto")
+
+import bbc_dask as bd  # noqa: E402
+from bbc_dask.cube import ObjectStoreLock, StoreLocation, StoreLockedError  # noqa: E402
+
+CLI = [os.path.join(os.path.dirname(sys.executable), "bbc-dask")]
+MOTO = os.path.join(os.path.dirname(sys.executable), "moto_server")
+BUCKET = "bbc-studies"
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def s3():
+    """A moto S3 server process; yields (endpoint, credentials env)."""
+    port = _free_port()
+    proc = subprocess.Popen([MOTO, "-H", "127.0.0.1", "-p", str(port)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    endpoint = f"http://127.0.0.1:{port}"
+    env = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
+           "AWS_DEFAULT_REGION": "us-east-1", "AWS_ENDPOINT_URL": endpoint}
+    try:
+        import boto3
+
+        deadline = time.time() + 30
+        while True:
+            try:
+                boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1",
+                             aws_access_key_id="testing", aws_secret_access_key="testing"
+                             ).create_bucket(Bucket=BUCKET)
+                break
+            except Exception:
+                if time.time() > deadline:
+                    raise
+                time.sleep(0.2)
+        yield endpoint, env
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+
+
+def _options(endpoint):
+    return {"key": "testing", "secret": "testing",
+            "client_kwargs": {"endpoint_url": endpoint, "region_name": "us-east-1"}}
+
+
+def _url(name):
+    return f"s3://{BUCKET}/{name}-{os.urandom(4).hex()}.zarr"
+
+
+# ------------------------------------------------------------------------------- the lease
+def test_lease_lock_excludes_a_second_writer_and_is_released(s3):
+    loc = StoreLocation(_url("lock"), _options(s3[0]))
+    a = ObjectStoreLock(loc, ttl=30).acquire()
+    try:
+        assert a.is_held() and loc.has(".bbc_lock")
+        with pytest.raises(StoreLockedError, match="in use by a running study"):
+            ObjectStoreLock(loc, ttl=30).acquire()
+    finally:
+        a.release()
+    assert not loc.has(".bbc_lock") and not ObjectStoreLock(loc).is_held()
+    ObjectStoreLock(loc, ttl=30).acquire().release()  # free again
+
+
+def _plant(loc, **holder):
+    body = {"token": "x", "pid": 1, "host": "elsewhere", "started": "-", "heartbeat": time.time(),
+            "ttl": 60.0} | holder
+    loc.write_bytes(".bbc_lock", json.dumps(body).encode())
+
+
+def test_stale_leases_are_taken_over_and_live_ones_refused(s3):
+    loc = StoreLocation(_url("stale"), _options(s3[0]))
+    # A live holder on another host: refused, whatever its pid.
+    _plant(loc)
+    with pytest.raises(StoreLockedError, match="elsewhere"):
+        ObjectStoreLock(loc).acquire()
+    assert ObjectStoreLock(loc).is_held()
+    # Its heartbeat older than its ttl: stale, taken over.
+    _plant(loc, heartbeat=time.time() - 120)
+    assert not ObjectStoreLock(loc).is_held()
+    lk = ObjectStoreLock(loc).acquire()
+    assert json.loads(loc.read_bytes(".bbc_lock"))["pid"] == os.getpid()
+    lk.release()
+    # A dead process on this host (a SIGKILLed run): stale at once.
+    p = subprocess.Popen([sys.executable, "-c", "pass"])
+    p.wait()
+    _plant(loc, host=socket.gethostname(), pid=p.pid)
+    assert not ObjectStoreLock(loc).is_held()
+    ObjectStoreLock(loc).acquire().release()
+
+
+def test_heartbeat_renews_and_a_taken_over_holder_stops_writing(s3):
+    loc = StoreLocation(_url("beat"), _options(s3[0]))
+    lk = ObjectStoreLock(loc, ttl=0.8).acquire()
+    try:
+        first = json.loads(loc.read_bytes(".bbc_lock"))["heartbeat"]
+        time.sleep(1.2)  # > ttl: without renewal the lease would be stale now
+        assert json.loads(loc.read_bytes(".bbc_lock"))["heartbeat"] > first
+        assert ObjectStoreLock(loc).is_held()
+        lk.check()
+        _plant(loc, token="intruder")  # another writer overwrote the lease
+        deadline = time.time() + 5
+        while time.time() < deadline and not lk._lost:
+            time.sleep(0.05)
+        with pytest.raises(StoreLockedError, match="Lost the run lock"):
+            lk.check()
+    finally:
+        lk.release()
+    assert json.loads(loc.read_bytes(".bbc_lock"))["token"] == "intruder"  # not ours: kept
+
+
+def test_bad_store_arguments(s3, tmp_path):
+    with pytest.raises(ValueError, match="'storage_options' parameter of run_study applies to URL"):
+        from sklearn.tree import DecisionTreeClassifier
+
+        X = np.arange(40.0).reshape(20, 2)
+        bd.run_study(DecisionTreeClassifier(), {}, X, np.arange(20) % 2, store=str(tmp_path / "x"),
+                     metric="accuracy", n_splits=2, storage_options={"key": "k"})
+    assert not (tmp_path / "x").exists()
+    with pytest.raises(TypeError, match="'storage_options' parameter .* must be a dict"):
+        StoreLocation("s3://b/x", storage_options="key=k")
+    with pytest.raises(ValueError, match="Protocol not known|protocol"):
+        StoreLocation("nosuchproto://b/x")
+    with pytest.raises(FileNotFoundError, match="No study store"):
+        bd.open_study(_url("missing"), storage_options=_options(s3[0]))
+
+
+# ------------------------------------------------------------------- a study, killed and resumed
+def _study_file(tmp_path, store):
+    spec = {
+        "name": "s3trees",
+        "data": {"sklearn": "breast_cancer"},
+        "grid": [{"estimator": "sklearn.tree.DecisionTreeClassifier", "params": {"random_state": 0},
+                  "grid": {"max_depth": [1, 2, 3, 4, 5, 6], "min_samples_leaf": [1, 2, 5, 10, 20]}}],
+        "cv": {"splits": 5, "repeats": 2}, "metric": "roc_auc", "bootstraps": 300,
+        "random_state": 5, "store": store, "configs_per_task": 1,
+        "cluster": {"kind": "local", "n_workers": 1},
+    }
+    path = tmp_path / f"study-{os.urandom(3).hex()}.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    return path
+
+
+def _cli(args, env, check=True, timeout=300):
+    p = subprocess.run(CLI + [str(a) for a in args], capture_output=True, text=True,
+                       timeout=timeout, env={**os.environ, **env})
+    if check and p.returncode != 0:
+        raise AssertionError(f"exit {p.returncode}: {p.stderr[-3000:]}")
+    return p
+
+
+def test_s3_study_killed_resumed_and_estimated_equals_local_disk(s3, tmp_path):
+    endpoint, env = s3
+    url = _url("study")
+    f = _study_file(tmp_path, url)
+    proc = subprocess.Popen(CLI + ["run", str(f), "--no-progress"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, start_new_session=True, env={**os.environ, **env})
+    opts = _options(endpoint)
+    try:
+        deadline = time.time() + 180
+        while time.time() < deadline:  # kill once a third of the cells are written
+            try:
+                st = bd.open_study(url, storage_options=opts).status()
+                if st["done"] >= st["cells"] // 3:
+                    assert st["running"]  # the live lease is seen from outside
+                    break
+            except (FileNotFoundError, KeyError, ValueError):
+                pass  # not created yet
+            assert proc.poll() is None, proc.stderr.read().decode()[-2000:]
+            time.sleep(0.1)
+        else:
+            raise TimeoutError("the run did not reach a third of its cells")
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(30)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    loc = StoreLocation(url, opts)
+    assert loc.has(".bbc_lock")  # the killed run could not remove its lease ...
+    st = json.loads(_cli(["status", url, "--json"], env).stdout)
+    assert 0 < st["done"] < st["cells"] and not st["running"], st  # ... but it is stale
+    before = st["done"]
+    again = _cli(["run", f, "--no-progress"], env)
+    assert "finished" in again.stdout
+    study = bd.open_study(url, storage_options=opts)
+    runs = study.meta["runs"]
+    assert len(runs) == 2 and runs[-1]["done_before"] >= before
+    assert runs[-1]["fits"] <= study.status()["cells"] - before  # finished cells not refitted
+    assert study.status()["pending"] == 0 and not loc.has(".bbc_lock")
+
+    # The same study on local disk, uninterrupted: identical cube and estimates.
+    local = tmp_path / "local.zarr"
+    _cli(["run", f, "--no-progress", "--store", local], {})
+    ref = bd.open_study(local)
+    for name in ("prediction", "fold", "y", "state"):
+        np.testing.assert_array_equal(study.cube[name].values, ref.cube[name].values)
+    got = json.loads(_cli(["estimate", url, "--json"], env).stdout)
+    want = json.loads(_cli(["estimate", local, "--json"], {}).stdout)
+    assert got == want
+    assert got["bbc"]["estimate"] == study.bbc(n_bootstraps=300, random_state=5).estimate
+    # chunked bootstraps: Dask tasks read the cube from S3 themselves
+    from distributed import Client, LocalCluster
+
+    with LocalCluster(n_workers=1, threads_per_worker=1, dashboard_address=":0") as lc, Client(lc):
+        lazy = study.bbc(n_bootstraps=300, random_state=5, chunked=True)
+    assert lazy.estimate == got["bbc"]["estimate"]
+    # the final model went to the bucket, and the CLI reads it with --storage-option too
+    assert type(study.final_model).__name__ == "Pipeline"
+    plain = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    out = subprocess.run(CLI + ["status", url, "--json", "--storage-option", "key=testing",
+                                "--storage-option", "secret=testing",
+                                "--storage-option", f"client_kwargs.endpoint_url={endpoint}",
+                                "--storage-option", "client_kwargs.region_name=us-east-1"],
+                         capture_output=True, text=True, env=plain, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["done"] == st["cells"]
