@@ -150,7 +150,7 @@ def _study_file(tmp_path, store):
         "name": "s3trees",
         "data": {"sklearn": "breast_cancer"},
         "grid": [{"estimator": "sklearn.tree.DecisionTreeClassifier", "params": {"random_state": 0},
-                  "grid": {"max_depth": [1, 2, 3, 4, 5, 6], "min_samples_leaf": [1, 2, 5, 10, 20]}}],
+                  "grid": {"max_depth": [1, 2, 3, 4, 5, 6], "min_samples_leaf": [1, 5, 20]}}],
         "cv": {"splits": 5, "repeats": 2}, "metric": "roc_auc", "bootstraps": 300,
         "random_state": 5, "store": store, "configs_per_task": 1,
         "cluster": {"kind": "local", "n_workers": 1},
@@ -234,3 +234,13 @@ def test_s3_study_killed_resumed_and_estimated_equals_local_disk(s3, tmp_path):
                          capture_output=True, text=True, env=plain, timeout=120)
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)["done"] == st["cells"]
+
+
+def test_missing_s3_extra_names_it(monkeypatch):
+    import importlib
+
+    registry = importlib.import_module("fsspec.registry")  # the module, not its proxy
+    monkeypatch.setitem(sys.modules, "s3fs", None)  # as if not installed
+    monkeypatch.delitem(registry._registry, "s3", raising=False)
+    with pytest.raises(ImportError, match=r"bbc-dask\[s3\]"):
+        StoreLocation("s3://bucket/study.zarr")
