@@ -93,8 +93,7 @@ def _client(spec, scheduler):
 
     if kind == "local":
         cluster.setdefault("dashboard_address", ":0")
-        return make_client(kind, security=spec["cluster"].get("security"), **cluster)
-    return make_client(kind, **cluster)
+    return make_client(kind, security=spec["cluster"].get("security"), **cluster)
 
 
 def run_spec(spec, *, scheduler=None, store=None, progress=True, cluster=None,

@@ -393,3 +393,21 @@ def test_dockerfile_installs_the_extras_and_runs_non_root():
     uid = re.search(r"useradd --uid (\d+)", text).group(1)
     job = yaml.safe_load(open(os.path.join(DEPLOY, "kubernetes", "job", "daskjob.yaml")))
     assert str(job["spec"]["job"]["spec"]["securityContext"]["runAsUser"]) == uid == users[-1].split(":")[0]
+
+
+def test_study_file_kubernetes_with_tls_is_a_one_line_error(tmp_path):
+    from click.testing import CliRunner
+
+    import bbc_dask.cli as cli_mod
+
+    for name in ("ca.pem", "me.pem", "me-key.pem"):
+        (tmp_path / name).write_text("-")
+    f = tmp_path / "s.yaml"
+    f.write_text(yaml.safe_dump({
+        "data": {"sklearn": "breast_cancer"},
+        "grid": [{"estimator": "sklearn.tree.DecisionTreeClassifier", "grid": {"max_depth": [1]}}],
+        "cluster": {"kind": "kubernetes", "security": {
+            "tls_ca_file": "ca.pem", "tls_client_cert": "me.pem", "tls_client_key": "me-key.pem"}}}))
+    res = CliRunner().invoke(cli_mod.main, ["run", str(f)])
+    assert res.exit_code == 2 and "plain TCP" in res.output and "Traceback" not in res.output
+    assert not (tmp_path / "runs").exists()

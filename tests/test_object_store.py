@@ -142,6 +142,10 @@ def test_bad_store_arguments(s3, tmp_path):
         StoreLocation("nosuchproto://b/x")
     with pytest.raises(FileNotFoundError, match="No study store"):
         bd.open_study(_url("missing"), storage_options=_options(s3[0]))
+    loc = StoreLocation(_url("ttl"), _options(s3[0]))
+    for bad in ("soon", 0, -1):
+        with pytest.raises(ValueError, match="BBC_DASK_LOCK_TTL"):
+            ObjectStoreLock(loc, ttl=bad)
 
 
 # ------------------------------------------------------------------- a study, killed and resumed

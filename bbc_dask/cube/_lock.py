@@ -119,9 +119,14 @@ class ObjectStoreLock:
         self.location = location
         self.fs = location.fs
         self.path = f"{location.root}/{LOCK_NAME}"
-        self.ttl = float(ttl if ttl is not None else os.environ.get("BBC_DASK_LOCK_TTL", 60))
+        raw = ttl if ttl is not None else os.environ.get("BBC_DASK_LOCK_TTL", 60)
+        try:
+            self.ttl = float(raw)
+        except (TypeError, ValueError):
+            self.ttl = float("nan")
         if not self.ttl > 0:
-            raise ValueError(f"The lock ttl must be > 0 seconds. Got {self.ttl!r} instead.")
+            raise ValueError(f"The lock ttl (argument ttl or BBC_DASK_LOCK_TTL) must be a number "
+                             f"of seconds > 0. Got {raw!r} instead.")
         self._s3 = location.protocol in ("s3", "s3a")
         self._token = uuid.uuid4().hex
         self._started = time.strftime("%Y-%m-%dT%H:%M:%S")
