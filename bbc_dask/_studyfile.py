@@ -21,6 +21,7 @@ A study file::
     bootstraps: 1000
     confidence: 0.95
     random_state: 0
+    error_score: nan            # or raise: stop at the first configuration that fails
     store: runs/study.zarr      # relative to the study file
     cluster: {kind: local, n_workers: 2}   # or {address: "tcp://host:8786"}, or
                                            # {kind: kubernetes, n_workers: 8, image: ...};
@@ -42,7 +43,7 @@ import numpy as np
 __all__ = ["StudyFileError", "load_study_file", "load_data", "build_search"]
 
 _TOP = {"data", "grid", "cv", "metric", "dropping", "bootstraps", "confidence", "random_state",
-        "store", "cluster", "configs_per_task", "name", "storage_options"}
+        "store", "cluster", "configs_per_task", "name", "storage_options", "error_score"}
 
 
 class StudyFileError(ValueError):
@@ -78,9 +79,49 @@ def load_study_file(path):
         where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
         raise StudyFileError(f"study file: {path}: not valid YAML{where}: "
                              f"{getattr(e, 'problem', None) or e}") from None
+    except RecursionError:
+        raise StudyFileError(f"study file: {path}: nested too deeply") from None
+    except UnicodeDecodeError as e:
+        raise StudyFileError(f"study file: {path}: not UTF-8 text ({e.reason})") from None
+    _check_expansion(raw, path)
     if not isinstance(raw, dict):
         raise StudyFileError(f"study file: {path}: expected a mapping of keys, got {type(raw).__name__}")
     return resolve_spec(raw, base=os.path.dirname(path))
+
+
+#: Most values a study file may expand to once YAML aliases are followed: far above any
+#: real study file, far below an alias-expansion bomb ("billion laughs").
+MAX_NODES = 1_000_000
+
+
+def _check_expansion(raw, path):
+    """Refuse recursive aliases (``C: &a [1.0, *a]``) and alias bombs before anything
+    walks the data: sizes are counted once per shared node (memoised), iteratively."""
+    size = {}
+    on_path = set()
+    stack = [(raw, False)]
+    while stack:
+        node, done = stack.pop()
+        if not isinstance(node, (dict, list)):
+            continue
+        key = id(node)
+        children = list(node.values()) + list(node.keys()) if isinstance(node, dict) else node
+        if done:
+            on_path.discard(key)
+            total = 1 + sum(size.get(id(c), 1) for c in children)
+            if total > MAX_NODES:
+                raise StudyFileError(f"study file: {path}: expands to more than {MAX_NODES:,} "
+                                     f"values through YAML aliases; refusing it")
+            size[key] = total
+            continue
+        if key in size:
+            continue
+        if key in on_path:
+            raise StudyFileError(f"study file: {path}: a YAML alias refers to itself (a "
+                                 f"recursive structure); write the values out")
+        on_path.add(key)
+        stack.append((node, True))
+        stack.extend((c, False) for c in children if isinstance(c, (dict, list)))
 
 
 def resolve_spec(raw, base="."):
@@ -159,6 +200,13 @@ def resolve_spec(raw, base="."):
         raise _err("storage_options", "applies to URL stores (s3://...) only")
     spec["storage_options"] = so
     spec["configs_per_task"] = _int(raw.get("configs_per_task", 10), "configs_per_task", 1)
+    es = raw.get("error_score", "nan")
+    if isinstance(es, float) and es != es:
+        es = "nan"
+    if es not in ("nan", "raise"):
+        raise _err("error_score", f"expected nan (a failing configuration is recorded and "
+                                  f"skipped) or raise (stop at the first error), got {es!r}")
+    spec["error_score"] = es
     return spec
 
 
@@ -228,31 +276,68 @@ def _resolve_entry(e, where):
         est = make_pipeline(*built)
         out = {"pipeline": norm, "grid": grid}
     try:  # the grid's names exist (set_params checks them)
-        est.set_params(**{k: v[0] for k, v in grid.items()})
+        est.set_params(**{k: v[0] for k, v in _grid_values(grid, where).items()})
     except (ValueError, TypeError) as exc:
         raise _err(f"{where}.grid", f"{exc}") from None
     return out
 
 
-def _build_step(step, where):
-    path = step["estimator"]
-    if not isinstance(path, str) or "." not in path:
+def _estimator_class(path, where):
+    """The estimator class at the import path ``path``, checked before anything is called.
+
+    Only a class with ``fit`` and ``get_params`` (a scikit-learn estimator) is accepted;
+    the standard library is never searched (no estimator lives there, and a study file
+    must not reach ``subprocess`` or ``os``)."""
+    import sys
+
+    if not isinstance(path, str) or "." not in path or not all(p.isidentifier() for p in path.split(".")):
         raise _err(f"{where}.estimator", f"expected an import path such as "
                    f"sklearn.linear_model.LogisticRegression, got {path!r}")
     mod, _, name = path.rpartition(".")
+    if mod.split(".")[0] in sys.stdlib_module_names:
+        raise _err(f"{where}.estimator", f"{path} is not a scikit-learn estimator class (the "
+                   f"standard library holds none)")
     try:
         cls = getattr(importlib.import_module(mod), name)
     except (ImportError, AttributeError):
         raise _err(f"{where}.estimator", f"cannot import {path!r}") from None
+    if not (isinstance(cls, type) and callable(getattr(cls, "fit", None))
+            and callable(getattr(cls, "get_params", None))):
+        raise _err(f"{where}.estimator", f"{path} is not a scikit-learn estimator class (a "
+                   f"class with fit and get_params)")
+    return cls
+
+
+def _is_nested(v):
+    return isinstance(v, dict) and "estimator" in v
+
+
+def _value(v, where):
+    """A parameter value: a nested ``{estimator, params}`` mapping becomes an estimator
+    (checked the same way), anything else is used as written."""
+    if _is_nested(v):
+        bad = sorted(set(v) - {"estimator", "params"})
+        if bad:
+            raise _err(f"{where}.{bad[0]}", "unknown key (allowed: estimator, params)")
+        return _build_step({"estimator": v["estimator"], "params": v.get("params", {}) or {}}, where)
+    return v
+
+
+def _build_step(step, where):
+    cls = _estimator_class(step["estimator"], where)
     if not isinstance(step["params"], dict):
         raise _err(f"{where}.params", f"expected a mapping, got {step['params']!r}")
+    params = {k: _value(v, f"{where}.params.{k}") for k, v in step["params"].items()}
     try:
-        est = cls(**step["params"])
+        return cls(**params)
     except TypeError as e:
         raise _err(f"{where}.params", str(e)) from None
-    if not hasattr(est, "fit"):
-        raise _err(f"{where}.estimator", f"{path} is not an estimator (no fit method)")
-    return est
+
+
+def _grid_values(grid, where):
+    """A grid's lists with nested estimator mappings built (one fresh object each)."""
+    return {k: [_value(v, f"{where}.grid.{k}[{i}]") for i, v in enumerate(vals)]
+            for k, vals in grid.items()}
 
 
 def _build_entry(entry):
@@ -271,7 +356,8 @@ def build_search(spec):
     grids = []
     for entry in spec["grid"]:
         est = _build_entry(entry)
-        grids.append({"model": [est]} | {f"model__{k}": list(v) for k, v in entry["grid"].items()})
+        grid = _grid_values(entry["grid"], "grid")
+        grids.append({"model": [est]} | {f"model__{k}": v for k, v in grid.items()})
     return Pipeline([("model", _build_entry(spec["grid"][0]))]), grids
 
 

@@ -1,0 +1,168 @@
+"""Opening someone else's store or study file never runs their code."""
+import json
+
+import numpy as np
+import pytest
+import skops.io as sio
+import zarr
+from click.testing import CliRunner
+from sklearn.datasets import load_breast_cancer
+from sklearn.linear_model import LogisticRegression
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import FunctionTransformer, StandardScaler
+
+import bbc_dask as bd
+from bbc_dask.cli import main
+from bbc_dask.exceptions import UntrustedModelError
+
+
+@pytest.fixture(scope="module")
+def cancer():
+    return load_breast_cancer(return_X_y=True)
+
+
+def _exploit(marker):
+    """The attack of the issue: numpy.full_like fills a string of code, numpy.sum joins
+    it, numpy.testing's runstring executes it at predict."""
+    import numpy.testing._private.utils as u
+
+    code = f"open({str(marker)!r}, 'w').write('owned')"
+    return make_pipeline(
+        FunctionTransformer(np.full_like, kw_args={"fill_value": code, "dtype": object}),
+        FunctionTransformer(np.sum, kw_args={"axis": None}),
+        FunctionTransformer(u.runstring, kw_args={"dict": {}}),
+    )
+
+
+def _set_record(store, **update):
+    g = zarr.open_group(str(store), mode="r+")
+    meta = dict(g.attrs["bbc_dask"])
+    meta["final_model"] = dict(meta["final_model"], **update)
+    g.attrs["bbc_dask"] = meta
+
+
+def test_a_crafted_final_model_is_refused(tmp_path, cancer, client):
+    X, y = cancer
+    store = tmp_path / "s.zarr"
+    bd.run_study(make_pipeline(StandardScaler(), LogisticRegression(max_iter=500)),
+                 {"logisticregression__C": [0.1, 1.0]}, X, y, store=store, metric="roc_auc",
+                 n_splits=3, random_state=0, client=client, progress=False)
+    assert bd.open_study(store).final_model.predict(X[:3]).shape == (3,)  # the real one loads
+    marker = tmp_path / "OWNED"
+    blob = sio.dumps(_exploit(marker))
+    (store / "final_model.skops").write_bytes(blob)
+    # 1. the file alone replaced: it is not the file the study saved
+    with pytest.raises(UntrustedModelError, match="not the file the study saved"):
+        bd.open_study(store).final_model
+    # 2. the attacker also rewrites the record (digest, and every type listed as trusted):
+    #    functions are never trusted from the store, only when the caller names them
+    import hashlib
+
+    _set_record(store, sha256=hashlib.sha256(blob).hexdigest(),
+                classes=sio.get_untrusted_types(data=blob))
+    with pytest.raises(UntrustedModelError, match=r"runstring.*Functions are trusted only when you name them"):
+        bd.open_study(store).final_model
+    assert not marker.exists()
+    # 3. a module prefix is no longer enough: numpy.* functions are not trusted by default
+    study = bd.open_study(store)
+    with pytest.raises(UntrustedModelError, match="numpy.full_like"):
+        study.load_final_model(trusted=["numpy.testing._private.utils.runstring"])
+    assert not marker.exists()
+
+
+def test_functions_in_a_model_load_when_named(tmp_path, cancer, client):
+    X, y = cancer
+    clip = FunctionTransformer(np.clip, kw_args={"a_min": -1e6, "a_max": 1e6})
+    store = tmp_path / "f.zarr"
+    bd.run_study(make_pipeline(clip, StandardScaler(), LogisticRegression(max_iter=500)),
+                 {"logisticregression__C": [1.0]}, X, y, store=store, metric="roc_auc",
+                 n_splits=3, random_state=0, client=client, progress=False)
+    rec = bd.open_study(store).meta["final_model"]
+    assert rec["functions"] == ["numpy.clip"] and len(rec["sha256"]) == 64
+    with pytest.raises(UntrustedModelError, match=r"\['numpy.clip'\]"):
+        bd.open_study(store).final_model
+    model = bd.open_study(store).load_final_model(trusted=["numpy.clip"])
+    assert model.predict(X[:4]).shape == (4,)
+    with pytest.raises(TypeError, match="'trusted' parameter of load_final_model must be a list"):
+        bd.open_study(store).load_final_model(trusted="numpy.clip")
+
+
+def _study_file(tmp_path, grid_entry, extra=""):
+    entry = json.dumps(grid_entry)
+    path = tmp_path / "study.yaml"
+    path.write_text(f"data: {{sklearn: breast_cancer}}\ngrid:\n  - {entry}\n"
+                    f"cv: {{splits: 3}}\nstore: s.zarr\n{extra}")
+    return path
+
+
+def _run_cli(*args):
+    return CliRunner().invoke(main, [str(a) for a in args])
+
+
+@pytest.mark.parametrize("entry, match", [
+    ({"estimator": "subprocess.Popen", "params": {"args": ["touch", "{marker}"]}},
+     r"grid\[0\]\.estimator: subprocess\.Popen is not a scikit-learn estimator class"),
+    ({"estimator": "numpy.save", "params": {"file": "{marker}", "arr": [1]}},
+     r"grid\[0\]\.estimator: numpy\.save is not a scikit-learn estimator class \(a class with fit and get_params\)"),
+    ({"estimator": "builtins.eval", "params": {}}, r"builtins\.eval is not a scikit-learn estimator class"),
+    ({"pipeline": ["sklearn.preprocessing.StandardScaler",
+                   {"estimator": "numpy.save", "params": {"file": "{marker}", "arr": [1]}}]},
+     r"grid\[0\]\.pipeline\[1\]\.estimator: numpy\.save is not"),
+    ({"estimator": "sklearn.ensemble.BaggingClassifier",
+      "params": {"estimator": {"estimator": "numpy.save", "params": {"file": "{marker}", "arr": [1]}}}},
+     r"grid\[0\]\.params\.estimator\.estimator: numpy\.save is not"),
+    ({"estimator": "sklearn.ensemble.BaggingClassifier",
+      "grid": {"estimator": [{"estimator": "subprocess.Popen", "params": {"args": ["touch", "{marker}"]}}]}},
+     r"grid\[0\]\.grid\.estimator\[0\]\.estimator: subprocess\.Popen is not"),
+])
+def test_a_study_file_calls_only_estimator_classes(tmp_path, entry, match):
+    marker = tmp_path / "CALLED"
+    entry = json.loads(json.dumps(entry).replace("{marker}", str(marker)))
+    res = _run_cli("run", _study_file(tmp_path, entry), "--no-progress")
+    assert res.exit_code == 2, res.output
+    assert len(res.output.strip().splitlines()) == 1, res.output
+    assert "bbc-dask: error: study file: " in res.output
+    import re
+
+    assert re.search(match, res.output), res.output
+    assert not list(tmp_path.glob("CALLED*"))  # numpy.save would have written CALLED.npy
+    assert not (tmp_path / "s.zarr").exists()
+
+
+def test_nested_estimators_in_a_study_file(tmp_path):
+    from bbc_dask._studyfile import build_search, load_study_file
+
+    path = _study_file(tmp_path, {
+        "estimator": "sklearn.ensemble.BaggingClassifier",
+        "params": {"n_estimators": 3,
+                   "estimator": {"estimator": "sklearn.tree.DecisionTreeClassifier",
+                                 "params": {"max_depth": 2}}},
+        "grid": {"estimator": [{"estimator": "sklearn.tree.DecisionTreeClassifier", "params": {"max_depth": 1}},
+                               {"estimator": "sklearn.linear_model.LogisticRegression"}]}})
+    est, grids = build_search(load_study_file(path))
+    inner = [g["model__estimator"] for g in grids][0]
+    assert [type(e).__name__ for e in inner] == ["DecisionTreeClassifier", "LogisticRegression"]
+    assert inner[0].max_depth == 1
+    assert est.named_steps["model"].estimator.max_depth == 2
+
+
+def test_recursive_yaml_and_alias_bombs_are_refused(tmp_path):
+    f = tmp_path / "rec.yaml"
+    f.write_text("data: {sklearn: breast_cancer}\ngrid:\n  - estimator: sklearn.svm.SVC\n"
+                 "    grid: {C: &a [1.0, *a]}\n")
+    res = _run_cli("run", f)
+    assert res.exit_code == 2 and "a YAML alias refers to itself" in res.output, res.output
+    assert len(res.output.strip().splitlines()) == 1
+    lines = ['a: &a ["x", "x", "x", "x", "x", "x", "x", "x", "x"]']
+    for i in range(1, 9):  # 9**9 = 387 million strings once expanded
+        prev = chr(ord("a") + i - 1)
+        name = chr(ord("a") + i)
+        lines.append(f"{name}: &{name} [{', '.join('*' + prev for _ in range(9))}]")
+    bomb = tmp_path / "bomb.yaml"
+    bomb.write_text("\n".join(lines) + "\ndata: {sklearn: breast_cancer}\n")
+    res = _run_cli("run", bomb)
+    assert res.exit_code == 2 and "expands to more than 1,000,000 values" in res.output, res.output
+    deep = tmp_path / "deep.yaml"
+    deep.write_text("data: " + "[" * 5000 + "]" * 5000 + "\n")
+    res = _run_cli("run", deep)
+    assert res.exit_code == 2 and "study file: " in res.output, res.output
