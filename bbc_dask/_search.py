@@ -48,8 +48,10 @@ class BBCSearchCV(MetaEstimatorMixin, BaseEstimator):
     ----------
     estimator : estimator object
     param_grid : dict or list of dicts
-    scoring : str, default="roc_auc"
+    scoring : str or None, default=None
         A :mod:`bbc_dask.metrics` name (scikit-learn's scorer names, larger is better).
+        None, as in ``GridSearchCV``: the estimator's own ``score`` — ``"accuracy"`` for
+        a classifier, ``"r2"`` for a regressor.
     cv : int, default=10
         Number of folds.
     n_repeats : int, default=1
@@ -84,9 +86,8 @@ class BBCSearchCV(MetaEstimatorMixin, BaseEstimator):
 
     Notes
     -----
-    With a label metric (``scoring="accuracy"``) it passes every check of scikit-learn's
-    ``check_estimator`` (tests/test_search.py runs them; none exempted). With the default
-    ``"roc_auc"``, a binary metric, the checks that fit multiclass data fail by design:
+    It passes every check of scikit-learn's ``check_estimator`` with the default
+    ``scoring`` (tests/test_search.py runs them; none exempted). ``"roc_auc"`` is binary:
     use ``"roc_auc_ovr"`` for multiclass problems. Input: DataFrames are passed to the
     estimator as they are (column names reach pipelines); other X are validated by
     ``check_array`` (numeric unless the estimator takes strings, NaN only if it allows).
@@ -96,7 +97,7 @@ class BBCSearchCV(MetaEstimatorMixin, BaseEstimator):
     .. [1] Tsamardinos, Greasidou, Borboudakis, Machine Learning 107 (2018).
     """
 
-    def __init__(self, estimator, param_grid, *, scoring="roc_auc", cv=10, n_repeats=1,
+    def __init__(self, estimator, param_grid, *, scoring=None, cv=10, n_repeats=1,
                  dropping=False, n_bootstraps=1000, confidence_level=0.95, store=None, refit=True,
                  error_score=np.nan, client=None, random_state=None):
         self.estimator = estimator
@@ -173,22 +174,21 @@ class BBCSearchCV(MetaEstimatorMixin, BaseEstimator):
             store, overwrite = f"{tmp}/study.zarr", True
         client = self.client if self.client is not None else _current_client()
         study = run_study(
-            clone(self.estimator), self.param_grid, X, y, store=store, metric=self.scoring,
+            clone(self.estimator), self.param_grid, X, y, store=store, metric=self._metric(),
             n_splits=self.cv, n_repeats=self.n_repeats, groups=groups,
             error_score=self.error_score, refit=self.refit, random_state=self.random_state,
             client=client, overwrite=overwrite, progress=False, dropping=self.dropping or None,
         )
         self.study_ = study
-        if study.complete_configs().size == 0:
-            first = next(iter(study.errors.values()), "no error recorded")
-            raise ValueError(f"All {len(study.params)} configurations of {caller} failed to fit. "
-                             f"The first error: {first}")
         self.cv_results_ = study.cv_results_
         self.best_index_ = int(study.best_index_)
         self.best_params_ = dict(study.best_params_)
         self.best_score_ = float(study.best_score_)
-        opts = dict(n_bootstraps=self.n_bootstraps, confidence_level=self.confidence_level,
-                    random_state=self.random_state)
+        # random_state None: the study's own recorded seed, so that bbc_ equals what
+        # open_study(store).bbc() and `bbc-dask estimate` report
+        opts = dict(n_bootstraps=self.n_bootstraps, confidence_level=self.confidence_level)
+        if self.random_state is not None:
+            opts["random_state"] = self.random_state
         self.bbc_ = study.bbc(**opts)
         self.bbc_f_ = study.bbc_f(**opts)
         self.n_features_in_ = int(np.shape(X)[1])
@@ -200,6 +200,20 @@ class BBCSearchCV(MetaEstimatorMixin, BaseEstimator):
         elif hasattr(self, "best_estimator_"):
             del self.best_estimator_
         return self
+
+    def _metric(self):
+        """The bbc_dask metric: ``scoring``, or for None the estimator's own score."""
+        if self.scoring is not None:
+            return self.scoring
+        from sklearn.base import is_regressor
+
+        if is_classifier(self.estimator):
+            return "accuracy"
+        if is_regressor(self.estimator):
+            return "r2"
+        raise ValueError(
+            f"The 'scoring' parameter of BBCSearchCV must be given for an estimator that is "
+            f"neither a classifier nor a regressor ({type(self.estimator).__name__}).")
 
     def _check(self, X=None):
         check_is_fitted(self)
@@ -236,4 +250,6 @@ class BBCSearchCV(MetaEstimatorMixin, BaseEstimator):
         from sklearn.metrics import get_scorer
 
         est = self._check()
+        if self.scoring is None:
+            return est.score(X, y)
         return get_scorer(self.scoring)(est, X, y)

@@ -9,7 +9,7 @@ from . import _validation as V
 from .cube import DONE, DROPPED, FAILED, PENDING, open_cube
 from .stats import _bbc as S
 
-__all__ = ["Study", "open_study", "select_winner"]
+__all__ = ["Study", "failure_groups", "open_study", "select_winner"]
 
 
 def _complete(state):
@@ -36,6 +36,18 @@ def _y_and_pos(cube):
     if classes is not None and spec.get("pos_label") is not None:
         pos = classes.index(spec["pos_label"])
     return y, pos
+
+
+def failure_groups(cube):
+    """Failed configurations' first errors grouped by text (see :meth:`Study.failures`)."""
+    err = cube.errors()
+    failed = np.flatnonzero(np.any(cube.state() == FAILED, axis=(1, 2)))
+    groups = {}
+    for c in failed:
+        text = str(err[c]) or "no error text recorded"
+        groups.setdefault(text, []).append(int(c))
+    out = [{"error": t, "count": len(cs), "configs": cs} for t, cs in groups.items()]
+    return sorted(out, key=lambda g: (-g["count"], g["configs"][0]))
 
 
 def select_winner(cube):
@@ -90,10 +102,34 @@ class Study:
         return self._cube.dataset()
 
     @property
+    def _configs(self):
+        if self._param_objects is None:
+            from .engine._plan import Configurations
+
+            desc = self.meta.get("configurations")
+            self._param_objects = (Configurations.from_description(desc) if desc is not None
+                                   else list(self.meta["params"]))
+        return self._param_objects
+
+    @property
     def params(self):
         """Parameters of every configuration: the real values when the study was run by
         this process, else as stored (values that are not JSON are their repr)."""
-        return list(self._param_objects or self.meta["params"])
+        return list(self._configs)
+
+    @property
+    def seed(self):
+        """The study's own seed (a ``numpy.random.SeedSequence``): the default
+        ``random_state`` of its estimates, so every way of asking (``Study.bbc()``,
+        ``bbc-dask estimate``, the report, ``BBCSearchCV``) gives the same numbers. For
+        ``run_study(random_state=0)`` it equals ``random_state=0``."""
+        ent = self.spec["seed"]
+        return np.random.SeedSequence(int(ent["entropy"]), spawn_key=tuple(ent["spawn_key"]))
+
+    def failures(self):
+        """The first errors of failed configurations, grouped by message, most frequent
+        first: a list of ``{"error", "count", "configs"}``."""
+        return failure_groups(self._cube)
 
     @property
     def state(self):
@@ -153,9 +189,17 @@ class Study:
     def _inputs(self):
         idx = self.complete_configs()
         if idx.size == 0:
-            raise ValueError(f"The study at {self.store!r} has no complete configuration yet.")
+            raise ValueError(self._none_complete())
         y, pos = _y_and_pos(self._cube)
         return idx, _load(self._cube, idx), y, self._cube.folds(), pos
+
+    def _none_complete(self):
+        groups = self.failures()
+        msg = f"The study at {self.store!r} has no complete configuration yet"
+        if groups:
+            n = sum(g["count"] for g in groups)
+            msg += f"; {n} configurations failed, most with: {groups[0]['error'].splitlines()[0]}"
+        return msg + "."
 
     @staticmethod
     def _remap(res, idx):
@@ -212,8 +256,10 @@ class Study:
             ``IN_MEMORY_BYTES`` (1 GiB as float64). The result is identical either way.
         **kwargs
             Passed to :func:`bbc_dask.bbc` (``n_bootstraps``, ``confidence_level``,
-            ``random_state``, ...).
+            ``random_state``, ...). ``random_state`` defaults to :attr:`seed`, the
+            study's own: the same numbers however the study is opened or asked.
         """
+        kwargs.setdefault("random_state", self.seed)
         idx = self.complete_configs()
         if idx.size and self._chunked(idx, chunked):
             from ._lazy import bbc_over_blocks
@@ -251,6 +297,7 @@ class Study:
     def bbc_f(self, *, chunked=None, **kwargs):
         """:func:`bbc_dask.bbc_f` on the cube's complete configurations; ``chunked`` as in
         :meth:`bbc` (the fold × configuration matrix is built per chunk)."""
+        kwargs.setdefault("random_state", self.seed)
         idx = self.complete_configs()
         if idx.size and self._chunked(idx, chunked):
             from ._lazy import bbc_f_over_blocks
@@ -325,12 +372,12 @@ class Study:
     def best_index_(self):
         best = select_winner(self._cube)
         if best is None:
-            raise ValueError(f"The study at {self.store!r} has no complete configuration yet.")
+            raise ValueError(self._none_complete())
         return best
 
     @property
     def best_params_(self):
-        return self.params[self.best_index_]
+        return self._configs[self.best_index_]
 
     @property
     def best_score_(self):
@@ -345,24 +392,24 @@ class Study:
         return self._final_model
 
     def load_final_model(self, trusted=None):
-        """Load the saved final model with skops. Only scikit-learn, NumPy and SciPy
-        types are trusted unless ``trusted`` lists more (skops never unpickles)."""
-        import skops.io as sio
+        """Load the saved final model with skops (never pickle).
+
+        Trusted: skops' default types, the classes the study recorded when it saved the
+        model (with the file's SHA-256: a changed file is refused), and the names in
+        ``trusted``. Functions (e.g. a ``FunctionTransformer``'s ``func``) are trusted
+        only when named here: a chain of library functions can run arbitrary code.
+
+        Parameters
+        ----------
+        trusted : list of str, default=None
+            Extra type or function names to trust (as skops lists them).
+        """
+        from .cube._model import load_model
 
         info = self.meta.get("final_model")
         if not info:
             raise ValueError(f"The study at {self.store!r} has no final model (refit=False or not finished).")
-        data = self.location.read_bytes(info["file"])
-        untrusted = sio.get_untrusted_types(data=data)
-        safe = [t for t in untrusted if t.split(".")[0] in ("sklearn", "numpy", "scipy")]
-        extra = list(trusted or [])
-        left = [t for t in untrusted if t not in safe and t not in extra]
-        if left:
-            raise ValueError(
-                f"The final model of {self.store!r} contains types that are not trusted: "
-                f"{left}. Pass load_final_model(trusted=[...]) if you trust them."
-            )
-        return sio.loads(data, trusted=safe + extra)
+        return load_model(self.location, info, trusted)
 
 
 def open_study(store, storage_options=None):

@@ -11,6 +11,7 @@ import sys
 import time
 
 import click
+import numpy as np
 
 from ._studyfile import StudyFileError
 
@@ -19,18 +20,35 @@ _USER_ERRORS = (StudyFileError, ValueError, TypeError, FileNotFoundError, KeyErr
 
 class _Group(click.Group):
     def invoke(self, ctx):
+        from .engine import signals_as_interrupts
+        from .exceptions import StudyInterrupted
+
         try:
-            return super().invoke(ctx)
+            with signals_as_interrupts():
+                return super().invoke(ctx)
         except click.exceptions.Exit:
             raise
         except (click.ClickException, click.Abort):
             raise
+        except StudyInterrupted as e:
+            # one line; the counts come from the store, the wording is the command line's
+            if e.done is not None:
+                click.echo(f"interrupted: {e.done} of {e.total} cells saved; run the same "
+                           f"command to resume", err=True)
+            else:
+                click.echo("interrupted", err=True)
+            ctx.exit(e.exit_code)
+        except KeyboardInterrupt:
+            click.echo("interrupted", err=True)
+            ctx.exit(130)
         except Exception as e:  # one line unless --debug
             if ctx.obj and ctx.obj.get("debug"):
                 raise
             from .cube import StoreLockedError
 
-            if isinstance(e, (*_USER_ERRORS, StoreLockedError)):
+            from .exceptions import UserError
+
+            if isinstance(e, (*_USER_ERRORS, StoreLockedError, UserError)):
                 msg = str(e).splitlines()[0] if str(e) else type(e).__name__
                 click.echo(f"bbc-dask: error: {msg}", err=True)
                 ctx.exit(2)
@@ -81,7 +99,8 @@ def _open(store, storage_options=None):
 
 
 def _client(spec, scheduler):
-    """A Client the caller closes, or an address string that run_study connects to."""
+    """What run_study connects to: an address, or make_client's arguments (the run starts
+    the cluster, and on an interrupt closes it without a word from its workers)."""
     cluster = dict(spec["cluster"])
     kind = cluster.pop("kind", "local")
     cluster.pop("security", None)
@@ -89,11 +108,7 @@ def _client(spec, scheduler):
         return scheduler
     if kind == "address":
         return cluster["address"]
-    from .cluster import make_client
-
-    if kind == "local":
-        cluster.setdefault("dashboard_address", ":0")
-    return make_client(kind, security=spec["cluster"].get("security"), **cluster)
+    return {"kind": kind, **cluster}
 
 
 def run_spec(spec, *, scheduler=None, store=None, progress=True, cluster=None,
@@ -120,23 +135,14 @@ def run_spec(spec, *, scheduler=None, store=None, progress=True, cluster=None,
     estimator, grid = F.build_search(spec)
     drop = spec["dropping"]
     dropping = Dropping(**drop) if isinstance(drop, dict) else (Dropping() if drop else None)
-    client = _client(spec, scheduler)
-    owned = not isinstance(client, str)
-    try:
-        return run_study(
-            estimator, grid, X, y, store=spec["store"], metric=spec["metric"],
-            n_splits=spec["cv"]["splits"], n_repeats=spec["cv"]["repeats"], groups=groups,
-            random_state=spec["random_state"], client=client, progress=progress,
-            configs_per_task=spec["configs_per_task"], dropping=dropping, metadata=spec,
-            storage_options=spec.get("storage_options"),
-            security=spec["cluster"].get("security") if not owned else None,
-        )
-    finally:
-        if owned:
-            cluster = getattr(client, "cluster", None)
-            client.close()
-            if cluster is not None:
-                cluster.close()
+    return run_study(
+        estimator, grid, X, y, store=spec["store"], metric=spec["metric"],
+        n_splits=spec["cv"]["splits"], n_repeats=spec["cv"]["repeats"], groups=groups,
+        random_state=spec["random_state"], client=_client(spec, scheduler), progress=progress,
+        configs_per_task=spec["configs_per_task"], dropping=dropping, metadata=spec,
+        storage_options=spec.get("storage_options"), security=spec["cluster"].get("security"),
+        error_score="raise" if spec.get("error_score") == "raise" else np.nan,
+    )
 
 
 _storage_option = click.option(
@@ -181,8 +187,26 @@ def run(study_file, scheduler, store, cluster_kind, cluster_option, tls_ca_file,
     st = study.status()
     click.echo(f"finished: {st['done']} cells done, {st['failed']} failed, {st['dropped']} dropped "
                f"in {time.time() - t:.1f} s; store {study.store}")
+    _echo_failures(study)
     _print_estimates(study, spec.get("bootstraps", 1000), spec.get("confidence", 0.95), "both",
-                     spec.get("random_state") or 0)
+                     None)
+
+
+def _echo_failures(study, groups=None, err=False):
+    """The failed configurations' first errors, grouped by message (at most 5 lines)."""
+    groups = study.failures() if groups is None else groups
+    if not groups:
+        return
+    n = sum(g["count"] for g in groups)
+    click.echo(f"{n} configuration{'s' if n > 1 else ''} failed (first error of each, grouped):",
+               err=err)
+    for g in groups[:5]:
+        which = ", ".join(map(str, g["configs"][:5])) + (", ..." if g["count"] > 5 else "")
+        first = g["error"].splitlines()[0] if g["error"] else ""
+        click.echo(f"  {g['count']} x {first}  (configurations {which})", err=err)
+    if len(groups) > 5:
+        click.echo(f"  ... {len(groups) - 5} other messages: bbc-dask status --json lists all",
+                   err=err)
 
 
 @main.command()
@@ -191,9 +215,11 @@ def run(study_file, scheduler, store, cluster_kind, cluster_option, tls_ca_file,
 @_storage_option
 def status(store, as_json, storage_option):
     """Progress of the study at STORE (a path or a URL such as s3://bucket/study.zarr)."""
-    st = _open(store, _parse_options(storage_option, "--storage-option")).status()
+    study = _open(store, _parse_options(storage_option, "--storage-option"))
+    st = study.status()
+    groups = study.failures()
     if as_json:
-        click.echo(json.dumps(st))
+        click.echo(json.dumps(dict(st, failures=groups)))
         return
     def sec(v):
         return "-" if v is None else f"{v:.0f} s"
@@ -202,6 +228,7 @@ def status(store, as_json, storage_option):
         f"cells {st['done']} done, {st['failed']} failed, {st['dropped']} dropped, "
         f"{st['pending']} pending of {st['cells']}; active configs {st['active_configs']}/{st['configs']}; "
         f"elapsed {sec(st['elapsed_s'])}, remaining {sec(st['remaining_s'])}")
+    _echo_failures(study, groups)
 
 
 def _print_estimates(study, bootstraps, confidence, method, seed, as_json=False):
@@ -210,11 +237,7 @@ def _print_estimates(study, bootstraps, confidence, method, seed, as_json=False)
     res = estimates(study, method=method, n_bootstraps=bootstraps, confidence_level=confidence,
                     random_state=seed)
     if as_json:
-        out = {k: {"method": r.method, "metric": r.metric, "estimate": r.estimate,
-                   "confidence_interval": list(r.confidence_interval), "lower_bound": r.lower_bound,
-                   "naive_estimate": r.naive_estimate, "selected_config": r.selected_config,
-                   "n_bootstraps": r.n_bootstraps, "confidence_level": r.confidence_level,
-                   "random_state": seed}
+        out = {k: dict(r.to_dict(), random_state=seed if seed is not None else study.spec["seed"])
                for k, r in res.items()}
         click.echo(json.dumps(out))
         return
@@ -225,6 +248,7 @@ def _print_estimates(study, bootstraps, confidence, method, seed, as_json=False)
         click.echo(f"{name:8s} {r.estimate:9.4f} {ci:>21s} {r.lower_bound:8.4f} {r.naive_estimate:9.4f}")
     click.echo(f"({study.metric}; {confidence:.0%} confidence; {bootstraps} bootstraps; selected "
                f"configuration {study.best_index_}: {study.best_params_})")
+    _echo_failures(study)
 
 
 @main.command()
@@ -232,7 +256,8 @@ def _print_estimates(study, bootstraps, confidence, method, seed, as_json=False)
 @click.option("--method", type=click.Choice(["bbc", "bbc-f", "both"]), default="both", show_default=True)
 @click.option("--bootstraps", type=click.IntRange(min=1), default=None, help="Default: the study file's, else 1000.")
 @click.option("--confidence", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=None)
-@click.option("--seed", type=int, default=None, help="Bootstrap seed (default: the study's random_state, else 0).")
+@click.option("--seed", type=click.IntRange(min=0), default=None,
+              help="Bootstrap seed (default: the study's own seed, as Study.bbc() uses).")
 @click.option("--json", "as_json", is_flag=True)
 @_storage_option
 def estimate(store, method, bootstraps, confidence, seed, as_json, storage_option):
@@ -241,7 +266,7 @@ def estimate(store, method, bootstraps, confidence, seed, as_json, storage_optio
     spec = study.metadata or {}
     _print_estimates(study, bootstraps or spec.get("bootstraps", 1000),
                      confidence or spec.get("confidence", 0.95), method,
-                     seed if seed is not None else (spec.get("random_state") or 0), as_json)
+                     seed, as_json)
 
 
 @main.command()
@@ -257,7 +282,7 @@ def report(store, out_dir, bootstraps, storage_option):
     spec = study.metadata or {}
     path = write_report(study, out_dir, n_bootstraps=bootstraps or spec.get("bootstraps", 1000),
                         confidence_level=spec.get("confidence", 0.95),
-                        random_state=spec.get("random_state") or 0)
+                        random_state=None)
     click.echo(f"report: {path}")
 
 
@@ -299,8 +324,8 @@ def demo(store, out_dir, workers, no_progress):
     study = run_spec(spec, progress=not no_progress)
     click.echo(f"{len(study.params)} configurations × 5 folds × 2 repeats on {workers} local "
                f"workers in {time.time() - t:.1f} s")
-    _print_estimates(study, 1000, 0.95, "both", 0)
-    path = write_report(study, out_dir, n_bootstraps=1000, random_state=0)
+    _print_estimates(study, 1000, 0.95, "both", None)
+    path = write_report(study, out_dir, n_bootstraps=1000)
     click.echo(f"store: {study.store}\nreport: {os.path.abspath(path)}")
 
 

@@ -2,12 +2,17 @@
 Kubernetes through the Dask operator (``dask-kubernetes``' ``KubeCluster``)."""
 from __future__ import annotations
 
+import contextlib
 import copy
+import importlib.machinery
 import os
+import sys
+import threading
 import uuid
+import weakref
 
-__all__ = ["KUBERNETES_DEFAULTS", "as_security", "kubernetes_cluster_spec", "make_client",
-           "resolve_client"]
+__all__ = ["KUBERNETES_DEFAULTS", "as_security", "close_client", "kubernetes_cluster_spec",
+           "make_client", "resolve_client"]
 
 _KINDS = ("local", "address", "kubernetes")
 
@@ -205,7 +210,19 @@ def make_client(kind="local", *, security=None, **options):
         if security is not None:
             opts.setdefault("protocol", "tls://")
             opts["security"] = security
-        return Client(LocalCluster(**opts), security=security)
+        preload = opts.get("preload") or []
+        opts["preload"] = [preload] if isinstance(preload, str) else list(preload)
+        opts["preload"].append("bbc_dask._worker_setup")  # workers ignore the terminal's Ctrl-C
+        release = _main_not_reimported()
+        try:
+            with _workers_ignore_sigint():
+                cluster = LocalCluster(**opts)
+        except BaseException:
+            release()
+            raise
+        # restored when the cluster is closed (close_client) or collected
+        cluster._bbc_release_main = weakref.finalize(cluster, release)
+        return Client(cluster, security=security)
     if kind == "address":
         opts = dict(options)
         if "address" not in opts:
@@ -242,8 +259,9 @@ def _kubernetes_client(options):
 
 
 def resolve_client(client, caller, security=None):
-    """``(client, owned)``: None starts a local cluster, a string connects to a scheduler
-    (both with ``security``); a Client is used as it is."""
+    """``(client, owned)``: None starts a local cluster, a dict is :func:`make_client`'s
+    arguments, a string connects to a scheduler (all with ``security``); a Client is used
+    as it is."""
     from distributed import Client
 
     if client is None:
@@ -252,7 +270,81 @@ def resolve_client(client, caller, security=None):
         return make_client("address", address=client, security=security), True
     if isinstance(client, Client):
         return client, False
+    if isinstance(client, dict):
+        opts = dict(client)
+        kind = opts.pop("kind", "local")
+        if kind == "local":
+            opts.setdefault("dashboard_address", ":0")
+        return make_client(kind, security=security, **opts), True
     raise TypeError(
         f"The 'client' parameter of {caller} must be a distributed.Client, a scheduler "
-        f"address string or None. Got {type(client).__name__} instead."
+        f"address string, a dict of make_client arguments or None. Got "
+        f"{type(client).__name__} instead."
     )
+
+
+def close_client(client, close_cluster=True):
+    """Close ``client`` and, with ``close_cluster``, the cluster it was started with."""
+    cluster = getattr(client, "cluster", None)
+    client.close()
+    if cluster is not None and close_cluster:
+        cluster.close()
+        release = getattr(cluster, "_bbc_release_main", None)
+        if release is not None:
+            release()
+
+
+# ------------------------------------------------------------- local worker processes
+_MAIN_LOCK = threading.Lock()
+_MAIN_USERS = [0]
+
+
+def _main_not_reimported():
+    """Let a plain script start a local cluster without an ``if __name__ == "__main__"``
+    guard, as scikit-learn users expect; returns the function that undoes it.
+
+    Worker processes are started with multiprocessing's "spawn", which re-runs the
+    parent's ``__main__`` script in every child: an unguarded script would start a
+    cluster inside each worker ("An attempt has been made to start a new process
+    before the current process has finished its bootstrapping phase"). The workers
+    never need the script: Dask sends functions and classes defined in ``__main__`` by
+    value. While a local cluster of ours lives, ``__main__`` gets a module spec named
+    "__main__", which multiprocessing takes as "do not re-import"; the user's own code
+    still runs in the parent, so its errors surface there as usual."""
+    main = sys.modules.get("__main__")
+    if main is None or getattr(main, "__spec__", None) is not None or not getattr(main, "__file__", None):
+        return lambda: None
+    with _MAIN_LOCK:
+        _MAIN_USERS[0] += 1
+        if _MAIN_USERS[0] == 1:
+            main.__spec__ = importlib.machinery.ModuleSpec("__main__", None)
+    done = []
+
+    def release():
+        if done:
+            return
+        done.append(True)
+        with _MAIN_LOCK:
+            _MAIN_USERS[0] -= 1
+            if _MAIN_USERS[0] == 0 and getattr(main, "__spec__", None) is not None \
+                    and main.__spec__.name == "__main__" and main.__spec__.origin is None:
+                main.__spec__ = None
+
+    return release
+
+
+@contextlib.contextmanager
+def _workers_ignore_sigint():
+    """Worker processes started here ignore SIGINT (a disposition kept across exec), so
+    a Ctrl-C in the terminal reaches the process running the study, which stops them
+    cleanly, instead of printing a traceback from every worker."""
+    import signal
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)

@@ -14,7 +14,7 @@ import os
 import numpy as np
 
 __all__ = ["plot_bootstrap", "plot_configurations", "plot_fold_scores", "plot_active",
-           "estimates", "write_report"]
+           "estimates", "failures_html", "write_report"]
 
 
 def _figure(size=(7, 4)):
@@ -124,10 +124,13 @@ def plot_active(study):
     return fig
 
 
-def estimates(study, *, method="both", n_bootstraps=1000, confidence_level=0.95, random_state=0):
-    """``{"bbc": BBCResult, "bbc_f": BBCResult}`` (per ``method``) of a study."""
+def estimates(study, *, method="both", n_bootstraps=1000, confidence_level=0.95, random_state=None):
+    """``{"bbc": BBCResult, "bbc_f": BBCResult}`` (per ``method``) of a study;
+    ``random_state=None`` uses the study's own seed (:attr:`Study.seed`)."""
     out = {}
-    kw = dict(n_bootstraps=n_bootstraps, confidence_level=confidence_level, random_state=random_state)
+    kw = dict(n_bootstraps=n_bootstraps, confidence_level=confidence_level)
+    if random_state is not None:
+        kw["random_state"] = random_state
     if method in ("bbc", "both"):
         out["bbc"] = study.bbc(**kw)
     if method in ("bbc-f", "bbc_f", "both"):
@@ -149,7 +152,22 @@ _MEANING = [
 ]
 
 
-def write_report(study, out_dir, *, n_bootstraps=1000, confidence_level=0.95, random_state=0):
+def failures_html(study):
+    """An HTML table of the failed configurations' errors (grouped), or ''."""
+    groups = study.failures()
+    if not groups:
+        return ""
+    rows = "".join(
+        f"<tr><td>{g['count']}</td><td>{html.escape(', '.join(map(str, g['configs'][:10])))}"
+        f"{' ...' if g['count'] > 10 else ''}</td><td style='text-align:left'><code>"
+        f"{html.escape(g['error'])}</code></td></tr>" for g in groups)
+    n = sum(g["count"] for g in groups)
+    return (f"<h2>Failed configurations ({n})</h2><p>Their cells hold no predictions and they "
+            f"take no part in selection or in the estimates.</p><table><tr><th>configurations"
+            f"</th><th>which</th><th>first error</th></tr>{rows}</table>")
+
+
+def write_report(study, out_dir, *, n_bootstraps=1000, confidence_level=0.95, random_state=None):
     """Write ``bootstrap_bbc.png``, ``bootstrap_bbc_f.png``, ``configurations.png``,
     ``fold_scores.png``, ``active.png`` and ``index.html`` into ``out_dir``; returns the
     HTML path."""
@@ -191,6 +209,7 @@ Generated {datetime.datetime.now().isoformat(timespec='seconds')}.</p>
 {''.join(rows)}</table>
 <p>Selected configuration {study.best_index_}: <code>{best}</code></p>
 <dl>{meaning}</dl>
+{failures_html(study)}
 <h2>Bootstrap distributions</h2>
 <img src="bootstrap_bbc.png" alt="BBC bootstrap distribution"><img src="bootstrap_bbc_f.png" alt="BBC-F bootstrap distribution">
 <h2>Configurations</h2><img src="configurations.png" alt="configurations ranked">

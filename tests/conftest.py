@@ -47,6 +47,16 @@ def make_case(metric, n=40, c=5, r=1, seed=0):
     raise KeyError(metric)
 
 
+@pytest.fixture(scope="module")
+def client():
+    """A real two-worker LocalCluster (processes, one thread each) for a test module."""
+    from distributed import Client, LocalCluster
+
+    with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=":0") as cluster:
+        with Client(cluster) as c:
+            yield c
+
+
 @pytest.fixture(params=METRIC_NAMES)
 def metric_name(request):
     return request.param

@@ -29,7 +29,7 @@ def cancer():
 
 def _search(**kw):
     grid = {"logisticregression__C": [0.01, 0.1, 1.0]}
-    opts = dict(cv=5, n_bootstraps=200, random_state=0) | kw
+    opts = dict(cv=5, n_bootstraps=200, random_state=0, scoring="roc_auc") | kw
     return bd.BBCSearchCV(make_pipeline(StandardScaler(), LogisticRegression(max_iter=500)), grid, **opts)
 
 

@@ -10,11 +10,12 @@ from ._schema import (
     Cube,
     StoreMismatchError,
     create_cube,
+    inspect_store,
     open_cube,
 )
 
 __all__ = [
     "DONE", "DROPPED", "FAILED", "PENDING", "SCHEMA", "Cube", "StoreLock", "StoreLockedError",
     "ObjectStoreLock", "StoreLocation", "as_location",
-    "StoreMismatchError", "create_cube", "open_cube",
+    "StoreMismatchError", "create_cube", "inspect_store", "open_cube",
 ]

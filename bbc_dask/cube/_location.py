@@ -164,12 +164,16 @@ class StoreLocation:
             self.fs.rm_file(self._entry(name))
 
     def wipe(self):
-        """Delete every entry but the lock (held by the caller)."""
+        """Delete every entry but the lock (held by the caller), crash-safely: the
+        creation marker goes first and the group's ``zarr.json`` (the study's identity)
+        next, so a kill at any point leaves a store that reads as an interrupted creation,
+        never as a study with missing parts."""
         import shutil
 
-        for entry in self.listdir():
-            if entry == LOCK_NAME:
-                continue
+        self.write_bytes(CREATING_NAME, b"")
+        entries = [e for e in self.listdir() if e not in (LOCK_NAME, CREATING_NAME)]
+        entries.sort(key=lambda e: e != "zarr.json")
+        for entry in entries:
             full = self._entry(entry)
             if self.is_local:
                 shutil.rmtree(full) if os.path.isdir(full) else os.remove(full)
@@ -177,6 +181,23 @@ class StoreLocation:
                 self.fs.rm(full, recursive=True)
         if not self.is_local:
             self.fs.invalidate_cache()
+
+    def remove_temporaries(self):
+        """Delete the temporary files of writes that a killed process left (Zarr's
+        ``*.partial`` and our ``.*.tmp``); only called under the run lock. Object stores
+        write whole objects and leave none. Returns how many were removed."""
+        if not self.is_local or not os.path.isdir(self.url):
+            return 0
+        n = 0
+        for root, _dirs, files in os.walk(self.url):
+            for f in files:
+                if f.endswith(".partial") or (f.startswith(".") and f.endswith(".tmp")):
+                    try:
+                        os.remove(os.path.join(root, f))
+                        n += 1
+                    except FileNotFoundError:
+                        pass
+        return n
 
     def lock(self, **options):
         """The run lock of this store (not yet acquired)."""

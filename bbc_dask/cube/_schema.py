@@ -29,11 +29,11 @@ import time
 import numpy as np
 import zarr
 
-from ._location import as_location
+from ._location import CREATING_NAME, LOCK_NAME, as_location
 
 __all__ = [
     "PENDING", "DONE", "FAILED", "DROPPED", "SCHEMA", "create_cube", "open_cube", "Cube",
-    "StoreMismatchError",
+    "StoreMismatchError", "inspect_store",
 ]
 
 PENDING, DONE, FAILED, DROPPED = 0, 1, 2, 3
@@ -65,6 +65,7 @@ def create_cube(location, *, n_configs, n_repeats, n_splits, folds, y_stored, cl
     location = as_location(location)
     if location.has("zarr.json"):
         raise FileExistsError(f"{location.url!r} already holds a Zarr store.")
+    location.write_bytes(CREATING_NAME, b"")  # removed once the attributes are written
     # The location may hold the run lock already, so Zarr's mode "w-" cannot be used.
     g = zarr.open_group(location.zarr_store(), mode="a", zarr_format=3)
     shape = (n, n_configs, n_repeats) + ((n_classes_axis,) if n_classes_axis else ())
@@ -77,12 +78,16 @@ def create_cube(location, *, n_configs, n_repeats, n_splits, folds, y_stored, cl
     ya = g.create_array("y", shape=(n,), chunks=(n,), dtype=y_stored.dtype, dimension_names=["sample"])
     ya[:] = y_stored
     cell = (n_configs, n_repeats, n_splits)
-    cchunk = (config_chunk, 1, n_splits)
+    # The ledger has one writer (the driver), so its chunks need not follow the tasks:
+    # ~1024 configurations per chunk keeps a million-configuration ledger to a thousand
+    # files (read at every start) while a task's update rewrites a few kilobytes.
+    ledger = min(n_configs, config_chunk * max(1, -(-1024 // config_chunk)))
+    cchunk = (ledger, n_repeats, n_splits)
     g.create_array("state", shape=cell, chunks=cchunk, dtype="int8", fill_value=PENDING,
                    dimension_names=["config", "repeat", "split"])
     g.create_array("fit_time", shape=cell, chunks=cchunk, dtype="float64", fill_value=np.nan,
                    dimension_names=["config", "repeat", "split"])
-    g.create_array("error", shape=(n_configs,), chunks=(n_configs,), dtype=str,
+    g.create_array("error", shape=(n_configs,), chunks=(ledger,), dtype=str,
                    dimension_names=["config"])
     g.create_array("drop_wave", shape=(n_configs,), chunks=(n_configs,), dtype="int16",
                    fill_value=-1, dimension_names=["config"])
@@ -98,7 +103,33 @@ def create_cube(location, *, n_configs, n_repeats, n_splits, folds, y_stored, cl
         g.create_array("class", shape=cls.shape, chunks=cls.shape, dtype=dtype,
                        dimension_names=["class"])[:] = cls.astype(dtype) if dtype is str else cls
     g.attrs["bbc_dask"] = to_json(dict(meta, schema=SCHEMA, created=time.strftime("%Y-%m-%dT%H:%M:%S")))
+    location.remove(CREATING_NAME)
     return Cube(g, location)
+
+
+def inspect_store(location):
+    """What a store holds, decided under its run lock: ``("empty", None)``,
+    ``("interrupted", None)`` (a creation or an overwrite that did not finish: safe to
+    wipe), or ``("study", Cube)``. A location holding anything else raises
+    :class:`StoreMismatchError`. Temporary files of killed writes are removed first.
+
+    A study is recognised by its attributes, which creation writes last; a creation
+    marker next to a readable study is a leftover of a kill between the two and is
+    removed, never read as permission to wipe."""
+    location = as_location(location)
+    location.remove_temporaries()
+    entries = set(location.listdir()) - {LOCK_NAME}
+    if not entries:
+        return "empty", None
+    try:
+        cube = open_cube(location, mode="r+")
+    except StoreMismatchError:
+        if CREATING_NAME in entries:
+            return "interrupted", None
+        raise
+    if CREATING_NAME in entries:
+        location.remove(CREATING_NAME)
+    return "study", cube
 
 
 def open_cube(location, mode="r", storage_options=None):
@@ -108,12 +139,20 @@ def open_cube(location, mode="r", storage_options=None):
     if not location.exists():
         raise FileNotFoundError(f"No study store at {p!r}.")
     if location.is_file() or not location.has("zarr.json"):
+        if location.has(CREATING_NAME):
+            raise StoreMismatchError(
+                f"{p!r} holds an interrupted creation or overwrite of a study store (no "
+                f"study yet); run the study again to create it.")
         raise StoreMismatchError(f"{p!r} is not a bbc_dask study store (no Zarr group there).")
     try:
         g = zarr.open_group(location.zarr_store(read_only=mode == "r"), mode=mode, zarr_format=3)
     except Exception as exc:  # zarr raises several types for "not a group"
         raise StoreMismatchError(f"{p!r} is not a bbc_dask study store ({exc}).") from None
     meta = g.attrs.get("bbc_dask")
+    if not meta and location.has(CREATING_NAME):
+        raise StoreMismatchError(
+            f"{p!r} holds an interrupted creation or overwrite of a study store (no study "
+            f"yet); run the study again to create it.")
     if not meta or meta.get("schema") != SCHEMA:
         raise StoreMismatchError(
             f"{p!r} is a Zarr store but not a bbc_dask study store (schema {SCHEMA})."

@@ -5,7 +5,6 @@ import hashlib
 import numbers
 
 import numpy as np
-from sklearn.base import is_classifier
 from sklearn.model_selection import (
     GroupKFold,
     KFold,
@@ -17,13 +16,82 @@ from sklearn.model_selection import (
 
 from .. import _validation as V
 from .._random import child_generator
-from ._tasks import configured
+from ._tasks import configured, method_problem, response_method
 
-__all__ = ["candidates", "make_folds", "response_method", "data_digest", "describe_params"]
+__all__ = ["Configurations", "candidates", "check_search", "make_folds", "response_method",
+           "method_problem", "data_digest", "describe_params"]
 
 
-def candidates(param_grid, param_distributions, n_iter, root, caller):
-    """The configurations: a grid (dict or list of dicts) or ``n_iter`` random draws."""
+class Configurations:
+    """The study's configurations, materialised one at a time from their index.
+
+    A grid is kept as scikit-learn's ``ParameterGrid`` (``grid[i]`` decodes the index, the
+    product is never built), so a study of a million configurations plans in
+    milliseconds and each task receives only its own parameter dicts. Random search keeps
+    its ``n_iter`` draws. Index order is ``ParameterGrid``'s (and ``GridSearchCV``'s).
+    """
+
+    def __init__(self, kind, source):
+        self.kind = kind  # "grid" or "random"
+        self._source = source  # a ParameterGrid or a list of dicts
+
+    def __len__(self):
+        return len(self._source)
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        n = len(self)
+        i = int(i)
+        if not -n <= i < n:
+            raise IndexError(f"configuration {i} out of range ({n} configurations)")
+        return self._source[i % n]
+
+    def __iter__(self):
+        return (self[i] for i in range(len(self)))
+
+    def take(self, idx):
+        return [self[int(i)] for i in idx]
+
+    def describe(self):
+        """A JSON description (values by :func:`describe_params`' rules) from which
+        :meth:`from_description` rebuilds the same index order."""
+        if self.kind == "grid":
+            return {"kind": "grid", "grid": [
+                {k: [_describe_value(v) for v in vals] for k, vals in sorted(g.items())}
+                for g in self._source.param_grid]}
+        return {"kind": "random", "params": [describe_params(p) for p in self._source]}
+
+    @classmethod
+    def from_description(cls, desc):
+        if desc["kind"] == "grid":
+            return cls("grid", ParameterGrid(desc["grid"]))
+        return cls("random", list(desc["params"]))
+
+    def representatives(self):
+        """Indices that, between them, take every value of every parameter (for a grid:
+        per sub-grid, each value of each key with the other keys at their first value):
+        checked up front, so a typo or a missing response method fails fast; the other
+        configurations are checked by the tasks that fit them."""
+        if self.kind == "random":
+            return list(range(min(len(self), 100)))
+        out, base = set(), 0
+        for g in self._source.param_grid:
+            if not g:
+                out.add(base)
+                base += 1
+                continue
+            keys = [k for k, _ in sorted(g.items())][::-1]  # ParameterGrid's digit order
+            sizes = [len(g[k]) for k in keys]
+            stride = np.cumprod([1] + sizes[:-1])
+            for j, n in enumerate(sizes):
+                out.update(base + int(v * stride[j]) for v in range(n))
+            base += int(np.prod(sizes))
+        return sorted(out)
+
+
+def check_search(param_grid, param_distributions, n_iter, caller):
+    """Validate the search arguments (no random draw yet: the seed may come from the store)."""
     if (param_grid is None) == (param_distributions is None):
         raise ValueError(
             f"{caller} needs exactly one of 'param_grid' (grid search) or "
@@ -31,28 +99,42 @@ def candidates(param_grid, param_distributions, n_iter, root, caller):
         )
     if param_grid is not None:
         try:
-            params = list(ParameterGrid(param_grid))
+            grid = ParameterGrid(param_grid)
+            n = len(grid)
         except (TypeError, ValueError) as exc:
             raise ValueError(f"The 'param_grid' parameter of {caller} is invalid: {exc}") from None
-        if not params or (params == [{}] and not _has_any(param_grid)):
+        if n == 0 or (n == 1 and not _has_any(param_grid)):
             raise ValueError(
                 f"The 'param_grid' parameter of {caller} must define at least one "
                 f"configuration. Got {param_grid!r} instead."
             )
-        return params, "grid"
+        return Configurations("grid", grid)
     n_iter = V.check_int(n_iter, "n_iter", caller)
-    seed = int(child_generator(root, "search", 0).integers(2**31))
     try:
-        params = list(ParameterSampler(param_distributions, n_iter, random_state=seed))
+        ParameterSampler(param_distributions, n_iter, random_state=0)
     except (TypeError, ValueError) as exc:
         raise ValueError(f"The 'param_distributions' parameter of {caller} is invalid: {exc}") from None
-    return params, "random"
+    return None
 
 
 def _has_any(grid):
     if isinstance(grid, dict):
         return bool(grid)
     return any(bool(g) for g in grid)
+
+
+def candidates(param_grid, param_distributions, n_iter, root, caller):
+    """The configurations: a grid (dict or list of dicts, lazy) or ``n_iter`` random
+    draws seeded by ``root``'s ``search`` child. Returns ``(Configurations, kind)``."""
+    grid = check_search(param_grid, param_distributions, n_iter, caller)
+    if grid is not None:
+        return grid, "grid"
+    seed = int(child_generator(root, "search", 0).integers(2**31))
+    try:
+        params = list(ParameterSampler(param_distributions, n_iter, random_state=seed))
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"The 'param_distributions' parameter of {caller} is invalid: {exc}") from None
+    return Configurations("random", params), "random"
 
 
 def make_folds(y, groups, n_splits, n_repeats, classification, root):
@@ -74,59 +156,38 @@ def make_folds(y, groups, n_splits, n_repeats, classification, root):
     return folds
 
 
-def response_method(estimator, metric):
-    """Which prediction method ``metric`` needs from a configured estimator, or None."""
-    if metric.prediction == "scores":
-        order = ("decision_function", "predict_proba")  # scikit-learn's roc_auc scorer order
-    elif metric.prediction == "proba":
-        order = ("predict_proba",)
-    else:
-        order = ("predict",)
-    for name in order:
-        if hasattr(estimator, name):
-            return name
-    return None
-
-
-def check_estimator_methods(estimator, params, metric, caller):
-    methods = []
-    for i, p in enumerate(params):
-        est = configured(estimator, p)
-        m = response_method(est, metric)
-        if m is None:
-            need = {"scores": "decision_function or predict_proba", "proba": "predict_proba"}.get(
-                metric.prediction, "predict")
-            raise ValueError(
-                f"The estimator of configuration {i} ({p!r}) has no {need}, which the metric "
-                f"{metric.name!r} needs, in {caller}."
-            )
-        if metric.is_classification and not is_classifier(est):
-            raise ValueError(
-                f"The metric {metric.name!r} is for classification but the estimator of "
-                f"configuration {i} is not a classifier, in {caller}."
-            )
-        methods.append(m)
-    return methods
+def check_estimator_methods(estimator, configs, metric, caller, indices=None):
+    """Raise a ValueError naming the first configuration (of ``indices``, default
+    ``configs.representatives()``) that cannot serve ``metric``."""
+    for i in configs.representatives() if indices is None else indices:
+        p = configs[i]
+        try:
+            est = configured(estimator, p)
+        except (ValueError, TypeError) as exc:
+            raise ValueError(f"Configuration {i} ({p!r}) is invalid in {caller}: {exc}") from None
+        problem = method_problem(est, metric)
+        if problem:
+            raise ValueError(f"The estimator of configuration {i} ({p!r}) {problem}, in {caller}.")
 
 
 def data_digest(*arrays):
-    """Stable SHA-256 of the data (arrays or DataFrames), for the study fingerprint."""
+    """Stable SHA-1 of the data (arrays or DataFrames), for the study fingerprint."""
     from joblib import hash as jhash
 
     return [None if a is None else jhash(a, hash_name="sha1") for a in arrays]
 
 
+def _describe_value(v):
+    if isinstance(v, (str, bool)) or v is None:
+        return v
+    if isinstance(v, numbers.Number):
+        return v.item() if isinstance(v, np.generic) else v
+    return repr(v)
+
+
 def describe_params(params):
     """JSON-safe description of a parameter dict (values by repr)."""
-    out = {}
-    for k, v in params.items():
-        if isinstance(v, (str, bool)) or v is None:
-            out[k] = v
-        elif isinstance(v, numbers.Number):
-            out[k] = v.item() if isinstance(v, np.generic) else v
-        else:
-            out[k] = repr(v)
-    return out
+    return {k: _describe_value(v) for k, v in params.items()}
 
 
 def describe_estimator(estimator):

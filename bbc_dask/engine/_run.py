@@ -1,28 +1,33 @@
 """run_study: the CVT engine (plan -> tasks -> cube), resumable from its Zarr store."""
 from __future__ import annotations
 
+import contextlib
+import errno
 import math
+import signal
 import sys
+import threading
 import time
 import uuid
 from collections import deque
+from concurrent.futures import CancelledError
 
 import numpy as np
 
 from .. import _validation as V
 from .._random import as_seed_sequence, entropy_of
-from ..cube import DONE, DROPPED, FAILED, PENDING, StoreMismatchError, as_location, create_cube, open_cube
-from ..cube._location import CREATING_NAME, LOCK_NAME
+from ..cube import DROPPED, FAILED, PENDING, as_location
+from ..exceptions import AllConfigurationsFailedError, StoreFullError, StudyInterrupted, UserError
 from ..metrics import get_metric
 from . import _plan as P
 from ._tasks import fit_predict_block, refit
 
-__all__ = ["run_study"]
+__all__ = ["run_study", "signals_as_interrupts"]
 
 CALLER = "run_study"
 
 
-class StudyError(RuntimeError):
+class StudyError(UserError, RuntimeError):
     """A configuration raised with ``error_score="raise"``."""
 
 
@@ -192,9 +197,10 @@ def run_study(
     random_state : int, SeedSequence, Generator or None
         The seed of the folds (one spawned child per repeat) and of random search. With
         None a fresh seed is drawn and recorded; a resume with None reuses it.
-    client : distributed.Client, str or None
-        An existing client, a scheduler address, or None for a local cluster of processes
-        (one thread each) that the run starts and closes.
+    client : distributed.Client, str, dict or None
+        An existing client, a scheduler address, None for a local cluster of processes (one
+        thread each), or a dict of :func:`bbc_dask.make_client` arguments (``{"kind":
+        "local", "n_workers": 4}``); the last two are started and closed by the run.
     overwrite : bool, default=False
         Replace an existing study store at ``store``.
     progress : bool, default=True
@@ -226,8 +232,6 @@ def run_study(
     ----------
     .. [1] Tsamardinos, Greasidou, Borboudakis, Machine Learning 107 (2018), Algorithm 2.
     """
-    from .._study import Study
-
     m = get_metric(metric, caller=CALLER)
     X = _check_X(X)
     y = y if y is None else np.asarray(y)  # the tasks index it by position
@@ -235,114 +239,241 @@ def run_study(
         estimator, X, y, groups, m, n_splits, n_repeats, error_score, pos_label
     )
     loc = _check_store(store, storage_options)
-    path = loc.url
     security = _check_security(security)
     configs_per_task = V.check_int(configs_per_task, "configs_per_task", CALLER)
     from ..stats._dropping import Dropping
 
     dropping = Dropping.coerce(dropping, CALLER)
-    existing = None
-    ours = {LOCK_NAME, CREATING_NAME}
-    entries = set(loc.listdir())
-    if CREATING_NAME not in entries and entries - ours:
-        try:
-            existing = open_cube(loc)
-        except StoreMismatchError:
-            raise ValueError(
-                f"The 'store' parameter of {CALLER} points to {path!r}, which exists and is not "
-                f"a bbc_dask study store; refusing to touch it."
-            ) from None
-    if random_state is None and existing is not None and not overwrite:
-        ent = existing.meta["spec"]["seed"]
-        root = np.random.SeedSequence(int(ent["entropy"]), spawn_key=tuple(ent["spawn_key"]))
-    else:
-        root = as_seed_sequence(random_state, caller=CALLER)
-    params, search = P.candidates(param_grid, param_distributions, n_iter, root, CALLER)
-    methods = P.check_estimator_methods(estimator, params, m, CALLER)
-    if dropping is not None and len(params) < 2:
+    grid = P.check_search(param_grid, param_distributions, n_iter, CALLER)
+    if grid is not None:  # random draws are checked once the seed is known
+        P.check_estimator_methods(estimator, grid, m, CALLER)
+    if dropping is not None and (len(grid) if grid is not None else n_iter) < 2:
         import warnings
 
         warnings.warn(
             f"dropping has no effect in {CALLER} with a single configuration; running plain CVT.",
             UserWarning, stacklevel=2,
         )
-    x_digest, y_digest, g_digest = P.data_digest(X, np.asarray(y), groups)
-    classification = m.is_classification
-    spec = {
-        "metric": m.name,
-        "pos_label": None if target.pos_code is None else _py(target.classes[target.pos_code]),
-        "n_splits": n_splits,
-        "n_repeats": n_repeats,
-        "search": search,
-        "n_iter": n_iter if search == "random" else None,
-        "error_score": "raise" if isinstance(error_score, str) else "nan",
-        "seed": entropy_of(root),
-        "data": {"X": x_digest, "y": y_digest, "groups": g_digest, "n_samples": int(len(np.asarray(y)))},
-        "estimator": P.describe_estimator(estimator),
-        "candidates": P.sha(repr([P.describe_params(p) for p in params])),
-        "dropping": None if dropping is None else {
-            "alpha": dropping.alpha, "n_bootstraps": dropping.n_bootstraps,
-            "min_predictions": dropping.min_predictions},
-    }
-    spec = __import__("bbc_dask.cube._schema", fromlist=["to_json"]).to_json(spec)
-    if existing is not None and not overwrite:
-        diffs = _diff(existing.meta["spec"], spec)
-        if diffs:
-            raise ValueError(
-                f"The store {path!r} holds a different study; refusing to mix them. What "
-                f"differs: {'; '.join(diffs)}. Use another store, or overwrite=True to replace it."
-            )
+    study = _StudyRun(
+        loc, estimator=estimator, X=X, y=y, groups=groups, target=target, metric=m,
+        n_splits=n_splits, n_repeats=n_repeats, search=(param_grid, param_distributions, n_iter),
+        error_score=error_score, random_state=random_state, overwrite=overwrite,
+        progress=progress, configs_per_task=configs_per_task, dropping=dropping,
+        metadata=metadata, digests=P.data_digest(X, np.asarray(y), groups),
+    )
+    return study.run(client, security, refit)
 
-    lock = loc.lock().acquire()
-    client_obj = owned = None
-    try:
-        # Connect first: a cluster that cannot be reached leaves the store as it was.
-        client_obj, owned = _client(client, progress, security)
-        if (existing is not None and overwrite) or loc.has(CREATING_NAME):
-            loc.wipe()  # our own study store (checked above) or our interrupted creation
-            existing = None
-        if existing is None:
-            loc.write_bytes(CREATING_NAME, b"")
-            folds = P.make_folds(np.asarray(y), groups, n_splits, n_repeats, classification, root)
-            y_stored = target.codes if classification else target.values
-            cube = create_cube(
-                loc, n_configs=len(params), n_repeats=n_repeats, n_splits=n_splits,
-                folds=folds, y_stored=y_stored,
-                classes=None if target.classes is None else target.classes,
-                n_classes_axis=len(target.classes) if m.needs_class_axis else 0,
-                config_chunk=min(configs_per_task, len(params)),
-                meta={"spec": spec,
-                      "classes": None if target.classes is None else target.classes.tolist(),
-                      "params": [P.describe_params(p) for p in params],
-                      "methods": methods, "versions": _versions(), "runs": [],
-                      "metadata": metadata},
-            )
-            loc.remove(CREATING_NAME)
-        else:
-            cube = open_cube(loc, mode="r+")
-        cube.guard = lock.check
-        runs = list(cube.meta.get("runs", []))
-        runs.append({"started": time.strftime("%Y-%m-%dT%H:%M:%S"), "t0": time.time(),
-                     "done_before": int((cube.state() != PENDING).sum())})
-        cube.set_meta(runs=runs)
-        fits = _run_waves(cube, client_obj, estimator, params, methods, X, y, target, m,
-                          error_score, progress, dropping, root)
-        runs[-1].update(finished=time.strftime("%Y-%m-%dT%H:%M:%S"), t1=time.time(), fits=fits)
-        cube.set_meta(runs=runs)
+
+class _StudyRun:
+    """One call of :func:`run_study` once its arguments are valid: everything that
+    touches the store happens here, under the store's run lock."""
+
+    def __init__(self, loc, **kw):
+        self.loc = loc
+        self.__dict__.update(kw)
+        self.cube = None
+        self.fits = 0
+
+    # ------------------------------------------------------------------ flow
+    def run(self, client, security, refit):
+        from .._study import Study
+
         final = None
-        if refit:
-            final = _refit(cube, client_obj, estimator, params, X, y)
-    finally:
-        if owned and client_obj is not None:
-            cluster = getattr(client_obj, "cluster", None)
-            client_obj.close()
-            if cluster is not None and client is None:
-                cluster.close()
-        lock.release()
-    study = Study(loc, final_model=final)
-    study._param_objects = params
-    study.n_fits_ = fits
-    return study
+        lock = client_obj = owned = None
+        interrupted = False
+        self.precheck()
+        try:
+            with signals_as_interrupts():
+                lock = self.loc.lock().acquire()
+                # Connect first: a cluster that cannot be reached leaves the store as it was.
+                client_obj, owned = _client(client, self.progress, security)
+                self._open_or_create(lock)
+                self._announce()
+                self._run_waves(client_obj, cancel_on_exit=not owned)
+                self._check_not_all_failed()
+                if refit:
+                    final = self._refit(client_obj)
+        except KeyboardInterrupt as exc:
+            interrupted = True
+            raise self._interrupted(exc) from None
+        except OSError as exc:
+            raise _store_error(exc, self.loc) from exc
+        finally:
+            _quietly_close(client_obj, owned, client, interrupted)
+            if lock is not None:
+                lock.release()
+        study = Study(self.loc, final_model=final)
+        study._param_objects = self.configs
+        study.n_fits_ = self.fits
+        return study
+
+    def _open_or_create(self, lock):
+        """Decide, under the lock, whether the store is new, ours to resume, or another
+        study's; create it if new."""
+        from ..cube import StoreMismatchError, inspect_store
+
+        try:
+            kind, existing = inspect_store(self.loc)
+        except StoreMismatchError:
+            raise ValueError(
+                f"The 'store' parameter of {CALLER} points to {self.loc.url!r}, which exists and "
+                f"is not a bbc_dask study store; refusing to touch it.") from None
+        if existing is not None and self.overwrite:
+            existing, kind = None, "interrupted"
+        if kind == "interrupted":
+            self.loc.wipe()
+        spec = self._plan(existing)
+        self.cube = existing if existing is not None else self._create(spec)
+        self.cube.guard = lock.check
+        runs = list(self.cube.meta.get("runs", []))
+        runs.append({"started": time.strftime("%Y-%m-%dT%H:%M:%S"), "t0": time.time(),
+                     "done_before": int((self.cube.state() != PENDING).sum())})
+        self.cube.set_meta(runs=runs)
+
+    def precheck(self):
+        """Refuse, before taking the lock and without writing anything, a store that holds
+        another study or no study at all. Only a refusal is decided here: whether to
+        create, resume or replace is decided again under the lock."""
+        from ..cube import StoreMismatchError, open_cube
+        from ..cube._location import CREATING_NAME, LOCK_NAME
+
+        entries = set(self.loc.listdir()) - {LOCK_NAME}
+        if not entries or self.overwrite:
+            return
+        try:
+            existing = open_cube(self.loc)
+        except StoreMismatchError:
+            if CREATING_NAME in entries:
+                return  # an interrupted creation: recreated under the lock
+            raise ValueError(
+                f"The 'store' parameter of {CALLER} points to {self.loc.url!r}, which exists and "
+                f"is not a bbc_dask study store; refusing to touch it.") from None
+        self._plan(existing)
+
+    def _plan(self, existing):
+        """Seed, configurations and spec; refuses an ``existing`` study that differs."""
+        if self.random_state is None and existing is not None:
+            ent = existing.meta["spec"]["seed"]  # a resume with None reuses the stored seed
+            self.root = np.random.SeedSequence(int(ent["entropy"]), spawn_key=tuple(ent["spawn_key"]))
+        elif getattr(self, "root", None) is None:  # once: a Generator is consumed by it
+            self.root = as_seed_sequence(self.random_state, caller=CALLER)
+        p_grid, p_dist, n_iter = self.search
+        self.configs, search = P.candidates(p_grid, p_dist, n_iter, self.root, CALLER)
+        if search == "random":
+            P.check_estimator_methods(self.estimator, self.configs, self.metric, CALLER)
+        spec = self._spec(search)
+        if existing is not None:
+            diffs = _diff(existing.meta["spec"], spec)
+            if diffs:
+                raise ValueError(
+                    f"The store {self.loc.url!r} holds a different study; refusing to mix them. "
+                    f"What differs: {'; '.join(diffs)}. Use another store, or overwrite=True to "
+                    f"replace it.")
+        return spec
+
+    def _spec(self, search):
+        from ..cube._schema import to_json
+
+        m, target, d = self.metric, self.target, self.dropping
+        x_digest, y_digest, g_digest = self.digests
+        return to_json({
+            "metric": m.name,
+            "pos_label": None if target.pos_code is None else _py(target.classes[target.pos_code]),
+            "n_splits": self.n_splits,
+            "n_repeats": self.n_repeats,
+            "search": search,
+            "n_iter": self.search[2] if search == "random" else None,
+            "error_score": "raise" if isinstance(self.error_score, str) else "nan",
+            "seed": entropy_of(self.root),
+            "data": {"X": x_digest, "y": y_digest, "groups": g_digest,
+                     "n_samples": int(len(self.y))},
+            "estimator": P.describe_estimator(self.estimator),
+            "candidates": P.sha(repr(self.configs.describe())),
+            "dropping": None if d is None else {
+                "alpha": d.alpha, "n_bootstraps": d.n_bootstraps,
+                "min_predictions": d.min_predictions},
+        })
+
+    def _create(self, spec):
+        from ..cube import create_cube
+
+        m, target = self.metric, self.target
+        folds = P.make_folds(self.y, self.groups, self.n_splits, self.n_repeats,
+                             m.is_classification, self.root)
+        n_cfg = len(self.configs)
+        return create_cube(
+            self.loc, n_configs=n_cfg, n_repeats=self.n_repeats, n_splits=self.n_splits,
+            folds=folds, y_stored=target.codes if m.is_classification else target.values,
+            classes=target.classes,
+            n_classes_axis=len(target.classes) if m.needs_class_axis else 0,
+            config_chunk=min(self.configs_per_task, n_cfg),
+            meta={"spec": spec,
+                  "classes": None if target.classes is None else target.classes.tolist(),
+                  "configurations": self.configs.describe(), "versions": _versions(),
+                  "runs": [], "metadata": self.metadata},
+        )
+
+    def _announce(self):
+        if not self.progress:
+            return
+        st = self.cube.state()
+        n_cfg, n_rep, n_spl = st.shape
+        pending = int((st == PENDING).sum())
+        tasks = -(-n_cfg // self.cube.config_chunk) * n_rep * n_spl
+        print(f"bbc_dask: {n_cfg:,} configurations x {n_spl} folds x {n_rep} repeat"
+              f"{'s' if n_rep > 1 else ''} = {st.size:,} fits in up to {tasks:,} tasks; "
+              f"{st.size - pending:,} already done; store {self.loc.url}", file=sys.stderr)
+
+    def _run_waves(self, client, cancel_on_exit):
+        self.fits = _run_waves(self.cube, client, self.estimator, self.configs, self.X, self.y,
+                               self.target, self.metric, self.error_score, self.progress,
+                               self.dropping, self.root, cancel_on_exit)
+        runs = list(self.cube.meta["runs"])
+        runs[-1].update(finished=time.strftime("%Y-%m-%dT%H:%M:%S"), t1=time.time(),
+                        fits=self.fits)
+        self.cube.set_meta(runs=runs)
+
+    def _check_not_all_failed(self):
+        from .._study import failure_groups
+
+        st = self.cube.state()
+        if not np.all(np.any(st == FAILED, axis=(1, 2))):
+            return
+        groups = failure_groups(self.cube)
+        shown = "; ".join(f"{g['error']} ({g['count']} configuration{'s' if g['count'] > 1 else ''}"
+                          f", e.g. configuration {g['configs'][0]})" for g in groups[:3])
+        more = f"; and {len(groups) - 3} other errors" if len(groups) > 3 else ""
+        raise AllConfigurationsFailedError(
+            f"Every configuration failed ({st.shape[0]} of {st.shape[0]}): no model can be "
+            f"selected. {shown}{more}. The errors are kept in the store ({self.loc.url}).",
+            groups)
+
+    def _refit(self, client):
+        from ..cube._model import save_model
+        from .._study import select_winner
+
+        if "final_model" in self.cube.meta:  # a rerun of a finished study: it is saved
+            return None
+        best = select_winner(self.cube)
+        if best is None:
+            return None
+        model = _submit_with_data(client, refit, self.estimator, self.configs[best], self.X, self.y)
+        self.cube.set_meta(final_model={"config": int(best), **save_model(self.cube.location, model)})
+        return model
+
+    def _interrupted(self, exc):
+        signum = getattr(exc, "signum", signal.SIGINT)
+        done = total = None
+        if self.cube is not None:
+            try:
+                st = self.cube.state()
+                done, total = int((st != PENDING).sum()), int(st.size)
+            except Exception:  # the store may be unreadable at this instant; say less
+                pass
+        saved = (f"{done} of {total} cells saved" if done is not None
+                 else "no cell was run")
+        return StudyInterrupted(f"interrupted: {saved}; run again with the same arguments to "
+                                f"resume", signum, done, total)
 
 
 def _versions():
@@ -367,27 +498,121 @@ def _client(client, progress, security=None):
     from ..cluster import resolve_client
 
     c, owned = resolve_client(client, CALLER, security=security)
-    if progress and client is None:
+    if progress and (client is None or (isinstance(client, dict) and client.get("kind") == "local")):
         print(f"bbc_dask: started a local Dask cluster; dashboard: {c.dashboard_link}",
               file=sys.stderr)
     return c, owned
 
 
-def _wave_tasks(cube, state, k, active, chunk):
-    """Task specs of wave ``k``: per repeat and config chunk, the pending active configs."""
-    n_cfg, n_rep, _ = state.shape
-    out = []
-    for r in range(n_rep):
-        for c0 in range(0, n_cfg, chunk):
-            cfgs = [c for c in range(c0, min(c0 + chunk, n_cfg))
-                    if active[c] and state[c, r, k] == PENDING]
-            if cfgs:
-                out.append((k, r, np.array(cfgs)))
-    return out
+def _quietly_close(client_obj, owned, given, interrupted=False):
+    """Close a client (and the cluster) the run started; a second Ctrl-C while closing
+    is ignored so that the workers are not left behind. After an interrupt the
+    cluster's own logs are silenced first: its workers would otherwise report every
+    task cancelled by the shutdown."""
+    if not owned or client_obj is None:
+        return
+    main = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if main else None
+    try:
+        from ..cluster import close_client
+
+        with _quiet_logs(interrupted):
+            if interrupted:
+                with contextlib.suppress(Exception):
+                    client_obj.run(_silence_distributed_logs)
+            close_client(client_obj, close_cluster=given is None or isinstance(given, dict))
+    finally:
+        if main:
+            signal.signal(signal.SIGINT, previous)
 
 
-def _run_waves(cube, client, estimator, params, methods, X, y, target, m, error_score,
-               progress, dropping=None, root=None):
+def _silence_distributed_logs():
+    import logging
+
+    logging.getLogger("distributed").setLevel(logging.CRITICAL)
+
+
+@contextlib.contextmanager
+def _quiet_logs(on):
+    import logging
+
+    log = logging.getLogger("distributed")
+    level = log.level
+    if on:
+        log.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        log.setLevel(level)
+
+
+@contextlib.contextmanager
+def signals_as_interrupts():
+    """SIGTERM raises :class:`StudyInterrupted` in the main thread for the duration (as
+    Ctrl-C raises KeyboardInterrupt), so both stop the run the same way: what is
+    finished stays saved, the cluster is closed, the lock released. Either signal also
+    silences Dask's own logging at once (restored on leaving): the shutdown that follows
+    would otherwise be reported worker by worker."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    import logging
+
+    log = logging.getLogger("distributed")
+    level = log.level
+
+    def on_signal(signum, frame):
+        log.setLevel(logging.CRITICAL)
+        if signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        raise StudyInterrupted("interrupted", signum)
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)
+                if signal.getsignal(sig) is not signal.SIG_IGN}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        log.setLevel(level)
+
+
+def _store_error(exc, loc):
+    """A full device names the store (and says that nothing finished is lost)."""
+    if getattr(exc, "errno", None) in (errno.ENOSPC, errno.EDQUOT):
+        err = StoreFullError(
+            f"No space left on the device of the store {loc.url!r}: finished cells are kept; "
+            f"free space and run the same command again to resume")
+        err.errno = exc.errno
+        return err
+    return exc
+
+
+class _WaveTasks:
+    """The tasks of some waves: per wave, repeat and configuration chunk, the pending
+    active configurations. Counted at once, generated one by one: a million-
+    configuration study never holds its half-million task specs."""
+
+    def __init__(self, state, waves, active, chunk):
+        self.parts = []  # (k, r, pending configs, group boundaries)
+        for k in waves:
+            for r in range(state.shape[1]):
+                todo = np.flatnonzero(active & (state[:, r, k] == PENDING))
+                if todo.size:
+                    cuts = np.flatnonzero(np.diff(todo // chunk)) + 1
+                    self.parts.append((k, r, todo, np.concatenate([[0], cuts, [todo.size]])))
+
+    def __len__(self):
+        return sum(b.size - 1 for *_, b in self.parts)
+
+    def __iter__(self):
+        for k, r, todo, bounds in self.parts:
+            for a, b in zip(bounds[:-1], bounds[1:]):
+                yield k, r, todo[a:b]
+
+
+def _run_waves(cube, client, estimator, configs, X, y, target, m, error_score,
+               progress, dropping=None, root=None, cancel_on_exit=True):
     """Run every pending cell, wave by wave; with ``dropping``, test between waves.
 
     Without dropping the waves are one queue (no barrier: workers never idle at a wave's
@@ -400,12 +625,12 @@ def _run_waves(cube, client, estimator, params, methods, X, y, target, m, error_
     active = _active(cube)
     record = cube.meta.get("dropping") or {"decided": [], "waves": []}
     stages = [list(range(n_splits))] if dropping is None else [[k] for k in range(n_splits)]
-    run = _Executor(cube, client, estimator, params, methods, X, y, target, m, error_score,
+    run = _Executor(cube, client, estimator, configs, X, y, target, m, error_score,
                     progress, n_splits)
+    run.cancel_on_exit = cancel_on_exit
     try:
         for stage in stages:
-            tasks = [t for k in stage for t in _wave_tasks(cube, state, k, active, chunk)]
-            run.execute(tasks, int(active.sum()))
+            run.execute(_WaveTasks(state, stage, active, chunk), int(active.sum()))
             k = stage[0]
             if dropping is None or k >= n_splits - 1 or k in record["decided"]:
                 continue
@@ -464,73 +689,143 @@ def _decide(cube, client, root, dropping, k, state, active, m, target):
     return new, entry
 
 
+class _Data:
+    """X and y on the cluster, scattered again whenever the scheduler lost them.
+
+    ``scatter(broadcast=True)`` puts a copy on every worker, but Dask's memory manager
+    trims replicas; if the one worker left holding the data dies, the scheduler cannot
+    recompute it (scattered data has no task) and forgets it, cancelling every task that
+    needs it. The executor then calls :meth:`refresh` and resubmits those tasks."""
+
+    def __init__(self, client, X, y, broadcast=True):
+        self.client, self.X, self.y, self.broadcast = client, X, y, broadcast
+        self.futures = None
+
+    def refresh(self):
+        if self.futures is None or any(f.status != "finished" for f in self.futures):
+            # hash=False: a content-hashed key is shared with any earlier scatter of the same
+            # data in this client, and its release by that run can lose our copy
+            self.futures = self.client.scatter([self.X, self.y], broadcast=self.broadcast,
+                                               hash=False)
+        return self.futures
+
+
+#: Resubmissions of one task after its data was lost before giving up.
+MAX_RESUBMITS = 5
+
+
+def _submit_with_data(client, fn, *args):
+    """``fn(*args[:-2], X_future, y_future)`` on the cluster, surviving the loss of the data."""
+    *head, X, y = args
+    data = _Data(client, X, y, broadcast=False)
+    for attempt in range(MAX_RESUBMITS + 1):
+        X_f, y_f = data.refresh()
+        fut = client.submit(fn, *head, X_f, y_f, pure=False, retries=3)
+        try:
+            return fut.result()
+        except CancelledError:
+            if attempt == MAX_RESUBMITS:
+                raise
+
+
 class _Executor:
     """Submits tasks with a bounded number in flight and writes results as they come."""
 
-    def __init__(self, cube, client, estimator, params, methods, X, y, target, m, error_score,
+    def __init__(self, cube, client, estimator, configs, X, y, target, m, error_score,
                  progress, n_splits):
         self.cube, self.client, self.estimator = cube, client, estimator
-        self.params, self.methods, self.X, self.y = params, methods, X, y
+        self.configs = configs
+        self.metric = m.name
         self.target, self.error_score, self.n_splits = target, error_score, n_splits
         self.n_cls_axis = len(target.classes) if m.needs_class_axis else 0
         self.folds = cube.folds()
+        self.data = _Data(client, X, y)
         self.progress = progress
         self.bar = None
-        self.scattered = None
         self.fits = 0
+        self.cancel_on_exit = True
+
+    def _submit(self, task):
+        k, r, cfgs = task
+        X_f, y_f = self.data.refresh()
+        test = np.flatnonzero(self.folds[:, r] == k)
+        train = np.flatnonzero(self.folds[:, r] != k)
+        fut = self.client.submit(
+            fit_predict_block, self.estimator, self.configs.take(cfgs), X_f, y_f,
+            train, test, self.metric, self.target.classes, self.target.pos_code,
+            self.n_cls_axis, self.error_score,
+            key=f"bbc-fit-r{r}-k{k}-c{cfgs[0]}-{uuid.uuid4().hex[:8]}", retries=3, pure=False,
+        )
+        return fut, test
 
     def execute(self, tasks, n_active):
         from distributed import as_completed
 
-        if not tasks:
+        n_tasks = len(tasks)
+        if not n_tasks:
             return
-        if self.scattered is None:
-            # hash=False: a content-hashed key is shared with any earlier scatter of the same data
-            # in this client, and its release by that run can lose our copy (lost dependencies)
-            self.scattered = self.client.scatter([self.X, self.y], broadcast=True, hash=False)
-        X_f, y_f = self.scattered
         n_threads = max(1, sum(self.client.nthreads().values()))
         max_in_flight = 2 * n_threads + 2  # keeps workers busy; bounds driver memory
         if self.progress and self.bar is None:
             self.bar = _bar(0, True)
         if self.bar is not None:
-            self.bar.total += len(tasks)
+            self.bar.total += n_tasks
             self.bar.set_postfix(active=n_active)
             self.bar.refresh()
-        queue = deque(tasks)
+        fresh = iter(tasks)
+        retry = deque()  # (task, tries) whose data was lost: before any fresh task
         ac = as_completed()
         meta = {}
-        params, methods = self.params, self.methods
-        while queue or meta:
-            while queue and len(meta) < max_in_flight:
-                k, r, cfgs = queue.popleft()
-                test = np.flatnonzero(self.folds[:, r] == k)
-                train = np.flatnonzero(self.folds[:, r] != k)
-                fut = self.client.submit(
-                    fit_predict_block, self.estimator, [params[c] for c in cfgs], X_f, y_f,
-                    train, test, [methods[c] for c in cfgs], self.target.classes,
-                    self.target.pos_code, self.n_cls_axis, self.error_score,
-                    key=f"bbc-fit-r{r}-k{k}-c{cfgs[0]}-{uuid.uuid4().hex[:8]}",
-                    retries=3, pure=False,
-                )
-                meta[fut.key] = (k, r, cfgs, test)
-                ac.add(fut)
-            fut = next(ac)
-            k, r, cfgs, test = meta.pop(fut.key)
-            res = fut.result()
-            if "raise_" in res:
-                j, text, tb = res["raise_"]
-                c = int(cfgs[j])
-                raise StudyError(
-                    f"Configuration {c} ({params[c]!r}) raised on repeat {r}, fold {k} "
-                    f"(error_score='raise'): {text}\n{tb}"
-                )
-            self.cube.write_cells(test, cfgs, r, k, res["values"], res["fit_time"],
-                                  res["failed"], res["errors"])
-            self.fits += len(cfgs)
-            if self.bar is not None:
-                self.bar.set_description(f"wave {k + 1}/{self.n_splits}")
-                self.bar.update(1)
+        try:
+            while True:
+                while len(meta) < max_in_flight:
+                    if retry:
+                        task, tries = retry.popleft()
+                    else:
+                        task, tries = next(fresh, None), 0
+                        if task is None:
+                            break
+                    fut, test = self._submit(task)
+                    meta[fut.key] = (task, tries, test, fut)
+                    ac.add(fut)
+                if not meta:
+                    break
+                fut = next(ac)
+                task, tries, test, _ = meta.pop(fut.key)
+                try:
+                    res = fut.result()
+                except CancelledError:
+                    # its data was lost with a worker: scatter again and resubmit
+                    if tries >= MAX_RESUBMITS:
+                        raise
+                    retry.append((task, tries + 1))
+                    continue
+                self._record(task, test, res)
+        finally:
+            # Interrupted or failed: nothing is left running for this study on a cluster we
+            # do not own. Ours is about to be closed; releasing the futures cancels their
+            # tasks, which its workers would report one by one: silence them first.
+            if meta and self.cancel_on_exit:
+                self.client.cancel([m[3] for m in meta.values()])
+            elif meta:
+                with contextlib.suppress(Exception):
+                    self.client.run(_silence_distributed_logs)
+
+    def _record(self, task, test, res):
+        k, r, cfgs = task
+        if "raise_" in res:
+            j, text, tb = res["raise_"]
+            c = int(cfgs[j])
+            raise StudyError(
+                f"Configuration {c} ({self.configs[c]!r}) raised on repeat {r}, fold {k} "
+                f"(error_score='raise'): {text}\n{tb}"
+            )
+        self.cube.write_cells(test, cfgs, r, k, res["values"], res["fit_time"],
+                              res["failed"], res["errors"])
+        self.fits += len(cfgs)
+        if self.bar is not None:
+            self.bar.set_description(f"wave {k + 1}/{self.n_splits}")
+            self.bar.update(1)
 
     def close(self):
         if self.bar is not None:
@@ -544,19 +839,3 @@ def _bar(total, progress):
 
     return tqdm(total=total, unit="task", desc="wave 1", file=sys.stderr, dynamic_ncols=True,
                 mininterval=0.5)
-
-
-def _refit(cube, client, estimator, params, X, y):
-    import skops.io as sio
-
-    from .._study import select_winner
-
-    best = select_winner(cube)
-    if best is None:
-        return None
-    X_f, y_f = client.scatter([X, y], broadcast=False, hash=False)
-    model = client.submit(refit, estimator, params[best], X_f, y_f, pure=False, retries=3).result()
-    cube._guard()
-    cube.location.write_bytes("final_model.skops", sio.dumps(model))
-    cube.set_meta(final_model={"config": int(best), "file": "final_model.skops"})
-    return model

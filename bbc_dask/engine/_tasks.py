@@ -11,13 +11,40 @@ import traceback
 import numpy as np
 from sklearn.base import clone
 
-__all__ = ["fit_predict_block", "refit"]
+__all__ = ["fit_predict_block", "method_problem", "refit", "response_method"]
 
 
 def configured(estimator, params):
     """A fresh estimator with ``params``; parameter values that are estimators are cloned
     too, so a grid's objects are never fitted or mutated (as in scikit-learn's search)."""
     return clone(estimator).set_params(**{k: clone(v, safe=False) for k, v in params.items()})
+
+
+def response_method(estimator, metric):
+    """Which prediction method ``metric`` needs from a configured estimator, or None."""
+    if metric.prediction == "scores":
+        order = ("decision_function", "predict_proba")  # scikit-learn's roc_auc scorer order
+    elif metric.prediction == "proba":
+        order = ("predict_proba",)
+    else:
+        order = ("predict",)
+    for name in order:
+        if hasattr(estimator, name):
+            return name
+    return None
+
+
+def method_problem(est, metric):
+    """Why ``est`` cannot give what ``metric`` needs, or None."""
+    from sklearn.base import is_classifier
+
+    if response_method(est, metric) is None:
+        need = {"scores": "decision_function or predict_proba", "proba": "predict_proba"}.get(
+            metric.prediction, "predict")
+        return f"has no {need}, which the metric {metric.name!r} needs"
+    if metric.is_classification and not is_classifier(est):
+        return f"is not a classifier, and the metric {metric.name!r} is for classification"
+    return None
 
 
 def _index(X, idx):
@@ -51,14 +78,21 @@ def _response(est, method, X_test, classes, pos_code, n_classes_axis):
     return proba[:, np.flatnonzero(est_classes == classes[pos_code])[0]]
 
 
-def fit_predict_block(estimator, params_block, X, y, train, test, methods, classes, pos_code,
+def fit_predict_block(estimator, params_block, X, y, train, test, metric, classes, pos_code,
                       n_classes_axis, error_score):
     """Fit each configuration of the block on ``train`` and predict ``test``.
+
+    The response method (``decision_function``, ``predict_proba`` or ``predict``) is
+    chosen here per configured estimator, as scikit-learn's scorers do; a configuration
+    that cannot give what ``metric`` needs fails like one that raises.
 
     Returns a dict: ``values`` (len(test), n_block[, K]) float64 (NaN for a failed
     configuration), ``fit_time`` (n_block,), ``failed`` (n_block,) bool, ``errors`` list of
     str, and ``raise_`` (index, text) when ``error_score == "raise"`` met an error.
     """
+    from ..metrics import get_metric
+
+    m = get_metric(metric)
     n_block = len(params_block)
     shape = (len(test), n_block) + ((n_classes_axis,) if n_classes_axis else ())
     values = np.full(shape, np.nan)
@@ -70,10 +104,14 @@ def fit_predict_block(estimator, params_block, X, y, train, test, methods, class
         t0 = time.perf_counter()
         try:
             est = configured(estimator, params)
+            problem = method_problem(est, m)
+            if problem:
+                raise TypeError(f"The estimator {problem}.")
             est.fit(X_train, y_train)
-            values[:, j] = _response(est, methods[j], X_test, classes, pos_code, n_classes_axis)
+            values[:, j] = _response(est, response_method(est, m), X_test, classes, pos_code,
+                                     n_classes_axis)
         except Exception as exc:  # scikit-learn's error_score semantics
-            text = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+            text = f"{type(exc).__name__}: {exc}".strip()  # the class's name, not its module
             if isinstance(error_score, str) and error_score == "raise":
                 return {"raise_": (j, text, traceback.format_exc())}
             values[:, j] = np.nan
