@@ -11,7 +11,6 @@ import sys
 import time
 
 import click
-import numpy as np
 
 from ._studyfile import StudyFileError
 
@@ -20,7 +19,7 @@ _USER_ERRORS = (StudyFileError, ValueError, TypeError, FileNotFoundError, KeyErr
 
 class _Group(click.Group):
     def invoke(self, ctx):
-        from .engine import signals_as_interrupts
+        from ._signals import signals_as_interrupts
         from .exceptions import StudyInterrupted
 
         try:
@@ -141,7 +140,7 @@ def run_spec(spec, *, scheduler=None, store=None, progress=True, cluster=None,
         random_state=spec["random_state"], client=_client(spec, scheduler), progress=progress,
         configs_per_task=spec["configs_per_task"], dropping=dropping, metadata=spec,
         storage_options=spec.get("storage_options"), security=spec["cluster"].get("security"),
-        error_score="raise" if spec.get("error_score") == "raise" else np.nan,
+        error_score="raise" if spec.get("error_score") == "raise" else float("nan"),
     )
 
 

@@ -216,13 +216,16 @@ def make_client(kind="local", *, security=None, **options):
         release = _main_not_reimported()
         try:
             with _workers_ignore_sigint():
-                cluster = LocalCluster(**opts)
+                client = Client(LocalCluster(**opts), security=security)
+            # Closing the client then closes its cluster too, as for Client(n_workers=...)
+            # (distributed closes the cluster of a client it was not given an address for).
+            client._start_arg = None
         except BaseException:
             release()
             raise
-        # restored when the cluster is closed (close_client) or collected
-        cluster._bbc_release_main = weakref.finalize(cluster, release)
-        return Client(cluster, security=security)
+        # restored when the client is closed (close_client) or collected
+        client._bbc_release_main = weakref.finalize(client, release)
+        return client
     if kind == "address":
         opts = dict(options)
         if "address" not in opts:
@@ -289,9 +292,9 @@ def close_client(client, close_cluster=True):
     client.close()
     if cluster is not None and close_cluster:
         cluster.close()
-        release = getattr(cluster, "_bbc_release_main", None)
-        if release is not None:
-            release()
+    release = getattr(client, "_bbc_release_main", None)
+    if release is not None:
+        release()
 
 
 # ------------------------------------------------------------- local worker processes

@@ -47,9 +47,10 @@ def make_case(metric, n=40, c=5, r=1, seed=0):
     raise KeyError(metric)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def client():
-    """A real two-worker LocalCluster (processes, one thread each) for a test module."""
+    """A real two-worker LocalCluster (processes, one thread each), shared by the tests
+    that do not disturb it (tests that kill workers start their own)."""
     from distributed import Client, LocalCluster
 
     with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=":0") as cluster:

@@ -4,12 +4,10 @@ import signal
 import subprocess
 import sys
 import time
-import warnings
 
 import numpy as np
 import pytest
 import zarr
-from distributed import Client, LocalCluster
 from sklearn.metrics import roc_auc_score
 
 import bbc_dask as bd
@@ -81,11 +79,6 @@ def test_dropping_bad_input():
         bd.Dropping(min_predictions=-5)
 
 
-@pytest.fixture(scope="module")
-def client():
-    with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=":0") as cluster:
-        with Client(cluster) as c:
-            yield c
 
 
 def test_nothing_is_tested_before_min_predictions(tmp_path, client):
@@ -132,7 +125,7 @@ def _state(store):
         return None
 
 
-@pytest.mark.parametrize("kill_at", [0.3, 0.6])
+@pytest.mark.parametrize("kill_at", [pytest.param(0.3, marks=pytest.mark.slow), 0.6])
 def test_kill_and_resume_reproduces_decisions(tmp_path, client, kill_at):
     ref = run_study_cli.run(tmp_path / "ref.zarr", "trees", dropping=True, client=client)
     assert ref.dropped, "the workload must drop something for this test to mean anything"

@@ -3,7 +3,6 @@ import os
 
 import numpy as np
 import pytest
-from distributed import Client, LocalCluster
 from sklearn.base import clone
 from sklearn.datasets import load_breast_cancer, load_diabetes, load_wine
 from sklearn.linear_model import LogisticRegression, Ridge
@@ -17,11 +16,6 @@ import bbc_dask as bd
 from bbc_dask.engine import StudyError
 
 
-@pytest.fixture(scope="module")
-def client():
-    with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=":0") as cluster:
-        with Client(cluster) as c:
-            yield c
 
 
 @pytest.fixture(scope="module")

@@ -76,6 +76,7 @@ def _forest_study(store, client):
                         refit=False)
 
 
+@pytest.mark.slow  # the default suite loses workers in test_reliability.py
 def test_worker_killed_mid_wave(tmp_path, dask_processes):
     address, workers = dask_processes
     store = tmp_path / "disturbed.zarr"
@@ -95,11 +96,6 @@ def test_worker_killed_mid_wave(tmp_path, dask_processes):
     np.testing.assert_array_equal(study.cube["prediction"].values, calm.cube["prediction"].values)
 
 
-@pytest.fixture(scope="module")
-def client():
-    with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=":0") as cluster:
-        with Client(cluster) as c:
-            yield c
 
 
 def _start(store):
@@ -107,7 +103,8 @@ def _start(store):
                             start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
 
-@pytest.mark.parametrize("kill_at", [0.15, 0.5, 0.85])
+@pytest.mark.parametrize("kill_at", [pytest.param(0.15, marks=pytest.mark.slow), 0.5,
+                                     pytest.param(0.85, marks=pytest.mark.slow)])
 def test_kill_and_resume(tmp_path, client, kill_at):
     ref = run_study_cli.run(tmp_path / "ref.zarr", "trees", client=client)
     store = tmp_path / "killed.zarr"

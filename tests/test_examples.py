@@ -22,11 +22,16 @@ def test_simulated_winners_curse_prints_the_estimates():
 
 @pytest.mark.parametrize("name, words", [
     ("quickstart.py", ["BBC ", "BBC-F", "held-out AUC", "winner"]),
-    ("regression.py", ["BBC ", "BBC-F", "negative mean squared error"]),
-    ("multiclass.py", ["'class': 3", "BBC ", "BBC-F"]),
+    # regression and multiclass studies run in the default suite's engine tests
+    pytest.param("regression.py", ["BBC ", "BBC-F", "negative mean squared error"],
+                 marks=pytest.mark.slow),
+    pytest.param("multiclass.py", ["'class': 3", "BBC ", "BBC-F"], marks=pytest.mark.slow),
     ("bbcd_large.py", ["CVT: trained", "BBCD: trained", "dropped"]),
-    ("interrupt_resume.py", ["killed with", "resumed: fitted", "cube equal to an uninterrupted run: True"]),
-    ("existing_scheduler.py", ["connected to tcp://", "(2 workers)", "BBC "]),
+    # covered in the default suite by the kill/resume and CLI scheduler tests
+    pytest.param("interrupt_resume.py", ["killed with", "resumed: fitted",
+                                         "cube equal to an uninterrupted run: True"], marks=pytest.mark.slow),
+    pytest.param("existing_scheduler.py", ["connected to tcp://", "(2 workers)", "BBC "],
+                 marks=pytest.mark.slow),
 ])
 def test_examples_run_in_quick_mode(name, words):
     out = _example(name)
@@ -43,6 +48,7 @@ def test_benchmark_script_runs_in_quick_mode():
         assert tag in out
 
 
+@pytest.mark.slow
 def test_cluster_benchmark_runs_in_quick_mode():
     out = subprocess.run(
         [sys.executable, str(ROOT / "benchmarks" / "bench_bbc_cluster.py"), "--quick"],

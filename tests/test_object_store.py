@@ -155,7 +155,7 @@ def _study_file(tmp_path, store):
         "data": {"sklearn": "breast_cancer"},
         "grid": [{"estimator": "sklearn.tree.DecisionTreeClassifier", "params": {"random_state": 0},
                   "grid": {"max_depth": [1, 2, 3, 4, 5, 6], "min_samples_leaf": [1, 5, 20]}}],
-        "cv": {"splits": 5, "repeats": 2}, "metric": "roc_auc", "bootstraps": 300,
+        "cv": {"splits": 5, "repeats": 1}, "metric": "roc_auc", "bootstraps": 300,
         "random_state": 5, "store": store, "configs_per_task": 1,
         "cluster": {"kind": "local", "n_workers": 1},
     }
@@ -172,6 +172,31 @@ def _cli(args, env, check=True, timeout=300):
     return p
 
 
+def test_a_study_on_s3_equals_local_disk(s3, tmp_path, client):
+    """In-process run to the bucket and the same on local disk: identical cubes,
+    estimates and final model; the lease is gone after the run."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+    from sklearn.datasets import load_breast_cancer
+
+    X, y = load_breast_cancer(return_X_y=True)
+    est = make_pipeline(StandardScaler(), LogisticRegression(max_iter=500))
+    grid = {"logisticregression__C": [0.01, 0.1, 1.0]}
+    kw = dict(metric="roc_auc", n_splits=3, random_state=2, client=client, progress=False,
+              configs_per_task=2)
+    url, opts = _url("light"), _options(s3[0])
+    remote = bd.run_study(est, grid, X, y, store=url, storage_options=opts, **kw)
+    local = bd.run_study(est, grid, X, y, store=tmp_path / "l.zarr", **kw)
+    for name in ("prediction", "fold", "y", "state"):
+        np.testing.assert_array_equal(remote.cube[name].values, local.cube[name].values)
+    again = bd.open_study(url, storage_options=opts)
+    assert again.bbc(n_bootstraps=200).estimate == local.bbc(n_bootstraps=200).estimate
+    assert again.final_model.predict(X[:5]).tolist() == local.final_model.predict(X[:5]).tolist()
+    assert not StoreLocation(url, opts).has(".bbc_lock")
+
+
+@pytest.mark.slow  # the default suite runs test_a_study_on_s3_equals_local_disk
 def test_s3_study_killed_resumed_and_estimated_equals_local_disk(s3, tmp_path):
     endpoint, env = s3
     url = _url("study")

@@ -2,9 +2,7 @@
 import warnings
 
 import numpy as np
-import pandas as pd
 import pytest
-from distributed import Client, LocalCluster
 from sklearn.base import clone
 from sklearn.datasets import load_breast_cancer, load_diabetes
 from sklearn.linear_model import LogisticRegression, Ridge
@@ -16,10 +14,6 @@ from sklearn.utils.estimator_checks import check_estimator
 import bbc_dask as bd
 
 
-@pytest.fixture(scope="module")
-def client():
-    with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=":0") as cl, Client(cl) as c:
-        yield c
 
 
 @pytest.fixture(scope="module")

@@ -17,12 +17,13 @@ import numpy as np
 from .. import _validation as V
 from .._random import as_seed_sequence, entropy_of
 from ..cube import DROPPED, FAILED, PENDING, as_location
+from .._signals import signals_as_interrupts
 from ..exceptions import AllConfigurationsFailedError, StoreFullError, StudyInterrupted, UserError
 from ..metrics import get_metric
 from . import _plan as P
 from ._tasks import fit_predict_block, refit
 
-__all__ = ["run_study", "signals_as_interrupts"]
+__all__ = ["run_study"]
 
 CALLER = "run_study"
 
@@ -284,9 +285,9 @@ class _StudyRun:
         self.precheck()
         try:
             with signals_as_interrupts():
-                lock = self.loc.lock().acquire()
                 # Connect first: a cluster that cannot be reached leaves the store as it was.
                 client_obj, owned = _client(client, self.progress, security)
+                lock = self.loc.lock().acquire()
                 self._open_or_create(lock)
                 self._announce()
                 self._run_waves(client_obj, cancel_on_exit=not owned)
@@ -543,37 +544,6 @@ def _quiet_logs(on):
     try:
         yield
     finally:
-        log.setLevel(level)
-
-
-@contextlib.contextmanager
-def signals_as_interrupts():
-    """SIGTERM raises :class:`StudyInterrupted` in the main thread for the duration (as
-    Ctrl-C raises KeyboardInterrupt), so both stop the run the same way: what is
-    finished stays saved, the cluster is closed, the lock released. Either signal also
-    silences Dask's own logging at once (restored on leaving): the shutdown that follows
-    would otherwise be reported worker by worker."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    import logging
-
-    log = logging.getLogger("distributed")
-    level = log.level
-
-    def on_signal(signum, frame):
-        log.setLevel(logging.CRITICAL)
-        if signum == signal.SIGINT:
-            raise KeyboardInterrupt
-        raise StudyInterrupted("interrupted", signum)
-
-    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)
-                if signal.getsignal(sig) is not signal.SIG_IGN}
-    try:
-        yield
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
         log.setLevel(level)
 
 
