@@ -126,16 +126,24 @@ def test_cli_runs_with_tls_flags_and_study_file_security(tls_cluster, tmp_path):
 def test_clients_without_the_certificates_are_refused(tls_cluster, tmp_path):
     from distributed import Client
 
+    import gc
+
     address, security, _ = tls_cluster
+    # A Client that failed to connect sits in a reference cycle; if the cyclic collector
+    # happens to free it inside the thread that the next Client starts, distributed's
+    # Client.__del__ deadlocks with that start (seen on a loaded machine). Each refused
+    # Client is therefore collected here, in the main thread, before the next one.
     # No certificates at all: the client cannot even speak TLS.
     with pytest.raises(Exception, match="(?i)tls|ssl|security|context"):
         Client(address, timeout="5s")
+    gc.collect()
     # Certificates from another CA: the scheduler refuses the handshake.
     other = make_certs(tmp_path, prefix="other-")
     with pytest.raises((OSError, TimeoutError)):
         bd.make_client("address", address=address, timeout="5s",
                        security={"tls_ca_file": str(other[0]), "tls_client_cert": str(other[1]),
                                  "tls_client_key": str(other[2])})
+    gc.collect()
     # Our CA but no client certificate: the scheduler requires one and refuses the
     # connection (checked with a bare TLS comm, since Security will not build it at all).
     import asyncio
@@ -159,6 +167,7 @@ def test_clients_without_the_certificates_are_refused(tls_cluster, tmp_path):
     # Plain TCP to the TLS port: refused.
     with pytest.raises((OSError, TimeoutError)):
         Client(address.replace("tls://", "tcp://"), timeout="5s")
+    gc.collect()
     # run_study with a missing certificate file names the key.
     from sklearn.tree import DecisionTreeClassifier
 
