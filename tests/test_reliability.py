@@ -255,3 +255,23 @@ def test_a_full_disk_names_the_store_and_the_run_resumes(tmp_path):
         assert study.meta["runs"][-1]["done_before"] == int((before == 1).sum())
     finally:
         subprocess.run(["umount", "-l", str(disk)], capture_output=True)
+
+
+def test_a_creation_marker_beside_a_complete_study_is_not_permission_to_wipe(tmp_path, cancer, client):
+    from sklearn.linear_model import LogisticRegression
+
+    X, y = cancer
+    kw = dict(metric="roc_auc", n_splits=3, random_state=0, client=client, progress=False)
+    store = tmp_path / "s.zarr"
+    first = bd.run_study(LogisticRegression(), {"C": [0.1, 1.0]}, X, y, store=store, **kw)
+    (store / ".bbc_creating").write_bytes(b"")  # a kill between the attributes and its removal
+    again = bd.run_study(LogisticRegression(), {"C": [0.1, 1.0]}, X, y, store=store, **kw)
+    assert again.n_fits_ == 0 and not (store / ".bbc_creating").exists()
+    np.testing.assert_array_equal(again.cube["prediction"].values, first.cube["prediction"].values)
+    # an overwrite killed after it removed the study's zarr.json: an interrupted creation
+    (store / ".bbc_creating").write_bytes(b"")
+    (store / "zarr.json").unlink()
+    with pytest.raises(ValueError, match="interrupted creation or overwrite"):
+        bd.open_study(store)
+    redone = bd.run_study(LogisticRegression(), {"C": [0.1, 1.0]}, X, y, store=store, **kw)
+    assert redone.n_fits_ == 2 * 3 and (redone.state == 1).all()
