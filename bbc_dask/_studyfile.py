@@ -182,9 +182,7 @@ def resolve_spec(raw, base="."):
         raise _err("cluster", f"expected a mapping (kind: local|address, options), got {cluster!r}")
     if "address" in cluster and "kind" not in cluster:
         cluster = {"kind": "address", **cluster}
-    if cluster.get("kind", "local") not in ("local", "address", "kubernetes"):
-        raise _err("cluster.kind", f"expected local, address or kubernetes, got {cluster.get('kind')!r}")
-    spec["cluster"] = {"kind": "local", **cluster}
+    spec["cluster"] = check_cluster({"kind": "local", **cluster})
     sec = spec["cluster"].get("security")
     if sec is not None:
         if not isinstance(sec, dict):
@@ -208,6 +206,43 @@ def resolve_spec(raw, base="."):
                                   f"skipped) or raise (stop at the first error), got {es!r}")
     spec["error_score"] = es
     return spec
+
+
+#: What a study file may set for each kind of cluster: data only. Dask's own options
+#: that name code to run (``preload``, ``scheduler_kwargs``, ``worker_class``, plugins)
+#: are not among them, so a study file cannot make a cluster import or run a file.
+CLUSTER_KEYS = {
+    "local": {"n_workers": int, "threads_per_worker": int, "memory_limit": (str, int),
+              "processes": bool, "dashboard_address": str, "host": str, "protocol": str,
+              "local_directory": str},
+    "address": {"address": str},
+}
+
+
+def check_cluster(cluster):
+    """Validate a ``cluster:`` section (after any command-line overrides); returns it."""
+    kind = cluster.get("kind", "local")
+    if kind not in ("local", "address", "kubernetes"):
+        raise _err("cluster.kind", f"expected local, address or kubernetes, got {kind!r}")
+    if kind == "kubernetes":
+        from .cluster import KUBERNETES_DEFAULTS
+
+        allowed = {k: object for k in KUBERNETES_DEFAULTS}
+    else:
+        allowed = CLUSTER_KEYS[kind]
+    for key, value in cluster.items():
+        if key in ("kind", "security"):
+            continue
+        if key not in allowed:
+            raise _err(f"cluster.{key}", f"unknown option for a {kind} cluster (allowed: "
+                                         f"{', '.join(sorted(allowed))})")
+        types = allowed[key]
+        if types is not object and (not isinstance(value, types) or (types is int and isinstance(value, bool))):
+            raise _err(f"cluster.{key}", f"expected {getattr(types, '__name__', 'a str or int')}, "
+                                         f"got {value!r}")
+    if kind == "address" and "address" not in cluster:
+        raise _err("cluster.address", "missing (expected the scheduler's address, tcp://host:8786)")
+    return cluster
 
 
 def _int(v, key, low):
@@ -297,6 +332,10 @@ def _estimator_class(path, where):
     if mod.split(".")[0] in sys.stdlib_module_names:
         raise _err(f"{where}.estimator", f"{path} is not a scikit-learn estimator class (the "
                    f"standard library holds none)")
+    if any(p.startswith("__") for p in path.split(".")):
+        # importing a package's __main__ runs its command line
+        raise _err(f"{where}.estimator", f"{path} is not a scikit-learn estimator class (an "
+                   f"import path may not name __main__ or other dunder modules)")
     try:
         cls = getattr(importlib.import_module(mod), name)
     except (ImportError, AttributeError):

@@ -64,6 +64,13 @@ def main(ctx, debug):
     """Cross-validation with tuning on Dask, with bias-corrected (BBC) estimates."""
     ctx.ensure_object(dict)
     ctx.obj["debug"] = debug
+    if not debug:
+        # A terminal gets this command's own lines; Dask's warnings ("event loop was
+        # unresponsive", memory notes) from the scheduler that runs in this process are
+        # noise there (--debug shows them).
+        import logging
+
+        logging.getLogger("distributed").setLevel(logging.ERROR)
 
 
 def _parse_options(pairs, flag):
@@ -107,6 +114,10 @@ def _client(spec, scheduler):
         return scheduler
     if kind == "address":
         return cluster["address"]
+    if kind == "local":
+        import logging
+
+        cluster.setdefault("silence_logs", logging.ERROR)  # the workers' warnings too
     return {"kind": kind, **cluster}
 
 
@@ -127,7 +138,7 @@ def run_spec(spec, *, scheduler=None, store=None, progress=True, cluster=None,
         if cluster.get("kind", merged.get("kind")) != merged.get("kind"):
             merged = {k: v for k, v in merged.items() if k == "security"}  # another kind's options don't apply
         merged.update(cluster)
-        spec = dict(spec, cluster=merged)
+        spec = dict(spec, cluster=F.check_cluster(merged))
     if storage_options:
         spec = dict(spec, storage_options={**(spec.get("storage_options") or {}), **storage_options})
     X, y, groups = F.load_data(spec)

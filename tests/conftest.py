@@ -6,6 +6,12 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))  # for the independent reference (_reference.py)
 
+# The key that signs saved models' records lives outside any store; the tests (and the
+# processes they start, which inherit the environment) use their own, not the user's.
+import tempfile  # noqa: E402
+
+os.environ.setdefault("BBC_DASK_TRUST_KEY", os.path.join(tempfile.mkdtemp(prefix="bbc_key_"), "trust.key"))
+
 from _reference import ALL_METRICS as METRIC_NAMES  # noqa: E402  (the metrics under test)
 
 

@@ -41,32 +41,86 @@ def _set_record(store, **update):
     g.attrs["bbc_dask"] = meta
 
 
-def test_a_crafted_final_model_is_refused(tmp_path, cancer, client):
+def _reduce_node(module, cls, args):
+    """A model file whose ``C`` is ``module.cls(*args)``, built by skops' constructor-from-
+    reduce loader (a class skops calls while loading)."""
+    import io
+    import zipfile
+
+    blob = sio.dumps(LogisticRegression(C=tuple(args)))
+    zin = zipfile.ZipFile(io.BytesIO(blob))
+    schema = json.loads(zin.read("schema.json"))
+    node = schema["content"]["content"]
+    node["C"] = {"__class__": cls, "__module__": module, "__loader__": "ConstructorFromReduceNode",
+                 "content": node["C"]}
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as z:
+        for n in zin.namelist():
+            z.writestr(n, json.dumps(schema) if n == "schema.json" else zin.read(n))
+    return out.getvalue()
+
+
+@pytest.fixture(scope="module")
+def small_study(tmp_path_factory, cancer, client):
     X, y = cancer
-    store = tmp_path / "s.zarr"
+    store = tmp_path_factory.mktemp("model") / "s.zarr"
     bd.run_study(make_pipeline(StandardScaler(), LogisticRegression(max_iter=500)),
                  {"logisticregression__C": [0.1, 1.0]}, X, y, store=store, metric="roc_auc",
                  n_splits=3, random_state=0, client=client, progress=False)
+    return store
+
+
+def _attack(store, blob, classes):
+    """What someone who can write the store can do: replace the file and rewrite its record
+    (digest and trusted classes; the signature cannot be made without the user's key)."""
+    import hashlib
+
+    (store / "final_model.skops").write_bytes(blob)
+    _set_record(store, sha256=hashlib.sha256(blob).hexdigest(), classes=classes)
+
+
+def test_a_crafted_final_model_is_refused(tmp_path, small_study, cancer):
+    X, _ = cancer
+    store = tmp_path / "s.zarr"
+    import shutil
+
+    shutil.copytree(small_study, store)
     assert bd.open_study(store).final_model.predict(X[:3]).shape == (3,)  # the real one loads
     marker = tmp_path / "OWNED"
     blob = sio.dumps(_exploit(marker))
-    (store / "final_model.skops").write_bytes(blob)
     # 1. the file alone replaced: it is not the file the study saved
+    (store / "final_model.skops").write_bytes(blob)
     with pytest.raises(UntrustedModelError, match="not the file the study saved"):
         bd.open_study(store).final_model
-    # 2. the attacker also rewrites the record (digest, and every type listed as trusted):
-    #    functions are never trusted from the store, only when the caller names them
-    import hashlib
-
-    _set_record(store, sha256=hashlib.sha256(blob).hexdigest(),
-                classes=sio.get_untrusted_types(data=blob))
+    # 2. the record rewritten too, every type listed as trusted: the list is not signed
+    _attack(store, blob, sio.get_untrusted_types(data=blob))
     with pytest.raises(UntrustedModelError, match=r"runstring.*Functions are trusted only when you name them"):
         bd.open_study(store).final_model
     assert not marker.exists()
     # 3. a module prefix is no longer enough: numpy.* functions are not trusted by default
-    study = bd.open_study(store)
     with pytest.raises(UntrustedModelError, match="numpy.full_like"):
-        study.load_final_model(trusted=["numpy.testing._private.utils.runstring"])
+        bd.open_study(store).load_final_model(trusted=["numpy.testing._private.utils.runstring"])
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize("module, cls, args", [
+    ("numpy.distutils.fcompiler.gnu", "Popen", [["sh", "-c", "touch {marker}"]]),  # re-exported
+    ("numpy", "memmap", ["{marker}", "uint8", "w+", 0, [16]]),  # creates or truncates a file
+])
+def test_classes_that_act_when_built_are_refused(tmp_path, small_study, module, cls, args):
+    store = tmp_path / "s.zarr"
+    import shutil
+
+    shutil.copytree(small_study, store)
+    marker = tmp_path / "MADE"
+    args = json.loads(json.dumps(args).replace("{marker}", str(marker)))
+    blob = _reduce_node(module, cls, args)
+    _attack(store, blob, [f"{module}.{cls}"])
+    with pytest.raises(UntrustedModelError, match=f"{module}.{cls}"):
+        bd.open_study(store).final_model
+    import time
+
+    time.sleep(0.3)  # a started process would have made the file by now
     assert not marker.exists()
 
 
@@ -78,13 +132,32 @@ def test_functions_in_a_model_load_when_named(tmp_path, cancer, client):
                  {"logisticregression__C": [1.0]}, X, y, store=store, metric="roc_auc",
                  n_splits=3, random_state=0, client=client, progress=False)
     rec = bd.open_study(store).meta["final_model"]
-    assert rec["functions"] == ["numpy.clip"] and len(rec["sha256"]) == 64
+    assert rec["others"] == ["numpy.clip"] and len(rec["sha256"]) == 64
     with pytest.raises(UntrustedModelError, match=r"\['numpy.clip'\]"):
         bd.open_study(store).final_model
     model = bd.open_study(store).load_final_model(trusted=["numpy.clip"])
     assert model.predict(X[:4]).shape == (4,)
     with pytest.raises(TypeError, match="'trusted' parameter of load_final_model must be a list"):
         bd.open_study(store).load_final_model(trusted="numpy.clip")
+
+
+def test_own_estimator_classes_load_by_signature_only(tmp_path, cancer, client, monkeypatch):
+    """A custom estimator class: trusted by this user's signed record; a model saved with
+    another key (another user or machine) needs the class named."""
+    import _estimators
+
+    X, y = cancer
+    store = tmp_path / "own.zarr"
+    bd.run_study(_estimators.Sleepy(nap=0.0, max_iter=500), {"C": [1.0]}, (X - X.mean(0)) / X.std(0),
+                 y, store=store, metric="roc_auc", n_splits=3, random_state=0, client=client,
+                 progress=False)
+    rec = bd.open_study(store).meta["final_model"]
+    assert rec["classes"] == ["_estimators.Sleepy"]
+    assert type(bd.open_study(store).final_model).__name__ == "Sleepy"
+    monkeypatch.setenv("BBC_DASK_TRUST_KEY", str(tmp_path / "someone-else.key"))
+    with pytest.raises(UntrustedModelError, match=r"\['_estimators.Sleepy'\]"):
+        bd.open_study(store).final_model
+    assert type(bd.open_study(store).load_final_model(trusted=["_estimators.Sleepy"])).__name__ == "Sleepy"
 
 
 def _study_file(tmp_path, grid_entry, extra=""):
@@ -105,6 +178,7 @@ def _run_cli(*args):
     ({"estimator": "numpy.save", "params": {"file": "{marker}", "arr": [1]}},
      r"grid\[0\]\.estimator: numpy\.save is not a scikit-learn estimator class \(a class with fit and get_params\)"),
     ({"estimator": "builtins.eval", "params": {}}, r"builtins\.eval is not a scikit-learn estimator class"),
+    ({"estimator": "pip.__main__.Thing"}, r"pip\.__main__\.Thing is not a scikit-learn estimator class"),
     ({"pipeline": ["sklearn.preprocessing.StandardScaler",
                    {"estimator": "numpy.save", "params": {"file": "{marker}", "arr": [1]}}]},
      r"grid\[0\]\.pipeline\[1\]\.estimator: numpy\.save is not"),
@@ -166,3 +240,20 @@ def test_recursive_yaml_and_alias_bombs_are_refused(tmp_path):
     deep.write_text("data: " + "[" * 5000 + "]" * 5000 + "\n")
     res = _run_cli("run", deep)
     assert res.exit_code == 2 and "study file: " in res.output, res.output
+
+
+@pytest.mark.parametrize("cluster", [
+    "{kind: local, n_workers: 1, scheduler_kwargs: {preload: ['{evil}']}}",
+    "{kind: local, n_workers: 1, preload: ['{evil}']}",
+    "{kind: local, worker_class: distributed.Nanny}",
+    "{address: 'tcp://127.0.0.1:1', preload: ['{evil}']}",
+])
+def test_a_study_file_cannot_make_a_cluster_run_code(tmp_path, cluster):
+    marker = tmp_path / "RAN"
+    evil = tmp_path / "evil.py"
+    evil.write_text(f"open({str(marker)!r}, 'w').write('x')\n")
+    path = _study_file(tmp_path, {"estimator": "sklearn.tree.DecisionTreeClassifier"},
+                       extra=f"cluster: {cluster.replace('{evil}', str(evil))}\n")
+    res = _run_cli("run", path, "--no-progress")
+    assert res.exit_code == 2 and "unknown option for a" in res.output, res.output
+    assert not marker.exists()

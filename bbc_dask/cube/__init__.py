@@ -1,5 +1,5 @@
 """The prediction cube: schema, create/open, region writes, completion ledger, lock."""
-from ._location import StoreLocation, as_location
+from ._location import StoreLocation, as_location, writing
 from ._lock import ObjectStoreLock, StoreLock, StoreLockedError
 from ._schema import (
     DONE,
@@ -16,6 +16,6 @@ from ._schema import (
 
 __all__ = [
     "DONE", "DROPPED", "FAILED", "PENDING", "SCHEMA", "Cube", "StoreLock", "StoreLockedError",
-    "ObjectStoreLock", "StoreLocation", "as_location",
+    "ObjectStoreLock", "StoreLocation", "as_location", "writing",
     "StoreMismatchError", "create_cube", "inspect_store", "open_cube",
 ]

@@ -8,14 +8,34 @@ hold, write or read a small object (the creation marker, the final model), wipe 
 """
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
 import uuid
 
-__all__ = ["StoreLocation", "as_location"]
+from ..exceptions import StoreFullError
+
+__all__ = ["StoreLocation", "as_location", "writing"]
 
 #: Entries of ours that are not part of the Zarr hierarchy.
 LOCK_NAME = ".bbc_lock"
 CREATING_NAME = ".bbc_creating"
+
+
+@contextlib.contextmanager
+def writing(url):
+    """Around a write to the store at ``url``: a full device (or quota) becomes a
+    :class:`StoreFullError` that names the store; other errors pass unchanged."""
+    try:
+        yield
+    except OSError as exc:
+        if getattr(exc, "errno", None) in (errno.ENOSPC, errno.EDQUOT) and not isinstance(exc, StoreFullError):
+            err = StoreFullError(
+                f"No space left on the device of the store {url!r}: finished cells are kept; "
+                f"free space and run the same command again to resume")
+            err.errno = exc.errno
+            raise err from exc
+        raise
 
 
 def _is_url(store):
@@ -142,6 +162,10 @@ class StoreLocation:
 
     def write_bytes(self, name, data):
         """Write ``name`` whole: a reader sees the old or the new content, never a part."""
+        with writing(self.url):
+            self._write_bytes(name, data)
+
+    def _write_bytes(self, name, data):
         if self.is_local:
             os.makedirs(self.url, exist_ok=True)
             tmp = self._entry(f".{name}.{uuid.uuid4().hex}.tmp")
@@ -182,22 +206,29 @@ class StoreLocation:
         if not self.is_local:
             self.fs.invalidate_cache()
 
-    def remove_temporaries(self):
+    def remove_temporaries(self, folders):
         """Delete the temporary files of writes that a killed process left (Zarr's
-        ``*.partial`` and our ``.*.tmp``); only called under the run lock. Object stores
-        write whole objects and leave none. Returns how many were removed."""
+        ``*.partial`` and our ``.*.tmp``) at the top of the store and inside ``folders``
+        (the study's own arrays) — nowhere else, so a mistaken path never loses a user's
+        file. Only called under the run lock, once the location is known to hold a study.
+        Object stores write whole objects and leave none. Returns how many were removed."""
         if not self.is_local or not os.path.isdir(self.url):
             return 0
-        n = 0
-        for root, _dirs, files in os.walk(self.url):
-            for f in files:
-                if f.endswith(".partial") or (f.startswith(".") and f.endswith(".tmp")):
-                    try:
-                        os.remove(os.path.join(root, f))
-                        n += 1
-                    except FileNotFoundError:
-                        pass
-        return n
+
+        def junk(name):
+            return name.endswith(".partial") or (name.startswith(".") and name.endswith(".tmp"))
+
+        found = [os.path.join(self.url, f) for f in os.listdir(self.url)
+                 if junk(f) and os.path.isfile(os.path.join(self.url, f))]
+        for folder in folders:
+            for root, _dirs, files in os.walk(os.path.join(self.url, folder)):
+                found += [os.path.join(root, f) for f in files if junk(f)]
+        for path in found:
+            try:
+                os.remove(path)
+            except FileNotFoundError:
+                pass
+        return len(found)
 
     def lock(self, **options):
         """The run lock of this store (not yet acquired)."""

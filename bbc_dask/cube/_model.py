@@ -1,21 +1,31 @@
-"""The refit model in a store: written with skops (never pickle), loaded trusting only
-what the study recorded.
+"""The refit model in a store: written with skops (never pickle), loaded trusting only what
+this user's own studies vouched for.
 
 Why not trust whole modules (``sklearn.*``, ``numpy.*``)? Functions are code: a
 ``FunctionTransformer`` chain of trusted-looking NumPy functions (``full_like`` ->
-``sum`` -> ``numpy.testing``'s ``runstring``) executes any text at ``predict``. So a load
-trusts exactly
+``sum`` -> ``numpy.testing``'s ``runstring``) executes any text at ``predict``; and a class
+that skops builds by calling it (``Popen``, re-exported by some installed packages, or
+``numpy.memmap``) acts when loaded. And why not trust a list of types kept in the store?
+Whoever can replace the model file can rewrite that list too. So a load trusts exactly
 
 * skops' own default set (scikit-learn estimators, containers, NumPy/SciPy ufuncs and
-  dtypes),
-* the *classes* that the study listed when it saved the model (their names are stored with
-  the model's SHA-256; a file that does not match it is refused), and
-* whatever the caller names in ``trusted=`` — the only way a function is trusted.
+  dtypes);
+* the classes that a study listed when it saved the model, if the record is signed with
+  this user's key (an HMAC-SHA256 under ``~/.config/bbc_dask/trust.key``, or the file
+  named by ``BBC_DASK_TRUST_KEY``, made on first use with mode 0600: the store never
+  holds it) and the file matches the recorded SHA-256; even then only classes that are
+  scikit-learn estimators (subclasses of ``BaseEstimator``) under their own name;
+* whatever the caller names in ``trusted=`` — the only way a function, or a class of a
+  model saved by someone else, is trusted.
 """
 from __future__ import annotations
 
 import hashlib
+import hmac
 import importlib
+import json
+import os
+import secrets
 import sys
 
 from ..exceptions import UntrustedModelError
@@ -25,44 +35,87 @@ __all__ = ["MODEL_FILE", "save_model", "load_model"]
 MODEL_FILE = "final_model.skops"
 
 
-def _resolve(name):
-    """The object a skops type name refers to, or None. Standard-library modules other
-    than ``builtins``/``collections`` are never imported for this (no estimator lives
-    there, and importing some has side effects)."""
-    parts = name.split(".")
-    top = parts[0]
-    if top in sys.stdlib_module_names and top not in ("builtins", "collections"):
-        return None
-    for cut in range(len(parts) - 1, 0, -1):
-        try:
-            obj = importlib.import_module(".".join(parts[:cut]))
-        except ImportError:
-            continue
-        try:
-            for attr in parts[cut:]:
-                obj = getattr(obj, attr)
-        except AttributeError:
+def _key_path():
+    explicit = os.environ.get("BBC_DASK_TRUST_KEY")
+    if explicit:
+        return explicit
+    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    return os.path.join(base, "bbc_dask", "trust.key")
+
+
+def _key(create):
+    """This user's signing key (bytes), made on first use when ``create``; None if absent."""
+    path = _key_path()
+    try:
+        with open(path, "rb") as f:
+            key = f.read()
+        return key if len(key) >= 32 else None
+    except FileNotFoundError:
+        if not create:
             return None
-        return obj
-    return None
+    os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+    key = secrets.token_bytes(32)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:  # made by another process meanwhile
+        return _key(False)
+    with os.fdopen(fd, "wb") as f:
+        f.write(key)
+    return key
 
 
-def _is_class(name):
-    return isinstance(_resolve(name), type)
+def _signature(key, digest, classes):
+    msg = json.dumps({"sha256": digest, "classes": sorted(classes)}, sort_keys=True).encode()
+    return hmac.new(key, msg, hashlib.sha256).hexdigest()
+
+
+def _estimator_class(name):
+    """The scikit-learn estimator class ``name`` names, or None. Used only for names this
+    user's own study signed: importing them repeats what saving the model did."""
+    from sklearn.base import BaseEstimator
+
+    module, _, qualname = name.rpartition(".")
+    if not module or "__main__" in name.split(".") or module.split(".")[0] in sys.stdlib_module_names:
+        return None
+    try:
+        obj = importlib.import_module(module)
+        for part in qualname.split("."):
+            obj = getattr(obj, part)
+    except (ImportError, AttributeError):
+        return None
+    if not (isinstance(obj, type) and issubclass(obj, BaseEstimator)):
+        return None
+    return obj if f"{obj.__module__}.{obj.__qualname__}" == name else None
 
 
 def save_model(location, model):
     """Write ``model`` with skops; returns the record to keep in the study's attributes:
-    the file, its SHA-256, and the non-default classes it holds (functions are listed
-    apart and are never trusted on load unless named)."""
+    the file, its SHA-256, the estimator classes outside skops' defaults that it holds
+    (signed with this user's key), and the other names it holds (functions, other
+    classes), which are never trusted unless the caller names them."""
     import skops.io as sio
 
     data = sio.dumps(model)
     extra = sio.get_untrusted_types(data=data)
-    classes = sorted(t for t in extra if _is_class(t))
+    classes = sorted(t for t in extra if _estimator_class(t) is not None)
+    digest = hashlib.sha256(data).hexdigest()
     location.write_bytes(MODEL_FILE, data)
-    return {"file": MODEL_FILE, "sha256": hashlib.sha256(data).hexdigest(),
-            "classes": classes, "functions": sorted(set(extra) - set(classes))}
+    return {"file": MODEL_FILE, "sha256": digest, "classes": classes,
+            "others": sorted(set(extra) - set(classes)),
+            "signature": _signature(_key(create=True), digest, classes)}
+
+
+def _signed_classes(record, digest):
+    """The record's classes when this user's key signed them for this very file."""
+    key = _key(create=False)
+    classes = record.get("classes") or []
+    sig = record.get("signature")
+    if key is None or not isinstance(sig, str) or not isinstance(classes, list) \
+            or not all(isinstance(c, str) for c in classes):
+        return []
+    if not hmac.compare_digest(_signature(key, digest, classes), sig):
+        return []
+    return [c for c in classes if _estimator_class(c) is not None]
 
 
 def load_model(location, record, trusted=None):
@@ -72,29 +125,29 @@ def load_model(location, record, trusted=None):
     ------
     UntrustedModelError
         The file was changed after it was saved, or it holds types that are neither in
-        skops' default set, nor classes the study recorded, nor named in ``trusted``.
+        skops' default set, nor estimator classes this user's study signed, nor named in
+        ``trusted``.
     """
     import skops.io as sio
 
-    data = location.read_bytes(record["file"])
-    where = f"{location.url}/{record['file']}"
-    digest = record.get("sha256")
-    if digest is not None and hashlib.sha256(data).hexdigest() != digest:
-        raise UntrustedModelError(
-            f"The final model {where!r} is not the file the study saved (its SHA-256 differs "
-            f"from the one recorded); refusing to load it.")
     if trusted is not None and (isinstance(trusted, str) or not all(isinstance(t, str) for t in trusted)):
         raise TypeError(f"The 'trusted' parameter of load_final_model must be a list of type "
                         f"names (str). Got {trusted!r} instead.")
-    recorded = [t for t in record.get("classes", []) if _is_class(t)]
-    allowed = set(recorded) | set(trusted or ())
+    data = location.read_bytes(record["file"])
+    where = f"{location.url}/{record['file']}"
+    digest = hashlib.sha256(data).hexdigest()
+    recorded = record.get("sha256")
+    if recorded is not None and digest != recorded:
+        raise UntrustedModelError(
+            f"The final model {where!r} is not the file the study saved (its SHA-256 differs "
+            f"from the one recorded); refusing to load it.")
+    allowed = set(_signed_classes(record, digest)) | set(trusted or ())
     untrusted = sio.get_untrusted_types(data=data)
     left = [t for t in untrusted if t not in allowed]
     if left:
-        funcs = [t for t in left if not _is_class(t)]
-        hint = (f" Functions are trusted only when you name them: load_final_model(trusted="
-                f"{funcs!r}) if you trust them." if funcs else
-                " Pass load_final_model(trusted=[...]) if you trust them.")
+        # the names are listed, never imported, to word this message
         raise UntrustedModelError(
-            f"The final model {where!r} holds types that are not trusted: {left}.{hint}")
+            f"The final model {where!r} holds types that are not trusted: {left}. Functions "
+            f"are trusted only when you name them, and so are classes of a model saved by "
+            f"another user or machine: load_final_model(trusted={left!r}) if you trust them.")
     return sio.loads(data, trusted=sorted(set(untrusted)))

@@ -29,7 +29,7 @@ import time
 import numpy as np
 import zarr
 
-from ._location import CREATING_NAME, LOCK_NAME, as_location
+from ._location import CREATING_NAME, LOCK_NAME, as_location, writing
 
 __all__ = [
     "PENDING", "DONE", "FAILED", "DROPPED", "SCHEMA", "create_cube", "open_cube", "Cube",
@@ -56,8 +56,15 @@ def to_json(obj):
     return json.loads(json.dumps(obj, default=_json_default))
 
 
-def create_cube(location, *, n_configs, n_repeats, n_splits, folds, y_stored, classes,
-                n_classes_axis, config_chunk, meta):
+def create_cube(location, **kw):
+    """Create the store and write the template (see :func:`_create`)."""
+    location = as_location(location)
+    with writing(location.url):
+        return _create(location, **kw)
+
+
+def _create(location, *, n_configs, n_repeats, n_splits, folds, y_stored, classes,
+            n_classes_axis, config_chunk, meta):
     """Create the store and write the template; refuses a location that holds a Zarr
     store already. The study attributes are written last: a store without them is an
     interrupted creation (marked by ``.bbc_creating``), which the engine recreates."""
@@ -79,10 +86,11 @@ def create_cube(location, *, n_configs, n_repeats, n_splits, folds, y_stored, cl
     ya[:] = y_stored
     cell = (n_configs, n_repeats, n_splits)
     # The ledger has one writer (the driver), so its chunks need not follow the tasks:
-    # ~1024 configurations per chunk keeps a million-configuration ledger to a thousand
-    # files (read at every start) while a task's update rewrites a few kilobytes.
+    # ~1024 configurations of one repeat per chunk keeps a million-configuration ledger to
+    # a thousand files per repeat (read at every start) while a task's update rewrites a
+    # few kilobytes.
     ledger = min(n_configs, config_chunk * max(1, -(-1024 // config_chunk)))
-    cchunk = (ledger, n_repeats, n_splits)
+    cchunk = (ledger, 1, n_splits)
     g.create_array("state", shape=cell, chunks=cchunk, dtype="int8", fill_value=PENDING,
                    dimension_names=["config", "repeat", "split"])
     g.create_array("fit_time", shape=cell, chunks=cchunk, dtype="float64", fill_value=np.nan,
@@ -111,13 +119,12 @@ def inspect_store(location):
     """What a store holds, decided under its run lock: ``("empty", None)``,
     ``("interrupted", None)`` (a creation or an overwrite that did not finish: safe to
     wipe), or ``("study", Cube)``. A location holding anything else raises
-    :class:`StoreMismatchError`. Temporary files of killed writes are removed first.
+    :class:`StoreMismatchError`. In a study, temporary files of killed writes are removed.
 
     A study is recognised by its attributes, which creation writes last; a creation
     marker next to a readable study is a leftover of a kill between the two and is
     removed, never read as permission to wipe."""
     location = as_location(location)
-    location.remove_temporaries()
     entries = set(location.listdir()) - {LOCK_NAME}
     if not entries:
         return "empty", None
@@ -125,8 +132,9 @@ def inspect_store(location):
         cube = open_cube(location, mode="r+")
     except StoreMismatchError:
         if CREATING_NAME in entries:
-            return "interrupted", None
+            return "interrupted", None  # the marker is ours: the wipe that follows is too
         raise
+    location.remove_temporaries(cube.array_names())
     if CREATING_NAME in entries:
         location.remove(CREATING_NAME)
     return "study", cube
@@ -177,6 +185,15 @@ class Cube:
             self.guard()
 
     # ---------------------------------------------------------------- reads
+    def array_names(self):
+        """Names of the arrays of the study (the folders of a local store)."""
+        import warnings
+
+        with warnings.catch_warnings():
+            # the lock and the skops model live beside the arrays; Zarr notes them
+            warnings.filterwarnings("ignore", message=".*not recognized as a component")
+            return [name for name, _ in self.group.members()]
+
     @property
     def n_samples(self):
         return self.group["fold"].shape[0]
@@ -215,6 +232,10 @@ class Cube:
         one chunk; repeat ``r``, fold ``k``; ``values`` (len(rows), len(configs)[, K]).
         """
         self._guard()
+        with writing(self.path):
+            self._write_cells(rows, configs, r, k, values, fit_times, failed, errors)
+
+    def _write_cells(self, rows, configs, r, k, values, fit_times, failed, errors):
         pred = self.group["prediction"]
         configs = np.asarray(configs)
         if pred.ndim == 4:
@@ -227,13 +248,21 @@ class Cube:
         self.group["fit_time"].oindex[configs, r, k] = fit_times
         self.group["state"].oindex[configs, r, k] = np.where(failed, FAILED, DONE).astype(np.int8)
 
-    def mark(self, configs, r_idx, k_idx, value):
+    def record_dropped(self, configs, wave, p_hat):
+        """BBCD dropped ``configs`` after ``wave`` with these p-hats: their pending cells
+        become "dropped"; the wave and p-hat are kept per configuration."""
         self._guard()
-        st = self.group["state"]
-        for c in configs:
-            st[c, r_idx, k_idx] = value
+        configs = np.asarray(configs, dtype=np.int64)
+        with writing(self.path):
+            st = self.group["state"]
+            for c in configs:
+                row = st[int(c)]
+                st[int(c)] = np.where(row == PENDING, DROPPED, row).astype(np.int8)
+            self.group["drop_wave"].oindex[configs] = np.full(configs.size, wave, dtype=np.int16)
+            self.group["drop_p"].oindex[configs] = np.asarray(p_hat, dtype=np.float64)
 
     def set_meta(self, **kw):
         self._guard()
         self.meta.update(to_json(kw))
-        self.group.attrs["bbc_dask"] = self.meta
+        with writing(self.path):
+            self.group.attrs["bbc_dask"] = self.meta

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import contextlib
-import errno
 import math
 import signal
 import sys
@@ -16,9 +15,9 @@ import numpy as np
 
 from .. import _validation as V
 from .._random import as_seed_sequence, entropy_of
-from ..cube import DROPPED, FAILED, PENDING, as_location
+from ..cube import FAILED, PENDING, as_location
 from .._signals import signals_as_interrupts
-from ..exceptions import AllConfigurationsFailedError, StoreFullError, StudyInterrupted, UserError
+from ..exceptions import AllConfigurationsFailedError, StudyInterrupted, UserError
 from ..metrics import get_metric
 from . import _plan as P
 from ._tasks import fit_predict_block, refit
@@ -278,16 +277,18 @@ class _StudyRun:
     # ------------------------------------------------------------------ flow
     def run(self, client, security, refit):
         from .._study import Study
+        from ..cube import writing
 
         final = None
         lock = client_obj = owned = None
-        interrupted = False
+        interrupted = failed = False
         self.precheck()
         try:
             with signals_as_interrupts():
                 # Connect first: a cluster that cannot be reached leaves the store as it was.
                 client_obj, owned = _client(client, self.progress, security)
-                lock = self.loc.lock().acquire()
+                with writing(self.loc.url):
+                    lock = self.loc.lock().acquire()
                 self._open_or_create(lock)
                 self._announce()
                 self._run_waves(client_obj, cancel_on_exit=not owned)
@@ -295,14 +296,17 @@ class _StudyRun:
                 if refit:
                     final = self._refit(client_obj)
         except KeyboardInterrupt as exc:
-            interrupted = True
+            interrupted = failed = True
             raise self._interrupted(exc) from None
-        except OSError as exc:
-            raise _store_error(exc, self.loc) from exc
+        except BaseException:
+            failed = True
+            raise
         finally:
-            _quietly_close(client_obj, owned, client, interrupted)
-            if lock is not None:
-                lock.release()
+            try:
+                _quietly_close(client_obj, owned, client, interrupted, keep_going=failed)
+            finally:
+                if lock is not None:
+                    lock.release()
         study = Study(self.loc, final_model=final)
         study._param_objects = self.configs
         study.n_fits_ = self.fits
@@ -321,9 +325,9 @@ class _StudyRun:
                 f"is not a bbc_dask study store; refusing to touch it.") from None
         if existing is not None and self.overwrite:
             existing, kind = None, "interrupted"
+        spec = self._plan(existing)  # before any wipe: a bad plan leaves the old study
         if kind == "interrupted":
             self.loc.wipe()
-        spec = self._plan(existing)
         self.cube = existing if existing is not None else self._create(spec)
         self.cube.guard = lock.check
         runs = list(self.cube.meta.get("runs", []))
@@ -339,7 +343,7 @@ class _StudyRun:
         from ..cube._location import CREATING_NAME, LOCK_NAME
 
         entries = set(self.loc.listdir()) - {LOCK_NAME}
-        if not entries or self.overwrite:
+        if not entries:
             return
         try:
             existing = open_cube(self.loc)
@@ -349,7 +353,7 @@ class _StudyRun:
             raise ValueError(
                 f"The 'store' parameter of {CALLER} points to {self.loc.url!r}, which exists and "
                 f"is not a bbc_dask study store; refusing to touch it.") from None
-        self._plan(existing)
+        self._plan(None if self.overwrite else existing)
 
     def _plan(self, existing):
         """Seed, configurations and spec; refuses an ``existing`` study that differs."""
@@ -362,7 +366,8 @@ class _StudyRun:
         self.configs, search = P.candidates(p_grid, p_dist, n_iter, self.root, CALLER)
         if search == "random":
             P.check_estimator_methods(self.estimator, self.configs, self.metric, CALLER)
-        spec = self._spec(search)
+        # stores made before lazy planning fingerprinted the list of parameter dicts
+        spec = self._spec(search, legacy=existing is not None and "params" in existing.meta)
         if existing is not None:
             diffs = _diff(existing.meta["spec"], spec)
             if diffs:
@@ -372,7 +377,7 @@ class _StudyRun:
                     f"replace it.")
         return spec
 
-    def _spec(self, search):
+    def _spec(self, search, legacy=False):
         from ..cube._schema import to_json
 
         m, target, d = self.metric, self.target, self.dropping
@@ -389,7 +394,8 @@ class _StudyRun:
             "data": {"X": x_digest, "y": y_digest, "groups": g_digest,
                      "n_samples": int(len(self.y))},
             "estimator": P.describe_estimator(self.estimator),
-            "candidates": P.sha(repr(self.configs.describe())),
+            "candidates": P.sha(repr([P.describe_params(p) for p in self.configs] if legacy
+                                     else self.configs.describe())),
             "dropping": None if d is None else {
                 "alpha": d.alpha, "n_bootstraps": d.n_bootstraps,
                 "min_predictions": d.min_predictions},
@@ -441,8 +447,9 @@ class _StudyRun:
         if not np.all(np.any(st == FAILED, axis=(1, 2))):
             return
         groups = failure_groups(self.cube)
-        shown = "; ".join(f"{g['error']} ({g['count']} configuration{'s' if g['count'] > 1 else ''}"
-                          f", e.g. configuration {g['configs'][0]})" for g in groups[:3])
+        shown = "; ".join(f"{g['error'].splitlines()[0] if g['error'] else '?'} ({g['count']} "
+                          f"configuration{'s' if g['count'] > 1 else ''}, e.g. configuration "
+                          f"{g['configs'][0]})" for g in groups[:3])
         more = f"; and {len(groups) - 3} other errors" if len(groups) > 3 else ""
         raise AllConfigurationsFailedError(
             f"Every configuration failed ({st.shape[0]} of {st.shape[0]}): no model can be "
@@ -505,11 +512,12 @@ def _client(client, progress, security=None):
     return c, owned
 
 
-def _quietly_close(client_obj, owned, given, interrupted=False):
+def _quietly_close(client_obj, owned, given, interrupted=False, keep_going=False):
     """Close a client (and the cluster) the run started; a second Ctrl-C while closing
     is ignored so that the workers are not left behind. After an interrupt the
     cluster's own logs are silenced first: its workers would otherwise report every
-    task cancelled by the shutdown."""
+    task cancelled by the shutdown. With ``keep_going`` (the run is already failing),
+    an error while closing is reported as a warning, not raised over the first one."""
     if not owned or client_obj is None:
         return
     main = threading.current_thread() is threading.main_thread()
@@ -518,10 +526,13 @@ def _quietly_close(client_obj, owned, given, interrupted=False):
         from ..cluster import close_client
 
         with _quiet_logs(interrupted):
-            if interrupted:
-                with contextlib.suppress(Exception):
-                    client_obj.run(_silence_distributed_logs)
             close_client(client_obj, close_cluster=given is None or isinstance(given, dict))
+    except Exception as exc:
+        if not keep_going:
+            raise
+        import warnings
+
+        warnings.warn(f"closing the run's cluster failed: {exc!r}", RuntimeWarning, stacklevel=2)
     finally:
         if main:
             signal.signal(signal.SIGINT, previous)
@@ -547,36 +558,28 @@ def _quiet_logs(on):
         log.setLevel(level)
 
 
-def _store_error(exc, loc):
-    """A full device names the store (and says that nothing finished is lost)."""
-    if getattr(exc, "errno", None) in (errno.ENOSPC, errno.EDQUOT):
-        err = StoreFullError(
-            f"No space left on the device of the store {loc.url!r}: finished cells are kept; "
-            f"free space and run the same command again to resume")
-        err.errno = exc.errno
-        return err
-    return exc
-
-
 class _WaveTasks:
     """The tasks of some waves: per wave, repeat and configuration chunk, the pending
-    active configurations. Counted at once, generated one by one: a million-
-    configuration study never holds its half-million task specs."""
+    active configurations. Counted and generated one (wave, repeat) at a time: a
+    million-configuration study never holds its task specs, nor its pending indices of
+    every wave at once."""
 
     def __init__(self, state, waves, active, chunk):
-        self.parts = []  # (k, r, pending configs, group boundaries)
-        for k in waves:
-            for r in range(state.shape[1]):
-                todo = np.flatnonzero(active & (state[:, r, k] == PENDING))
+        self.state, self.waves, self.active, self.chunk = state, list(waves), active, chunk
+
+    def _pending(self):
+        for k in self.waves:
+            for r in range(self.state.shape[1]):
+                todo = np.flatnonzero(self.active & (self.state[:, r, k] == PENDING))
                 if todo.size:
-                    cuts = np.flatnonzero(np.diff(todo // chunk)) + 1
-                    self.parts.append((k, r, todo, np.concatenate([[0], cuts, [todo.size]])))
+                    yield k, r, todo
 
     def __len__(self):
-        return sum(b.size - 1 for *_, b in self.parts)
+        return sum(int(np.count_nonzero(np.diff(t // self.chunk))) + 1 for *_, t in self._pending())
 
     def __iter__(self):
-        for k, r, todo, bounds in self.parts:
+        for k, r, todo in self._pending():
+            bounds = np.concatenate([[0], np.flatnonzero(np.diff(todo // self.chunk)) + 1, [todo.size]])
             for a, b in zip(bounds[:-1], bounds[1:]):
                 yield k, r, todo[a:b]
 
@@ -646,13 +649,7 @@ def _decide(cube, client, root, dropping, k, state, active, m, target):
     gone = idx[res.drop]
     entry.update(tested=True, best=int(idx[res.best]), dropped=[int(c) for c in gone])
     if gone.size:
-        st = cube.group["state"]
-        for c in gone:  # pending cells of a dropped configuration become "dropped"
-            row = st[int(c)]
-            st[int(c)] = np.where(row == PENDING, DROPPED, row).astype(np.int8)
-        dw, dp = cube.group["drop_wave"], cube.group["drop_p"]
-        dw.oindex[gone] = np.full(gone.size, k, dtype=np.int16)
-        dp.oindex[gone] = res.p_hat[res.drop]
+        cube.record_dropped(gone, k, res.p_hat[res.drop])
     new = active.copy()
     new[gone] = False
     entry["active_after"] = int(new.sum())
