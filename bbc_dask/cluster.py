@@ -183,7 +183,11 @@ def make_client(kind="local", *, security=None, **options):
     ----------
     kind : {"local", "address", "kubernetes"}
         ``"local"``: a :class:`distributed.LocalCluster` of processes with one thread each
-        (``n_workers`` defaults to the number of cores). ``"address"``: connect to the
+        (``n_workers`` defaults to the number of cores), closed with the client. Its
+        workers ignore the terminal's Ctrl-C, and while it lives a plain script needs no
+        ``if __name__ == "__main__"`` guard: ``__main__`` is marked as not to be
+        re-imported by spawned processes (so, meanwhile, a process pool of your own cannot
+        unpickle functions defined in ``__main__``). ``"address"``: connect to the
         scheduler at ``options["address"]``. ``"kubernetes"``: create a ``DaskCluster``
         with the Dask operator (dask-kubernetes' ``KubeCluster``, optional extra
         ``bbc-dask[kubernetes]``) from :func:`kubernetes_cluster_spec`, then adaptive
