@@ -20,6 +20,7 @@ import numpy as np
 
 from . import _validation as V
 from ._random import as_seed_sequence
+from ._signals import deferred_interrupts, wait_done
 from .metrics import get_metric
 from .stats import _blocks as K
 from .stats._result import summarise
@@ -272,7 +273,9 @@ def lazy_dropping_test(client, blocks, y, available, *, metric, alpha, n_bootstr
     futures = [client.submit(K.chunk_dropping, b, y, available, metric, pos_label, seed,
                              n_bootstraps, class_coord, pure=False, retries=3, key=f"{key}-{i}")
                for i, b in enumerate(blocks)]
-    parts = client.gather(futures)
+    wait_done(futures)
+    with deferred_interrupts():  # a Ctrl-C inside a gather can leave the client unusable
+        parts = client.gather(futures)
     full = np.concatenate([p[0] for p in parts])
     S = np.concatenate([p[1] for p in parts], axis=1)
     return decide(full, S, alpha, max(p[2] for p in parts))

@@ -175,6 +175,8 @@ def test_a_million_configurations_plan_lazily_and_start_at_once(tmp_path, cancer
     assert grown < 200, f"the driver grew by {grown:.0f} MiB before the first cells"
     err = capfd.readouterr().err
     assert re.search(r"1,000,000 configurations x 5 folds x 1 repeat = 5,000,000 fits", err), err
+    # the interrupt never cut a client call in the middle: the caller's client still works
+    assert client.submit(sum, [1, 2], pure=False).result(timeout=60) == 3
     study = bd.open_study(store)
     assert study.meta["configurations"]["kind"] == "grid" and "params" not in study.meta
     assert study._configs[999_999] == {"C": 10.0, "tol": 0.01}
@@ -282,3 +284,33 @@ def test_a_creation_marker_beside_a_complete_study_is_not_permission_to_wipe(tmp
         bd.open_study(store)
     redone = bd.run_study(LogisticRegression(), {"C": [0.1, 1.0]}, X, y, store=store, **kw)
     assert redone.n_fits_ == 2 * 3 and (redone.state == 1).all()
+
+
+def test_an_interrupt_inside_a_client_call_acts_when_the_call_ends():
+    """Ctrl-C inside ``Future.result()`` can leave distributed's client unable to gather
+    anything again (its shared gather request cancelled before it started): the engine
+    holds signals for the length of such calls; a second signal does not wait."""
+    from bbc_dask._signals import deferred_interrupts, signals_as_interrupts
+
+    reached = []
+    with pytest.raises(KeyboardInterrupt):
+        with deferred_interrupts():
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.2)  # the handler has run by now and held the signal
+            reached.append("end of the call")
+    assert reached == ["end of the call"]
+    with pytest.raises(KeyboardInterrupt):
+        with deferred_interrupts():
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.2)
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.2)
+            reached.append("not reached")
+    assert reached == ["end of the call"]
+    with pytest.raises(StudyInterrupted) as info:
+        with signals_as_interrupts(), deferred_interrupts():
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(0.2)
+            reached.append("end of the second call")
+    assert info.value.exit_code == 143 and reached[-1] == "end of the second call"
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler

@@ -16,7 +16,7 @@ import numpy as np
 from .. import _validation as V
 from .._random import as_seed_sequence, entropy_of
 from ..cube import FAILED, PENDING, as_location
-from .._signals import signals_as_interrupts
+from .._signals import deferred_interrupts, signals_as_interrupts, wait_done
 from ..exceptions import AllConfigurationsFailedError, StudyInterrupted, UserError
 from ..metrics import get_metric
 from . import _plan as P
@@ -672,9 +672,18 @@ class _Data:
         if self.futures is None or any(f.status != "finished" for f in self.futures):
             # hash=False: a content-hashed key is shared with any earlier scatter of the same
             # data in this client, and its release by that run can lose our copy
-            self.futures = self.client.scatter([self.X, self.y], broadcast=self.broadcast,
-                                               hash=False)
+            with deferred_interrupts():
+                self.futures = self.client.scatter([self.X, self.y], broadcast=self.broadcast,
+                                                   hash=False)
         return self.futures
+
+
+def _result(fut):
+    """``fut.result()`` that a Ctrl-C cannot cut in the middle: the wait for the task is
+    interruptible, the transfer of its result is not (see :func:`deferred_interrupts`)."""
+    wait_done([fut])
+    with deferred_interrupts():
+        return fut.result()
 
 
 #: Resubmissions of one task after its data was lost before giving up.
@@ -689,7 +698,7 @@ def _submit_with_data(client, fn, *args):
         X_f, y_f = data.refresh()
         fut = client.submit(fn, *head, X_f, y_f, pure=False, retries=3)
         try:
-            return fut.result()
+            return _result(fut)
         except CancelledError:
             if attempt == MAX_RESUBMITS:
                 raise
@@ -731,7 +740,8 @@ class _Executor:
         n_tasks = len(tasks)
         if not n_tasks:
             return
-        n_threads = max(1, sum(self.client.nthreads().values()))
+        with deferred_interrupts():
+            n_threads = max(1, sum(self.client.nthreads().values()))
         max_in_flight = 2 * n_threads + 2  # keeps workers busy; bounds driver memory
         if self.progress and self.bar is None:
             self.bar = _bar(0, True)
@@ -760,7 +770,7 @@ class _Executor:
                 fut = next(ac)
                 task, tries, test, _ = meta.pop(fut.key)
                 try:
-                    res = fut.result()
+                    res = _result(fut)
                 except CancelledError:
                     # its data was lost with a worker: scatter again and resubmit
                     if tries >= MAX_RESUBMITS:
@@ -772,11 +782,12 @@ class _Executor:
             # Interrupted or failed: nothing is left running for this study on a cluster we
             # do not own. Ours is about to be closed; releasing the futures cancels their
             # tasks, which its workers would report one by one: silence them first.
-            if meta and self.cancel_on_exit:
-                self.client.cancel([m[3] for m in meta.values()])
-            elif meta:
-                with contextlib.suppress(Exception):
-                    self.client.run(_silence_distributed_logs)
+            with deferred_interrupts():
+                if meta and self.cancel_on_exit:
+                    self.client.cancel([m[3] for m in meta.values()])
+                elif meta:
+                    with contextlib.suppress(Exception):
+                        self.client.run(_silence_distributed_logs)
 
     def _record(self, task, test, res):
         k, r, cfgs = task
