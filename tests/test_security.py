@@ -160,6 +160,20 @@ def test_own_estimator_classes_load_by_signature_only(tmp_path, cancer, client, 
     assert type(bd.open_study(store).load_final_model(trusted=["_estimators.Sleepy"])).__name__ == "Sleepy"
 
 
+def test_a_tree_model_loads_from_its_store(tmp_path, cancer, client):
+    """A tree keeps its state in ``sklearn.tree._tree.Tree``, outside skops' defaults:
+    the study's own signed record trusts it; the model predicts as the one refit."""
+    from sklearn.ensemble import RandomForestClassifier
+
+    X, y = cancer
+    study = bd.run_study(RandomForestClassifier(n_estimators=5, random_state=0), {"max_depth": [2]},
+                         X, y, store=tmp_path / "trees.zarr", metric="roc_auc", n_splits=3,
+                         random_state=0, client=client, progress=False)
+    assert "sklearn.tree._tree.Tree" in study.meta["final_model"]["classes"]
+    loaded = bd.open_study(tmp_path / "trees.zarr").final_model
+    np.testing.assert_array_equal(loaded.predict_proba(X), study.final_model.predict_proba(X))
+
+
 def _study_file(tmp_path, grid_entry, extra=""):
     entry = json.dumps(grid_entry)
     path = tmp_path / "study.yaml"

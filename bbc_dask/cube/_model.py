@@ -69,11 +69,12 @@ def _signature(key, digest, classes):
     return hmac.new(key, msg, hashlib.sha256).hexdigest()
 
 
-def _estimator_class(name):
-    """The scikit-learn estimator class ``name`` names, or None. Used only for names this
-    user's own study signed: importing them repeats what saving the model did."""
-    from sklearn.base import BaseEstimator
-
+def _model_class(name):
+    """The class ``name`` names, or None (a function, a missing name, or a class of the
+    standard library or ``__main__``). Used only for names this user's own saved model
+    held (its estimators, and the state classes they keep, such as a tree's
+    ``sklearn.tree._tree.Tree``): importing them repeats what saving the model did. A
+    function is never trusted this way — a chain of library functions can run code."""
     module, _, qualname = name.rpartition(".")
     if not module or "__main__" in name.split(".") or module.split(".")[0] in sys.stdlib_module_names:
         return None
@@ -83,21 +84,21 @@ def _estimator_class(name):
             obj = getattr(obj, part)
     except (ImportError, AttributeError):
         return None
-    if not (isinstance(obj, type) and issubclass(obj, BaseEstimator)):
+    if not isinstance(obj, type):
         return None
     return obj if f"{obj.__module__}.{obj.__qualname__}" == name else None
 
 
 def save_model(location, model):
     """Write ``model`` with skops; returns the record to keep in the study's attributes:
-    the file, its SHA-256, the estimator classes outside skops' defaults that it holds
+    the file, its SHA-256, the classes outside skops' defaults that it holds
     (signed with this user's key), and the other names it holds (functions, other
     classes), which are never trusted unless the caller names them."""
     import skops.io as sio
 
     data = sio.dumps(model)
     extra = sio.get_untrusted_types(data=data)
-    classes = sorted(t for t in extra if _estimator_class(t) is not None)
+    classes = sorted(t for t in extra if _model_class(t) is not None)
     digest = hashlib.sha256(data).hexdigest()
     location.write_bytes(MODEL_FILE, data)
     return {"file": MODEL_FILE, "sha256": digest, "classes": classes,
@@ -115,7 +116,7 @@ def _signed_classes(record, digest):
         return []
     if not hmac.compare_digest(_signature(key, digest, classes), sig):
         return []
-    return [c for c in classes if _estimator_class(c) is not None]
+    return [c for c in classes if _model_class(c) is not None]
 
 
 def load_model(location, record, trusted=None):
@@ -125,7 +126,7 @@ def load_model(location, record, trusted=None):
     ------
     UntrustedModelError
         The file was changed after it was saved, or it holds types that are neither in
-        skops' default set, nor estimator classes this user's study signed, nor named in
+        skops' default set, nor classes this user's study signed, nor named in
         ``trusted``.
     """
     import skops.io as sio

@@ -11,6 +11,8 @@ References
 """
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 from numba import njit
 
@@ -196,6 +198,12 @@ def bbc(
     )
 
 
+def fold_undefined(metric, fold, repeat, caller):
+    return (f"{metric!r} is undefined on fold {fold!r} of repeat {repeat} in {caller} (for "
+            f"AUC: the fold holds a single class). Use stratified folds with at least one "
+            f"sample of each class per fold, or bbc, which pools the folds.")
+
+
 def fold_score_matrix(predictions, y, folds, *, metric, pos_label=None):
     """Per-fold score matrix of BBC-F: rows are (repeat, fold) pairs, repeat-major, folds
     in sorted id order; entry = metric of the configuration on that fold's samples.
@@ -208,21 +216,31 @@ def fold_score_matrix(predictions, y, folds, *, metric, pos_label=None):
     return _fold_matrix(m, target, pred, f, caller)
 
 
+def subset_target(target, idx):
+    """The target of the samples ``idx`` (class list and positive class kept)."""
+    return dataclasses.replace(target, **{
+        f: getattr(target, f)[idx] for f in ("codes", "values", "time", "event")
+        if getattr(target, f) is not None})
+
+
+def fold_scores(m, target, pred):
+    """Scores (C,) of every configuration on one fold: ``pred`` (n, C, 1(, K)) encoded,
+    the fold's samples only, ``target`` theirs. The one computation of a fold score:
+    the engine's tasks call it on the fold they predicted and :func:`fold_score_matrix`
+    on each fold, so the stored fold scores equal the in-memory matrix bit for bit."""
+    return m.prepare(target, pred).scores(np.ones((1, pred.shape[0]), dtype=np.int32))[0, :, 0]
+
+
 def _fold_matrix(m, target, pred, folds, caller):
     blocks, rows = [], []
     for r in range(pred.shape[2]):
         ids = np.unique(folds[:, r])
-        ind = np.ascontiguousarray((folds[:, r][None, :] == ids[:, None]).astype(np.int32))
-        prep = m.prepare(target, pred[:, :, r : r + 1])
-        s = prep.scores(ind)[:, :, 0]  # (K_r, C)
+        s = np.stack([fold_scores(m, subset_target(target, idx), pred[idx, :, r : r + 1])
+                      for idx in (np.flatnonzero(folds[:, r] == i) for i in ids)])  # (K_r, C)
         bad = np.isnan(s).any(axis=1)
         if bad.any():
             k = int(np.flatnonzero(bad)[0])
-            raise ValueError(
-                f"{m.name!r} is undefined on fold {ids[k].item()!r} of repeat {r} in {caller} (for "
-                f"AUC: the fold holds a single class). Use stratified folds with at least "
-                f"one sample of each class per fold, or bbc, which pools the folds."
-            )
+            raise ValueError(fold_undefined(m.name, ids[k].item(), r, caller))
         blocks.append(s)
         rows.extend((r, ids[k].item()) for k in range(len(ids)))
     return np.concatenate(blocks, axis=0), rows

@@ -1,0 +1,167 @@
+"""The fold-aligned layout of predictions (schema 2), its readers and its chunk writer.
+
+Why this layout: a CVT task fits a block of configurations on the training samples of one
+(repeat, fold) and predicts that fold's test samples. Stored in sample order, its output
+would be scattered over every sample chunk of its configurations, and the K folds of a
+block would all rewrite the same chunks (K× write amplification, or read-modify-write).
+Instead each repeat's samples are ordered by fold (the permutation is stored as
+``slot_sample``) and every fold is padded to the largest fold, so::
+
+    prediction  [repeat, fold, slot, config(, class)]  chunks (1, 1, L, w(, n_classes))
+
+holds one task's output in exactly one chunk (``w`` configurations, the task's block):
+no chunk is shared by two tasks, every write covers its chunk whole (Zarr writes it
+without reading it first) and is idempotent (a task's predictions are deterministic), so a
+chunk rewritten on resume gets the same bytes. Padding costs at most one slot per fold
+(stratified folds differ in size by at most one sample per class).
+
+Readers give the user's view — ``[sample, config, repeat(, class)]`` in sample order —
+from these chunks: :class:`PredictionReader` in memory for a set of configurations,
+:class:`CubeBlock` for one chunked task, :class:`SampleOrderView` behind the lazy
+xarray cube (``dask.array.from_array``, one Dask chunk per stored configuration block).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["ChunkWriter", "CubeBlock", "PredictionReader", "SampleOrderView", "slot_layout"]
+
+
+def slot_layout(folds, n_splits):
+    """``slot_sample`` (R, K, L) int64 of fold ids ``folds`` (N, R): the samples of fold k
+    of repeat r in increasing order, then -1 (padding to L, the largest fold)."""
+    folds = np.asarray(folds)
+    n, n_rep = folds.shape
+    sizes = np.stack([np.bincount(folds[:, r], minlength=n_splits) for r in range(n_rep)])
+    width = int(sizes.max())
+    out = np.full((n_rep, n_splits, width), -1, dtype=np.int64)
+    for r in range(n_rep):
+        order = np.argsort(folds[:, r], kind="stable")  # by fold, then by sample
+        start = 0
+        for k in range(n_splits):
+            out[r, k, : sizes[r, k]] = order[start : start + sizes[r, k]]
+            start += sizes[r, k]
+    return out
+
+
+def fold_samples(slot_sample, r, k):
+    """The test samples of (repeat r, fold k) in slot order (increasing sample index)."""
+    s = slot_sample[r, k]
+    return s[s >= 0]
+
+
+class PredictionReader:
+    """Predictions in sample order from the fold-aligned array (picklable: tasks use it).
+
+    Parameters
+    ----------
+    array : zarr.Array
+        ``prediction`` [repeat, fold, slot, config(, class)].
+    slot_sample : ndarray (R, K, L)
+    """
+
+    def __init__(self, array, slot_sample):
+        self.array = array
+        self.slot_sample = np.asarray(slot_sample)
+        valid = self.slot_sample >= 0
+        self.n_samples = int(valid[0].sum())
+        # per repeat: flat (fold*L + slot) positions of the samples, indexed by sample
+        self._where = np.empty((self.slot_sample.shape[0], self.n_samples), dtype=np.int64)
+        for r in range(self.slot_sample.shape[0]):
+            flat = self.slot_sample[r].ravel()
+            pos = np.flatnonzero(flat >= 0)
+            self._where[r, flat[pos]] = pos
+
+    @property
+    def shape(self):
+        """The user's view: (N, C, R(, n_classes))."""
+        s = self.array.shape
+        return (self.n_samples, s[3], s[0]) + tuple(s[4:])
+
+    def read(self, configs, repeats=None):
+        """``(N, len(configs), len(repeats)(, n_classes))`` float64 in sample order, NaN
+        where nothing is stored; ``configs`` a slice or sorted indices."""
+        repeats = range(self.array.shape[0]) if repeats is None else repeats
+        parts = []
+        for r in repeats:
+            if isinstance(configs, slice):
+                raw = self.array[r, :, :, configs]
+            else:
+                raw = self.array.oindex[r, :, :, np.asarray(configs, dtype=np.int64)]
+            raw = np.asarray(raw, dtype=np.float64)
+            flat = raw.reshape((raw.shape[0] * raw.shape[1],) + raw.shape[2:])
+            parts.append(flat[self._where[r]])
+        return np.stack(parts, axis=2)
+
+
+class CubeBlock:
+    """A block of configurations of a study cube, read on a worker in sample order:
+    ``read()`` gives (N, c, R(, n_classes)) as the chunked bootstraps expect."""
+
+    __slots__ = ("reader", "configs")
+
+    def __init__(self, reader, configs):
+        self.reader = reader
+        self.configs = configs if isinstance(configs, slice) else np.asarray(configs, dtype=np.int64)
+
+    def __getstate__(self):
+        return self.reader, self.configs
+
+    def __setstate__(self, state):
+        self.reader, self.configs = state
+
+    def read(self):
+        return self.reader.read(self.configs)
+
+
+class SampleOrderView:
+    """An array-like of the user's view for ``dask.array.from_array``: indexing with
+    slices reads the stored chunks of those configurations and repeats only."""
+
+    def __init__(self, reader):
+        self.reader = reader
+        self.shape = reader.shape
+        self.ndim = len(self.shape)
+        self.dtype = np.dtype("float64")
+
+    def __getitem__(self, key):
+        key = key if isinstance(key, tuple) else (key,)
+        key = key + (slice(None),) * (self.ndim - len(key))
+        if not all(isinstance(k, slice) for k in key):
+            raise IndexError("SampleOrderView takes slices only")
+        n_rep = self.shape[2]
+        repeats = range(*key[2].indices(n_rep))
+        out = self.reader.read(key[1], repeats=repeats)
+        return out[(key[0], slice(None), slice(None)) + tuple(key[3:])]
+
+
+class ChunkWriter:
+    """Writes one task's predictions — one whole chunk — from a worker, after the run
+    lock's check (picklable: it travels with the task).
+
+    Parameters
+    ----------
+    array : zarr.Array
+        ``prediction``, opened with ``write_empty_chunks`` so that every written chunk
+        exists (a missing chunk the ledger counts is then damage, not a fill value).
+    check : callable
+        The lock's token check (:class:`bbc_dask.cube._lock.LockToken`): raises when this
+        run no longer holds the store.
+    """
+
+    def __init__(self, array, check):
+        self.array, self.check = array, check
+
+    def write(self, r, k, c0, cols, values):
+        """Store ``values`` (n_k, len(cols)(, n_classes)) — the test samples of fold ``k``
+        in slot order — as columns ``cols`` (offsets from ``c0``) of the chunk starting at
+        configuration ``c0``; the chunk's other columns are NaN (not trained here)."""
+        from ._location import writing
+
+        w = self.array.chunks[3]
+        stop = min(c0 + w, self.array.shape[3])
+        buf = np.full((self.array.shape[2], stop - c0) + tuple(self.array.shape[4:]), np.nan)
+        buf[: values.shape[0], np.asarray(cols, dtype=np.int64)] = values
+        self.check()
+        with writing(str(self.array.store)):
+            self.array[r, k, :, c0:stop] = buf
