@@ -22,10 +22,7 @@ IN_MEMORY_BYTES = 2**30
 
 
 def _load(cube, configs):
-    pred = cube.group["prediction"]
-    if pred.ndim == 4:
-        return pred.oindex[:, configs, :, :]
-    return pred.oindex[:, configs, :]
+    return cube.predictions(configs)
 
 
 def _y_and_pos(cube):
@@ -50,15 +47,29 @@ def failure_groups(cube):
     return sorted(out, key=lambda g: (-g["count"], g["configs"][0]))
 
 
+def pooled_scores(cube, idx):
+    """Pooled scores (len(idx), R) of complete configurations ``idx``, from the ledger;
+    those not recorded yet (a run stopped before its last step) are computed here from
+    their predictions, with the same function the engine's tasks use."""
+    from .stats._blocks import chunk_pooled
+
+    pooled = cube.pooled()[idx]
+    missing = np.flatnonzero(np.isnan(pooled).any(axis=1))
+    if missing.size:
+        y, pos = _y_and_pos(cube)
+        pooled[missing] = chunk_pooled(cube.predictions(idx[missing]), y, cube.meta["spec"]["metric"], pos)
+    return pooled
+
+
 def select_winner(cube):
-    """The configuration CVT selects: best pooled CV score among complete configurations
-    (ties to the lowest index), or None if none is complete."""
+    """The configuration CVT selects: best pooled CV score (mean over repeats) among
+    complete configurations, ties to the lowest index — :func:`bbc_dask.naive_cvt`'s rule
+    on the ledger's pooled scores — or None if none is complete."""
     idx = np.flatnonzero(_complete(cube.state()))
     if idx.size == 0:
         return None
-    y, pos = _y_and_pos(cube)
-    res = S.naive_cvt(_load(cube, idx), y, metric=cube.meta["spec"]["metric"], pos_label=pos)
-    return int(idx[res.selected_config])
+    full = pooled_scores(cube, idx).mean(axis=1)
+    return int(idx[int(S._select(full[None, :])[0])])
 
 
 class Study:
@@ -164,7 +175,7 @@ class Study:
                 break
             waves += 1
         pending = int((st == PENDING).sum())
-        active = (self._cube.group["drop_wave"][...] < 0) & ~np.any(st == FAILED, axis=(1, 2))
+        active = (self._cube.dropped_waves()[0] < 0) & ~np.any(st == FAILED, axis=(1, 2))
         running = self.location.lock().is_held()
         runs = self.meta.get("runs") or []
         elapsed = remaining = None
@@ -213,8 +224,8 @@ class Study:
 
     def _chunked(self, idx, chunked):
         if chunked is None:  # the result is the same bit for bit; only resources differ
-            pred = self._cube.group["prediction"]
-            per_config = int(np.prod(pred.shape)) // max(pred.shape[1], 1) * 8
+            shape = self._cube.reader().shape
+            per_config = int(np.prod(shape)) // max(shape[1], 1) * 8
             return per_config * idx.size > IN_MEMORY_BYTES
         if not isinstance(chunked, (bool, np.bool_)):
             raise TypeError(f"The 'chunked' parameter of Study must be None, True or False. "
@@ -234,10 +245,7 @@ class Study:
         return y, opts | kwargs
 
     def _blocks(self, idx):
-        from ._lazy import _DIMS, zarr_blocks
-
-        pred = self._cube.group["prediction"]
-        return zarr_blocks(pred, _DIMS[: pred.ndim], configs=idx)
+        return self._cube.blocks(idx)
 
     def bbc(self, *, chunked=None, **kwargs):
         """:func:`bbc_dask.bbc` on the cube's complete configurations (indices in the
@@ -277,8 +285,7 @@ class Study:
     @property
     def dropped(self):
         """Dropped configurations: a list of ``{"config", "wave", "p_hat"}`` by wave."""
-        dw = self._cube.group["drop_wave"][...]
-        dp = self._cube.group["drop_p"][...]
+        dw, dp = self._cube.dropped_waves()
         out = [{"config": int(c), "wave": int(dw[c]), "p_hat": float(dp[c])}
                for c in np.flatnonzero(dw >= 0)]
         return sorted(out, key=lambda d: (d["wave"], d["config"]))
@@ -286,7 +293,7 @@ class Study:
     @property
     def dropping_log(self):
         """Per tested wave: active configurations before/after, what was dropped."""
-        return list((self.meta.get("dropping") or {}).get("waves", []))
+        return self._cube.decisions()
 
     @property
     def models_trained(self):
@@ -299,16 +306,24 @@ class Study:
         :meth:`bbc` (the fold × configuration matrix is built per chunk)."""
         kwargs.setdefault("random_state", self.seed)
         idx = self.complete_configs()
-        if idx.size and self._chunked(idx, chunked):
-            from ._lazy import bbc_f_over_blocks
-
-            y, opts = self._chunked_opts(S.bbc_f, kwargs, "Study.bbc_f(chunked=True)")
-            res = bbc_f_over_blocks(self._blocks(idx)[0], y, self._cube.folds(),
-                                    metric=self.metric, **opts)
-            return self._remap(res, idx)
-        idx, pred, y, folds, pos = self._inputs()
-        kwargs.setdefault("pos_label", pos)
-        return self._remap(S.bbc_f(pred, y, folds, metric=self.metric, **kwargs), idx)
+        if idx.size == 0:
+            raise ValueError(self._none_complete())
+        if chunked is not None and not isinstance(chunked, (bool, np.bool_)):
+            raise TypeError(f"The 'chunked' parameter of Study must be None, True or False. "
+                            f"Got {chunked!r} instead.")
+        _, opts = self._chunked_opts(S.bbc_f, kwargs, "Study.bbc_f")
+        opts.pop("pos_label")
+        # The fold x configuration matrix is in the ledger: each task scored its fold with
+        # the function fold_score_matrix uses, so this equals bbc_f on the loaded cube.
+        fs = self._cube.fold_scores()[idx]  # (c, R, K)
+        F = np.ascontiguousarray(fs.reshape(idx.size, -1).T)  # (R*K, c), repeat-major
+        bad = np.isnan(F).any(axis=1)
+        if bad.any():
+            row = int(np.flatnonzero(bad)[0])
+            raise ValueError(S.fold_undefined(self.metric, row % fs.shape[2], row // fs.shape[2], "bbc_f"))
+        res = S._bbc_f_matrix(F, self.metric, opts["n_bootstraps"], opts["confidence_level"],
+                              opts["random_state"], None, opts["block_size"], "Study.bbc_f")
+        return self._remap(res, idx)
 
     def fold_scores(self):
         """Per-(repeat, fold) scores, (R*K, C) repeat-major, NaN for cells not trained
@@ -317,16 +332,9 @@ class Study:
         st = self._cube.state()
         n_cfg, n_rep, n_spl = st.shape
         F = np.full((n_rep * n_spl, n_cfg), np.nan)
-        some = np.flatnonzero((st == DONE).any(axis=(1, 2)))
-        if some.size == 0:
-            return F
-        y, pos = _y_and_pos(self._cube)
-        pred = _load(self._cube, some)
-        if np.isnan(pred).any():  # untrained folds: any valid value, masked out below
-            pred = np.where(np.isnan(pred), 0.0, pred)
-        got, _ = S.fold_score_matrix(pred, y, self._cube.folds(), metric=self.metric, pos_label=pos)
-        done = (st[some] == DONE).reshape(some.size, -1).T  # (R*K, c) repeat-major
-        F[:, some] = np.where(done, got, np.nan)
+        done = (st == DONE).reshape(n_cfg, -1).T  # (R*K, C) repeat-major
+        got = self._cube.fold_scores().reshape(n_cfg, -1).T
+        F[done] = got[done]
         return F
 
     # ------------------------------------------------------ scikit-learn view
@@ -343,16 +351,12 @@ class Study:
         splits = np.full((n_rows, n_cfg), np.nan)
         pooled = np.full(n_cfg, np.nan)
         if idx.size:
-            y, pos = _y_and_pos(self._cube)
-            pred = _load(self._cube, idx)
-            F, _ = S.fold_score_matrix(pred, y, self._cube.folds(), metric=self.metric, pos_label=pos)
-            splits[:, idx] = F
-            m, target, enc = S.prepare_inputs(pred, y, self.metric, pos, "cv_results_")
-            pooled[idx] = S._full_scores(m.prepare(target, enc), enc.shape[0])
+            splits[:, idx] = self._cube.fold_scores()[idx].reshape(idx.size, -1).T
+            pooled[idx] = pooled_scores(self._cube, idx).mean(axis=1)
         order = np.argsort(np.where(np.isnan(pooled), np.inf, -pooled), kind="stable")
         rank = np.empty(n_cfg, dtype=np.int64)
         rank[order] = np.arange(1, n_cfg + 1)
-        ft = self._cube.group["fit_time"][...].reshape(n_cfg, -1)
+        ft = self._cube.fit_times().reshape(n_cfg, -1)
         out = {"params": self.params}
         keys = sorted({k for p in self.params for k in p})
         for k in keys:

@@ -15,6 +15,7 @@ __all__ = [
     "UserError",
     "AllConfigurationsFailedError",
     "StoreFullError",
+    "StoreDamagedError",
     "StudyInterrupted",
     "UntrustedModelError",
 ]
@@ -42,6 +43,11 @@ class AllConfigurationsFailedError(UserError, ValueError):
 class StoreFullError(UserError, OSError):
     """The device holding the store is full (or over quota); nothing written is lost:
     free space and run the same command to resume."""
+
+
+class StoreDamagedError(UserError, ValueError):
+    """A study store whose files were deleted, truncated or edited: the message names
+    what is damaged. Nothing is read from it as if it were whole."""
 
 
 class UntrustedModelError(UserError, ValueError):

@@ -1,6 +1,11 @@
-"""The prediction cube: schema, create/open, region writes, completion ledger, lock."""
+"""The prediction cube: the only code that opens, writes or locks a study store.
+
+Schema, create/open, the fold-aligned prediction layout and its readers, the writer the
+tasks use, the batched ledger, the run lock."""
+from ._layout import ChunkWriter, CubeBlock, PredictionReader, fold_samples
 from ._location import StoreLocation, as_location, writing
-from ._lock import ObjectStoreLock, StoreLock, StoreLockedError
+from ._lock import LockToken, ObjectStoreLock, StoreLock, StoreLockedError
+from ._model import load_model, save_model
 from ._schema import (
     DONE,
     DROPPED,
@@ -8,14 +13,18 @@ from ._schema import (
     PENDING,
     SCHEMA,
     Cube,
+    OldSchemaError,
     StoreMismatchError,
     create_cube,
     inspect_store,
     open_cube,
+    to_json,
 )
 
 __all__ = [
-    "DONE", "DROPPED", "FAILED", "PENDING", "SCHEMA", "Cube", "StoreLock", "StoreLockedError",
-    "ObjectStoreLock", "StoreLocation", "as_location", "writing",
-    "StoreMismatchError", "create_cube", "inspect_store", "open_cube",
+    "DONE", "DROPPED", "FAILED", "PENDING", "SCHEMA", "ChunkWriter", "Cube", "CubeBlock",
+    "LockToken", "ObjectStoreLock", "PredictionReader", "StoreLocation", "StoreLock",
+    "StoreLockedError", "StoreMismatchError", "as_location", "create_cube", "fold_samples",
+    "inspect_store", "load_model", "open_cube", "OldSchemaError", "save_model", "to_json",
+    "writing",
 ]

@@ -149,8 +149,8 @@ class ChunkWriter:
         run no longer holds the store.
     """
 
-    def __init__(self, array, check):
-        self.array, self.check = array, check
+    def __init__(self, array, check, url):
+        self.array, self.check, self.url = array, check, url
 
     def write(self, r, k, c0, cols, values):
         """Store ``values`` (n_k, len(cols)(, n_classes)) — the test samples of fold ``k``
@@ -163,5 +163,5 @@ class ChunkWriter:
         buf = np.full((self.array.shape[2], stop - c0) + tuple(self.array.shape[4:]), np.nan)
         buf[: values.shape[0], np.asarray(cols, dtype=np.int64)] = values
         self.check()
-        with writing(str(self.array.store)):
+        with writing(self.url):
             self.array[r, k, :, c0:stop] = buf

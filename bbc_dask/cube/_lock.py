@@ -23,7 +23,7 @@ import threading
 import time
 import uuid
 
-__all__ = ["ObjectStoreLock", "StoreLock", "StoreLockedError"]
+__all__ = ["LockToken", "ObjectStoreLock", "StoreLock", "StoreLockedError"]
 
 
 class StoreLockedError(RuntimeError):
@@ -42,6 +42,7 @@ class StoreLock:
     def __init__(self, path):
         self.path = os.path.join(os.fspath(path), ".bbc_lock")
         self._fd = None
+        self._token = uuid.uuid4().hex
 
     def acquire(self):
         os.makedirs(os.path.dirname(self.path), exist_ok=True)
@@ -55,7 +56,7 @@ class StoreLock:
                 holder = {}
             os.close(fd)
             raise _locked(os.path.dirname(self.path), holder) from None
-        info = json.dumps({"pid": os.getpid(), "host": socket.gethostname(),
+        info = json.dumps({"token": self._token, "pid": os.getpid(), "host": socket.gethostname(),
                            "started": time.strftime("%Y-%m-%dT%H:%M:%S")}).encode()
         os.ftruncate(fd, 0)
         os.pwrite(fd, info, 0)
@@ -77,6 +78,10 @@ class StoreLock:
 
     def check(self):
         """The kernel lock cannot be lost while the process lives."""
+
+    def token(self):
+        """The check the run's tasks make before they write (see :class:`LockToken`)."""
+        return LockToken(self.path, self._token)
 
     def release(self):
         if self._fd is not None:
@@ -235,6 +240,11 @@ class ObjectStoreLock:
             raise StoreLockedError(f"Lost the run lock of {self.location.url!r}: {self._lost}. "
                                    f"Stopped before writing more.")
 
+    def token(self):
+        """The check the run's tasks make before they write (see :class:`LockToken`)."""
+        return LockToken(self.path, self._token, self.location.storage_options if not
+                         self.location.is_local else None, self.location.protocol, self.ttl)
+
     def is_held(self):
         holder, etag = self._read()
         return etag is not None and not self._stale(holder)
@@ -255,3 +265,50 @@ class ObjectStoreLock:
 
     def __exit__(self, *exc):
         self.release()
+
+
+#: Per worker process: when each token was last seen holding its lease (monotonic time).
+_SEEN = {}
+
+
+class LockToken:
+    """The run lock's check as tasks make it before writing a chunk (picklable).
+
+    The lock (a kernel lock or a lease) belongs to the driver; a task on a worker reads
+    the lock object and compares its token with the run's: a run that lost the store (its
+    lease taken over after it was cut off, or the store overwritten) has its late tasks
+    refuse to write. On an object store a lease read costs a request, so a worker trusts
+    a seen lease for ``ttl / 8`` seconds: a lease is only taken over after ``ttl`` without
+    renewal, so that window cannot let a write pass after another run took the store.
+    """
+
+    def __init__(self, path, token, storage_options=None, protocol="file", ttl=None):
+        self.path, self.token = path, token
+        self.storage_options, self.protocol, self.ttl = storage_options, protocol, ttl
+
+    def _holder(self):
+        if self.protocol == "file":
+            try:
+                with open(self.path, "rb") as f:
+                    return json.loads(f.read().decode() or "{}")
+            except (OSError, ValueError):
+                return {}
+        import fsspec
+
+        fs = fsspec.filesystem(self.protocol, **(self.storage_options or {}))
+        try:
+            return json.loads(fs.cat_file(self.path).decode() or "{}")
+        except (FileNotFoundError, ValueError):
+            return {}
+
+    def __call__(self):
+        now = time.monotonic()
+        if self.ttl is not None and now - _SEEN.get(self.token, -float("inf")) < self.ttl / 8:
+            return
+        holder = self._holder()
+        if holder.get("token") != self.token:
+            raise StoreLockedError(
+                f"The run that started this task no longer holds the store's lock "
+                f"({self.path!r}); not writing.")
+        if self.ttl is not None:
+            _SEEN[self.token] = now

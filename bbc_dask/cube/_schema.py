@@ -1,47 +1,63 @@
-"""The prediction cube: a Zarr v3 store read as an xarray Dataset.
+"""The prediction cube: a Zarr v3 store, read as an xarray Dataset.
 
-Layout (``dims`` in brackets; chunks chosen so that one engine task writes one chunk)::
+Layout (schema 2; ``dims`` in brackets)::
 
-    prediction  [sample, config, repeat(, class)]  float64, NaN until written
-                chunks (N, config_chunk, 1(, K)): all samples of a block of configurations
-                in one repeat
-    fold        [sample, repeat]   int64  fold id (0..K-1) of every sample in every repeat
-    y           [sample]           class codes (classification, labels in attrs) or values
-    state       [config, repeat, split]  int8  0 pending, 1 done, 2 failed, 3 dropped
-    fit_time    [config, repeat, split]  float64 seconds (fit + predict), NaN if not run
-    error       [config]           str    first error text of a failing configuration
-    drop_wave   [config]           int16  wave at which a configuration was dropped, -1
-    drop_p      [config]           float64  its p-hat at that wave, NaN
+    prediction   [repeat, fold, slot, config(, class)]  float64, NaN until written;
+                 chunks (1, 1, L, w(, n_classes)): one task's output (see _layout.py)
+    slot_sample  [repeat, fold, slot]  int64  sample at each slot, -1 for padding
+    fold         [sample, repeat]  int64  fold id (0..K-1) of every sample in every repeat
+    y            [sample]          class codes (classification, labels in attrs) or values
+    ledger, [config, repeat, split] chunked (~1024 configurations, 1, K):
+    state        int8   0 pending, 1 done, 2 failed, 3 dropped; -1 = its chunk is missing
+    fit_time     float64 seconds (fit + predict), NaN if not run
+    fold_score   float64 the metric on the fold's samples (BBC-F, cv_results_)
+    pooled       [config, repeat] float64 the metric on all pooled predictions (selection)
+    error        [config]  str  first error text of a failing configuration
     sample, config, repeat, split(, class)  coordinates (split = fold index 0..K-1)
 
-Study metadata is one JSON attribute ``bbc_dask`` (spec, fingerprint, seed entropy,
-configuration parameters, versions) — never pickles, so opening a store runs no code.
+Study metadata is one JSON attribute ``bbc_dask`` (spec, seed entropy, configurations,
+dropping decisions, digests of y and the folds, versions) — never pickles, so opening a
+store runs no code.
 
-Writes: only the process that runs the study writes (one writer per chunk by design), data
-first, then the ledger (``state``/``fit_time``); Zarr's local store replaces a chunk file
-atomically, so a kill at any instant leaves every chunk either old or new.
+Who writes what: tasks write their prediction chunks themselves (:class:`ChunkWriter`,
+after the run lock's token check); the driver alone writes the ledger, in batches, the
+``state`` last, so a chunk counts only once ``state`` says so. A dropping decision is one
+attribute write (whole or not at all); the ``dropped`` states it implies are re-applied on
+resume. Every write passes :meth:`Cube._guard` (the lock or lease check).
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 
 import numpy as np
 import zarr
 
+from ..exceptions import StoreDamagedError
+from ._layout import ChunkWriter, CubeBlock, PredictionReader, SampleOrderView, slot_layout
 from ._location import CREATING_NAME, LOCK_NAME, as_location, writing
 
 __all__ = [
     "PENDING", "DONE", "FAILED", "DROPPED", "SCHEMA", "create_cube", "open_cube", "Cube",
-    "StoreMismatchError", "inspect_store",
+    "StoreMismatchError", "OldSchemaError", "inspect_store",
 ]
 
 PENDING, DONE, FAILED, DROPPED = 0, 1, 2, 3
-SCHEMA = "bbc_dask.cube/1"
+#: ``state`` of a ledger chunk that is missing from the store (its fill value).
+MISSING = -1
+SCHEMA = "bbc_dask.cube/2"
+#: Configurations per ledger chunk (rounded to the task block).
+LEDGER_CONFIGS = 1024
 
 
 class StoreMismatchError(ValueError):
     """The store holds a different study."""
+
+
+class OldSchemaError(StoreMismatchError):
+    """A study store of an earlier layout: refused (never misread); replaceable with
+    ``overwrite=True``."""
 
 
 def _json_default(o):
@@ -54,6 +70,17 @@ def _json_default(o):
 
 def to_json(obj):
     return json.loads(json.dumps(obj, default=_json_default))
+
+
+def digest(a):
+    """SHA-256 of an array's values (dtype and shape included)."""
+    a = np.ascontiguousarray(a)
+    h = hashlib.sha256(f"{a.dtype.str}{a.shape}".encode())
+    if a.dtype.kind in "OUS":
+        h.update(json.dumps([str(v) for v in a.ravel()]).encode())
+    else:
+        h.update(a.tobytes())
+    return h.hexdigest()
 
 
 def create_cube(location, **kw):
@@ -75,47 +102,54 @@ def _create(location, *, n_configs, n_repeats, n_splits, folds, y_stored, classe
     location.write_bytes(CREATING_NAME, b"")  # removed once the attributes are written
     # The location may hold the run lock already, so Zarr's mode "w-" cannot be used.
     g = zarr.open_group(location.zarr_store(), mode="a", zarr_format=3)
-    shape = (n, n_configs, n_repeats) + ((n_classes_axis,) if n_classes_axis else ())
-    chunks = (n, config_chunk, 1) + ((n_classes_axis,) if n_classes_axis else ())
-    dims = ["sample", "config", "repeat"] + (["class"] if n_classes_axis else [])
-    g.create_array("prediction", shape=shape, chunks=chunks, dtype="float64",
-                   fill_value=np.nan, dimension_names=dims)
+    slots = slot_layout(folds, n_splits)
+    cls = (n_classes_axis,) if n_classes_axis else ()
+    g.create_array("prediction", shape=(n_repeats, n_splits, slots.shape[2], n_configs) + cls,
+                   chunks=(1, 1, slots.shape[2], config_chunk) + cls, dtype="float64",
+                   fill_value=np.nan,
+                   dimension_names=["repeat", "split", "slot", "config"] + (["class"] if cls else []))
+    g.create_array("slot_sample", shape=slots.shape, chunks=slots.shape, dtype="int64",
+                   fill_value=-1, dimension_names=["repeat", "split", "slot"])[...] = slots
     g.create_array("fold", shape=folds.shape, chunks=folds.shape, dtype="int64",
-                   dimension_names=["sample", "repeat"])[:] = folds
+                   dimension_names=["sample", "repeat"])[...] = folds
     ya = g.create_array("y", shape=(n,), chunks=(n,), dtype=y_stored.dtype, dimension_names=["sample"])
-    ya[:] = y_stored
+    ya[...] = y_stored
     cell = (n_configs, n_repeats, n_splits)
     # The ledger has one writer (the driver), so its chunks need not follow the tasks:
     # ~1024 configurations of one repeat per chunk keeps a million-configuration ledger to
-    # a thousand files per repeat (read at every start) while a task's update rewrites a
-    # few kilobytes.
-    ledger = min(n_configs, config_chunk * max(1, -(-1024 // config_chunk)))
-    cchunk = (ledger, 1, n_splits)
-    g.create_array("state", shape=cell, chunks=cchunk, dtype="int8", fill_value=PENDING,
-                   dimension_names=["config", "repeat", "split"])
-    g.create_array("fit_time", shape=cell, chunks=cchunk, dtype="float64", fill_value=np.nan,
-                   dimension_names=["config", "repeat", "split"])
+    # a thousand files per repeat (read at every start) while a batch rewrites a few kB.
+    ledger = min(n_configs, config_chunk * max(1, -(-LEDGER_CONFIGS // config_chunk)))
+    dims = ["config", "repeat", "split"]
+    st = g.create_array("state", shape=cell, chunks=(ledger, 1, n_splits), dtype="int8",
+                        fill_value=MISSING, dimension_names=dims,
+                        config={"write_empty_chunks": True})
+    for c0 in range(0, n_configs, ledger):  # every chunk exists: a missing one is damage
+        for r in range(n_repeats):
+            st[c0:c0 + ledger, r] = np.zeros((min(ledger, n_configs - c0), n_splits), np.int8)
+    for name in ("fit_time", "fold_score"):
+        g.create_array(name, shape=cell, chunks=(ledger, 1, n_splits), dtype="float64",
+                       fill_value=np.nan, dimension_names=dims)
+    g.create_array("pooled", shape=cell[:2], chunks=(ledger, 1), dtype="float64",
+                   fill_value=np.nan, dimension_names=["config", "repeat"])
     g.create_array("error", shape=(n_configs,), chunks=(ledger,), dtype=str,
                    dimension_names=["config"])
-    g.create_array("drop_wave", shape=(n_configs,), chunks=(n_configs,), dtype="int16",
-                   fill_value=-1, dimension_names=["config"])
-    g.create_array("drop_p", shape=(n_configs,), chunks=(n_configs,), dtype="float64",
-                   fill_value=np.nan, dimension_names=["config"])
     for name, values in (("sample", np.arange(n)), ("config", np.arange(n_configs)),
                          ("repeat", np.arange(n_repeats)), ("split", np.arange(n_splits))):
         g.create_array(name, shape=values.shape, chunks=values.shape, dtype="int64",
-                       dimension_names=[name])[:] = values
+                       dimension_names=[name])[...] = values
     if n_classes_axis:
         cls = np.asarray(classes)
         dtype = str if cls.dtype.kind in "OUS" else cls.dtype
         g.create_array("class", shape=cls.shape, chunks=cls.shape, dtype=dtype,
-                       dimension_names=["class"])[:] = cls.astype(dtype) if dtype is str else cls
-    g.attrs["bbc_dask"] = to_json(dict(meta, schema=SCHEMA, created=time.strftime("%Y-%m-%dT%H:%M:%S")))
+                       dimension_names=["class"])[...] = cls.astype(dtype) if dtype is str else cls
+    digests = {"y": digest(y_stored), "fold": digest(folds), "slot_sample": digest(slots)}
+    g.attrs["bbc_dask"] = to_json(dict(meta, schema=SCHEMA, digests=digests,
+                                       created=time.strftime("%Y-%m-%dT%H:%M:%S")))
     location.remove(CREATING_NAME)
     return Cube(g, location)
 
 
-def inspect_store(location):
+def inspect_store(location, read_only=False):
     """What a store holds, decided under its run lock: ``("empty", None)``,
     ``("interrupted", None)`` (a creation or an overwrite that did not finish: safe to
     wipe), or ``("study", Cube)``. A location holding anything else raises
@@ -123,21 +157,34 @@ def inspect_store(location):
 
     A study is recognised by its attributes, which creation writes last; a creation
     marker next to a readable study is a leftover of a kill between the two and is
-    removed, never read as permission to wipe."""
+    removed, never read as permission to wipe. ``read_only``: the same answer without
+    removing anything (a run's check before it takes the lock)."""
     location = as_location(location)
     entries = set(location.listdir()) - {LOCK_NAME}
     if not entries:
         return "empty", None
     try:
-        cube = open_cube(location, mode="r+")
-    except StoreMismatchError:
-        if CREATING_NAME in entries:
+        cube = open_cube(location, mode="r" if read_only else "r+")
+    except StoreMismatchError as exc:
+        if CREATING_NAME in entries and not isinstance(exc, OldSchemaError):
             return "interrupted", None  # the marker is ours: the wipe that follows is too
         raise
+    if read_only:
+        return "study", cube
     location.remove_temporaries(cube.array_names())
     if CREATING_NAME in entries:
         location.remove(CREATING_NAME)
     return "study", cube
+
+
+def _schema_error(p, found):
+    if isinstance(found, str) and found.startswith("bbc_dask.cube/"):
+        return OldSchemaError(
+            f"{p!r} is a bbc_dask study store of schema {found!r}; this version reads "
+            f"{SCHEMA!r} only (predictions are now stored per fold). Run the study again "
+            f"into a new store (or with overwrite=True) to recompute it.")
+    return StoreMismatchError(
+        f"{p!r} is a Zarr store but not a bbc_dask study store (schema {SCHEMA}).")
 
 
 def open_cube(location, mode="r", storage_options=None):
@@ -162,20 +209,22 @@ def open_cube(location, mode="r", storage_options=None):
             f"{p!r} holds an interrupted creation or overwrite of a study store (no study "
             f"yet); run the study again to create it.")
     if not meta or meta.get("schema") != SCHEMA:
-        raise StoreMismatchError(
-            f"{p!r} is a Zarr store but not a bbc_dask study store (schema {SCHEMA})."
-        )
-    return Cube(g, location)
+        raise _schema_error(p, (meta or {}).get("schema"))
+    cube = Cube(g, location)
+    cube.check_digests()
+    return cube
 
 
 class Cube:
-    """Thin accessor over the store's Zarr group (the engine's only writer path)."""
+    """The study store: its ledger and metadata (written by the driver only), readers of
+    its predictions, and the writer its tasks use. The only code that touches a store."""
 
     def __init__(self, group, location):
         self.group = group
         self.meta = dict(group.attrs["bbc_dask"])
         self.location = location
         self.path = location.url
+        self._slots = None
         #: Called before every write; the engine sets it to the run lock's ``check`` so a
         #: writer that lost an object-store lease stops before it writes again.
         self.guard = None
@@ -183,6 +232,28 @@ class Cube:
     def _guard(self):
         if self.guard is not None:
             self.guard()
+
+    def _read(self, name, key=Ellipsis):
+        """``group[name][key]``; an unreadable chunk names the array and the store."""
+        try:
+            return self.group[name][key]
+        except (KeyError, FileNotFoundError):
+            raise StoreDamagedError(f"The store {self.path!r} is damaged: its array {name!r} "
+                                    f"is missing.") from None
+        except Exception as exc:
+            if isinstance(exc, (MemoryError, KeyboardInterrupt)):
+                raise
+            raise StoreDamagedError(f"The store {self.path!r} is damaged: a chunk of {name!r} "
+                                    f"cannot be read ({type(exc).__name__}: {exc}).") from None
+
+    def check_digests(self):
+        """y and the folds as created (an edited ``y`` would silently change every score)."""
+        stored = self.meta.get("digests") or {}
+        for name in ("y", "fold", "slot_sample"):
+            if name in stored and digest(self._read(name)) != stored[name]:
+                raise StoreDamagedError(
+                    f"The store {self.path!r} is damaged: its array {name!r} differs from the "
+                    f"one the study was created with (digest mismatch); it cannot be trusted.")
 
     # ---------------------------------------------------------------- reads
     def array_names(self):
@@ -200,66 +271,185 @@ class Cube:
 
     @property
     def config_chunk(self):
-        return self.group["prediction"].chunks[1]
+        return self.group["prediction"].chunks[3]
+
+    @property
+    def needs_class_axis(self):
+        return self.group["prediction"].ndim == 5
 
     def state(self):
-        return self.group["state"][...]
+        st = self._read("state")
+        if (st == MISSING).any():
+            c, r, _ = np.argwhere(st == MISSING)[0]
+            raise StoreDamagedError(
+                f"The store {self.path!r} is damaged: the ledger chunk holding configuration "
+                f"{c}, repeat {r} (array 'state') is missing; the study's results cannot be "
+                f"trusted. Run it again with overwrite=True.")
+        return st
 
     def folds(self):
-        return self.group["fold"][...]
+        return self._read("fold")
 
     def y(self):
-        return self.group["y"][...]
+        return self._read("y")
 
     def errors(self):
-        return self.group["error"][...]
+        return self._read("error")
+
+    def fit_times(self):
+        return self._read("fit_time")
+
+    def fold_scores(self):
+        """The ledger's per-(config, repeat, fold) metric values."""
+        return self._read("fold_score")
+
+    def pooled(self):
+        """The ledger's pooled scores per (config, repeat); NaN until computed."""
+        return self._read("pooled")
+
+    def slot_sample(self):
+        if self._slots is None:
+            self._slots = self._read("slot_sample")
+        return self._slots
+
+    def reader(self):
+        """Predictions in sample order (:class:`PredictionReader`, picklable)."""
+        return PredictionReader(self.group["prediction"], self.slot_sample())
+
+    def predictions(self, configs):
+        """(N, len(configs), R(, n_classes)) float64 in sample order, read in memory."""
+        return self.reader().read(np.asarray(configs, dtype=np.int64))
+
+    def blocks(self, configs, chunk_bytes=None):
+        """:class:`CubeBlock`s over ``configs`` (sorted), each about ``chunk_bytes`` as
+        float64 and aligned to the stored configuration chunks; and their offsets."""
+        from .._lazy import CHUNK_BYTES
+
+        chunk_bytes = CHUNK_BYTES if chunk_bytes is None else chunk_bytes
+        configs = np.asarray(configs, dtype=np.int64)
+        shape = self.reader().shape
+        per = int(np.prod([s for i, s in enumerate(shape) if i != 1])) * 8
+        stored = self.config_chunk
+        width = max(stored, max(1, chunk_bytes // max(per, 1)) // stored * stored)
+        groups = np.split(configs, np.flatnonzero(np.diff(configs // width)) + 1)
+        groups = [g for g in groups if g.size]
+        offsets = np.cumsum([0] + [g.size for g in groups[:-1]]).tolist()
+        reader = self.reader()
+        return [CubeBlock(reader, g) for g in groups], offsets
 
     def dataset(self):
+        """The user's view: an xarray Dataset with ``prediction`` [sample, config,
+        repeat(, class)] backed lazily by the stored chunks (one Dask chunk per stored
+        configuration block and repeat), ``fold``, ``y`` and the ledger."""
         import warnings
 
+        import dask.array as da
         import xarray as xr
 
+        view = SampleOrderView(self.reader())
+        n, c, r = view.shape[:3]
+        w = self.config_chunk
+        chunks = ((n,), tuple(min(w, c - a) for a in range(0, c, w)), (1,) * r) + tuple(
+            (s,) for s in view.shape[3:])
+        pred = da.from_array(view, chunks=chunks, name=f"bbc-cube-{self.path}-{self.meta.get('created')}",
+                             asarray=False, fancy=False, meta=np.empty((0,) * view.ndim))
+        dims = ("sample", "config", "repeat") + (("class",) if self.needs_class_axis else ())
+        coords = {"sample": np.arange(n), "config": np.arange(c), "repeat": np.arange(r),
+                  "split": self._read("split")}
+        if self.needs_class_axis:
+            coords["class"] = self._read("class")
+        ledger = ("config", "repeat", "split")
         with warnings.catch_warnings():
-            # The lock and the skops model live beside the arrays; Zarr notes them.
             warnings.filterwarnings("ignore", message=".*not recognized as a component")
-            return xr.open_zarr(self.group.store, consolidated=False, zarr_format=3)
+            return xr.Dataset(
+                {"prediction": (dims, pred), "fold": (("sample", "repeat"), self.folds()),
+                 "y": (("sample",), self.y()), "state": (ledger, self.state()),
+                 "fit_time": (ledger, self.fit_times()), "fold_score": (ledger, self.fold_scores()),
+                 "pooled": (("config", "repeat"), self.pooled()),
+                 "error": (("config",), self.errors())},
+                coords=coords, attrs={"bbc_dask": json.dumps(self.meta)})
 
     # --------------------------------------------------------------- writes
-    def write_cells(self, rows, configs, r, k, values, fit_times, failed, errors):
-        """Write one task's predictions, then mark its cells done/failed.
+    def writer(self, check):
+        """The :class:`ChunkWriter` of this run's tasks; ``check`` the lock token."""
+        pred = self.group["prediction"].with_config({"write_empty_chunks": True})
+        return ChunkWriter(pred, check, self.path)
 
-        ``rows`` test-sample positions; ``configs`` sorted configuration indices inside
-        one chunk; repeat ``r``, fold ``k``; ``values`` (len(rows), len(configs)[, K]).
+    def record(self, results):
+        """Record a batch of finished tasks in the ledger: errors, fit times and fold
+        scores first, ``state`` last, so a cell counts only once all of it is stored.
+
+        ``results``: dicts with ``r``, ``k``, ``configs`` and per configuration
+        ``fit_time``, ``failed``, ``errors``, ``fold_score``.
         """
+        if not results:
+            return
+        self._guard()
+        by_cell = {}
+        for res in results:
+            by_cell.setdefault((res["r"], res["k"]), []).append(res)
+        with writing(self.path):
+            for (r, k), group in by_cell.items():
+                cfgs = np.concatenate([np.asarray(g["configs"], dtype=np.int64) for g in group])
+                order = np.argsort(cfgs)
+                cfgs = cfgs[order]
+
+                def col(key, dtype):
+                    return np.concatenate([np.asarray(g[key], dtype=dtype) for g in group])[order]
+
+                errors = [e for g in group for e in g["errors"]]
+                for i in np.flatnonzero([bool(errors[j]) for j in order]):
+                    c = int(cfgs[i])
+                    if not self.group["error"][c]:
+                        self.group["error"][c] = errors[order[i]][:4000]
+                self.group["fit_time"].oindex[cfgs, r, k] = col("fit_time", np.float64)
+                self.group["fold_score"].oindex[cfgs, r, k] = col("fold_score", np.float64)
+                failed = col("failed", bool)
+                self.group["state"].oindex[cfgs, r, k] = np.where(failed, FAILED, DONE).astype(np.int8)
+
+    def record_pooled(self, configs, values):
+        """Pooled scores (c, R) of complete ``configs``."""
         self._guard()
         with writing(self.path):
-            self._write_cells(rows, configs, r, k, values, fit_times, failed, errors)
+            self.group["pooled"].oindex[np.asarray(configs, dtype=np.int64), :] = values
 
-    def _write_cells(self, rows, configs, r, k, values, fit_times, failed, errors):
-        pred = self.group["prediction"]
-        configs = np.asarray(configs)
-        if pred.ndim == 4:
-            pred.oindex[rows, configs, r, slice(None)] = values
-        else:
-            pred.oindex[rows, configs, r] = values
-        for j, text in enumerate(errors):
-            if text and not self.group["error"][configs[j]]:
-                self.group["error"][int(configs[j])] = text[:4000]
-        self.group["fit_time"].oindex[configs, r, k] = fit_times
-        self.group["state"].oindex[configs, r, k] = np.where(failed, FAILED, DONE).astype(np.int8)
+    def decisions(self):
+        """The dropping decisions, one entry per tested wave (see :meth:`record_decision`)."""
+        return list((self.meta.get("dropping") or {}).get("waves", []))
 
-    def record_dropped(self, configs, wave, p_hat):
-        """BBCD dropped ``configs`` after ``wave`` with these p-hats: their pending cells
-        become "dropped"; the wave and p-hat are kept per configuration."""
+    def record_decision(self, entry):
+        """Persist one wave's dropping decision — whole, in one attribute write — then mark
+        its configurations' pending cells dropped (re-applied by :meth:`apply_decisions`
+        if a kill falls in between)."""
+        record = dict(self.meta.get("dropping") or {"decided": [], "waves": []})
+        record["decided"] = sorted(set(record["decided"]) | {int(entry["wave"])})
+        record["waves"] = [w for w in record["waves"] if w["wave"] != entry["wave"]] + [entry]
+        self.set_meta(dropping=record)
+        self.apply_decisions()
+
+    def dropped_waves(self):
+        """``(wave, p_hat)`` per configuration: the wave it was dropped after (-1 if never)
+        and its p-hat then (NaN)."""
+        n_cfg = self.group["state"].shape[0]
+        wave, p = np.full(n_cfg, -1, dtype=np.int64), np.full(n_cfg, np.nan)
+        for entry in self.decisions():
+            gone = np.asarray(entry.get("dropped", []), dtype=np.int64)
+            wave[gone] = entry["wave"]
+            p[gone] = np.asarray(entry.get("p_hat", [np.nan] * gone.size), dtype=np.float64)
+        return wave, p
+
+    def apply_decisions(self):
+        """Mark the pending cells of dropped configurations dropped (idempotent)."""
+        wave, _ = self.dropped_waves()
+        gone = np.flatnonzero(wave >= 0)
+        if not gone.size:
+            return
         self._guard()
-        configs = np.asarray(configs, dtype=np.int64)
+        st = self.group["state"]
         with writing(self.path):
-            st = self.group["state"]
-            for c in configs:
-                row = st[int(c)]
-                st[int(c)] = np.where(row == PENDING, DROPPED, row).astype(np.int8)
-            self.group["drop_wave"].oindex[configs] = np.full(configs.size, wave, dtype=np.int16)
-            self.group["drop_p"].oindex[configs] = np.asarray(p_hat, dtype=np.float64)
+            rows = st.oindex[gone, :, :]
+            if (rows == PENDING).any():
+                st.oindex[gone, :, :] = np.where(rows == PENDING, DROPPED, rows).astype(np.int8)
 
     def set_meta(self, **kw):
         self._guard()

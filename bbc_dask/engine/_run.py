@@ -15,12 +15,12 @@ import numpy as np
 
 from .. import _validation as V
 from .._random import as_seed_sequence, entropy_of
-from ..cube import FAILED, PENDING, as_location
+from ..cube import DONE, FAILED, PENDING, as_location
 from .._signals import deferred_interrupts, signals_as_interrupts, wait_done
 from ..exceptions import AllConfigurationsFailedError, StudyInterrupted, UserError
 from ..metrics import get_metric
 from . import _plan as P
-from ._tasks import fit_predict_block, refit
+from ._tasks import fit_write_block, refit
 
 __all__ = ["run_study"]
 
@@ -315,14 +315,14 @@ class _StudyRun:
     def _open_or_create(self, lock):
         """Decide, under the lock, whether the store is new, ours to resume, or another
         study's; create it if new."""
-        from ..cube import StoreMismatchError, inspect_store
+        from ..cube import OldSchemaError, StoreMismatchError, inspect_store
 
         try:
             kind, existing = inspect_store(self.loc)
-        except StoreMismatchError:
-            raise ValueError(
-                f"The 'store' parameter of {CALLER} points to {self.loc.url!r}, which exists and "
-                f"is not a bbc_dask study store; refusing to touch it.") from None
+        except StoreMismatchError as exc:
+            if not (self.overwrite and isinstance(exc, OldSchemaError)):
+                raise _unusable(self.loc, exc) from None
+            kind, existing = "interrupted", None  # an older layout, replaced as asked
         if existing is not None and self.overwrite:
             existing, kind = None, "interrupted"
         spec = self._plan(existing)  # before any wipe: a bad plan leaves the old study
@@ -330,6 +330,8 @@ class _StudyRun:
             self.loc.wipe()
         self.cube = existing if existing is not None else self._create(spec)
         self.cube.guard = lock.check
+        self.token = lock.token()
+        self.cube.apply_decisions()  # a kill between a decision and its cells: finish it
         runs = list(self.cube.meta.get("runs", []))
         runs.append({"started": time.strftime("%Y-%m-%dT%H:%M:%S"), "t0": time.time(),
                      "done_before": int((self.cube.state() != PENDING).sum())})
@@ -339,21 +341,16 @@ class _StudyRun:
         """Refuse, before taking the lock and without writing anything, a store that holds
         another study or no study at all. Only a refusal is decided here: whether to
         create, resume or replace is decided again under the lock."""
-        from ..cube import StoreMismatchError, open_cube
-        from ..cube._location import CREATING_NAME, LOCK_NAME
+        from ..cube import OldSchemaError, StoreMismatchError, inspect_store
 
-        entries = set(self.loc.listdir()) - {LOCK_NAME}
-        if not entries:
-            return
         try:
-            existing = open_cube(self.loc)
-        except StoreMismatchError:
-            if CREATING_NAME in entries:
-                return  # an interrupted creation: recreated under the lock
-            raise ValueError(
-                f"The 'store' parameter of {CALLER} points to {self.loc.url!r}, which exists and "
-                f"is not a bbc_dask study store; refusing to touch it.") from None
-        self._plan(None if self.overwrite else existing)
+            kind, existing = inspect_store(self.loc, read_only=True)
+        except StoreMismatchError as exc:
+            if self.overwrite and isinstance(exc, OldSchemaError):
+                return  # a study of an older layout, replaced as asked
+            raise _unusable(self.loc, exc) from None
+        if kind == "study":
+            self._plan(None if self.overwrite else existing)
 
     def _plan(self, existing):
         """Seed, configurations and spec; refuses an ``existing`` study that differs."""
@@ -378,7 +375,7 @@ class _StudyRun:
         return spec
 
     def _spec(self, search, legacy=False):
-        from ..cube._schema import to_json
+        from ..cube import to_json
 
         m, target, d = self.metric, self.target, self.dropping
         x_digest, y_digest, g_digest = self.digests
@@ -434,7 +431,7 @@ class _StudyRun:
     def _run_waves(self, client, cancel_on_exit):
         self.fits = _run_waves(self.cube, client, self.estimator, self.configs, self.X, self.y,
                                self.target, self.metric, self.error_score, self.progress,
-                               self.dropping, self.root, cancel_on_exit)
+                               self.dropping, self.root, cancel_on_exit, self.token)
         runs = list(self.cube.meta["runs"])
         runs[-1].update(finished=time.strftime("%Y-%m-%dT%H:%M:%S"), t1=time.time(),
                         fits=self.fits)
@@ -457,7 +454,7 @@ class _StudyRun:
             groups)
 
     def _refit(self, client):
-        from ..cube._model import save_model
+        from ..cube import save_model
         from .._study import select_winner
 
         if "final_model" in self.cube.meta:  # a rerun of a finished study: it is saved
@@ -482,6 +479,15 @@ class _StudyRun:
                  else "no cell was run")
         return StudyInterrupted(f"interrupted: {saved}; run again with the same arguments to "
                                 f"resume", signum, done, total)
+
+
+def _unusable(loc, exc):
+    from ..cube import OldSchemaError
+
+    if isinstance(exc, OldSchemaError):
+        return ValueError(f"The 'store' parameter of {CALLER}: {exc}")
+    return ValueError(f"The 'store' parameter of {CALLER} points to {loc.url!r}, which exists and "
+                      f"is not a bbc_dask study store; refusing to touch it.")
 
 
 def _versions():
@@ -585,34 +591,33 @@ class _WaveTasks:
 
 
 def _run_waves(cube, client, estimator, configs, X, y, target, m, error_score,
-               progress, dropping=None, root=None, cancel_on_exit=True):
-    """Run every pending cell, wave by wave; with ``dropping``, test between waves.
+               progress, dropping=None, root=None, cancel_on_exit=True, token=None):
+    """Run every pending cell, wave by wave; with ``dropping``, test between waves; then
+    the pooled scores of complete configurations.
 
     Without dropping the waves are one queue (no barrier: workers never idle at a wave's
-    end). With dropping, wave k+1 is planned only after wave k's decisions are persisted.
+    end). With dropping, wave k+1 is planned only after wave k's decision is persisted.
     Returns the number of configuration fits performed.
     """
     state = cube.state()
     n_cfg, n_rep, n_splits = state.shape
     chunk = cube.config_chunk
     active = _active(cube)
-    record = cube.meta.get("dropping") or {"decided": [], "waves": []}
+    decided = {e["wave"] for e in cube.decisions()}
     stages = [list(range(n_splits))] if dropping is None else [[k] for k in range(n_splits)]
     run = _Executor(cube, client, estimator, configs, X, y, target, m, error_score,
-                    progress, n_splits)
+                    progress, n_splits, token)
     run.cancel_on_exit = cancel_on_exit
     try:
         for stage in stages:
             run.execute(_WaveTasks(state, stage, active, chunk), int(active.sum()))
             k = stage[0]
-            if dropping is None or k >= n_splits - 1 or k in record["decided"]:
+            if dropping is None or k >= n_splits - 1 or k in decided:
                 continue
             state = cube.state()
-            active, entry = _decide(cube, client, root, dropping, k, state, active, m, target)
-            record["decided"].append(k)
-            record["waves"].append(entry)
-            cube.set_meta(dropping=record)  # persisted before the next wave is submitted
+            active = _decide(cube, client, root, dropping, k, state, active, m, target)
             state = cube.state()
+        _pooled_pass(cube, client, m, target)
     finally:
         run.close()
     return run.fits
@@ -620,52 +625,78 @@ def _run_waves(cube, client, estimator, configs, X, y, target, m, error_score,
 
 def _active(cube):
     """Configurations that still train: not dropped."""
-    return cube.group["drop_wave"][...] < 0
+    return cube.dropped_waves()[0] < 0
 
 
 def _decide(cube, client, root, dropping, k, state, active, m, target):
-    """The dropping test after wave ``k``; persists and returns the new active mask."""
-    from .._lazy import _DIMS, lazy_dropping_test, zarr_blocks
+    """The dropping test after wave ``k``; persists the decision (whole) and returns the
+    new active mask."""
+    from .._lazy import lazy_dropping_test
     from .._random import child_seed
 
     # A configuration that failed somewhere has no usable column: it is not tested.
     idx = np.flatnonzero(active & ~np.any(state == FAILED, axis=(1, 2)))
     avail = cube.folds() <= k
     n_avail = int(avail.sum(axis=0).min())
-    entry = {"wave": int(k), "active_before": int(idx.size), "tested": False, "dropped": []}
+    entry = {"wave": int(k), "active_before": int(idx.size), "tested": False, "dropped": [],
+             "p_hat": []}
     if idx.size < 2 or n_avail < dropping.min_predictions:
         entry["reason"] = ("one configuration" if idx.size < 2 else
                            f"{n_avail} predictions per repeat < min_predictions={dropping.min_predictions}")
-        return active, entry
-    # Chunked over the tested configurations, each task reading its chunk from the store:
-    # the cube never has to fit one worker (or the driver).
-    pred = cube.group["prediction"]
-    blocks, _ = zarr_blocks(pred, _DIMS[: pred.ndim], configs=idx)
+        entry["active_after"] = int(active.sum())
+        cube.record_decision(entry)
+        return active
+    # Chunked over the tested configurations, each task reading its chunks from the
+    # store: the cube never has to fit one worker (or the driver).
+    blocks, _ = cube.blocks(idx)
     res = lazy_dropping_test(
         client, blocks, cube.y(), avail, metric=m.name, alpha=dropping.alpha,
         n_bootstraps=dropping.n_bootstraps, seed=child_seed(root, "dropping", k),
         pos_label=target.pos_code, key=f"bbc-dropping-k{k}-{uuid.uuid4().hex[:8]}",
     )
     gone = idx[res.drop]
-    entry.update(tested=True, best=int(idx[res.best]), dropped=[int(c) for c in gone])
-    if gone.size:
-        cube.record_dropped(gone, k, res.p_hat[res.drop])
     new = active.copy()
     new[gone] = False
-    entry["active_after"] = int(new.sum())
-    return new, entry
+    entry.update(tested=True, best=int(idx[res.best]), dropped=[int(c) for c in gone],
+                 p_hat=[float(p) for p in res.p_hat[res.drop]], active_after=int(new.sum()))
+    cube.record_decision(entry)
+    return new
+
+
+def _pooled_pass(cube, client, m, target):
+    """Pooled scores of complete configurations that have none yet, as tasks reading
+    their chunks (the driver never loads predictions)."""
+    from ..stats._blocks import chunk_pooled
+
+    state = cube.state()
+    complete = np.all(state == DONE, axis=(1, 2))
+    need = np.flatnonzero(complete & np.isnan(cube.pooled()).any(axis=1))
+    if not need.size:
+        return
+    blocks, _ = cube.blocks(need)
+    y = cube.y()
+    y_f = client.scatter(y, broadcast=False, hash=False) if len(blocks) > 1 else y
+    futures = [client.submit(chunk_pooled, b, y_f, m.name, target.pos_code, pure=False,
+                             key=f"bbc-pooled-{b.configs[0]}-{uuid.uuid4().hex[:8]}")
+               for b in blocks]
+    wait_done(futures)
+    with deferred_interrupts():
+        values = client.gather(futures)
+    for b, v in zip(blocks, values):
+        cube.record_pooled(b.configs, v)
 
 
 class _Data:
-    """X and y on the cluster, scattered again whenever the scheduler lost them.
+    """Arrays on the cluster (X, y and the folds), scattered again whenever the
+    scheduler lost them.
 
     ``scatter(broadcast=True)`` puts a copy on every worker, but Dask's memory manager
     trims replicas; if the one worker left holding the data dies, the scheduler cannot
     recompute it (scattered data has no task) and forgets it, cancelling every task that
     needs it. The executor then calls :meth:`refresh` and resubmits those tasks."""
 
-    def __init__(self, client, X, y, broadcast=True):
-        self.client, self.X, self.y, self.broadcast = client, X, y, broadcast
+    def __init__(self, client, *arrays, broadcast=True):
+        self.client, self.arrays, self.broadcast = client, list(arrays), broadcast
         self.futures = None
 
     def refresh(self):
@@ -673,7 +704,7 @@ class _Data:
             # hash=False: a content-hashed key is shared with any earlier scatter of the same
             # data in this client, and its release by that run can lose our copy
             with deferred_interrupts():
-                self.futures = self.client.scatter([self.X, self.y], broadcast=self.broadcast,
+                self.futures = self.client.scatter(self.arrays, broadcast=self.broadcast,
                                                    hash=False)
         return self.futures
 
@@ -704,35 +735,40 @@ def _submit_with_data(client, fn, *args):
                 raise
 
 
+#: Seconds between ledger writes while results arrive: one batched write, not one per task.
+LEDGER_INTERVAL = 0.5
+
+
 class _Executor:
-    """Submits tasks with a bounded number in flight and writes results as they come."""
+    """Submits tasks with a bounded number in flight; tasks write their predictions
+    themselves, the results they return (fit times, failures, fold scores) are recorded
+    in the ledger in batches."""
 
     def __init__(self, cube, client, estimator, configs, X, y, target, m, error_score,
-                 progress, n_splits):
+                 progress, n_splits, token=None):
         self.cube, self.client, self.estimator = cube, client, estimator
         self.configs = configs
-        self.metric = m.name
-        self.target, self.error_score, self.n_splits = target, error_score, n_splits
-        self.n_cls_axis = len(target.classes) if m.needs_class_axis else 0
-        self.folds = cube.folds()
-        self.data = _Data(client, X, y)
+        self.spec = (m.name, target.classes, target.pos_code,
+                     len(target.classes) if m.needs_class_axis else 0, error_score)
+        self.n_splits = n_splits
+        self.writer = cube.writer(token if token is not None else (lambda: None))
+        self.chunk = cube.config_chunk
+        self.data = _Data(client, X, y, cube.folds())
         self.progress = progress
         self.bar = None
         self.fits = 0
         self.cancel_on_exit = True
+        self.batch, self.flushed = [], time.monotonic()
 
     def _submit(self, task):
         k, r, cfgs = task
-        X_f, y_f = self.data.refresh()
-        test = np.flatnonzero(self.folds[:, r] == k)
-        train = np.flatnonzero(self.folds[:, r] != k)
-        fut = self.client.submit(
-            fit_predict_block, self.estimator, self.configs.take(cfgs), X_f, y_f,
-            train, test, self.metric, self.target.classes, self.target.pos_code,
-            self.n_cls_axis, self.error_score,
+        X_f, y_f, folds_f = self.data.refresh()
+        c0 = int(cfgs[0]) // self.chunk * self.chunk
+        return self.client.submit(
+            fit_write_block, self.estimator, self.configs.take(cfgs), X_f, y_f, folds_f,
+            self.spec, self.writer, (r, k, c0, np.asarray(cfgs) - c0),
             key=f"bbc-fit-r{r}-k{k}-c{cfgs[0]}-{uuid.uuid4().hex[:8]}", retries=3, pure=False,
         )
-        return fut, test
 
     def execute(self, tasks, n_active):
         from distributed import as_completed
@@ -762,13 +798,13 @@ class _Executor:
                         task, tries = next(fresh, None), 0
                         if task is None:
                             break
-                    fut, test = self._submit(task)
-                    meta[fut.key] = (task, tries, test, fut)
+                    fut = self._submit(task)
+                    meta[fut.key] = (task, tries, fut)
                     ac.add(fut)
                 if not meta:
                     break
                 fut = next(ac)
-                task, tries, test, _ = meta.pop(fut.key)
+                task, tries, _ = meta.pop(fut.key)
                 try:
                     res = _result(fut)
                 except CancelledError:
@@ -777,20 +813,30 @@ class _Executor:
                         raise
                     retry.append((task, tries + 1))
                     continue
-                self._record(task, test, res)
+                self._record(task, res)
+                if not meta or time.monotonic() - self.flushed >= LEDGER_INTERVAL:
+                    self.flush()
         finally:
+            # What finished is recorded whatever stops the run: its chunks are written.
+            self.flush()
             # Interrupted or failed: nothing is left running for this study on a cluster we
             # do not own. Ours is about to be closed; releasing the futures cancels their
             # tasks, which its workers would report one by one: silence them first.
             with deferred_interrupts():
                 if meta and self.cancel_on_exit:
-                    self.client.cancel([m[3] for m in meta.values()])
+                    self.client.cancel([m[2] for m in meta.values()])
                 elif meta:
                     with contextlib.suppress(Exception):
                         self.client.run(_silence_distributed_logs)
 
-    def _record(self, task, test, res):
+    def _record(self, task, res):
         k, r, cfgs = task
+        if "store_problem" in res:
+            from ..cube import StoreLockedError
+            from ..exceptions import StoreFullError
+
+            kind, text = res["store_problem"]
+            raise (StoreFullError if kind == "StoreFullError" else StoreLockedError)(text)
         if "raise_" in res:
             j, text, tb = res["raise_"]
             c = int(cfgs[j])
@@ -798,12 +844,17 @@ class _Executor:
                 f"Configuration {c} ({self.configs[c]!r}) raised on repeat {r}, fold {k} "
                 f"(error_score='raise'): {text}\n{tb}"
             )
-        self.cube.write_cells(test, cfgs, r, k, res["values"], res["fit_time"],
-                              res["failed"], res["errors"])
+        self.batch.append(dict(res, r=r, k=k, configs=cfgs))
         self.fits += len(cfgs)
         if self.bar is not None:
             self.bar.set_description(f"wave {k + 1}/{self.n_splits}")
             self.bar.update(1)
+
+    def flush(self):
+        """Write the batch of recorded results to the ledger (one write per array)."""
+        batch, self.batch = self.batch, []
+        self.cube.record(batch)
+        self.flushed = time.monotonic()
 
     def close(self):
         if self.bar is not None:

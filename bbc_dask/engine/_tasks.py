@@ -11,7 +11,7 @@ import traceback
 import numpy as np
 from sklearn.base import clone
 
-__all__ = ["fit_predict_block", "method_problem", "refit", "response_method"]
+__all__ = ["fit_predict_block", "fit_write_block", "method_problem", "refit", "response_method"]
 
 
 def configured(estimator, params):
@@ -119,6 +119,85 @@ def fit_predict_block(estimator, params_block, X, y, train, test, metric, classe
             errors[j] = text
         fit_time[j] = time.perf_counter() - t0
     return {"values": values, "fit_time": fit_time, "failed": failed, "errors": errors}
+
+
+def _fold_target(y_test, classes, pos_code):
+    """The fold's encoded target as the study encodes its stored y (class codes 0..K-1
+    and the study's positive class, or values)."""
+    from ..metrics import Target
+
+    y_test = np.asarray(y_test)
+    if classes is None:
+        return Target(values=y_test.astype(np.float64))
+    codes = np.searchsorted(classes, y_test).astype(np.int64)
+    return Target(codes=codes, classes=np.arange(len(classes), dtype=np.int64),
+                  pos_code=len(classes) - 1 if pos_code is None else int(pos_code))
+
+
+def _fold_scores(values, failed, target, metric):
+    """The metric of each trained configuration on this fold (NaN for failed ones, or
+    where the metric is undefined or the predictions cannot be scored)."""
+    from .. import _validation as V
+    from ..metrics import get_metric
+    from ..stats._bbc import fold_scores
+
+    m = get_metric(metric)
+    out = np.full(values.shape[1], np.nan)
+
+    def score(cols):
+        block = values[:, cols][:, :, None]
+        if m.prediction == "labels":
+            enc = V.encode_predictions(block, None, m, target, "run_study")
+        elif np.isfinite(block).all():
+            # scores and probabilities come from the estimator as the study stores them;
+            # the user-input heuristics (e.g. "these look like labels") do not apply
+            enc = block
+        else:
+            raise ValueError("non-finite predictions")
+        return fold_scores(m, target, enc)
+
+    ok = np.flatnonzero(~failed)
+    try:
+        out[ok] = score(ok)
+    except (ValueError, TypeError, FloatingPointError):
+        for j in ok:  # one configuration's bad predictions do not hide the others' scores
+            try:
+                out[j] = score(np.array([j]))[0]
+            except (ValueError, TypeError, FloatingPointError):
+                pass
+    return out
+
+
+def fit_write_block(estimator, params_block, X, y, folds, spec, writer, where):
+    """Fit a block of configurations on ``train``, predict the fold ``test`` and write
+    the predictions straight into their chunk of the cube; return only what the ledger
+    records (fit times, failures, errors and the fold's scores), never the predictions.
+
+    ``spec`` = (metric, classes, pos_code, n_classes_axis, error_score); ``writer`` the
+    cube's :class:`~bbc_dask.cube.ChunkWriter`; ``where`` = (repeat, fold, first config of
+    the chunk, columns of the block's configurations in it). The training and test rows
+    are derived here from ``folds`` (N, R), shipped once per worker, not per task.
+    """
+    metric, classes, pos_code, n_cls_axis, error_score = spec
+    r, k, c0, cols = where
+    test = np.flatnonzero(folds[:, r] == k)  # increasing: the fold's slot order
+    train = np.flatnonzero(folds[:, r] != k)
+    res = fit_predict_block(estimator, params_block, X, y, train, test, metric, classes,
+                            pos_code, n_cls_axis, error_score)
+    if "raise_" in res:
+        return res
+    values = res.pop("values")
+    res["fold_score"] = _fold_scores(values, res["failed"],
+                                     _fold_target(_index(y, test), classes, pos_code), metric)
+    from ..cube import StoreLockedError
+    from ..exceptions import StoreFullError
+
+    try:
+        writer.write(r, k, c0, cols, values)
+    except (StoreFullError, StoreLockedError) as exc:
+        # the run must stop, not retry: the driver raises it (no worker traceback)
+        return {"store_problem": (type(exc).__name__, str(exc))}
+    return res
 
 
 def refit(estimator, params, X, y):

@@ -15,7 +15,8 @@ from ._bbc import _select
 from ._bbc import prepare_inputs as _prepare
 from ._bootstrap import SEED_BLOCK, CountBlocks
 
-__all__ = ["ZarrBlock", "chunk_bbc", "chunk_dropping", "chunk_fold_matrix", "merge_winners"]
+__all__ = ["ZarrBlock", "chunk_bbc", "chunk_dropping", "chunk_fold_matrix", "chunk_pooled",
+           "merge_winners"]
 
 
 class ZarrBlock:
@@ -56,7 +57,8 @@ class ZarrBlock:
 
 
 def _load(pred):
-    return pred.read() if isinstance(pred, ZarrBlock) else pred
+    """A block's values: read now if it is a reader (a ZarrBlock or the cube's CubeBlock)."""
+    return pred.read() if hasattr(pred, "read") else pred
 
 
 def prepare_inputs(pred, y, metric, pos_label, caller, class_coord=None):
@@ -133,3 +135,18 @@ def chunk_dropping(pred, y, available, metric, pos_label, seed, n_boot, class_co
 
     return dropping_scores(_load(pred), y, available, metric=metric, pos_label=pos_label,
                            root=_root(seed), n_boot=n_boot, class_coord=class_coord)
+
+
+def chunk_pooled(pred, y, metric, pos_label, class_coord=None):
+    """Pooled scores (c, R) of a chunk: the metric on every sample's out-of-sample
+    prediction, per repeat — the numbers :func:`naive_cvt` averages over repeats to
+    select (the same computation, so the same bits)."""
+    from ..metrics import get_metric
+
+    m = get_metric(metric)
+    if m.prediction == "labels":
+        m, target, enc = prepare_inputs(pred, y, metric, pos_label, "run_study", class_coord)
+    else:  # the engine's own scores or probabilities: no user-input heuristics
+        enc = np.asarray(_load(pred), dtype=np.float64)
+        target = V.as_target(y, m, "run_study", pos_label=pos_label)
+    return m.prepare(target, enc).scores(np.ones((1, enc.shape[0]), dtype=np.int32))[0]

@@ -1,0 +1,96 @@
+"""The engine's ceiling: config-folds per second with a classifier whose fit and predict
+cost nothing, so what is timed is the engine — task submission, the tasks' own chunk
+writes, the batched ledger, the pooled scores.
+
+400 configurations x 10 folds (4,000 config-folds), default batching (10 configurations
+per task), a LocalCluster of 2 single-threaded workers, at N = 1,000, 20,000 and 200,000
+samples. Printed per N: config-folds/s, its ratio to the N = 1,000 rate (target >= 0.7),
+the bytes the prediction array takes in the store divided by the bytes of the predictions
+(target <= 1.2; the padding of folds and Zarr's compression are all it adds) and the
+driver's peak RSS. Targets: >= 500 config-folds/s at N = 200,000 on 2 workers.
+
+Run: ``python benchmarks/bench_engine.py [--quick]``.
+"""
+import argparse
+import os
+import shutil
+import tempfile
+import threading
+import time
+
+import numpy as np
+from distributed import Client, LocalCluster
+from sklearn.base import BaseEstimator, ClassifierMixin
+
+import bbc_dask as bd
+
+
+class NullClassifier(ClassifierMixin, BaseEstimator):
+    """Learns nothing; its decision function is one feature column (free to compute)."""
+
+    def __init__(self, c=0):
+        self.c = c
+
+    def fit(self, X, y):
+        self.classes_ = np.unique(y)
+        return self
+
+    def decision_function(self, X):
+        return np.asarray(X[:, 0], dtype=np.float64)
+
+
+def peak_rss(stop, seen):
+    import psutil
+
+    p = psutil.Process()
+    while not stop.is_set():
+        seen[0] = max(seen[0], p.memory_info().rss)
+        time.sleep(0.02)
+
+
+def store_bytes(path):
+    return sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(path) for f in fs)
+
+
+def one(n, n_configs, client, tmp):
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(n, 4))
+    y = (X[:, 0] + rng.normal(size=n) > 0).astype(int)
+    store = f"{tmp}/null-{n}.zarr"
+    seen, stop = [0], threading.Event()
+    t = threading.Thread(target=peak_rss, args=(stop, seen), daemon=True)
+    t.start()
+    t0 = time.perf_counter()
+    bd.run_study(NullClassifier(), {"c": list(range(n_configs))}, X, y, store=store,
+                 metric="roc_auc", n_splits=10, random_state=0, client=client, progress=False,
+                 refit=False)
+    wall = time.perf_counter() - t0
+    stop.set()
+    t.join()
+    stored = store_bytes(f"{store}/prediction")
+    shutil.rmtree(store, ignore_errors=True)
+    return n_configs * 10 / wall, wall, stored / (n * n_configs * 8), seen[0] / 2**20
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true")
+    args = ap.parse_args()
+    sizes = (1_000, 20_000, 200_000) if not args.quick else (1_000, 20_000)
+    n_configs = 400 if not args.quick else 100
+    tmp = tempfile.mkdtemp()
+    with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=":0") as cl, \
+            Client(cl) as client:
+        one(1_000, 20, client, tmp)  # warm the workers (imports)
+        rows = [(n, *one(n, n_configs, client, tmp)) for n in sizes]
+    shutil.rmtree(tmp, ignore_errors=True)
+    base = rows[0][1]
+    print(f"{'N':>8} {'config-folds/s':>15} {'wall s':>7} {'vs N=1k':>8} {'bytes ratio':>12} {'driver MiB':>11}")
+    for n, rate, wall, ratio, mib in rows:
+        print(f"{n:>8,} {rate:>15.0f} {wall:>7.2f} {rate / base:>8.2f} {ratio:>12.2f} {mib:>11.0f}")
+    print("targets: >= 500 config-folds/s at N = 200,000; >= 0.7x the N = 1,000 rate; "
+          "bytes ratio <= 1.2")
+
+
+if __name__ == "__main__":
+    main()
