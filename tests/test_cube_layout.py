@@ -1,0 +1,158 @@
+"""The fold-aligned cube (schema 2): tasks write their own chunks, the ledger is what the
+estimates read, and the user's view is unchanged."""
+import json
+import os
+
+import numpy as np
+import pytest
+import zarr
+from sklearn.datasets import load_breast_cancer, load_iris
+from sklearn.linear_model import LogisticRegression
+from sklearn.tree import DecisionTreeClassifier
+
+import bbc_dask as bd
+from bbc_dask.cube import StoreLock, StoreLockedError, open_cube
+from bbc_dask.cube._layout import slot_layout
+from bbc_dask.exceptions import StoreDamagedError
+
+
+@pytest.fixture(scope="module")
+def cancer():
+    X, y = load_breast_cancer(return_X_y=True)
+    return (X - X.mean(0)) / X.std(0), y
+
+
+def _run(store, X, y, client, metric="roc_auc", grid=None, **kw):
+    grid = grid if grid is not None else {"C": list(np.logspace(-3, 2, 13))}
+    kw = dict(dict(n_splits=5, n_repeats=2, random_state=0, configs_per_task=4), **kw)
+    return bd.run_study(LogisticRegression(max_iter=500), grid, X, y, store=store, metric=metric,
+                        client=client, progress=False, **kw)
+
+
+def test_slot_layout_orders_each_fold_and_pads():
+    folds = np.array([[1, 0], [0, 0], [1, 1], [2, 1], [0, 2], [1, 2], [2, 0]])
+    s = slot_layout(folds, 3)
+    assert s.shape == (2, 3, 3)
+    assert s[0].tolist() == [[1, 4, -1], [0, 2, 5], [3, 6, -1]]
+    assert s[1].tolist() == [[0, 1, 6], [2, 3, -1], [4, 5, -1]]
+
+
+@pytest.mark.parametrize("metric", ["roc_auc", "accuracy", "neg_log_loss"])
+def test_one_chunk_per_task_and_the_same_user_view(tmp_path, cancer, client, metric):
+    """Every (repeat, fold, configuration block) is one stored chunk, written once;
+    the lazy user view is [sample, config, repeat(, class)] in sample order, each stored
+    fold's predictions land on its own samples; the ledger's fold scores and pooled
+    scores equal the in-memory computations on that view bit for bit."""
+    X, y = cancer
+    study = _run(tmp_path / "s.zarr", X, y, client, metric=metric)
+    g = zarr.open_group(str(tmp_path / "s.zarr"), mode="r")
+    pred = g["prediction"]
+    assert pred.shape[:4] == (2, 5, -(-len(y) // 5), 13) and pred.chunks[:4] == (1, 1, pred.shape[2], 4)
+    chunk_files = [f for d, _, fs in os.walk(tmp_path / "s.zarr" / "prediction" / "c") for f in fs]
+    assert len(chunk_files) == 2 * 5 * 4  # repeats x folds x configuration blocks
+    cube = study.cube
+    assert cube["prediction"].dims[:3] == ("sample", "config", "repeat")
+    assert cube["prediction"].chunks is not None  # dask-backed: never loaded whole
+    values = cube["prediction"].values
+    assert not np.isnan(values).any()
+    folds, yy = cube["fold"].values, cube["y"].values
+    # sample i's prediction in repeat r is the one its fold's task wrote at i's slot
+    slots = g["slot_sample"][...]
+    r, k = 1, 3
+    s = slots[r, k][slots[r, k] >= 0]
+    assert (folds[s, r] == k).all()
+    np.testing.assert_array_equal(values[s, :, r], pred[r, k, : s.size, :])
+    F, _ = bd.fold_score_matrix(values, yy, folds, metric=metric)
+    np.testing.assert_array_equal(study.fold_scores(), F)
+    ref = bd.naive_cvt(values, yy, metric=metric)
+    assert study.best_index_ == ref.selected_config
+    assert study.best_score_ == ref.naive_estimate
+    a = study.bbc_f(n_bootstraps=100)
+    b = bd.bbc_f(values, yy, folds, metric=metric, n_bootstraps=100, random_state=study.seed)
+    assert (a.estimate, a.selected_config) == (b.estimate, b.selected_config)
+    np.testing.assert_array_equal(a.bootstrap_distribution, b.bootstrap_distribution)
+    a = study.bbc(n_bootstraps=100)
+    assert a.estimate == study.bbc(n_bootstraps=100, chunked=True).estimate == bd.bbc(
+        values, yy, metric=metric, n_bootstraps=100, random_state=study.seed).estimate
+
+
+def test_multiclass_probabilities_keep_their_class_axis(tmp_path, client):
+    X, y = load_iris(return_X_y=True)
+    study = bd.run_study(DecisionTreeClassifier(random_state=0), {"max_depth": [1, 2, 3]}, X, y,
+                         store=tmp_path / "iris.zarr", metric="roc_auc_ovr", n_splits=3,
+                         random_state=0, client=client, progress=False)
+    cube = study.cube
+    assert cube["prediction"].dims == ("sample", "config", "repeat", "class")
+    np.testing.assert_allclose(cube["prediction"].values.sum(axis=3), 1.0)
+    F, _ = bd.fold_score_matrix(cube["prediction"].values, cube["y"].values, cube["fold"].values,
+                                metric="roc_auc_ovr")
+    np.testing.assert_array_equal(study.fold_scores(), F)
+
+
+def test_a_store_of_the_previous_layout_is_refused_by_its_version(tmp_path, cancer, client):
+    X, y = cancer
+    old = tmp_path / "old.zarr"
+    g = zarr.open_group(str(old), mode="w", zarr_format=3)
+    g.create_array("prediction", shape=(len(y), 13, 2), chunks=(len(y), 4, 1), dtype="float64")
+    g.attrs["bbc_dask"] = {"schema": "bbc_dask.cube/1", "spec": {}}
+    with pytest.raises(ValueError, match=r"schema 'bbc_dask.cube/1'; this version reads 'bbc_dask.cube/2'"):
+        bd.open_study(old)
+    with pytest.raises(ValueError, match=r"schema 'bbc_dask.cube/1'.*overwrite=True"):
+        _run(old, X, y, client)
+    assert zarr.open_group(str(old), mode="r").attrs["bbc_dask"]["schema"] == "bbc_dask.cube/1"
+    study = _run(old, X, y, client, overwrite=True)
+    assert (study.state == 1).all()
+
+
+def test_tasks_of_a_run_that_lost_the_lock_do_not_write(tmp_path):
+    lock = StoreLock(tmp_path).acquire()
+    try:
+        token = lock.token()
+        token()  # the holder's own token passes
+    finally:
+        lock.release()
+    other = StoreLock(tmp_path).acquire()  # another run holds the store now
+    try:
+        with pytest.raises(StoreLockedError, match="no longer holds the store's lock"):
+            token()
+        other.token()()
+    finally:
+        other.release()
+
+
+def test_damage_is_named_not_read(tmp_path, cancer, client):
+    """An edited y, a deleted ledger chunk: refused with what is damaged, never served."""
+    X, y = cancer
+    store = tmp_path / "s.zarr"
+    _run(store, X, y, client)
+    g = zarr.open_group(str(store), mode="r+")
+    g["y"][:5] = 1 - g["y"][:5]
+    with pytest.raises(StoreDamagedError, match=r"array 'y' differs from the one the study was created"):
+        bd.open_study(store)
+    g["y"][:5] = 1 - g["y"][:5]
+    bd.open_study(store)  # restored: readable again
+    chunk = next(p for p in (store / "state" / "c").rglob("*") if p.is_file())
+    chunk.unlink()
+    with pytest.raises(StoreDamagedError, match=r"ledger chunk .* \(array 'state'\) is missing"):
+        bd.open_study(store).bbc()
+
+
+def test_a_dropping_decision_lands_whole_and_is_finished_on_resume(tmp_path, cancer, client):
+    """A kill after a decision was written but before its cells were marked: the next
+    run marks them and trains nothing the decision dropped."""
+    X, y = cancer
+    grid = {"C": list(np.logspace(-4, 2, 20))}
+    full = _run(tmp_path / "a.zarr", X, y, client, grid=grid, n_repeats=1, dropping=True)
+    dropped = full.dropped
+    assert dropped and all(np.isfinite(d["p_hat"]) for d in dropped)
+    # replay the kill: the same decisions in the attributes, the cells still pending
+    store = tmp_path / "b.zarr"
+    first = _run(store, X, y, client, grid=grid, n_repeats=1, dropping=True)
+    cube = open_cube(store, mode="r+")
+    st = cube.group["state"]
+    for d in dropped:
+        st[d["config"], 0, d["wave"] + 1:] = 0
+    again = _run(store, X, y, client, grid=grid, n_repeats=1, dropping=True)
+    assert again.n_fits_ == 0
+    np.testing.assert_array_equal(again.state, first.state)
+    assert json.dumps(again.dropped) == json.dumps(dropped)
