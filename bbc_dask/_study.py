@@ -21,10 +21,6 @@ def _complete(state):
 IN_MEMORY_BYTES = 2**30
 
 
-def _load(cube, configs):
-    return cube.predictions(configs)
-
-
 def _y_and_pos(cube):
     spec = cube.meta["spec"]
     y = cube.y()
@@ -202,7 +198,7 @@ class Study:
         if idx.size == 0:
             raise ValueError(self._none_complete())
         y, pos = _y_and_pos(self._cube)
-        return idx, _load(self._cube, idx), y, self._cube.folds(), pos
+        return idx, self._cube.predictions(idx), y, self._cube.folds(), pos
 
     def _none_complete(self):
         groups = self.failures()

@@ -2,7 +2,7 @@
 
 Schema, create/open, the fold-aligned prediction layout and its readers, the writer the
 tasks use, the batched ledger, the run lock."""
-from ._layout import ChunkWriter, CubeBlock, PredictionReader, fold_samples
+from ._layout import ChunkWriter, CubeBlock, PredictionReader
 from ._location import StoreLocation, as_location, writing
 from ._lock import LockToken, ObjectStoreLock, StoreLock, StoreLockedError
 from ._model import load_model, save_model
@@ -24,7 +24,7 @@ from ._schema import (
 __all__ = [
     "DONE", "DROPPED", "FAILED", "PENDING", "SCHEMA", "ChunkWriter", "Cube", "CubeBlock",
     "LockToken", "ObjectStoreLock", "PredictionReader", "StoreLocation", "StoreLock",
-    "StoreLockedError", "StoreMismatchError", "as_location", "create_cube", "fold_samples",
+    "StoreLockedError", "StoreMismatchError", "as_location", "create_cube",
     "inspect_store", "load_model", "open_cube", "OldSchemaError", "save_model", "to_json",
     "writing",
 ]

@@ -44,12 +44,6 @@ def slot_layout(folds, n_splits):
     return out
 
 
-def fold_samples(slot_sample, r, k):
-    """The test samples of (repeat r, fold k) in slot order (increasing sample index)."""
-    s = slot_sample[r, k]
-    return s[s >= 0]
-
-
 class PredictionReader:
     """Predictions in sample order from the fold-aligned array (picklable: tasks use it).
 

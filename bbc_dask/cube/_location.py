@@ -14,11 +14,11 @@ import os
 import uuid
 
 from ..exceptions import StoreFullError
+from ._lock import LOCK_NAME, ObjectStoreLock, StoreLock
 
 __all__ = ["StoreLocation", "as_location", "writing"]
 
-#: Entries of ours that are not part of the Zarr hierarchy.
-LOCK_NAME = ".bbc_lock"
+#: Our marker of a creation or overwrite in progress (not part of the Zarr hierarchy).
 CREATING_NAME = ".bbc_creating"
 
 
@@ -232,8 +232,6 @@ class StoreLocation:
 
     def lock(self, **options):
         """The run lock of this store (not yet acquired)."""
-        from ._lock import ObjectStoreLock, StoreLock
-
         if self.is_local:
             return StoreLock(self.url)
         return ObjectStoreLock(self, **options)

@@ -23,7 +23,10 @@ import threading
 import time
 import uuid
 
-__all__ = ["LockToken", "ObjectStoreLock", "StoreLock", "StoreLockedError"]
+#: The lock's entry in the store (not part of the Zarr hierarchy).
+LOCK_NAME = ".bbc_lock"
+
+__all__ = ["LOCK_NAME", "LockToken", "ObjectStoreLock", "StoreLock", "StoreLockedError"]
 
 
 class StoreLockedError(RuntimeError):
@@ -40,7 +43,7 @@ def _locked(where, holder):
 
 class StoreLock:
     def __init__(self, path):
-        self.path = os.path.join(os.fspath(path), ".bbc_lock")
+        self.path = os.path.join(os.fspath(path), LOCK_NAME)
         self._fd = None
         self._token = uuid.uuid4().hex
 
@@ -119,8 +122,6 @@ class ObjectStoreLock:
     """
 
     def __init__(self, location, ttl=None):
-        from ._location import LOCK_NAME
-
         self.location = location
         self.fs = location.fs
         self.path = f"{location.root}/{LOCK_NAME}"

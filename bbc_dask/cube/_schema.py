@@ -36,7 +36,8 @@ import zarr
 
 from ..exceptions import StoreDamagedError
 from ._layout import ChunkWriter, CubeBlock, PredictionReader, SampleOrderView, slot_layout
-from ._location import CREATING_NAME, LOCK_NAME, as_location, writing
+from ._location import CREATING_NAME, as_location, writing
+from ._lock import LOCK_NAME
 
 __all__ = [
     "PENDING", "DONE", "FAILED", "DROPPED", "SCHEMA", "create_cube", "open_cube", "Cube",
@@ -397,11 +398,10 @@ class Cube:
                 def col(key, dtype):
                     return np.concatenate([np.asarray(g[key], dtype=dtype) for g in group])[order]
 
-                errors = [e for g in group for e in g["errors"]]
-                for i in np.flatnonzero([bool(errors[j]) for j in order]):
-                    c = int(cfgs[i])
-                    if not self.group["error"][c]:
-                        self.group["error"][c] = errors[order[i]][:4000]
+                for g in group:
+                    for c, text in zip(g["configs"], g["errors"]):
+                        if text and not self.group["error"][int(c)]:
+                            self.group["error"][int(c)] = text[:4000]
                 self.group["fit_time"].oindex[cfgs, r, k] = col("fit_time", np.float64)
                 self.group["fold_score"].oindex[cfgs, r, k] = col("fold_score", np.float64)
                 failed = col("failed", bool)
