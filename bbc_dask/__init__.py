@@ -27,6 +27,7 @@ __all__ = [
     "run_study",
     "simulate",
     "tibshirani_tibshirani",
+    "verify_store",
 ]
 
 _WHERE = {
@@ -45,6 +46,7 @@ _WHERE = {
     "run_study": ".engine",
     "make_client": ".cluster",
     "BBCSearchCV": "._search",
+    "verify_store": ".cube",
 }
 
 

@@ -1,4 +1,4 @@
-"""The ``bbc-dask`` command line: run, status, estimate, report, demo.
+"""The ``bbc-dask`` command line: run, status, estimate, report, verify, demo.
 
 Errors a user can cause (a bad study file, a missing data file, a store that is not a
 study) are one line on stderr and exit status 2, with no traceback unless ``--debug``.
@@ -241,13 +241,32 @@ def status(store, as_json, storage_option):
     _echo_failures(study, groups)
 
 
-def _print_estimates(study, bootstraps, confidence, method, seed, as_json=False):
+def _check_finished(study, partial, what):
+    """Refuse numbers from an unfinished study unless ``--partial`` asked for them; say
+    what is missing either way."""
+    from .exceptions import UserError
+
+    st = study.status()
+    if not st["pending"]:
+        return None
+    missing = (f"{st['pending']} of {st['cells']} cells pending; {st['complete_configs']} of "
+               f"{st['configs']} configurations complete")
+    if not partial:
+        raise UserError(f"The study at {study.store} is unfinished ({missing}); run it again to "
+                        f"finish it, or pass --partial for {what} from the complete configurations.")
+    click.echo(f"partial: the study is unfinished ({missing}); {what} from the complete "
+               f"configurations only.", err=True)
+    return missing
+
+
+def _print_estimates(study, bootstraps, confidence, method, seed, as_json=False, partial=None):
     from .report import estimates
 
     res = estimates(study, method=method, n_bootstraps=bootstraps, confidence_level=confidence,
                     random_state=seed)
     if as_json:
-        out = {k: dict(r.to_dict(), random_state=seed if seed is not None else study.spec["seed"])
+        out = {k: dict(r.to_dict(), random_state=seed if seed is not None else study.spec["seed"],
+                       partial=partial)
                for k, r in res.items()}
         click.echo(json.dumps(out))
         return
@@ -269,31 +288,79 @@ def _print_estimates(study, bootstraps, confidence, method, seed, as_json=False)
 @click.option("--seed", type=click.IntRange(min=0), default=None,
               help="Bootstrap seed (default: the study's own seed, as Study.bbc() uses).")
 @click.option("--json", "as_json", is_flag=True)
+@click.option("--partial", is_flag=True,
+              help="Estimate an unfinished study from its complete configurations.")
 @_storage_option
-def estimate(store, method, bootstraps, confidence, seed, as_json, storage_option):
+def estimate(store, method, bootstraps, confidence, seed, as_json, partial, storage_option):
     """The estimate, CI, lower bound and naive estimate of the study at STORE."""
     study = _open(store, _parse_options(storage_option, "--storage-option"))
+    missing = _check_finished(study, partial, "estimates")
     spec = study.metadata or {}
     _print_estimates(study, bootstraps or spec.get("bootstraps", 1000),
                      confidence or spec.get("confidence", 0.95), method,
-                     seed, as_json)
+                     seed, as_json, partial=missing)
 
 
 @main.command()
 @click.argument("store")
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False), help="Output directory.")
 @click.option("--bootstraps", type=click.IntRange(min=1), default=None)
+@click.option("--partial", is_flag=True,
+              help="Report an unfinished study from its complete configurations.")
 @_storage_option
-def report(store, out_dir, bootstraps, storage_option):
+def report(store, out_dir, bootstraps, partial, storage_option):
     """PNG plots and an HTML summary of the study at STORE."""
     from .report import write_report
 
     study = _open(store, _parse_options(storage_option, "--storage-option"))
+    _check_finished(study, partial, "a report")
     spec = study.metadata or {}
     path = write_report(study, out_dir, n_bootstraps=bootstraps or spec.get("bootstraps", 1000),
                         confidence_level=spec.get("confidence", 0.95),
                         random_state=None)
     click.echo(f"report: {path}")
+
+
+@main.command()
+@click.argument("store")
+@click.option("--repair", is_flag=True,
+              help="Mark the cells of damaged chunks pending (a rerun of the study recomputes them).")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@_storage_option
+@click.pass_context
+def verify(ctx, store, repair, as_json, storage_option):
+    """Check every chunk the ledger of the study at STORE counts (present, readable, the
+    bytes its task wrote), the ledger itself, the data's digests and the final model.
+
+    Exit status: 0 whole (or repaired), 3 damaged (the files are named)."""
+    from .cube import StoreMismatchError, verify_store
+
+    options = _parse_options(storage_option, "--storage-option") or None
+    try:
+        rep, reset = verify_store(store, repair=repair, storage_options=options)
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{store}: no such store") from None
+    except StoreMismatchError as e:
+        raise ValueError(f"{store} is not a bbc_dask study store ({e})") from None
+    if as_json:
+        click.echo(json.dumps(dict(rep.to_dict(), cells_reset=reset)))
+    else:
+        click.echo(f"{rep.store}: {rep.chunks_checked} prediction chunks and "
+                   f"{rep.ledger_chunks_checked} ledger chunks checked; "
+                   + ("no damage" if rep.ok else f"{len(rep.damaged)} damaged:"))
+        for d in rep.damaged[:50]:
+            click.echo(f"  {d}")
+        if len(rep.damaged) > 50:
+            click.echo(f"  ... {len(rep.damaged) - 50} more (--json lists all)")
+        if reset or (repair and not rep.ok):
+            click.echo(f"repaired: {reset} cells marked pending; run the study again to "
+                       f"recompute them")
+        elif not rep.ok:
+            click.echo("run 'bbc-dask verify --repair' to mark their cells pending"
+                       if rep.repairable else
+                       "the study's data is damaged: run the study again with overwrite=True")
+    if not rep.ok and not repair:
+        ctx.exit(3)
 
 
 DEMO = {

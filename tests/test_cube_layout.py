@@ -1,4 +1,4 @@
-"""The fold-aligned cube (schema 2): tasks write their own chunks, the ledger is what the
+"""The fold-aligned cube (schema 3): tasks write their own chunks, the ledger is what the
 estimates read, and the user's view is unchanged."""
 import json
 import os
@@ -95,7 +95,7 @@ def test_a_store_of_the_previous_layout_is_refused_by_its_version(tmp_path, canc
     g = zarr.open_group(str(old), mode="w", zarr_format=3)
     g.create_array("prediction", shape=(len(y), 13, 2), chunks=(len(y), 4, 1), dtype="float64")
     g.attrs["bbc_dask"] = {"schema": "bbc_dask.cube/1", "spec": {}}
-    with pytest.raises(ValueError, match=r"schema 'bbc_dask.cube/1'; this version reads 'bbc_dask.cube/2'"):
+    with pytest.raises(ValueError, match=r"schema 'bbc_dask.cube/1'; this version reads 'bbc_dask.cube/3'"):
         bd.open_study(old)
     with pytest.raises(ValueError, match=r"schema 'bbc_dask.cube/1'.*overwrite=True"):
         _run(old, X, y, client)

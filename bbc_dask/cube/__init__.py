@@ -20,11 +20,12 @@ from ._schema import (
     open_cube,
     to_json,
 )
+from ._verify import Damage, VerifyReport, verify_store
 
 __all__ = [
     "DONE", "DROPPED", "FAILED", "PENDING", "SCHEMA", "ChunkWriter", "Cube", "CubeBlock",
     "LockToken", "ObjectStoreLock", "PredictionReader", "StoreLocation", "StoreLock",
     "StoreLockedError", "StoreMismatchError", "as_location", "create_cube",
     "inspect_store", "load_model", "open_cube", "OldSchemaError", "save_model", "to_json",
-    "writing",
+    "writing", "Damage", "VerifyReport", "verify_store",
 ]

@@ -1,4 +1,4 @@
-"""The fold-aligned layout of predictions (schema 2), its readers and its chunk writer.
+"""The fold-aligned layout of predictions (schema 2 and later), its readers and its chunk writer.
 
 Why this layout: a CVT task fits a block of configurations on the training samples of one
 (repeat, fold) and predicts that fold's test samples. Stored in sample order, its output
@@ -24,7 +24,8 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["ChunkWriter", "CubeBlock", "PredictionReader", "SampleOrderView", "slot_layout"]
+__all__ = ["ChunkWriter", "CubeBlock", "PredictionReader", "SampleOrderView", "chunk_crc", "chunk_file",
+           "slot_layout"]
 
 
 def slot_layout(folds, n_splits):
@@ -54,8 +55,8 @@ class PredictionReader:
     slot_sample : ndarray (R, K, L)
     """
 
-    def __init__(self, array, slot_sample):
-        self.array = array
+    def __init__(self, array, slot_sample, url=""):
+        self.array, self.url = array, url
         self.slot_sample = np.asarray(slot_sample)
         valid = self.slot_sample >= 0
         self.n_samples = int(valid[0].sum())
@@ -78,14 +79,41 @@ class PredictionReader:
         repeats = range(self.array.shape[0]) if repeats is None else repeats
         parts = []
         for r in repeats:
-            if isinstance(configs, slice):
-                raw = self.array[r, :, :, configs]
-            else:
-                raw = self.array.oindex[r, :, :, np.asarray(configs, dtype=np.int64)]
+            try:
+                if isinstance(configs, slice):
+                    raw = self.array[r, :, :, configs]
+                else:
+                    raw = self.array.oindex[r, :, :, np.asarray(configs, dtype=np.int64)]
+            except (MemoryError, KeyboardInterrupt):
+                raise
+            except Exception as exc:
+                raise self._damaged(r, configs, exc) from None
             raw = np.asarray(raw, dtype=np.float64)
             flat = raw.reshape((raw.shape[0] * raw.shape[1],) + raw.shape[2:])
             parts.append(flat[self._where[r]])
         return np.stack(parts, axis=2)
+
+    def _damaged(self, r, configs, exc):
+        """The error of an unreadable read, naming the first chunk file that fails."""
+        from ..exceptions import StoreDamagedError
+
+        w = self.array.chunks[3]
+        cfg = np.arange(self.array.shape[3])[configs] if isinstance(configs, slice) else configs
+        for j in np.unique(np.asarray(cfg, dtype=np.int64) // w):
+            for k in range(self.array.shape[1]):
+                try:
+                    self.array.get_block_selection((r, k, 0, int(j)) + (0,) * (self.array.ndim - 4))
+                except Exception as err:  # noqa: BLE001 — reported below
+                    exc, name = err, chunk_file(self.array, r, k, int(j))
+                    break
+            else:
+                continue
+            break
+        else:
+            name = "prediction"
+        return StoreDamagedError(
+            f"The store {self.url!r} is damaged: {name} cannot be read ({type(exc).__name__}: "
+            f"{exc}); 'bbc-dask verify --repair' marks its cells pending for a resume.")
 
 
 class CubeBlock:
@@ -149,7 +177,10 @@ class ChunkWriter:
     def write(self, r, k, c0, cols, values):
         """Store ``values`` (n_k, len(cols)(, n_classes)) — the test samples of fold ``k``
         in slot order — as columns ``cols`` (offsets from ``c0``) of the chunk starting at
-        configuration ``c0``; the chunk's other columns are NaN (not trained here)."""
+        configuration ``c0``; the chunk's other columns are NaN (not trained here).
+
+        Returns the CRC-32 of the chunk's bytes (:func:`chunk_crc`): the ledger keeps it,
+        so ``verify`` tells an edited or swapped chunk from the one the task wrote."""
         from ._location import writing
 
         w = self.array.chunks[3]
@@ -159,3 +190,17 @@ class ChunkWriter:
         self.check()
         with writing(self.url):
             self.array[r, k, :, c0:stop] = buf
+        return chunk_crc(buf)
+
+
+def chunk_crc(values):
+    """CRC-32 of a chunk's float64 values (C order), as the ledger records it."""
+    import zlib
+
+    return zlib.crc32(memoryview(np.ascontiguousarray(values, dtype=np.float64)).cast("B"))
+
+
+def chunk_file(array, r, k, j):
+    """The store-relative name of the prediction chunk (repeat r, fold k, block j)."""
+    key = array.metadata.encode_chunk_key((r, k, 0, j) + (0,) * (array.ndim - 4))
+    return f"{array.path}/{key}"

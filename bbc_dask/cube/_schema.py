@@ -1,6 +1,6 @@
 """The prediction cube: a Zarr v3 store, read as an xarray Dataset.
 
-Layout (schema 2; ``dims`` in brackets)::
+Layout (schema 3; ``dims`` in brackets)::
 
     prediction   [repeat, fold, slot, config(, class)]  float64, NaN until written;
                  chunks (1, 1, L, w(, n_classes)): one task's output (see _layout.py)
@@ -12,6 +12,8 @@ Layout (schema 2; ``dims`` in brackets)::
     fit_time     float64 seconds (fit + predict), NaN if not run
     fold_score   float64 the metric on the fold's samples (BBC-F, cv_results_)
     pooled       [config, repeat] float64 the metric on all pooled predictions (selection)
+    chunk_crc    [repeat, split, block] int64 CRC-32 of each prediction chunk as its task
+                 wrote it (-1: none recorded); ``Cube.verify`` checks chunks against it
     error        [config]  str  first error text of a failing configuration
     sample, config, repeat, split(, class)  coordinates (split = fold index 0..K-1)
 
@@ -47,7 +49,7 @@ __all__ = [
 PENDING, DONE, FAILED, DROPPED = 0, 1, 2, 3
 #: ``state`` of a ledger chunk that is missing from the store (its fill value).
 MISSING = -1
-SCHEMA = "bbc_dask.cube/2"
+SCHEMA = "bbc_dask.cube/3"
 #: Configurations per ledger chunk (rounded to the task block).
 LEDGER_CONFIGS = 1024
 
@@ -132,6 +134,10 @@ def _create(location, *, n_configs, n_repeats, n_splits, folds, y_stored, classe
                        fill_value=np.nan, dimension_names=dims)
     g.create_array("pooled", shape=cell[:2], chunks=(ledger, 1), dtype="float64",
                    fill_value=np.nan, dimension_names=["config", "repeat"])
+    n_blocks = -(-n_configs // config_chunk)
+    g.create_array("chunk_crc", shape=(n_repeats, n_splits, n_blocks),
+                   chunks=(1, n_splits, -(-ledger // config_chunk)), dtype="int64", fill_value=-1,
+                   dimension_names=["repeat", "split", "block"])
     g.create_array("error", shape=(n_configs,), chunks=(ledger,), dtype=str,
                    dimension_names=["config"])
     for name, values in (("sample", np.arange(n)), ("config", np.arange(n_configs)),
@@ -182,14 +188,17 @@ def _schema_error(p, found):
     if isinstance(found, str) and found.startswith("bbc_dask.cube/"):
         return OldSchemaError(
             f"{p!r} is a bbc_dask study store of schema {found!r}; this version reads "
-            f"{SCHEMA!r} only (predictions are now stored per fold). Run the study again "
+            f"{SCHEMA!r} only (its stored layout differs). Run the study again "
             f"into a new store (or with overwrite=True) to recompute it.")
     return StoreMismatchError(
         f"{p!r} is a Zarr store but not a bbc_dask study store (schema {SCHEMA}).")
 
 
-def open_cube(location, mode="r", storage_options=None):
-    """Open the study store at ``location`` (a path, an fsspec URL or a StoreLocation)."""
+def open_cube(location, mode="r", storage_options=None, check=True):
+    """Open the study store at ``location`` (a path, an fsspec URL or a StoreLocation).
+
+    ``check``: refuse a store whose ``y``, folds or slot layout differ from those it was
+    created with (False only for :func:`~bbc_dask.cube.verify_store`, which reports it)."""
     location = as_location(location, storage_options)
     p = location.url
     if not location.exists():
@@ -212,7 +221,8 @@ def open_cube(location, mode="r", storage_options=None):
     if not meta or meta.get("schema") != SCHEMA:
         raise _schema_error(p, (meta or {}).get("schema"))
     cube = Cube(g, location)
-    cube.check_digests()
+    if check:
+        cube.check_digests()
     return cube
 
 
@@ -245,7 +255,8 @@ class Cube:
             if isinstance(exc, (MemoryError, KeyboardInterrupt)):
                 raise
             raise StoreDamagedError(f"The store {self.path!r} is damaged: a chunk of {name!r} "
-                                    f"cannot be read ({type(exc).__name__}: {exc}).") from None
+                                    f"cannot be read ({type(exc).__name__}: {exc}); "
+                                    f"'bbc-dask verify' names it.") from None
 
     def check_digests(self):
         """y and the folds as created (an edited ``y`` would silently change every score)."""
@@ -254,7 +265,8 @@ class Cube:
             if name in stored and digest(self._read(name)) != stored[name]:
                 raise StoreDamagedError(
                     f"The store {self.path!r} is damaged: its array {name!r} differs from the "
-                    f"one the study was created with (digest mismatch); it cannot be trusted.")
+                    f"one the study was created with (digest mismatch); it cannot be trusted "
+                    f"('bbc-dask verify' lists what is damaged).")
 
     # ---------------------------------------------------------------- reads
     def array_names(self):
@@ -285,7 +297,7 @@ class Cube:
             raise StoreDamagedError(
                 f"The store {self.path!r} is damaged: the ledger chunk holding configuration "
                 f"{c}, repeat {r} (array 'state') is missing; the study's results cannot be "
-                f"trusted. Run it again with overwrite=True.")
+                f"trusted. 'bbc-dask verify --repair' marks its cells pending for a resume.")
         return st
 
     def folds(self):
@@ -315,7 +327,7 @@ class Cube:
 
     def reader(self):
         """Predictions in sample order (:class:`PredictionReader`, picklable)."""
-        return PredictionReader(self.group["prediction"], self.slot_sample())
+        return PredictionReader(self.group["prediction"], self.slot_sample(), self.path)
 
     def predictions(self, configs):
         """(N, len(configs), R(, n_classes)) float64 in sample order, read in memory."""
@@ -381,7 +393,7 @@ class Cube:
         scores first, ``state`` last, so a cell counts only once all of it is stored.
 
         ``results``: dicts with ``r``, ``k``, ``configs`` and per configuration
-        ``fit_time``, ``failed``, ``errors``, ``fold_score``.
+        ``fit_time``, ``failed``, ``errors``, ``fold_score``, and ``crc`` (of the chunk).
         """
         if not results:
             return
@@ -404,6 +416,8 @@ class Cube:
                             self.group["error"][int(c)] = text[:4000]
                 self.group["fit_time"].oindex[cfgs, r, k] = col("fit_time", np.float64)
                 self.group["fold_score"].oindex[cfgs, r, k] = col("fold_score", np.float64)
+                blocks = np.array([int(g["configs"][0]) // self.config_chunk for g in group])
+                self.group["chunk_crc"].oindex[r, k, blocks] = [int(g["crc"]) for g in group]
                 failed = col("failed", bool)
                 self.group["state"].oindex[cfgs, r, k] = np.where(failed, FAILED, DONE).astype(np.int8)
 

@@ -193,7 +193,7 @@ def fit_write_block(estimator, params_block, X, y, folds, spec, writer, where):
     from ..exceptions import StoreFullError
 
     try:
-        writer.write(r, k, c0, cols, values)
+        res["crc"] = writer.write(r, k, c0, cols, values)
     except (StoreFullError, StoreLockedError) as exc:
         # the run must stop, not retry: the driver raises it (no worker traceback)
         return {"store_problem": (type(exc).__name__, str(exc))}

@@ -1,0 +1,356 @@
+"""Checking a study store against its ledger, and repairing what can be recomputed.
+
+A store can be damaged behind the study's back: files deleted, truncated, swapped or
+edited (a full disk, a bad copy, a hand edit). Reads name what they cannot read, but only a
+check of every chunk the ledger counts can say that a study is whole. :func:`verify` does
+it — every ledger chunk readable, every counted prediction chunk present, readable and
+equal to the bytes its task wrote (CRC-32 in ``chunk_crc``), the data's digests, the final
+model's file — and :func:`repair` marks what depends on a damaged chunk pending, so that
+the next run of the same study recomputes exactly those cells (task writes are
+deterministic: the repaired study equals one never damaged, bit for bit).
+
+The study's identity — ``y``, the folds, the slot layout, the coordinates and the study
+attributes — cannot be recomputed from the store; damage there is reported as such.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+
+import numpy as np
+
+from ..exceptions import StoreDamagedError
+from ._layout import chunk_crc, chunk_file
+
+__all__ = ["Damage", "VerifyReport", "repair", "verify", "verify_store"]
+
+#: Bytes of predictions read at once while checking (a row of chunks of one fold).
+READ_BYTES = 64 * 2**20
+
+_IDENTITY = ("y", "fold", "slot_sample", "sample", "config", "repeat", "split")
+_LEDGER = ("state", "fit_time", "fold_score", "pooled", "chunk_crc", "error")
+
+
+@dataclasses.dataclass(frozen=True)
+class Damage:
+    """One damaged part of a store.
+
+    ``kind``: ``"identity"`` (cannot be repaired), ``"ledger"`` (a ledger chunk: configurations
+    ``configs`` = (start, stop) of repeat ``repeat``), ``"error"`` (the error texts of
+    ``configs``), ``"prediction"`` (the chunk of ``repeat``, fold ``fold``, block ``block``)
+    or ``"model"`` (the final model's file)."""
+
+    kind: str
+    file: str
+    problem: str
+    repeat: int = -1
+    fold: int = -1
+    block: int = -1
+    configs: tuple = ()
+
+    def __str__(self):
+        return f"{self.file}: {self.problem}"
+
+
+@dataclasses.dataclass
+class VerifyReport:
+    """What :func:`verify` checked and found."""
+
+    store: str
+    chunks_checked: int
+    ledger_chunks_checked: int
+    damaged: list
+
+    @property
+    def ok(self):
+        return not self.damaged
+
+    @property
+    def repairable(self):
+        return all(d.kind != "identity" for d in self.damaged)
+
+    def to_dict(self):
+        return {"store": self.store, "ok": self.ok, "repairable": self.repairable,
+                "chunks_checked": self.chunks_checked,
+                "ledger_chunks_checked": self.ledger_chunks_checked,
+                "damaged": [dataclasses.asdict(d) for d in self.damaged]}
+
+
+def _problem(exc):
+    return f"cannot be read ({type(exc).__name__}: {str(exc)[:200]})"
+
+
+def _exists(cube, name):
+    try:
+        return cube.location.has(name)
+    except Exception:  # noqa: BLE001 — an unreachable store is reported by the read itself
+        return True
+
+
+def _check_identity(cube):
+    from ._schema import digest
+
+    out = []
+    stored = cube.meta.get("digests") or {}
+    names = list(_IDENTITY) + (["class"] if cube.needs_class_axis else [])
+    for name in names:
+        try:
+            values = cube.group[name][...]
+        except Exception as exc:  # noqa: BLE001
+            out.append(Damage("identity", name, _problem(exc) + "; the study's data cannot "
+                              "be recomputed: run it again with overwrite=True"))
+            continue
+        if name in stored and digest(values) != stored[name]:
+            out.append(Damage("identity", name, "differs from the array the study was created "
+                              "with (digest mismatch); run the study again with overwrite=True"))
+    return out
+
+
+def _ledger_regions(cube):
+    st = cube.group["state"]
+    step = st.chunks[0]
+    for i, c0 in enumerate(range(0, st.shape[0], step)):
+        for r in range(st.shape[1]):
+            yield i, r, c0, min(c0 + step, st.shape[0])
+
+
+def _chunk_name(array, coords):
+    return f"{array.path}/{array.metadata.encode_chunk_key(coords)}"
+
+
+def _check_ledger(cube):
+    """Every ledger chunk readable and complete; returns (damages, the cells whose
+    prediction chunks are to be checked, their CRC per (r, k, block) (-1: none to compare
+    with), the number of chunks checked)."""
+    from ._schema import DONE, FAILED, MISSING
+
+    g = cube.group
+    n_cfg, n_rep, n_spl = g["state"].shape
+    w = cube.config_chunk
+    state = np.full((n_cfg, n_rep, n_spl), MISSING, dtype=np.int8)
+    crc = np.full((n_rep, n_spl, g["chunk_crc"].shape[2]), -1, dtype=np.int64)
+    damages, checked = [], 0
+    for i, r, c0, c1 in _ledger_regions(cube):
+        bad = []
+        values = {}
+        for name, coords in (("state", (i, r, 0)), ("fit_time", (i, r, 0)),
+                             ("fold_score", (i, r, 0)), ("pooled", (i, r)),
+                             ("chunk_crc", (r, 0, i))):
+            checked += 1
+            try:
+                values[name] = g[name].get_block_selection(coords)
+                if name in ("state", "fit_time", "fold_score"):
+                    values[name] = values[name][:, 0]  # (configs, folds) of repeat r
+            except Exception as exc:  # noqa: BLE001
+                bad.append((name, coords, _problem(exc)))
+        if "state" in values and (values["state"] == MISSING).any():
+            bad.append(("state", (i, r, 0), "is missing"))
+        if "state" in values and not bad:
+            counted = np.isin(values["state"], (DONE, FAILED))
+            if "fit_time" in values and np.isnan(values["fit_time"][counted]).any():
+                name = _chunk_name(g["fit_time"], (i, r, 0))
+                bad.append(("fit_time", (i, r, 0), "is missing" if not _exists(cube, name)
+                            else "is missing values of done cells"))
+            blocks = np.unique(np.flatnonzero(counted.any(axis=1)) // w)
+            if "chunk_crc" in values and blocks.size:
+                # c0 is a multiple of w: local block b is the store's block c0 // w + b
+                local = values["chunk_crc"][0][:, blocks]
+                cells = np.stack([counted[b * w:(b + 1) * w].any(axis=0) for b in blocks], axis=1)
+                if (local[cells] < 0).any():
+                    bad.append(("chunk_crc", (r, 0, i), "is missing checksums of done cells"))
+        for name, coords, problem in bad:
+            damages.append(Damage("ledger", _chunk_name(g[name], coords), problem, repeat=r,
+                                  configs=(c0, c1)))
+        if bad:
+            # the region is reset by a repair; its prediction chunks are still checked
+            # for readability (no checksum to compare with)
+            state[c0:c1, r] = DONE
+        else:
+            state[c0:c1, r] = values["state"]
+            crc[r, :, c0 // w:c0 // w + values["chunk_crc"].shape[2]] = values["chunk_crc"][0]
+    for i, c0 in enumerate(range(0, n_cfg, g["error"].chunks[0])):
+        checked += 1
+        try:
+            g["error"].get_block_selection((i,))
+        except Exception as exc:  # noqa: BLE001
+            damages.append(Damage("error", _chunk_name(g["error"], (i,)), _problem(exc),
+                                  configs=(c0, min(c0 + g["error"].chunks[0], n_cfg))))
+    counted = np.isin(state, (DONE, FAILED))
+    return damages, counted, crc, checked
+
+
+def _check_predictions(cube, counted, crc):
+    """Every prediction chunk the ledger counts: present, readable, the task's bytes."""
+    arr = cube.group["prediction"]
+    w = arr.chunks[3]
+    n_cfg = arr.shape[3]
+    per_block = int(np.prod(arr.chunks)) * 8
+    group = max(1, READ_BYTES // per_block)
+    damages, checked = [], 0
+    for r in range(arr.shape[0]):
+        for k in range(arr.shape[1]):
+            blocks = np.unique(np.flatnonzero(counted[:, r, k]) // w)
+            for start in range(0, blocks.size, group):
+                part = blocks[start:start + group]
+                lo, hi = int(part[0]) * w, min((int(part[-1]) + 1) * w, n_cfg)
+                try:
+                    row = arr[r, k, :, lo:hi]
+                except Exception:  # noqa: BLE001 — find the chunk(s) one by one
+                    row = None
+                for j in part.tolist():
+                    checked += 1
+                    name = chunk_file(arr, r, k, j)
+                    if row is not None:
+                        values = row[:, j * w - lo:min((j + 1) * w, n_cfg) - lo]
+                    else:
+                        try:
+                            values = arr[r, k, :, j * w:min((j + 1) * w, n_cfg)]
+                        except Exception as exc:  # noqa: BLE001
+                            damages.append(Damage("prediction", name, _problem(exc), r, k, j))
+                            continue
+                    if crc[r, k, j] >= 0 and chunk_crc(values) != crc[r, k, j]:
+                        problem = ("is missing" if not _exists(cube, name) else
+                                   "differs from what its task wrote (checksum mismatch)")
+                        damages.append(Damage("prediction", name, problem, r, k, j))
+    return damages, checked
+
+
+def _check_model(cube):
+    record = cube.meta.get("final_model")
+    if not record:
+        return []
+    name = record.get("file", "")
+    try:
+        data = cube.location.read_bytes(name)
+    except Exception as exc:  # noqa: BLE001
+        return [Damage("model", name, _problem(exc) if _exists(cube, name) else "is missing")]
+    if record.get("sha256") and hashlib.sha256(data).hexdigest() != record["sha256"]:
+        return [Damage("model", name, "differs from the model the study saved (SHA-256)")]
+    return []
+
+
+def verify(cube):
+    """Check every chunk the ledger counts; see the module docstring. Returns a
+    :class:`VerifyReport` (nothing is written)."""
+    damaged = _check_identity(cube)
+    ledger, counted, crc, n_ledger = _check_ledger(cube)
+    damaged += ledger
+    preds, n_chunks = _check_predictions(cube, counted, crc)
+    damaged += preds + _check_model(cube)
+    return VerifyReport(cube.path, n_chunks, n_ledger, damaged)
+
+
+def repair(cube, report):
+    """Mark every cell that depends on a damaged chunk pending (the next run of the study
+    recomputes exactly those), remove the damaged files, forget a damaged or outdated final
+    model. Writes pass the cube's guard; the caller holds the run lock.
+
+    Crash-safe: the ledger is reset before any damaged file is removed, so a kill in
+    between leaves cells pending whose chunks are rewritten by the next run.
+
+    Returns the number of cells marked pending.
+    """
+    from ._location import writing
+    from ._schema import DONE, FAILED, PENDING
+
+    identity = [d for d in report.damaged if d.kind == "identity"]
+    if identity:
+        raise StoreDamagedError(
+            f"The store {cube.path!r} cannot be repaired: {identity[0]} (the study's data, not "
+            f"a result). Run the study again with overwrite=True.")
+    g = cube.group
+    w = cube.config_chunk
+    n_cfg, n_rep, n_spl = g["state"].shape
+    cube._guard()
+    reset = 0
+    with writing(cube.path):
+        whole = {(d.repeat, d.configs) for d in report.damaged if d.kind == "ledger"}
+        for d in report.damaged:
+            if d.kind == "error":  # a failed configuration's text is lost: fit it again
+                for r in range(n_rep):
+                    whole.add((r, d.configs))
+        for r, (c0, c1) in sorted(whole):
+            # whole-chunk writes: Zarr replaces a damaged chunk without reading it
+            g["state"][c0:c1, r] = np.full((c1 - c0, n_spl), PENDING, np.int8)
+            for name in ("fit_time", "fold_score"):
+                g[name][c0:c1, r] = np.full((c1 - c0, n_spl), np.nan)
+            g["pooled"][c0:c1, r] = np.nan
+            g["chunk_crc"][r, :, c0 // w:-(-c1 // w)] = -1
+            reset += (c1 - c0) * n_spl
+        for d in report.damaged:
+            if d.kind == "error":
+                g["error"][d.configs[0]:d.configs[1]] = np.full(d.configs[1] - d.configs[0], "", dtype=object)
+            if d.kind != "prediction":
+                continue
+            c0, c1 = d.block * w, min((d.block + 1) * w, n_cfg)
+            st = g["state"][c0:c1, d.repeat, d.fold]
+            cells = np.isin(st, (DONE, FAILED))
+            g["state"][c0:c1, d.repeat, d.fold] = np.where(cells, PENDING, st).astype(np.int8)
+            for name in ("fit_time", "fold_score"):
+                g[name][c0:c1, d.repeat, d.fold] = np.nan
+            g["pooled"][c0:c1, :] = np.nan
+            g["chunk_crc"][d.repeat, d.fold, d.block] = -1
+            reset += int(cells.sum())
+        # after the ledger: a kill before this leaves pending cells whose chunks the next
+        # run rewrites anyway
+        for d in report.damaged:
+            if d.kind == "prediction" and _exists(cube, d.file):
+                cube.location.remove(d.file)
+    if report.damaged:
+        repairs = list(cube.meta.get("repairs", [])) + [
+            {"cells_reset": reset, "damaged": [str(d) for d in report.damaged][:100]}]
+        cube.meta.pop("final_model", None)  # the next run refits (its winner may differ)
+        cube.set_meta(repairs=repairs)
+        cube.apply_decisions()  # cells of dropped configurations reset above: dropped again
+    return reset
+
+
+def verify_store(store, *, repair=False, storage_options=None):
+    """Check a study store (see :func:`verify`); with ``repair``, under the store's run
+    lock, mark the cells of damaged chunks pending so that running the same study again
+    recomputes exactly those.
+
+    Parameters
+    ----------
+    store : str, path or StoreLocation
+    repair : bool, default=False
+    storage_options : dict, default=None
+        fsspec options of a URL store.
+
+    Returns
+    -------
+    report : VerifyReport
+        What was found (before the repair).
+    reset : int
+        Cells marked pending (0 without ``repair``).
+
+    Raises
+    ------
+    StoreDamagedError
+        With ``repair``, when the damage is in the study's data (``y``, folds), which no
+        run can recompute.
+    StoreLockedError
+        With ``repair``, while a run holds the store.
+    """
+    from ._location import as_location, writing
+    from ._schema import open_cube
+
+    if not isinstance(repair, (bool, np.bool_)):
+        raise TypeError(f"The 'repair' parameter of verify_store must be a bool. Got {repair!r} instead.")
+    location = as_location(store, storage_options, "verify_store")
+    cube = open_cube(location, mode="r+" if repair else "r", check=False)
+    report = verify(cube)
+    if not repair or report.ok:
+        return report, 0
+    with writing(location.url):
+        lock = location.lock().acquire()
+    try:
+        cube = open_cube(location, mode="r+", check=False)  # as it is now, under the lock
+        cube.guard = lock.check
+        report = verify(cube)
+        return report, _repair(cube, report)
+    finally:
+        lock.release()
+
+
+_repair = repair

@@ -1,0 +1,165 @@
+"""verify / repair: every chunk the ledger counts is checked against the bytes its task
+wrote; a repair marks exactly the dependent cells pending and a rerun restores the study
+bit for bit. Unfinished studies are not estimated unless asked (--partial)."""
+import json
+import os
+import shutil
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from sklearn.datasets import load_breast_cancer
+from sklearn.linear_model import LogisticRegression
+
+import bbc_dask as bd
+from bbc_dask.cli import main
+from bbc_dask.exceptions import StoreDamagedError
+
+GRID = {"C": list(np.logspace(-3, 2, 7))}
+
+
+@pytest.fixture(scope="module")
+def data():
+    X, y = load_breast_cancer(return_X_y=True)
+    return X[:240, :6], y[:240]
+
+
+def _run(store, data, client, **kw):
+    X, y = data
+    kw = dict(dict(n_splits=3, n_repeats=2, random_state=1, configs_per_task=3), **kw)
+    return bd.run_study(LogisticRegression(max_iter=500), GRID, X, y, store=store,
+                        metric="roc_auc", client=client, progress=False, **kw)
+
+
+def _snapshot(study):
+    c = study._cube
+    return {"prediction": study.cube["prediction"].values, "state": c.state(),
+            "fold_score": c.fold_scores(), "pooled": c.pooled(),
+            "bbc": study.bbc(n_bootstraps=200).estimate, "winner": study.best_index_}
+
+
+def _assert_same(a, b):
+    for key in a:
+        np.testing.assert_array_equal(np.asarray(a[key]), np.asarray(b[key]), err_msg=key)
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory, data, client):
+    """A finished study, never damaged, and its results."""
+    store = tmp_path_factory.mktemp("ref") / "ref.zarr"
+    return store, _snapshot(_run(store, data, client))
+
+
+def _copy(reference, tmp_path):
+    store = tmp_path / "s.zarr"
+    shutil.copytree(reference[0], store)
+    return store
+
+
+DAMAGE = {
+    # name: (what to do to the store, the file verify must name, its problem)
+    "deleted chunk": (lambda s: os.remove(s / "prediction/c/0/1/0/1"),
+                      "prediction/c/0/1/0/1", "is missing"),
+    "truncated chunk": (lambda s: _truncate(s / "prediction/c/1/2/0/0"),
+                        "prediction/c/1/2/0/0", "cannot be read"),
+    "swapped chunk": (lambda s: shutil.copy(s / "prediction/c/0/0/0/0", s / "prediction/c/0/0/0/2"),
+                      "prediction/c/0/0/0/2", "checksum mismatch"),
+    "deleted ledger chunk": (lambda s: os.remove(s / "fit_time/c/0/1/0"),
+                             "fit_time/c/0/1/0", "is missing"),
+    "deleted state chunk": (lambda s: os.remove(s / "state/c/0/0/0"),
+                            "state/c/0/0/0", "is missing"),
+    "garbage checksum chunk": (lambda s: (s / "chunk_crc/c/1/0/0").write_bytes(b"\x00" * 7),
+                               "chunk_crc/c/1/0/0", "cannot be read"),
+    "edited model": (lambda s: _append(s / "final_model.skops"),
+                     "final_model.skops", "differs from the model"),
+}
+
+
+def _truncate(path):
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+
+
+def _append(path):
+    with open(path, "ab") as f:
+        f.write(b"x")
+
+
+@pytest.mark.parametrize("damage", list(DAMAGE))
+def test_verify_names_the_damage_and_repair_restores_the_study_bit_for_bit(
+        tmp_path, data, client, reference, damage):
+    store = _copy(reference, tmp_path)
+    assert bd.verify_store(store)[0].ok
+    act, name, problem = DAMAGE[damage]
+    act(store)
+    rep, reset = bd.verify_store(store)
+    assert reset == 0 and not rep.ok and rep.repairable
+    assert [d.file for d in rep.damaged] == [name], rep.damaged
+    assert problem in rep.damaged[0].problem
+    rep, reset = bd.verify_store(store, repair=True)
+    assert [d.file for d in rep.damaged] == [name]
+    after = bd.open_study(store)
+    assert after.status()["pending"] == reset
+    assert bd.verify_store(store)[0].ok
+    if damage != "edited model":
+        assert reset > 0
+    again = _run(store, data, client)
+    assert again.n_fits_ == reset  # exactly the cells the repair reset, nothing the ledger kept
+    _assert_same(reference[1], _snapshot(again))
+    assert again.load_final_model() is not None
+    assert bd.verify_store(store)[0].ok
+
+
+def test_damaged_data_is_named_and_not_repairable(tmp_path, reference):
+    import zarr
+
+    store = _copy(reference, tmp_path)
+    g = zarr.open_group(str(store), mode="r+")
+    y = g["y"][...]
+    g["y"][:3] = 1 - y[:3]
+    with pytest.raises(StoreDamagedError, match="'y' differs"):
+        bd.open_study(store)
+    rep, _ = bd.verify_store(store)
+    assert [d.file for d in rep.damaged] == ["y"] and not rep.repairable
+    with pytest.raises(StoreDamagedError, match="cannot be repaired.*overwrite=True"):
+        bd.verify_store(store, repair=True)
+    assert (g["state"][...] == 1).all()  # nothing was reset
+
+
+def test_a_read_of_a_damaged_chunk_names_its_file(tmp_path, reference):
+    store = _copy(reference, tmp_path)
+    _truncate(store / "prediction/c/1/2/0/0")
+    study = bd.open_study(store)
+    with pytest.raises(StoreDamagedError, match=r"prediction/c/1/2/0/0 cannot be read.*verify --repair"):
+        study.bbc(n_bootstraps=50)
+    os.remove(store / "state/c/0/0/0")
+    with pytest.raises(StoreDamagedError, match=r"configuration 0, repeat 0 \(array 'state'\) is missing"):
+        bd.open_study(store).status()
+
+
+def test_cli_verify_repair_and_partial_estimates(tmp_path, data, client, reference):
+    store = _copy(reference, tmp_path)
+    run = CliRunner()
+    ok = run.invoke(main, ["verify", str(store)])
+    assert ok.exit_code == 0 and "no damage" in ok.output
+    os.remove(store / "prediction/c/0/1/0/1")
+    bad = run.invoke(main, ["verify", str(store)])
+    assert bad.exit_code == 3 and "prediction/c/0/1/0/1: is missing" in bad.output
+    got = json.loads(run.invoke(main, ["verify", str(store), "--json"]).output)
+    assert not got["ok"] and got["damaged"][0]["file"] == "prediction/c/0/1/0/1"
+    fixed = run.invoke(main, ["verify", str(store), "--repair"])
+    assert fixed.exit_code == 0 and "3 cells marked pending" in fixed.output
+    # the study is now unfinished: no numbers without --partial
+    refused = run.invoke(main, ["estimate", str(store)])
+    assert refused.exit_code == 2
+    assert "unfinished (3 of 42 cells pending; 4 of 7 configurations complete)" in refused.output
+    assert "--partial" in refused.output
+    part = run.invoke(main, ["estimate", str(store), "--partial", "--json", "--method", "bbc",
+                             "--bootstraps", "50"])
+    assert part.exit_code == 0, part.output
+    assert json.loads(part.stdout)["bbc"]["partial"].startswith("3 of 42 cells pending")
+    assert run.invoke(main, ["report", str(store), "--out", str(tmp_path / "r")]).exit_code == 2
+    _run(store, data, client)
+    assert run.invoke(main, ["verify", str(store)]).exit_code == 0
+    assert json.loads(run.invoke(main, ["estimate", str(store), "--json", "--method", "bbc",
+                                        "--bootstraps", "50"]).stdout)["bbc"]["partial"] is None
