@@ -176,6 +176,30 @@ def as_security(security, caller="bbc_dask"):
                     f"dict of its arguments, True or None. Got {type(security).__name__} instead.")
 
 
+#: glibc malloc thresholds of the workers bbc_dask starts (bytes). distributed sets
+#: ``MALLOC_TRIM_THRESHOLD_=65536`` so that workers hand freed memory back at once; that
+#: also fixes the mmap threshold at 128 kB, so every buffer of a task (a 1.6 MB chunk, a
+#: 16 MB block) is mapped and faulted in afresh: a pooled-score task took 127 instead of
+#: 80 ms (measured, N = 200,000). At 64 MiB a worker keeps at most that much freed memory.
+MALLOC_THRESHOLD = 64 * 2**20
+
+
+@contextlib.contextmanager
+def _malloc_thresholds():
+    """Workers spawned inside get :data:`MALLOC_THRESHOLD` unless the user configured
+    ``distributed.nanny.pre-spawn-environ`` differently from distributed's default."""
+    import dask
+
+    key = "distributed.nanny.pre-spawn-environ"
+    env = dict(dask.config.get(key, default={}) or {})
+    if str(env.get("MALLOC_TRIM_THRESHOLD_", 65536)) != "65536" or "MALLOC_MMAP_THRESHOLD_" in env:
+        yield
+        return
+    env.update(MALLOC_TRIM_THRESHOLD_=MALLOC_THRESHOLD, MALLOC_MMAP_THRESHOLD_=MALLOC_THRESHOLD)
+    with dask.config.set({key: env}):
+        yield
+
+
 def make_client(kind="local", *, security=None, **options):
     """A :class:`distributed.Client` on a new or existing cluster.
 
@@ -219,7 +243,7 @@ def make_client(kind="local", *, security=None, **options):
         opts["preload"].append("bbc_dask._worker_setup")  # workers ignore the terminal's Ctrl-C
         release = _main_not_reimported()
         try:
-            with _workers_ignore_sigint():
+            with _workers_ignore_sigint(), _malloc_thresholds():
                 client = Client(LocalCluster(**opts), security=security)
             # Closing the client then closes its cluster too, as for Client(n_workers=...)
             # (distributed closes the cluster of a client it was not given an address for).

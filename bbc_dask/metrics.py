@@ -73,6 +73,19 @@ class Metric:
         """
         return self._impl(self, target, predictions)
 
+    def scores_once(self, target, predictions):
+        """The metric of every (configuration, repeat), each sample counted once: (C, R).
+        Equal bit for bit to ``prepare(target, predictions).scores(ones)[0]``; ranking
+        metrics take a faster path for it (a fold score or a pooled score needs no
+        bootstrap machinery: no full argsort of every column)."""
+        once = getattr(self._impl, "scores_once", None)
+        if once is not None:
+            out = once(target, predictions)
+            if out is not None:
+                return out
+        n = predictions.shape[0]
+        return self.prepare(target, predictions).scores(np.ones((1, n), dtype=np.int32))[0]
+
 
 @dataclass
 class Target:
@@ -367,10 +380,45 @@ class _RocAuc(_Prepared):
         acc = K.auc_inbag(np.ascontiguousarray(counts.T), self.order, self.starts, self.pos,
                           self.col_mask)
         denom = self._pn(counts)[self.col_mask]  # (M, B)
+        return self._finish(acc, denom, self.n_configs, self.n_repeats, self.n_sub)
+
+    @staticmethod
+    def _finish(acc, denom, n_configs, n_repeats, n_sub):
+        """AUC from twice the Mann-Whitney numerators and denominators (M, B); the class
+        mean of one-vs-rest AUCs. One code path for :meth:`scores` and
+        :meth:`scores_once`, so that their results are the same bits."""
         with np.errstate(divide="ignore", invalid="ignore"):
             auc = np.where(denom > 0, acc / np.where(denom > 0, denom, 1.0), np.nan)
-        auc = auc.T.reshape(-1, self.n_configs, self.n_repeats, self.n_sub)
+        auc = auc.T.reshape(-1, n_configs, n_repeats, n_sub)
         return auc.mean(axis=3)
+
+    @classmethod
+    def scores_once(cls, target, pred):
+        """Unit weights: twice the numerator of column m is, over its positives, the
+        count of negatives below plus the count below-or-equal (one merge of the sorted
+        negatives and positives) — the integer :func:`auc_inbag` computes, without an
+        argsort of the whole column. None (take the general path) for non-finite
+        predictions."""
+        if not np.isfinite(pred).all():
+            return None
+        n, n_configs, n_repeats = pred.shape[:3]
+        n_sub = pred.shape[3] if pred.ndim == 4 else 1
+        pos = (np.stack([target.codes == k for k in range(n_sub)]) if pred.ndim == 4
+               else (target.codes == target.pos_code)[None, :])
+        cols = pred.reshape(n, -1)  # columns ordered (c, r, k) as in __init__
+        acc = np.zeros((cols.shape[1], 1), dtype=np.int64)
+        denom = np.zeros((cols.shape[1], 1))
+        for s in range(n_sub):
+            which = np.arange(s, cols.shape[1], n_sub)
+            p = float(pos[s].sum())
+            denom[which] = 2.0 * p * (n - p)  # as _pn computes it for unit weights
+            if p == 0 or p == n:
+                continue
+            rows = np.ascontiguousarray(cols[:, which].T)  # (columns, n): sorted as rows
+            neg = np.sort(rows[:, ~pos[s]], axis=1)
+            hit = np.sort(rows[:, pos[s]], axis=1)
+            acc[which, 0] = K.auc_sorted(neg, hit)
+        return cls._finish(acc, denom, n_configs, n_repeats, n_sub)[0]
 
     def winner_scores(self, counts, winners, oob=True):
         counts = _as_counts(counts)

@@ -19,7 +19,6 @@ import threading
 import time
 
 import numpy as np
-from distributed import Client, LocalCluster
 from sklearn.base import BaseEstimator, ClassifierMixin
 
 import bbc_dask as bd
@@ -81,8 +80,8 @@ def main():
     sizes = (1_000, 20_000, 200_000) if not args.quick else (1_000, 20_000)
     n_configs = 400 if not args.quick else 100
     tmp = tempfile.mkdtemp()
-    with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=":0") as cl, \
-            Client(cl) as client:
+    # the cluster run_study starts by itself (client=None): bbc_dask's worker settings
+    with bd.make_client(n_workers=2, dashboard_address=":0") as client:
         one(1_000, 20, client, tmp)  # warm the workers (imports)
         rows = [(n, *one(n, n_configs, client, tmp)) for n in sizes]
     shutil.rmtree(tmp, ignore_errors=True)

@@ -163,3 +163,12 @@ def test_cli_verify_repair_and_partial_estimates(tmp_path, data, client, referen
     assert run.invoke(main, ["verify", str(store)]).exit_code == 0
     assert json.loads(run.invoke(main, ["estimate", str(store), "--json", "--method", "bbc",
                                         "--bootstraps", "50"]).stdout)["bbc"]["partial"] is None
+
+
+def test_rerunning_a_finished_study_fits_nothing_and_keeps_its_model(tmp_path, data, client, reference):
+    store = _copy(reference, tmp_path)
+    model = store / "final_model.skops"
+    stamp = model.stat().st_mtime_ns
+    again = _run(store, data, client)
+    assert again.n_fits_ == 0 and model.stat().st_mtime_ns == stamp
+    assert again.load_final_model() is not None

@@ -37,7 +37,7 @@ import numpy as np
 import zarr
 
 from ..exceptions import StoreDamagedError
-from ._layout import ChunkWriter, CubeBlock, PredictionReader, SampleOrderView, slot_layout
+from ._layout import ChunkWriter, CubeBlock, PredictionReader, SampleOrderView, digest, slot_layout
 from ._location import CREATING_NAME, as_location, writing
 from ._lock import LOCK_NAME
 
@@ -75,15 +75,14 @@ def to_json(obj):
     return json.loads(json.dumps(obj, default=_json_default))
 
 
-def digest(a):
-    """SHA-256 of an array's values (dtype and shape included)."""
-    a = np.ascontiguousarray(a)
-    h = hashlib.sha256(f"{a.dtype.str}{a.shape}".encode())
-    if a.dtype.kind in "OUS":
-        h.update(json.dumps([str(v) for v in a.ravel()]).encode())
-    else:
-        h.update(a.tobytes())
-    return h.hexdigest()
+def _PREDICTION_CODEC():  # noqa: N802 — a constant, built when needed
+    """LZ4 at level 1, no byte shuffle: 2.5x faster to write than Zarr's default Zstd on
+    a task's chunk (3.0 vs 7.9 ms for 20,000 x 10 float64; measured), and it still folds
+    the NaN columns of dropped or failed configurations (0.55 of the bytes of a chunk
+    half NaN). Model outputs are mostly incompressible float64 anyway."""
+    from zarr.codecs import BloscCodec
+
+    return BloscCodec(cname="lz4", clevel=1, shuffle="noshuffle")
 
 
 def create_cube(location, **kw):
@@ -109,7 +108,7 @@ def _create(location, *, n_configs, n_repeats, n_splits, folds, y_stored, classe
     cls = (n_classes_axis,) if n_classes_axis else ()
     g.create_array("prediction", shape=(n_repeats, n_splits, slots.shape[2], n_configs) + cls,
                    chunks=(1, 1, slots.shape[2], config_chunk) + cls, dtype="float64",
-                   fill_value=np.nan,
+                   fill_value=np.nan, compressors=[_PREDICTION_CODEC()],
                    dimension_names=["repeat", "split", "slot", "config"] + (["class"] if cls else []))
     g.create_array("slot_sample", shape=slots.shape, chunks=slots.shape, dtype="int64",
                    fill_value=-1, dimension_names=["repeat", "split", "slot"])[...] = slots
@@ -327,7 +326,8 @@ class Cube:
 
     def reader(self):
         """Predictions in sample order (:class:`PredictionReader`, picklable)."""
-        return PredictionReader(self.group["prediction"], self.slot_sample(), self.path)
+        return PredictionReader(self.group["prediction"], self.slot_sample(), self.path,
+                                key=(self.meta.get("digests") or {}).get("slot_sample"))
 
     def predictions(self, configs):
         """(N, len(configs), R(, n_classes)) float64 in sample order, read in memory."""

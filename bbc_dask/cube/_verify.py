@@ -88,7 +88,7 @@ def _exists(cube, name):
 
 
 def _check_identity(cube):
-    from ._schema import digest
+    from ._layout import digest
 
     out = []
     stored = cube.meta.get("digests") or {}

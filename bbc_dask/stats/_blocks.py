@@ -148,5 +148,15 @@ def chunk_pooled(pred, y, metric, pos_label, class_coord=None):
         m, target, enc = prepare_inputs(pred, y, metric, pos_label, "run_study", class_coord)
     else:  # the engine's own scores or probabilities: no user-input heuristics
         enc = np.asarray(_load(pred), dtype=np.float64)
-        target = V.as_target(y, m, "run_study", pos_label=pos_label)
-    return m.prepare(target, enc).scores(np.ones((1, enc.shape[0]), dtype=np.int32))[0]
+        if m.is_classification and np.asarray(y).dtype.kind in "iu":
+            # the stored class codes 0..K-1 with the study's positive code: already a
+            # target (no np.unique over every sample of every block)
+            from ..metrics import Target
+
+            y = np.asarray(y, dtype=np.int64)
+            n_cls = enc.shape[3] if enc.ndim == 4 else max(2, int(y.max()) + 1)
+            target = Target(codes=y, classes=np.arange(n_cls, dtype=np.int64),
+                            pos_code=n_cls - 1 if pos_label is None else int(pos_label))
+        else:
+            target = V.as_target(y, m, "run_study", pos_label=pos_label)
+    return m.scores_once(target, enc)
