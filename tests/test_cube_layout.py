@@ -156,3 +156,21 @@ def test_a_dropping_decision_lands_whole_and_is_finished_on_resume(tmp_path, can
     assert again.n_fits_ == 0
     np.testing.assert_array_equal(again.state, first.state)
     assert json.dumps(again.dropped) == json.dumps(dropped)
+
+
+def test_an_estimator_that_writes_into_its_input_does_not_change_the_next_task(tmp_path, cancer, client):
+    """Workers reuse a split's training rows across tasks (read-only): an estimator with
+    copy=False gets its own copy, and every configuration sees the data unchanged."""
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    X, y = cancer
+    X = X * 3.0 + 1.0  # far from standardised: an in-place scaling would show
+    grid = {"logisticregression__C": [0.01, 0.1, 1.0, 10.0]}
+    out = []
+    for copy in (True, False):
+        est = make_pipeline(StandardScaler(copy=copy), LogisticRegression(max_iter=500))
+        out.append(bd.run_study(est, grid, X, y, store=tmp_path / f"c{copy}.zarr", metric="roc_auc",
+                                n_splits=3, random_state=0, configs_per_task=1, client=client,
+                                progress=False, refit=False).cube["prediction"].values)
+    np.testing.assert_array_equal(out[0], out[1])
