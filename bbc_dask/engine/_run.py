@@ -20,7 +20,7 @@ from .._signals import deferred_interrupts, signals_as_interrupts, wait_done
 from ..exceptions import AllConfigurationsFailedError, StudyInterrupted, UserError
 from ..metrics import get_metric
 from . import _plan as P
-from ._tasks import fit_write_block, refit
+from ._tasks import fit_write_blocks, refit
 
 __all__ = ["run_study"]
 
@@ -737,6 +737,53 @@ def _submit_with_data(client, fn, *args):
 
 #: Seconds between ledger writes while results arrive: one batched write, not one per task.
 LEDGER_INTERVAL = 0.5
+#: The run time a task aims at once blocks are timed: long enough that Dask's cost per
+#: task (a few ms of client, scheduler and worker time) is small next to the work.
+TARGET_TASK_SECONDS = 0.3
+#: Tasks per worker thread kept for the end of a stage, so that the last tasks balance.
+TAIL_TASKS_PER_THREAD = 3
+
+
+class _Grouper:
+    """Groups consecutive configuration blocks of one (repeat, fold) into tasks, as many
+    as make a task last about :data:`TARGET_TASK_SECONDS` by the blocks timed so far
+    (one block per task until a thread's worth of tasks reported), never so many that
+    fewer than :data:`TAIL_TASKS_PER_THREAD` tasks per thread remain to balance the end.
+    Grouping only changes which task computes a block, never what it computes."""
+
+    def __init__(self, tasks, n_blocks, n_threads):
+        self.fresh, self.left, self.n_threads = iter(tasks), n_blocks, n_threads
+        self.peek = None
+        self.block_seconds, self.timed = 0.0, 0
+
+    def observe(self, elapsed, n_blocks):
+        # running mean per block over the tasks so far (they are alike: same data, fold)
+        self.block_seconds = (self.block_seconds * self.timed + elapsed) / (self.timed + n_blocks)
+        self.timed += n_blocks
+
+    def size(self):
+        if self.timed < self.n_threads or self.block_seconds <= 0:
+            return 1
+        want = max(1, round(TARGET_TASK_SECONDS / self.block_seconds))
+        return max(1, min(want, self.left // (TAIL_TASKS_PER_THREAD * self.n_threads)))
+
+    def next(self):
+        """The next group: a list of (k, r, cfgs) of one (k, r), or None when done."""
+        first = self.peek if self.peek is not None else next(self.fresh, None)
+        self.peek = None
+        if first is None:
+            return None
+        group, n = [first], self.size()
+        while len(group) < n:
+            task = next(self.fresh, None)
+            if task is None:
+                break
+            if task[:2] != first[:2]:
+                self.peek = task
+                break
+            group.append(task)
+        self.left -= len(group)
+        return group
 
 
 class _Executor:
@@ -760,14 +807,19 @@ class _Executor:
         self.cancel_on_exit = True
         self.batch, self.flushed = [], time.monotonic()
 
-    def _submit(self, task):
-        k, r, cfgs = task
+    def _submit(self, group):
+        k, r, first = group[0]
         X_f, y_f, folds_f = self.data.refresh()
-        c0 = int(cfgs[0]) // self.chunk * self.chunk
+        params, places = [], []
+        for _, _, cfgs in group:
+            c0 = int(cfgs[0]) // self.chunk * self.chunk
+            params.append(self.configs.take(cfgs))
+            places.append((c0, np.asarray(cfgs) - c0))
         return self.client.submit(
-            fit_write_block, self.estimator, self.configs.take(cfgs), X_f, y_f, folds_f,
-            self.spec, self.writer, (r, k, c0, np.asarray(cfgs) - c0),
-            key=f"bbc-fit-r{r}-k{k}-c{cfgs[0]}-{uuid.uuid4().hex[:8]}", retries=3, pure=False,
+            fit_write_blocks, self.estimator, params, X_f, y_f, folds_f, self.spec,
+            self.writer, r, k, places,
+            key=f"bbc-fit-r{r}-k{k}-c{first[0]}-n{len(group)}-{uuid.uuid4().hex[:8]}",
+            retries=3, pure=False,
         )
 
     def execute(self, tasks, n_active):
@@ -785,35 +837,39 @@ class _Executor:
             self.bar.total += n_tasks
             self.bar.set_postfix(active=n_active)
             self.bar.refresh()
-        fresh = iter(tasks)
-        retry = deque()  # (task, tries) whose data was lost: before any fresh task
+        groups = _Grouper(tasks, n_tasks, n_threads)
+        retry = deque()  # (group, tries) whose data was lost: before any fresh group
         ac = as_completed()
         meta = {}
         try:
             while True:
                 while len(meta) < max_in_flight:
                     if retry:
-                        task, tries = retry.popleft()
+                        group, tries = retry.popleft()
                     else:
-                        task, tries = next(fresh, None), 0
-                        if task is None:
+                        group, tries = groups.next(), 0
+                        if group is None:
                             break
-                    fut = self._submit(task)
-                    meta[fut.key] = (task, tries, fut)
+                    fut = self._submit(group)
+                    meta[fut.key] = (group, tries, fut)
                     ac.add(fut)
                 if not meta:
                     break
                 fut = next(ac)
-                task, tries, _ = meta.pop(fut.key)
+                group, tries, _ = meta.pop(fut.key)
                 try:
                     res = _result(fut)
                 except CancelledError:
                     # its data was lost with a worker: scatter again and resubmit
                     if tries >= MAX_RESUBMITS:
                         raise
-                    retry.append((task, tries + 1))
+                    retry.append((group, tries + 1))
                     continue
-                self._record(task, res)
+                for task, part in zip(group, res.get("done", res.get("parts", []))):
+                    self._record(task, part)
+                if "parts" not in res:  # a store problem or error_score="raise"
+                    self._record(group[len(res["done"])], res)
+                groups.observe(res["elapsed"], len(group))
                 if not meta or time.monotonic() - self.flushed >= LEDGER_INTERVAL:
                     self.flush()
         finally:

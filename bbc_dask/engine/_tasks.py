@@ -13,7 +13,8 @@ import weakref
 import numpy as np
 from sklearn.base import clone
 
-__all__ = ["fit_predict_block", "fit_write_block", "method_problem", "refit", "response_method"]
+__all__ = ["fit_predict_block", "fit_write_block", "fit_write_blocks", "method_problem", "refit",
+           "response_method"]
 
 
 def configured(estimator, params):
@@ -233,6 +234,22 @@ def fit_write_block(estimator, params_block, X, y, folds, spec, writer, where):
         # the run must stop, not retry: the driver raises it (no worker traceback)
         return {"store_problem": (type(exc).__name__, str(exc))}
     return res
+
+
+def fit_write_blocks(estimator, params_blocks, X, y, folds, spec, writer, r, k, placements):
+    """:func:`fit_write_block` for several configuration blocks of one (repeat ``r``, fold
+    ``k``) in one task (the engine groups blocks when fits are short, so that Dask's
+    per-task cost stays small next to the work). ``placements``: (first config of the
+    chunk, columns) per block. Returns ``{"parts": [result per block], "elapsed": s}``, or
+    the first block's ``raise_``/``store_problem`` result."""
+    t0 = time.perf_counter()
+    parts = []
+    for params, (c0, cols) in zip(params_blocks, placements):
+        res = fit_write_block(estimator, params, X, y, folds, spec, writer, (r, k, c0, cols))
+        if "raise_" in res or "store_problem" in res:
+            return dict(res, done=parts)
+        parts.append(res)
+    return {"parts": parts, "elapsed": time.perf_counter() - t0}
 
 
 def refit(estimator, params, X, y):
