@@ -253,16 +253,36 @@ class ChunkWriter:
 
         Returns the CRC-32 of the chunk's bytes (:func:`chunk_crc`): the ledger keeps it,
         so ``verify`` tells an edited or swapped chunk from the one the task wrote."""
+        return self.write_many(r, k, [(c0, cols, values)])[0]
+
+    def write_many(self, r, k, blocks):
+        """:meth:`write` for several chunks of one (repeat, fold): ``blocks`` a list of
+        ``(c0, cols, values)``. Chunks that follow each other go in one Zarr call (its
+        chunks are encoded and written concurrently; one hop to Zarr's I/O thread per
+        run of chunks, not per chunk: under CPU contention each hop costs milliseconds).
+        Returns the CRC-32 of every chunk, in order."""
         from ._location import writing
 
         w = self.array.chunks[3]
-        stop = min(c0 + w, self.array.shape[3])
-        buf = np.full((self.array.shape[2], stop - c0) + tuple(self.array.shape[4:]), np.nan)
-        buf[: values.shape[0], np.asarray(cols, dtype=np.int64)] = values
+        n_cfg = self.array.shape[3]
+        order = sorted(range(len(blocks)), key=lambda i: blocks[i][0])
+        runs, crcs = [], [None] * len(blocks)
+        for i in order:  # runs of consecutive chunks
+            if runs and blocks[i][0] == runs[-1][-1][1] + w:
+                runs[-1].append((i, blocks[i][0]))
+            else:
+                runs.append([(i, blocks[i][0])])
         self.check()
-        with writing(self.url):
-            self.array[r, k, :, c0:stop] = buf
-        return chunk_crc(buf)
+        for run in runs:
+            a, b = run[0][1], min(run[-1][1] + w, n_cfg)
+            buf = np.full((self.array.shape[2], b - a) + tuple(self.array.shape[4:]), np.nan)
+            for i, c0 in run:
+                _, cols, values = blocks[i]
+                buf[: values.shape[0], c0 - a + np.asarray(cols, dtype=np.int64)] = values
+                crcs[i] = chunk_crc(buf[:, c0 - a:min(c0 + w, n_cfg) - a])
+            with writing(self.url):
+                self.array[r, k, :, a:b] = buf
+        return crcs
 
 
 def chunk_crc(values):

@@ -13,8 +13,7 @@ import weakref
 import numpy as np
 from sklearn.base import clone
 
-__all__ = ["fit_predict_block", "fit_write_block", "fit_write_blocks", "method_problem", "refit",
-           "response_method"]
+__all__ = ["fit_predict_block", "fit_write_blocks", "method_problem", "refit", "response_method"]
 
 
 def configured(estimator, params):
@@ -205,50 +204,54 @@ def _fold_scores(values, failed, target, metric):
     return out
 
 
-def fit_write_block(estimator, params_block, X, y, folds, spec, writer, where):
-    """Fit a block of configurations on ``train``, predict the fold ``test`` and write
-    the predictions straight into their chunk of the cube; return only what the ledger
-    records (fit times, failures, errors and the fold's scores), never the predictions.
-
-    ``spec`` = (metric, classes, pos_code, n_classes_axis, error_score); ``writer`` the
-    cube's :class:`~bbc_dask.cube.ChunkWriter`; ``where`` = (repeat, fold, first config of
-    the chunk, columns of the block's configurations in it). The training and test rows
-    are derived here from ``folds`` (N, R), shipped once per worker, not per task.
-    """
+def _fit_block(estimator, params_block, X, y, folds, spec, r, k):
+    """Fit and predict one block on (repeat ``r``, fold ``k``) and score its fold: the
+    ledger's result (fit times, failures, errors, fold scores) and the predictions."""
     metric, classes, pos_code, n_cls_axis, error_score = spec
-    r, k, c0, cols = where
     train, test, X_train, y_train, X_test, y_test = _split(X, y, folds, r, k)
     res = fit_predict_block(estimator, params_block, X, y, train, test, metric, classes,
                             pos_code, n_cls_axis, error_score, split=(X_train, y_train, X_test))
     if "raise_" in res:
-        return res
+        return res, None
     values = res.pop("values")
     res["fold_score"] = _fold_scores(values, res["failed"],
                                      _fold_target(y_test, classes, pos_code), metric)
-    from ..cube import StoreLockedError
-    from ..exceptions import StoreFullError
-
-    try:
-        res["crc"] = writer.write(r, k, c0, cols, values)
-    except (StoreFullError, StoreLockedError) as exc:
-        # the run must stop, not retry: the driver raises it (no worker traceback)
-        return {"store_problem": (type(exc).__name__, str(exc))}
-    return res
+    return res, values
 
 
 def fit_write_blocks(estimator, params_blocks, X, y, folds, spec, writer, r, k, placements):
-    """:func:`fit_write_block` for several configuration blocks of one (repeat ``r``, fold
-    ``k``) in one task (the engine groups blocks when fits are short, so that Dask's
-    per-task cost stays small next to the work). ``placements``: (first config of the
-    chunk, columns) per block. Returns ``{"parts": [result per block], "elapsed": s}``, or
-    the first block's ``raise_``/``store_problem`` result."""
+    """Fit blocks of configurations on the training samples of (repeat ``r``, fold ``k``),
+    predict the fold and write the predictions straight into their chunks of the cube
+    (one whole chunk per block); return only what the ledger records, never the
+    predictions.
+
+    The engine groups blocks when fits are short, so that Dask's per-task cost stays small
+    next to the work. ``spec`` = (metric, classes, pos_code, n_classes_axis, error_score);
+    ``writer`` the cube's :class:`~bbc_dask.cube.ChunkWriter`; ``placements`` = (first
+    config of the chunk, columns of the block's configurations in it) per block. The
+    training and test rows come from ``folds`` (N, R), shipped once per worker.
+
+    Returns ``{"parts": [result per block], "elapsed": s}``; with ``error_score="raise"``
+    the first error (``raise_``, nothing written); when the
+    store is full or the run lost its lock, ``store_problem`` (returned, not raised: the
+    run must stop, not retry, and the driver says so without worker tracebacks).
+    """
+    from ..cube import StoreLockedError
+    from ..exceptions import StoreFullError
+
     t0 = time.perf_counter()
-    parts = []
+    parts, writes = [], []
     for params, (c0, cols) in zip(params_blocks, placements):
-        res = fit_write_block(estimator, params, X, y, folds, spec, writer, (r, k, c0, cols))
-        if "raise_" in res or "store_problem" in res:
-            return dict(res, done=parts)
+        res, values = _fit_block(estimator, params, X, y, folds, spec, r, k)
+        if values is None:  # error_score="raise": the study stops; nothing is written
+            return dict(res, done=[])
         parts.append(res)
+        writes.append((c0, cols, values))
+    try:
+        for part, crc in zip(parts, writer.write_many(r, k, writes)):
+            part["crc"] = crc
+    except (StoreFullError, StoreLockedError) as exc:
+        return {"store_problem": (type(exc).__name__, str(exc)), "done": []}
     return {"parts": parts, "elapsed": time.perf_counter() - t0}
 
 

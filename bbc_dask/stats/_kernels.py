@@ -29,16 +29,19 @@ __all__ = [
 ]
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True)
 def auc_sorted(neg, pos):
     """Twice the Mann-Whitney numerator of every row, unit weights: ``neg`` (M, n_neg) and
     ``pos`` (M, n_pos) each sorted ascending along rows. For each positive, the count of
     negatives below it plus the count below or equal — one merge pass, no search.
-    Returns (M,) int64 (the integer :func:`auc_inbag` gives with all counts 1)."""
+    Returns (M,) int64 (the integer :func:`auc_inbag` gives with all counts 1).
+
+    Serial on purpose: it runs inside the engine's tasks, one per worker thread, where
+    waking numba's thread pool cost more than the merge (5 ms per call under load)."""
     n_rows, n_neg = neg.shape
     n_pos = pos.shape[1]
     out = np.zeros(n_rows, dtype=np.int64)
-    for m in prange(n_rows):
+    for m in range(n_rows):
         below = 0
         upto = 0
         acc = 0
