@@ -197,7 +197,8 @@ def resolve_spec(raw, base="."):
     if so and "://" not in spec["store"]:
         raise _err("storage_options", "applies to URL stores (s3://...) only")
     spec["storage_options"] = so
-    spec["configs_per_task"] = _int(raw.get("configs_per_task", 10), "configs_per_task", 1)
+    cpt = raw.get("configs_per_task")  # None: the engine's default for the grid's size
+    spec["configs_per_task"] = None if cpt is None else _int(cpt, "configs_per_task", 1)
     es = raw.get("error_score", "nan")
     if isinstance(es, float) and es != es:
         es = "nan"

@@ -13,7 +13,9 @@ Then the engine's efficiency with one configuration per task (``configs_per_task
 and fits that keep a core busy for 10, 50 and 200 ms: the sum of the fit times over
 (workers x wall); target >= 0.9 from 50 ms (tasks are grouped by measured fit time).
 
-Run: ``python benchmarks/bench_engine.py [--quick]``.
+Run: ``python benchmarks/bench_engine.py [--quick]``; ``--scale 100000`` runs only the
+scale case: 100,000 configurations x N = 1,000 x 5 folds, its driver peak RSS next to
+the cube's size.
 """
 import argparse
 import os
@@ -111,10 +113,46 @@ def one(n, n_configs, client, tmp):
     return n_configs * 10 / wall, wall, stored / (n * n_configs * 8), seen[0] / 2**20
 
 
+def scale(n_configs, tmp):
+    """100,000 configurations x N = 1,000 x 5 folds: wall, rate and the driver's peak RSS
+    next to the cube's size (the driver reads the ledger, never the predictions)."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(1_000, 4))
+    y = (X[:, 0] + rng.normal(size=1_000) > 0).astype(int)
+    store = f"{tmp}/scale.zarr"
+    seen, stop = [0], threading.Event()
+    t = threading.Thread(target=peak_rss, args=(stop, seen), daemon=True)
+    with bd.make_client(n_workers=2, dashboard_address=":0") as client:
+        base = __import__("psutil").Process().memory_info().rss
+        t.start()
+        t0 = time.perf_counter()
+        study = bd.run_study(NullClassifier(), {"c": list(range(n_configs))}, X, y, store=store,
+                             metric="roc_auc", n_splits=5, random_state=0, client=client,
+                             progress=False, refit=False)
+        wall = time.perf_counter() - t0
+        best = study.best_index_
+        stop.set()
+        t.join()
+    cube = n_configs * 1_000 * 8
+    shutil.rmtree(store, ignore_errors=True)
+    print(f"{n_configs:,} configurations x N = 1,000 x 5 folds: {wall:.0f} s "
+          f"({n_configs * 5 / wall:,.0f} config-folds/s); cube {cube / 2**20:,.0f} MiB; driver "
+          f"peak RSS {seen[0] / 2**20:,.0f} MiB ({(seen[0] - base) / 2**20:,.0f} MiB above its "
+          f"start); winner {best}")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--scale", type=int, default=0, metavar="CONFIGS",
+                    help="only the scale run: CONFIGS configurations x N = 1,000 x 5 folds "
+                         "(the issue's case is 100000)")
     args = ap.parse_args()
+    if args.scale:
+        tmp = tempfile.mkdtemp()
+        scale(args.scale, tmp)
+        shutil.rmtree(tmp, ignore_errors=True)
+        return
     sizes = (1_000, 20_000, 200_000) if not args.quick else (1_000, 20_000)
     n_configs = 400 if not args.quick else 100
     tmp = tempfile.mkdtemp()

@@ -147,7 +147,7 @@ def run_study(
     client=None,
     overwrite=False,
     progress=True,
-    configs_per_task=10,
+    configs_per_task=None,
     dropping=None,
     metadata=None,
     storage_options=None,
@@ -205,9 +205,14 @@ def run_study(
         Replace an existing study store at ``store``.
     progress : bool, default=True
         A progress bar of tasks per wave (and the dashboard link of a started cluster).
-    configs_per_task : int, default=10
-        Configurations fitted by one task on one training set; also the cube's chunk size
-        along ``config`` (fixed when the store is created).
+    configs_per_task : int or None, default=None
+        Configurations per block: the cube's chunk size along ``config`` (fixed when the
+        store is created) and the smallest unit of work. A task fits one or more
+        consecutive blocks on one training set: blocks are grouped by their measured time
+        so that a task lasts about 0.3 s, hence small blocks cost little. None: 1 for up to
+        127 configurations, then ``n_configs // 64`` up to 10 — small blocks balance the
+        waves of uneven grids (a forest next to a logistic regression), large grids keep
+        the number of chunk files down.
     dropping : bool or Dropping, default=None
         BBCD-CV: after each fold wave, drop the configurations that are worse than the
         current best with bootstrap probability > ``alpha`` (``True`` = ``Dropping()``);
@@ -240,7 +245,8 @@ def run_study(
     )
     loc = _check_store(store, storage_options)
     security = _check_security(security)
-    configs_per_task = V.check_int(configs_per_task, "configs_per_task", CALLER)
+    if configs_per_task is not None:
+        configs_per_task = V.check_int(configs_per_task, "configs_per_task", CALLER)
     from ..stats._dropping import Dropping
 
     dropping = Dropping.coerce(dropping, CALLER)
@@ -410,7 +416,8 @@ class _StudyRun:
             folds=folds, y_stored=target.codes if m.is_classification else target.values,
             classes=target.classes,
             n_classes_axis=len(target.classes) if m.needs_class_axis else 0,
-            config_chunk=min(self.configs_per_task, n_cfg),
+            config_chunk=min(auto_block(n_cfg) if self.configs_per_task is None
+                             else self.configs_per_task, n_cfg),
             meta={"spec": spec,
                   "classes": None if target.classes is None else target.classes.tolist(),
                   "configurations": self.configs.describe(), "versions": _versions(),
@@ -479,6 +486,11 @@ class _StudyRun:
                  else "no cell was run")
         return StudyInterrupted(f"interrupted: {saved}; run again with the same arguments to "
                                 f"resume", signum, done, total)
+
+
+def auto_block(n_configs):
+    """The default block (chunk) width: see ``configs_per_task`` of :func:`run_study`."""
+    return max(1, min(10, n_configs // 64))
 
 
 def _unusable(loc, exc):
