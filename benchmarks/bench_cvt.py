@@ -11,7 +11,9 @@ C. StandardScaler -> PCA -> SVC on make_classification(3000 x 200, random_state=
    configurations, 5 folds.
 D. 2,000 configurations x 10 folds x 5 repeats (100,000 fits of a tiny tree): the driver's
    peak RSS (target < 1 GiB) and the most tasks the driver ever had in flight (counted at
-   each submission; submission never builds a graph of all fits).
+   each submission; submission never builds a graph of all fits). run_study alone; it
+   takes about 2.5 minutes here (142 and 200 s in two runs with the test suite running
+   alongside); leave it out with ``--cases abc``.
 
 Metric: ROC AUC (GridSearchCV: scoring="roc_auc"). The three sides:
 
@@ -21,8 +23,8 @@ Metric: ROC AUC (GridSearchCV: scoring="roc_auc"). The three sides:
 - sklearn.model_selection.GridSearchCV(n_jobs=2, refit=False) with
   ``cv=PredefinedSplit(test_fold=...)``: the folds run_study stored for repeat 0, read back
   with ``bd.open_study(store).cube["fold"].values[:, 0]`` (so run_study always runs first).
-- dask_ml.model_selection.GridSearchCV(refit=False), the same PredefinedSplit, on the same
-  Dask client (``scheduler=client``). If dask-ml cannot be imported or fails with the
+- dask_ml.model_selection.GridSearchCV(refit=False, iid=False), the same PredefinedSplit, on
+  the same Dask client (``scheduler=client``). If dask-ml cannot be imported or fails with the
   installed dask / scikit-learn, its column says ``unavailable`` and a line
   ``dask-ml: unavailable (<reason>)`` gives the reason; the run goes on.
 
@@ -92,7 +94,9 @@ class DaskML:
             return None, None, self.why
         try:
             t = time.perf_counter()
-            search = self.cls(est, grid, scoring="roc_auc", cv=cv, refit=False,
+            # iid=False: the plain mean of fold scores, as scikit-learn's (dask-ml's
+            # default weights folds by their size)
+            search = self.cls(est, grid, scoring="roc_auc", cv=cv, refit=False, iid=False,
                               scheduler=client).fit(X, y)
             return time.perf_counter() - t, search.cv_results_, None
         except Exception as exc:  # noqa: BLE001 - e.g. a private sklearn API it uses changed
