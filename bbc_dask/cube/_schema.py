@@ -29,7 +29,6 @@ resume. Every write passes :meth:`Cube._guard` (the lock or lease check).
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import time
 
