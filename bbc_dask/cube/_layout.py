@@ -26,8 +26,8 @@ import threading
 
 import numpy as np
 
-__all__ = ["ChunkWriter", "CubeBlock", "PredictionReader", "SampleOrderView", "chunk_crc", "chunk_file",
-           "digest", "slot_layout"]
+__all__ = ["ChunkWriter", "CubeBlock", "PredictionReader", "SampleOrderView", "chunk_crc",
+           "chunk_file", "digest", "prediction_chunk", "slot_layout"]
 
 
 def slot_layout(folds, n_splits):
@@ -174,9 +174,9 @@ class PredictionReader:
         for j in np.unique(np.asarray(cfg, dtype=np.int64) // w):
             for k in range(self.array.shape[1]):
                 try:
-                    self.array.get_block_selection((r, k, 0, int(j)) + (0,) * (self.array.ndim - 4))
+                    self.array.get_block_selection(prediction_chunk(self.array, r, k, int(j)))
                 except Exception as err:  # noqa: BLE001 — reported below
-                    exc, name = err, chunk_file(self.array, r, k, int(j))
+                    exc, name = err, chunk_file(self.array, prediction_chunk(self.array, r, k, int(j)))
                     break
             else:
                 continue
@@ -292,7 +292,11 @@ def chunk_crc(values):
     return zlib.crc32(memoryview(np.ascontiguousarray(values, dtype=np.float64)).cast("B"))
 
 
-def chunk_file(array, r, k, j):
-    """The store-relative name of the prediction chunk (repeat r, fold k, block j)."""
-    key = array.metadata.encode_chunk_key((r, k, 0, j) + (0,) * (array.ndim - 4))
-    return f"{array.path}/{key}"
+def chunk_file(array, coords):
+    """The store-relative file name of ``array``'s chunk at chunk coordinates ``coords``."""
+    return f"{array.path}/{array.metadata.encode_chunk_key(tuple(coords))}"
+
+
+def prediction_chunk(array, r, k, j):
+    """Chunk coordinates of the prediction chunk of repeat r, fold k, block j."""
+    return (r, k, 0, j) + (0,) * (array.ndim - 4)

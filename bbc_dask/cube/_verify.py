@@ -20,7 +20,7 @@ import hashlib
 import numpy as np
 
 from ..exceptions import StoreDamagedError
-from ._layout import chunk_crc, chunk_file
+from ._layout import chunk_crc, chunk_file, prediction_chunk
 
 __all__ = ["Damage", "VerifyReport", "repair", "verify", "verify_store"]
 
@@ -114,10 +114,6 @@ def _ledger_regions(cube):
             yield i, r, c0, min(c0 + step, st.shape[0])
 
 
-def _chunk_name(array, coords):
-    return f"{array.path}/{array.metadata.encode_chunk_key(coords)}"
-
-
 def _check_ledger(cube):
     """Every ledger chunk readable and complete; returns (damages, the cells whose
     prediction chunks are to be checked, their CRC per (r, k, block) (-1: none to compare
@@ -148,7 +144,7 @@ def _check_ledger(cube):
         if "state" in values and not bad:
             counted = np.isin(values["state"], (DONE, FAILED))
             if "fit_time" in values and np.isnan(values["fit_time"][counted]).any():
-                name = _chunk_name(g["fit_time"], (i, r, 0))
+                name = chunk_file(g["fit_time"], (i, r, 0))
                 bad.append(("fit_time", (i, r, 0), "is missing" if not _exists(cube, name)
                             else "is missing values of done cells"))
             blocks = np.unique(np.flatnonzero(counted.any(axis=1)) // w)
@@ -159,7 +155,7 @@ def _check_ledger(cube):
                 if (local[cells] < 0).any():
                     bad.append(("chunk_crc", (r, 0, i), "is missing checksums of done cells"))
         for name, coords, problem in bad:
-            damages.append(Damage("ledger", _chunk_name(g[name], coords), problem, repeat=r,
+            damages.append(Damage("ledger", chunk_file(g[name], coords), problem, repeat=r,
                                   configs=(c0, c1)))
         if bad:
             # the region is reset by a repair; its prediction chunks are still checked
@@ -173,7 +169,7 @@ def _check_ledger(cube):
         try:
             g["error"].get_block_selection((i,))
         except Exception as exc:  # noqa: BLE001
-            damages.append(Damage("error", _chunk_name(g["error"], (i,)), _problem(exc),
+            damages.append(Damage("error", chunk_file(g["error"], (i,)), _problem(exc),
                                   configs=(c0, min(c0 + g["error"].chunks[0], n_cfg))))
     counted = np.isin(state, (DONE, FAILED))
     return damages, counted, crc, checked
@@ -199,7 +195,7 @@ def _check_predictions(cube, counted, crc):
                     row = None
                 for j in part.tolist():
                     checked += 1
-                    name = chunk_file(arr, r, k, j)
+                    name = chunk_file(arr, prediction_chunk(arr, r, k, j))
                     if row is not None:
                         values = row[:, j * w - lo:min((j + 1) * w, n_cfg) - lo]
                     else:
