@@ -98,6 +98,14 @@ class Target:
     time: np.ndarray | None = None  # survival
     event: np.ndarray | None = None
 
+    @classmethod
+    def of_codes(cls, codes, n_classes, pos_code=None):
+        """The target of class codes 0..n_classes-1 as a study stores them (its classes
+        are the codes; the positive class defaults to the last)."""
+        return cls(codes=np.asarray(codes, dtype=np.int64),
+                   classes=np.arange(n_classes, dtype=np.int64),
+                   pos_code=n_classes - 1 if pos_code is None else int(pos_code))
+
     @property
     def n_samples(self) -> int:
         for a in (self.codes, self.values, self.time):

@@ -89,37 +89,38 @@ SPLIT_CACHE_BYTES = 256 * 2**20
 
 
 def _split(X, y, folds, r, k):
-    """(train, test, X_train, y_train, X_test, y_test) of repeat ``r``, fold ``k``; the
-    last one of this thread reused when X, y and the folds are the same objects."""
+    """(X_train, y_train, X_test, y_test) of repeat ``r``, fold ``k`` (test rows in
+    increasing order: the fold's slot order); the last one of this thread reused when X,
+    y and the folds are the same objects."""
     key = (r, k)
     last = getattr(_SPLITS, "last", None)
     if last is not None and last[0] == key and all(ref() is obj for ref, obj in
                                                    zip(last[1], (X, y, folds))):
         return last[2]
-    test = np.flatnonzero(folds[:, r] == k)  # increasing: the fold's slot order
+    test = np.flatnonzero(folds[:, r] == k)
     train = np.flatnonzero(folds[:, r] != k)
-    out = (train, test, _index(X, train), _index(y, train), _index(X, test), _index(y, test))
+    out = (_index(X, train), _index(y, train), _index(X, test), _index(y, test))
     _SPLITS.last = None
     # Only numpy arrays are kept, read-only: an estimator that writes into its input
     # (copy=False) must not change the next task's data. Read-only inputs are what
     # scikit-learn's own parallel search passes (joblib memmaps), so estimators copy then.
-    if all(type(a) is np.ndarray for a in out[2:]) and \
-            out[2].nbytes + out[4].nbytes <= SPLIT_CACHE_BYTES:
+    if all(type(a) is np.ndarray for a in out) and \
+            out[0].nbytes + out[2].nbytes <= SPLIT_CACHE_BYTES:
         for a in out:
             a.flags.writeable = False
         _SPLITS.last = (key, tuple(weakref.ref(o) for o in (X, y, folds)), out)
     return out
 
 
-def fit_predict_block(estimator, params_block, X, y, train, test, metric, classes, pos_code,
-                      n_classes_axis, error_score, split=None):
-    """Fit each configuration of the block on ``train`` and predict ``test``.
+def fit_predict_block(estimator, params_block, X_train, y_train, X_test, metric, classes,
+                      pos_code, n_classes_axis, error_score):
+    """Fit each configuration of the block on ``X_train, y_train`` and predict ``X_test``.
 
     The response method (``decision_function``, ``predict_proba`` or ``predict``) is
     chosen here per configured estimator, as scikit-learn's scorers do; a configuration
     that cannot give what ``metric`` needs fails like one that raises.
 
-    Returns a dict: ``values`` (len(test), n_block[, K]) float64 (NaN for a failed
+    Returns a dict: ``values`` (len(X_test), n_block[, K]) float64 (NaN for a failed
     configuration), ``fit_time`` (n_block,), ``failed`` (n_block,) bool, ``errors`` list of
     str, and ``raise_`` (index, text) when ``error_score == "raise"`` met an error.
     """
@@ -127,15 +128,11 @@ def fit_predict_block(estimator, params_block, X, y, train, test, metric, classe
 
     m = get_metric(metric)
     n_block = len(params_block)
-    shape = (len(test), n_block) + ((n_classes_axis,) if n_classes_axis else ())
+    shape = (X_test.shape[0], n_block) + ((n_classes_axis,) if n_classes_axis else ())
     values = np.full(shape, np.nan)
     fit_time = np.full(n_block, np.nan)
     failed = np.zeros(n_block, dtype=bool)
     errors = [""] * n_block
-    if split is None:
-        X_train, y_train, X_test = _index(X, train), _index(y, train), _index(X, test)
-    else:
-        X_train, y_train, X_test = split
     for j, params in enumerate(params_block):
         t0 = time.perf_counter()
         try:
@@ -165,9 +162,7 @@ def _fold_target(y_test, classes, pos_code):
     y_test = np.asarray(y_test)
     if classes is None:
         return Target(values=y_test.astype(np.float64))
-    codes = np.searchsorted(classes, y_test).astype(np.int64)
-    return Target(codes=codes, classes=np.arange(len(classes), dtype=np.int64),
-                  pos_code=len(classes) - 1 if pos_code is None else int(pos_code))
+    return Target.of_codes(np.searchsorted(classes, y_test), len(classes), pos_code)
 
 
 def _fold_scores(values, failed, target, metric):
@@ -208,9 +203,9 @@ def _fit_block(estimator, params_block, X, y, folds, spec, r, k):
     """Fit and predict one block on (repeat ``r``, fold ``k``) and score its fold: the
     ledger's result (fit times, failures, errors, fold scores) and the predictions."""
     metric, classes, pos_code, n_cls_axis, error_score = spec
-    train, test, X_train, y_train, X_test, y_test = _split(X, y, folds, r, k)
-    res = fit_predict_block(estimator, params_block, X, y, train, test, metric, classes,
-                            pos_code, n_cls_axis, error_score, split=(X_train, y_train, X_test))
+    X_train, y_train, X_test, y_test = _split(X, y, folds, r, k)
+    res = fit_predict_block(estimator, params_block, X_train, y_train, X_test, metric, classes,
+                            pos_code, n_cls_axis, error_score)
     if "raise_" in res:
         return res, None
     values = res.pop("values")

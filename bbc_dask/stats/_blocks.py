@@ -153,10 +153,8 @@ def chunk_pooled(pred, y, metric, pos_label, class_coord=None):
             # target (no np.unique over every sample of every block)
             from ..metrics import Target
 
-            y = np.asarray(y, dtype=np.int64)
-            n_cls = enc.shape[3] if enc.ndim == 4 else max(2, int(y.max()) + 1)
-            target = Target(codes=y, classes=np.arange(n_cls, dtype=np.int64),
-                            pos_code=n_cls - 1 if pos_label is None else int(pos_label))
+            n_cls = enc.shape[3] if enc.ndim == 4 else max(2, int(np.max(y)) + 1)
+            target = Target.of_codes(y, n_cls, pos_label)
         else:
             target = V.as_target(y, m, "run_study", pos_label=pos_label)
     return m.scores_once(target, enc)
