@@ -33,8 +33,8 @@ __all__ = [
 _WHERE = {
     "BBCResult": ".stats",
     "ConfidenceInterval": ".stats",
-    "bbc": ".stats",
-    "bbc_f": ".stats",
+    "bbc": "._lazy",
+    "bbc_f": "._lazy",
     "fold_score_matrix": ".stats",
     "naive_bootstrap": ".stats",
     "naive_cvt": ".stats",

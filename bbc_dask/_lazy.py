@@ -13,8 +13,15 @@ Zarr-backed cubes (a ``zarr.Array``, an xarray object opened from Zarr, or a stu
 store) are read by the tasks with zarr alone, chunk-aligned: the workers never import
 ``dask.array``/xarray/pandas (~60 MiB each) and each stored chunk is read once. Other
 Dask-backed cubes go through their own graph.
+
+The public ``bbc_dask.bbc`` and ``bbc_dask.bbc_f`` are defined here: the statistics layer's
+functions for arrays in memory, dispatching a lazy cube to the chunked path (the
+statistics never import Dask).
 """
 from __future__ import annotations
+
+import functools
+import inspect
 
 import numpy as np
 
@@ -22,11 +29,12 @@ from . import _validation as V
 from ._random import as_seed_sequence
 from ._signals import deferred_interrupts, wait_done
 from .metrics import get_metric
+from .stats import _bbc as S
 from .stats import _blocks as K
 from .stats._result import summarise
 
-__all__ = ["CHUNK_BYTES", "bbc_f_over_blocks", "bbc_over_blocks", "is_lazy", "lazy_bbc", "lazy_bbc_f",
-           "lazy_dropping_test", "zarr_blocks"]
+__all__ = ["CHUNK_BYTES", "bbc", "bbc_f", "bbc_f_over_blocks", "bbc_over_blocks", "is_lazy",
+           "lazy_bbc", "lazy_bbc_f", "lazy_dropping_test", "zarr_blocks"]
 
 #: Target size of one configuration chunk, in float64 (its encoded size on the worker).
 #: With a seed block of 64 bootstraps the peak of a task is about 2.5 × this plus
@@ -200,6 +208,39 @@ def _seed(root):
     return int(root.entropy), [int(k) for k in root.spawn_key]
 
 
+def _no_explicit(bootstrap_indices, caller):
+    if bootstrap_indices is not None:
+        raise ValueError(
+            f"The 'bootstrap_indices' parameter of {caller} is not supported with a Dask- or "
+            f"Zarr-backed cube (bootstraps are drawn on the workers from random_state); "
+            f"pass in-memory arrays to use explicit indices."
+        )
+
+
+def _dispatching(in_memory, lazy, passed):
+    """The public estimator ``in_memory`` (the statistics layer: arrays in memory) that
+    also takes a Dask- or Zarr-backed cube, whose chunks ``lazy`` maps over. The dispatch
+    lives here, in the layer that knows both, so that the statistics never import Dask.
+    Same signature and docstring as ``in_memory``."""
+    sig = inspect.signature(in_memory)
+
+    @functools.wraps(in_memory)
+    def estimator(*args, **kwargs):
+        try:
+            bound = sig.bind(*args, **kwargs)
+        except TypeError:  # the in-memory function words the error
+            return in_memory(*args, **kwargs)
+        bound.apply_defaults()
+        a = bound.arguments
+        if not is_lazy(a["predictions"]):
+            return in_memory(*args, **kwargs)
+        caller = in_memory.__name__
+        _no_explicit(a["bootstrap_indices"], caller)
+        return lazy(**{k: a[k] for k in passed}, caller=caller)
+
+    return estimator
+
+
 def lazy_bbc(predictions, y, *, metric, n_bootstraps, confidence_level, random_state, pos_label,
              caller="bbc"):
     m = get_metric(metric, caller=caller)
@@ -279,3 +320,10 @@ def lazy_dropping_test(client, blocks, y, available, *, metric, alpha, n_bootstr
     full = np.concatenate([p[0] for p in parts])
     S = np.concatenate([p[1] for p in parts], axis=1)
     return decide(full, S, alpha, max(p[2] for p in parts))
+
+
+_COMMON = ("predictions", "y", "metric", "n_bootstraps", "confidence_level", "random_state",
+           "pos_label")
+#: ``bbc_dask.bbc`` and ``bbc_dask.bbc_f``: arrays in memory or lazy cubes.
+bbc = _dispatching(S.bbc, lazy_bbc, _COMMON)
+bbc_f = _dispatching(S.bbc_f, lazy_bbc_f, _COMMON + ("folds", "block_size"))

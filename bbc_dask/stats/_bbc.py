@@ -74,15 +74,6 @@ def _common(caller, n_bootstraps, confidence_level, random_state, bootstrap_indi
     return conf, idx.shape[0], None, idx
 
 
-def _no_explicit(bootstrap_indices, caller):
-    if bootstrap_indices is not None:
-        raise ValueError(
-            f"The 'bootstrap_indices' parameter of {caller} is not supported with a Dask- or "
-            f"Zarr-backed cube (bootstraps are drawn on the workers from random_state); "
-            f"pass in-memory arrays to use explicit indices."
-        )
-
-
 def _full_scores(prep, n):
     return prep.scores(np.ones((1, n), dtype=np.int32))[0].mean(axis=1)
 
@@ -158,15 +149,6 @@ def bbc(
     True
     """
     caller = "bbc"
-    from .._lazy import is_lazy
-
-    if is_lazy(predictions):  # Dask/Zarr-backed cube: mapped over config chunks
-        _no_explicit(bootstrap_indices, caller)
-        from .._lazy import lazy_bbc
-
-        return lazy_bbc(predictions, y, metric=metric, n_bootstraps=n_bootstraps,
-                        confidence_level=confidence_level, random_state=random_state,
-                        pos_label=pos_label, caller=caller)
     m, target, pred = prepare_inputs(predictions, y, metric, pos_label, caller)
     n, _, n_rep = pred.shape[:3]
     V.as_folds(folds, n, n_rep, caller, required=False)
@@ -342,15 +324,6 @@ def bbc_f(
     'bbc_f'
     """
     caller = "bbc_f"
-    from .._lazy import is_lazy
-
-    if is_lazy(predictions):
-        _no_explicit(bootstrap_indices, caller)
-        from .._lazy import lazy_bbc_f
-
-        return lazy_bbc_f(predictions, y, folds, metric=metric, n_bootstraps=n_bootstraps,
-                          confidence_level=confidence_level, random_state=random_state,
-                          pos_label=pos_label, block_size=block_size, caller=caller)
     m, target, pred = prepare_inputs(predictions, y, metric, pos_label, caller)
     f = V.as_folds(folds, pred.shape[0], pred.shape[2], caller)
     F, _ = _fold_matrix(m, target, pred, f, caller)
