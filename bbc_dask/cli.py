@@ -5,6 +5,7 @@ study) are one line on stderr and exit status 2, with no traceback unless ``--de
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -92,16 +93,24 @@ def _parse_options(pairs, flag):
     return out
 
 
-def _open(store, storage_options=None):
-    from ._study import open_study
+@contextlib.contextmanager
+def _store_errors(store):
+    """A missing store or one that is not a study, said in the command line's words."""
     from .cube import StoreMismatchError
 
     try:
-        return open_study(store, storage_options=storage_options or None)
+        yield
     except FileNotFoundError:
         raise FileNotFoundError(f"{store}: no such store") from None
     except StoreMismatchError as e:
         raise ValueError(f"{store} is not a bbc_dask study store ({e})") from None
+
+
+def _open(store, storage_options=None):
+    from ._study import open_study
+
+    with _store_errors(store):
+        return open_study(store, storage_options=storage_options or None)
 
 
 def _client(spec, scheduler):
@@ -333,15 +342,11 @@ def verify(ctx, store, repair, as_json, storage_option):
     bytes its task wrote), the ledger itself, the data's digests and the final model.
 
     Exit status: 0 whole (or repaired), 3 damaged (the files are named)."""
-    from .cube import StoreMismatchError, verify_store
+    from .cube import verify_store
 
     options = _parse_options(storage_option, "--storage-option") or None
-    try:
+    with _store_errors(store):
         rep, reset = verify_store(store, repair=repair, storage_options=options)
-    except FileNotFoundError:
-        raise FileNotFoundError(f"{store}: no such store") from None
-    except StoreMismatchError as e:
-        raise ValueError(f"{store} is not a bbc_dask study store ({e})") from None
     if as_json:
         click.echo(json.dumps(dict(rep.to_dict(), cells_reset=reset)))
     else:
