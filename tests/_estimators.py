@@ -3,6 +3,8 @@ their sys.path, as on the driver's)."""
 import time
 
 from sklearn.linear_model import LogisticRegression
+from sklearn.preprocessing import StandardScaler
+
 
 class Sleepy(LogisticRegression):
     """A LogisticRegression whose fit also sleeps ``nap`` seconds (work for a cluster)."""
@@ -14,3 +16,13 @@ class Sleepy(LogisticRegression):
     def fit(self, X, y):
         time.sleep(self.nap)
         return super().fit(X, y)
+
+
+class CountingScaler(StandardScaler):
+    """A StandardScaler that counts its fits in this process (``CountingScaler.fits``)."""
+
+    fits = 0
+
+    def fit(self, X, y=None, sample_weight=None):
+        type(self).fits += 1
+        return super().fit(X, y, sample_weight=sample_weight)

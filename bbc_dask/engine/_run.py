@@ -580,10 +580,16 @@ class _WaveTasks:
     """The tasks of some waves: per wave, repeat and configuration chunk, the pending
     active configurations. Counted and generated one (wave, repeat) at a time: a
     million-configuration study never holds its task specs, nor its pending indices of
-    every wave at once."""
+    every wave at once.
 
-    def __init__(self, state, waves, active, chunk):
+    Within a (wave, repeat) the blocks come in the order ``rank`` gives (most expensive
+    first, see :meth:`_Executor.rank`), so that a stage ends on its cheap blocks rather
+    than waiting for one long fit started last. The order decides only which block runs
+    when, never what any block computes."""
+
+    def __init__(self, state, waves, active, chunk, rank=None):
         self.state, self.waves, self.active, self.chunk = state, list(waves), active, chunk
+        self.rank = rank
 
     def _pending(self):
         for k in self.waves:
@@ -598,8 +604,9 @@ class _WaveTasks:
     def __iter__(self):
         for k, r, todo in self._pending():
             bounds = np.concatenate([[0], np.flatnonzero(np.diff(todo // self.chunk)) + 1, [todo.size]])
-            for a, b in zip(bounds[:-1], bounds[1:]):
-                yield k, r, todo[a:b]
+            blocks = [todo[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
+            for cfgs in (blocks if self.rank is None else self.rank(blocks)):
+                yield k, r, cfgs
 
 
 def _run_waves(cube, client, estimator, configs, X, y, target, m, error_score,
@@ -622,7 +629,7 @@ def _run_waves(cube, client, estimator, configs, X, y, target, m, error_score,
     run.cancel_on_exit = cancel_on_exit
     try:
         for stage in stages:
-            run.execute(_WaveTasks(state, stage, active, chunk), int(active.sum()))
+            run.execute(_WaveTasks(state, stage, active, chunk, run.rank), int(active.sum()))
             k = stage[0]
             if dropping is None or k >= n_splits - 1 or k in decided:
                 continue
@@ -754,30 +761,48 @@ LEDGER_INTERVAL = 0.5
 TARGET_TASK_SECONDS = 0.3
 #: Tasks per worker thread kept for the end of a stage, so that the last tasks balance.
 TAIL_TASKS_PER_THREAD = 3
+#: Blocks whose fits take less than this are not reordered among themselves.
+RANK_SECONDS = 0.01
+
+
+def _known_costs(fit_time):
+    """Per configuration, the mean fit time the ledger recorded (NaN where none): what a
+    resumed run knows of each configuration's cost before timing any."""
+    seen = np.isfinite(fit_time).sum(axis=(1, 2))
+    total = np.nansum(fit_time, axis=(1, 2))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(seen > 0, total / seen, np.nan)
 
 
 class _Grouper:
-    """Groups consecutive configuration blocks of one (repeat, fold) into tasks, as many
-    as make a task last about :data:`TARGET_TASK_SECONDS` by the blocks timed so far
-    (one block per task until a thread's worth of tasks reported), never so many that
-    fewer than :data:`TAIL_TASKS_PER_THREAD` tasks per thread remain to balance the end.
-    Grouping only changes which task computes a block, never what it computes."""
+    """Groups consecutive configuration blocks of one (repeat, fold) into tasks that should
+    last about :data:`TARGET_TASK_SECONDS` (one block per task until a thread's worth of
+    tasks reported), never so many blocks that fewer than :data:`TAIL_TASKS_PER_THREAD`
+    tasks per thread remain to balance the end. A block's predicted time is its
+    configurations' measured fit time (``cost``) plus the mean per-block overhead seen so
+    far (writing, scoring), or the mean block time where a fit time is unknown. Grouping
+    only changes which task computes a block, never what it computes."""
 
-    def __init__(self, tasks, n_blocks, n_threads):
+    def __init__(self, tasks, n_blocks, n_threads, cost=None):
         self.fresh, self.left, self.n_threads = iter(tasks), n_blocks, n_threads
+        self.cost = cost
         self.peek = None
-        self.block_seconds, self.timed = 0.0, 0
+        self.block_seconds, self.overhead, self.timed = 0.0, 0.0, 0
 
-    def observe(self, elapsed, n_blocks):
-        # running mean per block over the tasks so far (they are alike: same data, fold)
-        self.block_seconds = (self.block_seconds * self.timed + elapsed) / (self.timed + n_blocks)
-        self.timed += n_blocks
+    def observe(self, elapsed, n_blocks, fit_seconds=0.0):
+        # running means per block over the tasks so far
+        n = self.timed + n_blocks
+        self.block_seconds = (self.block_seconds * self.timed + elapsed) / n
+        self.overhead = (self.overhead * self.timed + max(0.0, elapsed - fit_seconds)) / n
+        self.timed = n
 
-    def size(self):
-        if self.timed < self.n_threads or self.block_seconds <= 0:
-            return 1
-        want = max(1, round(TARGET_TASK_SECONDS / self.block_seconds))
-        return max(1, min(want, self.left // (TAIL_TASKS_PER_THREAD * self.n_threads)))
+    def predict(self, task):
+        """Predicted seconds of one block."""
+        if self.cost is not None:
+            fit = self.cost[task[2]].sum()
+            if np.isfinite(fit):
+                return float(fit) + self.overhead
+        return self.block_seconds
 
     def next(self):
         """The next group: a list of (k, r, cfgs) of one (k, r), or None when done."""
@@ -785,15 +810,19 @@ class _Grouper:
         self.peek = None
         if first is None:
             return None
-        group, n = [first], self.size()
-        while len(group) < n:
-            task = next(self.fresh, None)
-            if task is None:
-                break
-            if task[:2] != first[:2]:
-                self.peek = task
-                break
-            group.append(task)
+        group = [first]
+        if self.timed >= self.n_threads and self.block_seconds > 0:
+            limit = max(1, self.left // (TAIL_TASKS_PER_THREAD * self.n_threads))
+            total = self.predict(first)
+            while len(group) < limit and total < TARGET_TASK_SECONDS:
+                task = next(self.fresh, None)
+                if task is None:
+                    break
+                if task[:2] != first[:2]:
+                    self.peek = task
+                    break
+                group.append(task)
+                total += self.predict(task)
         self.left -= len(group)
         return group
 
@@ -818,6 +847,18 @@ class _Executor:
         self.fits = 0
         self.cancel_on_exit = True
         self.batch, self.flushed = [], time.monotonic()
+        self.cost = _known_costs(cube.fit_times())
+
+    def rank(self, blocks):
+        """``blocks`` (config index arrays of one (wave, repeat)) in the order to run them:
+        blocks never timed first (in their order), then by measured fit time, longest
+        first, in classes of a factor of 2 above 10 ms (blocks of alike cost keep their
+        order, so that grouped blocks stay contiguous in the store)."""
+        cost = np.array([self.cost[b].sum() for b in blocks])
+        with np.errstate(divide="ignore", invalid="ignore"):
+            klass = np.floor(np.log2(np.maximum(cost, RANK_SECONDS) / RANK_SECONDS))
+        klass[~np.isfinite(cost)] = np.inf
+        return [blocks[i] for i in np.argsort(-klass, kind="stable")]
 
     def _submit(self, group):
         k, r, first = group[0]
@@ -849,7 +890,7 @@ class _Executor:
             self.bar.total += n_tasks
             self.bar.set_postfix(active=n_active)
             self.bar.refresh()
-        groups = _Grouper(tasks, n_tasks, n_threads)
+        groups = _Grouper(tasks, n_tasks, n_threads, self.cost)
         retry = deque()  # (group, tries) whose data was lost: before any fresh group
         ac = as_completed()
         meta = {}
@@ -881,7 +922,8 @@ class _Executor:
                     self._record(task, part)
                 if "parts" not in res:  # a store problem or error_score="raise"
                     self._record(group[len(res["done"])], res)
-                groups.observe(res["elapsed"], len(group))
+                groups.observe(res["elapsed"], len(group),
+                               sum(float(np.nansum(p["fit_time"])) for p in res.get("parts", [])))
                 if not meta or time.monotonic() - self.flushed >= LEDGER_INTERVAL:
                     self.flush()
         finally:
@@ -913,6 +955,7 @@ class _Executor:
                 f"(error_score='raise'): {text}\n{tb}"
             )
         self.batch.append(dict(res, r=r, k=k, configs=cfgs))
+        self.cost[cfgs] = res["fit_time"]
         self.fits += len(cfgs)
         if self.bar is not None:
             self.bar.set_description(f"wave {k + 1}/{self.n_splits}")

@@ -5,10 +5,13 @@ its test fold (dask-ml keeps its ``methods.py`` apart from the search for the sa
 """
 from __future__ import annotations
 
+import hashlib
+import pickle
 import threading
 import time
 import traceback
 import weakref
+from collections import OrderedDict
 
 import numpy as np
 from sklearn.base import clone
@@ -112,6 +115,70 @@ def _split(X, y, folds, r, k):
     return out
 
 
+def _prefix_steps(est):
+    """The transformer steps before the last step of a plain scikit-learn ``Pipeline``,
+    or None when ``est`` is anything else (a subclass, a cached pipeline, transformed
+    inputs, no transformer, a passthrough final step): only then is fitting the steps
+    one by one known to be what ``Pipeline.fit`` does."""
+    from sklearn.pipeline import Pipeline
+
+    if type(est) is not Pipeline or est.memory is not None or \
+            getattr(est, "transform_input", None) is not None:
+        return None
+    final = est.steps[-1][1]
+    steps = [s for _, s in est.steps[:-1] if s is not None and not isinstance(s, str)]
+    if final is None or isinstance(final, str) or not steps or \
+            not all(hasattr(s, "fit_transform") and hasattr(s, "transform") for s in steps):
+        return None
+    return steps
+
+
+def _fit_shared(est, X_train, y_train, X_test):
+    """Fit ``est`` on the training rows; return the fitted estimator that predicts and the
+    test rows it takes.
+
+    For a pipeline, the transformer steps' outputs on this split are kept per thread (up
+    to :data:`SPLIT_CACHE_BYTES`, least recently used dropped first) and reused by the next configuration whose transformer steps have
+    the same parameters: a grid over the final step (an SVC's C after a scaler and a PCA)
+    fits its transformers once per fold and worker, as dask-ml's search does. The reuse
+    is exact: it makes the calls ``Pipeline.fit`` and ``Pipeline.decision_function`` make
+    (``fit_transform`` of each step in turn, the final step on their output), on
+    identically parameterised steps.
+    """
+    steps = _prefix_steps(est)
+    token = None
+    if steps is not None:
+        try:  # the unfitted steps' parameters; what cannot be pickled is never shared
+            token = hashlib.sha256(pickle.dumps(steps, protocol=5)).digest()
+        except Exception:  # noqa: BLE001 - any pickling failure just disables the reuse
+            token = None
+    if token is None:
+        est.fit(X_train, y_train)
+        return est, X_test
+    final = est.steps[-1][1]
+    kept = getattr(_SPLITS, "prefix", None)
+    if kept is None or kept[0]() is not X_train:  # another split: forget the old outputs
+        kept = _SPLITS.prefix = (weakref.ref(X_train), OrderedDict())
+    outputs = kept[1]
+    if token in outputs:
+        outputs.move_to_end(token)
+        Xt, Xt_test = outputs[token]
+    else:
+        Xt, Xt_test = X_train, X_test
+        for step in steps:  # as Pipeline._fit_transform_one, then Pipeline's predict path
+            Xt = step.fit_transform(Xt, y_train)
+        for step in steps:
+            Xt_test = step.transform(Xt_test)
+        if type(Xt) is np.ndarray and type(Xt_test) is np.ndarray:
+            # read-only like the split: a final step must not change what the next reuses
+            Xt.flags.writeable = Xt_test.flags.writeable = False
+            outputs[token] = (Xt, Xt_test)
+            while sum(a.nbytes + b.nbytes for a, b in outputs.values()) > SPLIT_CACHE_BYTES:
+                outputs.popitem(last=False)  # least recently used first
+    final.fit(Xt, y_train)
+    return final, Xt_test
+
+
 def fit_predict_block(estimator, params_block, X_train, y_train, X_test, metric, classes,
                       pos_code, n_classes_axis, error_score):
     """Fit each configuration of the block on ``X_train, y_train`` and predict ``X_test``.
@@ -140,9 +207,9 @@ def fit_predict_block(estimator, params_block, X_train, y_train, X_test, metric,
             problem = method_problem(est, m)
             if problem:
                 raise TypeError(f"The estimator {problem}.")
-            est.fit(X_train, y_train)
-            values[:, j] = _response(est, response_method(est, m), X_test, classes, pos_code,
-                                     n_classes_axis)
+            fitted, X_pred = _fit_shared(est, X_train, y_train, X_test)
+            values[:, j] = _response(fitted, response_method(est, m), X_pred, classes,
+                                     pos_code, n_classes_axis)
         except Exception as exc:  # scikit-learn's error_score semantics
             text = f"{type(exc).__name__}: {exc}".strip()  # the class's name, not its module
             if isinstance(error_score, str) and error_score == "raise":

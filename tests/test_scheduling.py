@@ -1,0 +1,40 @@
+"""The order and grouping of a stage's blocks: expensive blocks first, tasks sized by the
+measured fit times (only which task computes a block changes, never what it computes)."""
+from types import SimpleNamespace
+
+import numpy as np
+
+from bbc_dask.engine import _run
+
+
+def _blocks(n):
+    return [np.array([c]) for c in range(n)]
+
+
+def test_rank_runs_untimed_blocks_first_then_longest_first_keeping_alike_blocks_in_order():
+    cost = np.array([0.001, 0.5, np.nan, 0.002, 0.11, 0.5, 0.12, np.nan])
+    order = _run._Executor.rank(SimpleNamespace(cost=cost), _blocks(8))
+    # never timed (2, 7) first; then 0.5 s (1, 5); then 0.11-0.12 s (4, 6); then < 10 ms
+    # blocks (0, 3) in their own order
+    assert [int(b[0]) for b in order] == [2, 7, 1, 5, 4, 6, 0, 3]
+
+
+def test_rank_keeps_the_order_of_alike_cheap_blocks():
+    cost = np.random.default_rng(0).uniform(0.0001, 0.009, 50)
+    order = _run._Executor.rank(SimpleNamespace(cost=cost), _blocks(50))
+    assert [int(b[0]) for b in order] == list(range(50))
+
+
+def test_grouper_sizes_tasks_by_predicted_block_time():
+    cost = np.array([0.05] * 20 + [0.4] * 4 + [np.nan] * 4)
+    tasks = [(0, 0, b) for b in _blocks(28)]
+    g = _run._Grouper(tasks, len(tasks), n_threads=1, cost=cost)
+    assert g.next() == [tasks[0]]  # one block per task until a thread's worth reported
+    g.observe(0.06, 1, fit_seconds=0.05)  # 10 ms of overhead per block
+    sizes = []
+    while (group := g.next()) is not None:
+        sizes.append(len(group))
+    # 0.06 s blocks grouped to reach 0.3 s: 5 per task; a 0.41 s block alone; the untimed
+    # blocks at the mean block time (0.06 s), capped so that 3 tasks per thread remain
+    assert sizes[:4] == [5, 5, 5, 4] and sizes[4:8] == [1, 1, 1, 1]
+    assert sum(sizes) == 27 and max(sizes[8:]) <= 4
