@@ -98,7 +98,13 @@ def kubernetes_cluster_spec(**options):
         for c in pod["containers"]:
             c["securityContext"] = copy.deepcopy(_CONTAINER_SECURITY)
             c["imagePullPolicy"] = "IfNotPresent"
-            if not opts["env"]:
+            env = [e for e in c.get("env") or [] if opts["env"]]
+            if role == "worker":  # the user's values win
+                env += [{"name": k, "value": v} for k, v in WORKER_ENV.items()
+                        if k not in opts["env"]]
+            if env:
+                c["env"] = env
+            else:
                 c.pop("env", None)
     # dask-kubernetes' template calls the old `dask-scheduler` entry point.
     sched = spec["spec"]["scheduler"]["spec"]["containers"][0]
@@ -182,6 +188,11 @@ def as_security(security, caller="bbc_dask"):
 #: 16 MB block) is mapped and faulted in afresh: a pooled-score task took 127 instead of
 #: 80 ms (measured, N = 200,000). At 64 MiB a worker keeps at most that much freed memory.
 MALLOC_THRESHOLD = 64 * 2**20
+#: The environment of every worker this module starts (locally through the nanny's
+#: ``pre-spawn-environ``, on Kubernetes in the worker containers; the image sets it too).
+#: A nanny takes ``MALLOC_TRIM_THRESHOLD_`` from its own environment over its config.
+WORKER_ENV = {"MALLOC_TRIM_THRESHOLD_": str(MALLOC_THRESHOLD),
+              "MALLOC_MMAP_THRESHOLD_": str(MALLOC_THRESHOLD)}
 
 
 @contextlib.contextmanager
@@ -195,7 +206,7 @@ def _malloc_thresholds():
     if str(env.get("MALLOC_TRIM_THRESHOLD_", 65536)) != "65536" or "MALLOC_MMAP_THRESHOLD_" in env:
         yield
         return
-    env.update(MALLOC_TRIM_THRESHOLD_=MALLOC_THRESHOLD, MALLOC_MMAP_THRESHOLD_=MALLOC_THRESHOLD)
+    env.update(WORKER_ENV)
     with dask.config.set({key: env}):
         yield
 

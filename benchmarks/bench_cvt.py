@@ -1,5 +1,7 @@
 """run_study against scikit-learn's GridSearchCV(n_jobs=2) and dask-ml's GridSearchCV:
-same grid, same folds, refit on no side, every side in one process, ratios from one run.
+same grid, same folds, refit on no side, every side in one process, ratios from one run of
+this script (cases A-C run each side ``--repeat`` times, default 2, interleaved: the best
+time of each side counts, as timeit's does, since this machine's noise only ever slows).
 
 A. 400 small trees: DecisionTreeClassifier(random_state=0), max_depth x min_samples_leaf
    (20 x 20) on breast cancer, 10 folds.
@@ -36,7 +38,7 @@ and each side's best configuration: GridSearchCV picks the best mean of fold AUC
 run_study the best pooled AUC, so the two may differ; run_study's best by mean of fold AUCs
 is printed as well. Nothing is asserted.
 
-Run: ``python benchmarks/bench_cvt.py [--quick] [--cases abcd] [--configs-per-task 1,25]``
+Run: ``python benchmarks/bench_cvt.py [--quick] [--cases abcd] [--repeat 2] [--configs-per-task 1,25]``
 (``--quick`` shrinks every grid for a smoke run; ``--configs-per-task`` adds case A rows
 for run_study with those values, against the same peer times).
 """
@@ -122,34 +124,46 @@ def _peer_check(res, order, ours_folds):
     return diff, int(order[best]), float(res["mean_test_score"][best])
 
 
-def compare(tag, est, grid, X, y, client, tmp, dml, n_splits, cpts=()):
-    """Time run_study, GridSearchCV(n_jobs=2) and dask-ml on the same folds; print and
-    return the rows of the summary table."""
+def compare(tag, est, grid, X, y, client, tmp, dml, n_splits, cpts=(), repeat=1):
+    """Time run_study, GridSearchCV(n_jobs=2) and dask-ml on the same folds, ``repeat``
+    times interleaved (each side's best time counts: this machine's noise is one-sided);
+    print and return the rows of the summary table."""
     store = f"{tmp}/{tag}.zarr"
-    t = time.perf_counter()
-    s = bd.run_study(est, grid, X, y, store=store, metric="roc_auc", n_splits=n_splits,
-                     random_state=0, client=client, progress=False, refit=False)
-    ours = time.perf_counter() - t
-    folds = bd.open_study(store).cube["fold"].values[:, 0]
-    cv = PredefinedSplit(test_fold=folds)
-    n_cfg = len(s.params)
-    res = s.cv_results_
-    ours_folds = np.array([res[f"split{k}_test_score"] for k in range(n_splits)])
-    mean = np.where(np.isnan(res["mean_test_score"]), -np.inf, res["mean_test_score"])
-    best_pooled, best_mean = s.best_index_, int(np.argmax(mean))
-    shutil.rmtree(store, ignore_errors=True)
+    times = {"ours": [], "sk": [], "dml": []}
+    for rep in range(repeat):
+        shutil.rmtree(store, ignore_errors=True)
+        t = time.perf_counter()
+        s = bd.run_study(est, grid, X, y, store=store, metric="roc_auc", n_splits=n_splits,
+                         random_state=0, client=client, progress=False, refit=False)
+        times["ours"].append(time.perf_counter() - t)
+        if rep == 0:
+            folds = bd.open_study(store).cube["fold"].values[:, 0]
+            cv = PredefinedSplit(test_fold=folds)
+            n_cfg = len(s.params)
+            res = s.cv_results_
+            ours_folds = np.array([res[f"split{k}_test_score"] for k in range(n_splits)])
+            mean = np.where(np.isnan(res["mean_test_score"]), -np.inf, res["mean_test_score"])
+            best_pooled, best_mean = s.best_index_, int(np.argmax(mean))
+        shutil.rmtree(store, ignore_errors=True)
 
-    t = time.perf_counter()
-    sk = GridSearchCV(est, grid, scoring="roc_auc", cv=cv, n_jobs=2, refit=False).fit(X, y)
-    sk_time = time.perf_counter() - t
-    order = _by_params(s.params, grid)
-    sk_diff, sk_best, sk_score = _peer_check(sk.cv_results_, order, ours_folds)
+        t = time.perf_counter()
+        sk = GridSearchCV(est, grid, scoring="roc_auc", cv=cv, n_jobs=2, refit=False).fit(X, y)
+        times["sk"].append(time.perf_counter() - t)
 
-    dml_time, dml_res, why = dml.fit(est, grid, X, y, cv, client)
-    got = why is None
-    if got:
-        dml_diff, dml_best, dml_score = _peer_check(dml_res, order, ours_folds)
-
+        took, dml_res, why = dml.fit(est, grid, X, y, cv, client)
+        times["dml"].append(took)
+        if rep == 0:
+            order = _by_params(s.params, grid)
+            sk_diff, sk_best, sk_score = _peer_check(sk.cv_results_, order, ours_folds)
+            got = why is None
+            if got:
+                dml_diff, dml_best, dml_score = _peer_check(dml_res, order, ours_folds)
+    ours, sk_time = min(times["ours"]), min(times["sk"])
+    dml_time = min(times["dml"]) if got else None
+    if repeat > 1:
+        print(f"    [{tag.upper()}] each run (s): " + "; ".join(
+            f"{side} " + ", ".join(f"{v:.2f}" for v in vals)
+            for side, vals in times.items() if None not in vals))
     print(f"[{tag.upper()}] {n_cfg} configs x {n_splits} folds: run_study {ours:.2f} s, "
           f"GridSearchCV(n_jobs=2) {sk_time:.2f} s (ratio {ours / sk_time:.2f}), "
           + (f"dask-ml {dml_time:.2f} s (ratio {ours / dml_time:.2f})" if got
@@ -178,15 +192,15 @@ def compare(tag, est, grid, X, y, client, tmp, dml, n_splits, cpts=()):
     return rows
 
 
-def case_a(client, tmp, quick, dml, cpts):
+def case_a(client, tmp, quick, dml, cpts, repeat):
     X, y = load_breast_cancer(return_X_y=True)
     n, k = (20, 10) if not quick else (4, 3)
     grid = {"max_depth": list(range(1, n + 1)), "min_samples_leaf": list(range(1, n + 1))}
     return compare("a", DecisionTreeClassifier(random_state=0), grid, X, y, client, tmp, dml,
-                   k, cpts)
+                   k, cpts, repeat)
 
 
-def case_b(client, tmp, quick, dml, cpts):
+def case_b(client, tmp, quick, dml, cpts, repeat):
     X, y = load_breast_cancer(return_X_y=True)
     pipe = Pipeline([("scale", StandardScaler()), ("clf", LogisticRegression(max_iter=2000))])
     n_lr, depths, k = ((40, [2, 3, 4, 5, 6, 7, 8, 10, 12, None], 10) if not quick
@@ -197,20 +211,20 @@ def case_b(client, tmp, quick, dml, cpts):
         {"clf": [RandomForestClassifier(n_estimators=50, random_state=0)],
          "clf__max_depth": depths, "clf__max_features": ["sqrt", 0.5]},
     ]
-    return compare("b", pipe, grid, X, y, client, tmp, dml, k)
+    return compare("b", pipe, grid, X, y, client, tmp, dml, k, repeat=repeat)
 
 
-def case_c(client, tmp, quick, dml, cpts):
+def case_c(client, tmp, quick, dml, cpts, repeat):
     n, p, k = (3000, 200, 5) if not quick else (600, 40, 3)
     X, y = make_classification(n_samples=n, n_features=p, random_state=0)
     pipe = Pipeline([("scale", StandardScaler()), ("pca", PCA(random_state=0)), ("svc", SVC())])
     grid = ({"pca__n_components": [10, 20, 50], "svc__C": [0.1, 1, 10],
              "svc__gamma": ["scale", 0.01]} if not quick
             else {"pca__n_components": [10], "svc__C": [1], "svc__gamma": ["scale", 0.01]})
-    return compare("c", pipe, grid, X, y, client, tmp, dml, k)
+    return compare("c", pipe, grid, X, y, client, tmp, dml, k, repeat=repeat)
 
 
-def case_d(client, tmp, quick, dml, cpts):
+def case_d(client, tmp, quick, dml, cpts, repeat):
     X, y = make_classification(200, 5, n_informative=3, random_state=0)
     n_cfg, n_splits, n_rep = (2000, 10, 5) if not quick else (100, 3, 2)
     grid = {"max_depth": [1, 2, 3, 4], "min_samples_leaf": list(range(1, n_cfg // 4 + 1))}
@@ -313,6 +327,8 @@ if __name__ == "__main__":
     p = argparse.ArgumentParser(description="run_study vs GridSearchCV vs dask-ml GridSearchCV")
     p.add_argument("--quick", action="store_true", help="shrink every grid (smoke run)")
     p.add_argument("--cases", default="abcd")
+    p.add_argument("--repeat", type=int, default=2,
+                   help="runs of each side in cases A-C, interleaved; the best counts")
     p.add_argument("--configs-per-task", default="",
                    help="comma-separated extra configs_per_task values for case A's run_study")
     a = p.parse_args()
@@ -332,7 +348,7 @@ if __name__ == "__main__":
             warm_up(client, tmp, dml)
             for name in a.cases:
                 fn = {"a": case_a, "b": case_b, "c": case_c, "d": case_d}[name]
-                rows += fn(client, tmp, a.quick, dml, cpts if name == "a" else ())
+                rows += fn(client, tmp, a.quick, dml, cpts if name == "a" else (), a.repeat)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     if rows:

@@ -16,7 +16,7 @@ kv = pytest.importorskip("kubernetes_validate")
 op = pytest.importorskip("dask_kubernetes.operator")
 
 import bbc_dask as bd  # noqa: E402
-from bbc_dask.cluster import KUBERNETES_DEFAULTS, kubernetes_cluster_spec  # noqa: E402
+from bbc_dask.cluster import KUBERNETES_DEFAULTS, WORKER_ENV, kubernetes_cluster_spec  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(__file__))
 from _kustomize import render  # noqa: E402
@@ -230,7 +230,16 @@ def test_cluster_spec_from_defaults_and_overrides():
     assert wc["image"] == sc["image"] == "reg.example/bbc:1"
     assert wc["args"][:4] == ["dask", "worker", "--nthreads", "1"]
     assert sc["args"][:2] == ["dask", "scheduler"]
-    assert wc["env"] == [{"name": "OMP_NUM_THREADS", "value": "1"}]
+    assert wc["env"] == [{"name": "OMP_NUM_THREADS", "value": "1"}] + [
+        {"name": k, "value": v} for k, v in WORKER_ENV.items()]
+    assert sc["env"] == [{"name": "OMP_NUM_THREADS", "value": "1"}]
+    # the user's value wins; the scheduler gets no worker settings
+    own = kubernetes_cluster_spec(env={"MALLOC_TRIM_THRESHOLD_": 0})
+    validate(own)
+    own_wc = own["spec"]["worker"]["spec"]["containers"][0]
+    assert {e["name"]: e["value"] for e in own_wc["env"]} == {
+        "MALLOC_TRIM_THRESHOLD_": "0", "MALLOC_MMAP_THRESHOLD_": WORKER_ENV["MALLOC_MMAP_THRESHOLD_"]}
+    assert "env" not in kubernetes_cluster_spec()["spec"]["scheduler"]["spec"]["containers"][0]
     assert wc["resources"]["limits"] == {"cpu": "2", "memory": "8Gi"}
     d = kubernetes_cluster_spec()
     validate(d)
@@ -381,6 +390,8 @@ def test_dockerfile_installs_the_extras_and_runs_non_root():
     users = [ln.split()[1] for ln in lines if ln.startswith("USER ")]
     assert users and users[-1].split(":")[0] not in ("root", "0")
     assert any(re.search(r'pip install "\.\[s3,kubernetes\]"', ln) for ln in lines)
+    for k, v in WORKER_ENV.items():  # the image's workers get the cluster module's settings
+        assert f"{k}={v}" in text
     for ln in lines:  # everything it copies is in the repository
         if ln.startswith("COPY "):
             for src in ln.split()[1:-1]:

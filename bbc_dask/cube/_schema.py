@@ -236,6 +236,7 @@ class Cube:
         self.location = location
         self.path = location.url
         self._slots = None
+        self._arrays = {}
         #: Called before every write; the engine sets it to the run lock's ``check`` so a
         #: writer that lost an object-store lease stops before it writes again.
         self.guard = None
@@ -244,10 +245,18 @@ class Cube:
         if self.guard is not None:
             self.guard()
 
+    def _array(self, name):
+        """The array ``name``, opened once: its metadata never changes in a store's life,
+        and reading it for every ledger write cost the driver a JSON parse per call."""
+        arr = self._arrays.get(name)
+        if arr is None:
+            arr = self._arrays[name] = self.group[name]
+        return arr
+
     def _read(self, name, key=Ellipsis):
         """``group[name][key]``; an unreadable chunk names the array and the store."""
         try:
-            return self.group[name][key]
+            return self._array(name)[key]
         except (KeyError, FileNotFoundError):
             raise StoreDamagedError(f"The store {self.path!r} is damaged: its array {name!r} "
                                     f"is missing.") from None
@@ -280,15 +289,15 @@ class Cube:
 
     @property
     def n_samples(self):
-        return self.group["fold"].shape[0]
+        return self._array("fold").shape[0]
 
     @property
     def config_chunk(self):
-        return self.group["prediction"].chunks[3]
+        return self._array("prediction").chunks[3]
 
     @property
     def needs_class_axis(self):
-        return self.group["prediction"].ndim == 5
+        return self._array("prediction").ndim == 5
 
     def state(self):
         st = self._read("state")
@@ -327,7 +336,7 @@ class Cube:
 
     def reader(self):
         """Predictions in sample order (:class:`PredictionReader`, picklable)."""
-        return PredictionReader(self.group["prediction"], self.slot_sample(), self.path,
+        return PredictionReader(self._array("prediction"), self.slot_sample(), self.path,
                                 key=(self.meta.get("digests") or {}).get("slot_sample"))
 
     def predictions(self, configs):
@@ -386,7 +395,7 @@ class Cube:
     # --------------------------------------------------------------- writes
     def writer(self, check):
         """The :class:`ChunkWriter` of this run's tasks; ``check`` the lock token."""
-        pred = self.group["prediction"].with_config({"write_empty_chunks": True})
+        pred = self._array("prediction").with_config({"write_empty_chunks": True})
         return ChunkWriter(pred, check, self.path)
 
     def record(self, results):
@@ -413,20 +422,20 @@ class Cube:
 
                 for g in group:
                     for c, text in zip(g["configs"], g["errors"]):
-                        if text and not self.group["error"][int(c)]:
-                            self.group["error"][int(c)] = text[:4000]
-                self.group["fit_time"].oindex[cfgs, r, k] = col("fit_time", np.float64)
-                self.group["fold_score"].oindex[cfgs, r, k] = col("fold_score", np.float64)
+                        if text and not self._array("error")[int(c)]:
+                            self._array("error")[int(c)] = text[:4000]
+                self._array("fit_time").oindex[cfgs, r, k] = col("fit_time", np.float64)
+                self._array("fold_score").oindex[cfgs, r, k] = col("fold_score", np.float64)
                 blocks = np.array([int(g["configs"][0]) // self.config_chunk for g in group])
-                self.group["chunk_crc"].oindex[r, k, blocks] = [int(g["crc"]) for g in group]
+                self._array("chunk_crc").oindex[r, k, blocks] = [int(g["crc"]) for g in group]
                 failed = col("failed", bool)
-                self.group["state"].oindex[cfgs, r, k] = np.where(failed, FAILED, DONE).astype(np.int8)
+                self._array("state").oindex[cfgs, r, k] = np.where(failed, FAILED, DONE).astype(np.int8)
 
     def record_pooled(self, configs, values):
         """Pooled scores (c, R) of complete ``configs``."""
         self._guard()
         with writing(self.path):
-            self.group["pooled"].oindex[np.asarray(configs, dtype=np.int64), :] = values
+            self._array("pooled").oindex[np.asarray(configs, dtype=np.int64), :] = values
 
     def decisions(self):
         """The dropping decisions, one entry per tested wave (see :meth:`record_decision`)."""
@@ -445,7 +454,7 @@ class Cube:
     def dropped_waves(self):
         """``(wave, p_hat)`` per configuration: the wave it was dropped after (-1 if never)
         and its p-hat then (NaN)."""
-        n_cfg = self.group["state"].shape[0]
+        n_cfg = self._array("state").shape[0]
         wave, p = np.full(n_cfg, -1, dtype=np.int64), np.full(n_cfg, np.nan)
         for entry in self.decisions():
             gone = np.asarray(entry.get("dropped", []), dtype=np.int64)
@@ -460,7 +469,7 @@ class Cube:
         if not gone.size:
             return
         self._guard()
-        st = self.group["state"]
+        st = self._array("state")
         with writing(self.path):
             rows = st.oindex[gone, :, :]
             if (rows == PENDING).any():
