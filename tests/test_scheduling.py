@@ -25,7 +25,8 @@ def test_rank_keeps_the_order_of_alike_cheap_blocks():
     assert [int(b[0]) for b in order] == list(range(50))
 
 
-def test_grouper_sizes_tasks_by_predicted_block_time():
+def test_grouper_sizes_tasks_by_predicted_block_time(monkeypatch):
+    monkeypatch.setattr(_run, "TARGET_TASK_SECONDS", 0.3)
     cost = np.array([0.05] * 20 + [0.4] * 4 + [np.nan] * 4)
     tasks = [(0, 0, b) for b in _blocks(28)]
     g = _run._Grouper(tasks, len(tasks), n_threads=1, cost=cost)
@@ -38,3 +39,12 @@ def test_grouper_sizes_tasks_by_predicted_block_time():
     # blocks at the mean block time (0.06 s), capped so that 3 tasks per thread remain
     assert sizes[:4] == [5, 5, 5, 4] and sizes[4:8] == [1, 1, 1, 1]
     assert sum(sizes) == 27 and max(sizes[8:]) <= 4
+
+
+def test_grouper_bounds_the_predictions_a_task_holds(monkeypatch):
+    monkeypatch.setattr(_run, "TASK_PREDICTION_BYTES", 3000)
+    tasks = [(0, 0, b) for b in _blocks(40)]
+    g = _run._Grouper(tasks, len(tasks), n_threads=1, cost=np.full(40, 0.001), block_bytes=1000)
+    g.next()
+    g.observe(0.002, 1, fit_seconds=0.001)
+    assert len(g.next()) == 3  # 3 x 1000 bytes, although 1 s would take hundreds

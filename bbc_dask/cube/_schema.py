@@ -296,6 +296,12 @@ class Cube:
         return self._array("prediction").chunks[3]
 
     @property
+    def chunk_nbytes(self):
+        """Bytes of one prediction chunk in memory: what a task holds per block."""
+        arr = self._array("prediction")
+        return int(np.prod(arr.chunks)) * arr.dtype.itemsize
+
+    @property
     def needs_class_axis(self):
         return self._array("prediction").ndim == 5
 

@@ -757,8 +757,12 @@ def _submit_with_data(client, fn, *args):
 #: Seconds between ledger writes while results arrive: one batched write, not one per task.
 LEDGER_INTERVAL = 0.5
 #: The run time a task aims at once blocks are timed: long enough that Dask's cost per
-#: task (a few ms of client, scheduler and worker time) is small next to the work.
-TARGET_TASK_SECONDS = 0.3
+#: task (a few ms of client, scheduler and worker time, on the workers' cores when the
+#: scheduler is local) is small next to the work. Measured (bench_cvt B, best of 3):
+#: 0.3 s -> 1.06x GridSearchCV's time, 0.6 s -> 1.03x, 1.0 s -> 1.02x.
+TARGET_TASK_SECONDS = 1.0
+#: A task holds its blocks' predictions until it writes them: at most this many bytes.
+TASK_PREDICTION_BYTES = 64 * 2**20
 #: Tasks per worker thread kept for the end of a stage, so that the last tasks balance.
 TAIL_TASKS_PER_THREAD = 3
 #: Blocks whose fits take less than this are not reordered among themselves.
@@ -778,14 +782,16 @@ class _Grouper:
     """Groups consecutive configuration blocks of one (repeat, fold) into tasks that should
     last about :data:`TARGET_TASK_SECONDS` (one block per task until a thread's worth of
     tasks reported), never so many blocks that fewer than :data:`TAIL_TASKS_PER_THREAD`
-    tasks per thread remain to balance the end. A block's predicted time is its
+    tasks per thread remain to balance the end, nor more than
+    :data:`TASK_PREDICTION_BYTES` of predictions (``block_bytes`` each). A block's predicted time is its
     configurations' measured fit time (``cost``) plus the mean per-block overhead seen so
     far (writing, scoring), or the mean block time where a fit time is unknown. Grouping
     only changes which task computes a block, never what it computes."""
 
-    def __init__(self, tasks, n_blocks, n_threads, cost=None):
+    def __init__(self, tasks, n_blocks, n_threads, cost=None, block_bytes=0):
         self.fresh, self.left, self.n_threads = iter(tasks), n_blocks, n_threads
         self.cost = cost
+        self.max_blocks = max(1, TASK_PREDICTION_BYTES // max(1, block_bytes))
         self.peek = None
         self.block_seconds, self.overhead, self.timed = 0.0, 0.0, 0
 
@@ -812,7 +818,8 @@ class _Grouper:
             return None
         group = [first]
         if self.timed >= self.n_threads and self.block_seconds > 0:
-            limit = max(1, self.left // (TAIL_TASKS_PER_THREAD * self.n_threads))
+            limit = min(self.max_blocks,
+                        max(1, self.left // (TAIL_TASKS_PER_THREAD * self.n_threads)))
             total = self.predict(first)
             while len(group) < limit and total < TARGET_TASK_SECONDS:
                 task = next(self.fresh, None)
@@ -848,6 +855,7 @@ class _Executor:
         self.cancel_on_exit = True
         self.batch, self.flushed = [], time.monotonic()
         self.cost = _known_costs(cube.fit_times())
+        self.block_bytes = cube.chunk_nbytes
 
     def rank(self, blocks):
         """``blocks`` (config index arrays of one (wave, repeat)) in the order to run them:
@@ -890,7 +898,7 @@ class _Executor:
             self.bar.total += n_tasks
             self.bar.set_postfix(active=n_active)
             self.bar.refresh()
-        groups = _Grouper(tasks, n_tasks, n_threads, self.cost)
+        groups = _Grouper(tasks, n_tasks, n_threads, self.cost, self.block_bytes)
         retry = deque()  # (group, tries) whose data was lost: before any fresh group
         ac = as_completed()
         meta = {}
