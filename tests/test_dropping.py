@@ -107,6 +107,35 @@ def test_nothing_is_tested_before_min_predictions(tmp_path, client):
     assert res.method == "bbcd" and res.selected_config not in {d["config"] for d in s.dropped}
 
 
+def test_untested_waves_run_as_one_stage_with_the_same_results(tmp_path, client, monkeypatch):
+    """Waves after which no test can run (too few predictions) have no barrier between
+    them; the study equals one that waits after every wave."""
+    from sklearn.datasets import make_classification
+    from sklearn.tree import DecisionTreeClassifier
+
+    from bbc_dask.engine import _run
+
+    folds = np.repeat(np.arange(10), 10)[:, None]
+    stages = _run._stages(folds, 10, bd.Dropping(min_predictions=50))
+    assert stages == [[0, 1, 2, 3, 4], [5], [6], [7], [8], [9]]
+    assert _run._stages(folds, 10, bd.Dropping(min_predictions=1)) == [[k] for k in range(10)]
+
+    X, y = make_classification(100, 10, random_state=0)
+    grid = {"max_depth": [1, 2, 3, 5, 8], "min_samples_leaf": [1, 5, 10, 20]}
+    out = []
+    for name in ("merged", "wave-by-wave"):
+        if name == "wave-by-wave":
+            monkeypatch.setattr(_run, "_stages", lambda f, n, d: [[k] for k in range(n)])
+        out.append(bd.run_study(
+            DecisionTreeClassifier(random_state=0), grid, X, y, store=tmp_path / f"{name}.zarr",
+            metric="roc_auc", n_splits=10, random_state=0, client=client, progress=False,
+            refit=False, dropping=bd.Dropping(alpha=0.9, n_bootstraps=300, min_predictions=50)))
+    a, b = out
+    assert a.dropped and a.dropping_log == b.dropping_log
+    np.testing.assert_array_equal(a.state, b.state)
+    np.testing.assert_array_equal(a.cube["prediction"].values, b.cube["prediction"].values)
+
+
 def test_single_configuration_warns(tmp_path, client):
     from sklearn.datasets import load_breast_cancer
     from sklearn.tree import DecisionTreeClassifier

@@ -623,23 +623,41 @@ def _run_waves(cube, client, estimator, configs, X, y, target, m, error_score,
     chunk = cube.config_chunk
     active = _active(cube)
     decided = {e["wave"] for e in cube.decisions()}
-    stages = [list(range(n_splits))] if dropping is None else [[k] for k in range(n_splits)]
+    stages = ([list(range(n_splits))] if dropping is None
+              else _stages(cube.folds(), n_splits, dropping))
     run = _Executor(cube, client, estimator, configs, X, y, target, m, error_score,
                     progress, n_splits, token)
     run.cancel_on_exit = cancel_on_exit
     try:
         for stage in stages:
             run.execute(_WaveTasks(state, stage, active, chunk, run.rank), int(active.sum()))
-            k = stage[0]
-            if dropping is None or k >= n_splits - 1 or k in decided:
-                continue
-            state = cube.state()
-            active = _decide(cube, client, root, dropping, k, state, active, m, target)
-            state = cube.state()
+            for k in stage:
+                if dropping is None or k >= n_splits - 1 or k in decided:
+                    continue
+                state = cube.state()
+                active = _decide(cube, client, root, dropping, k, state, active, m, target)
+                state = cube.state()
         _pooled_pass(cube, client, m, target)
     finally:
         run.close()
     return run.fits
+
+
+def _stages(folds, n_splits, dropping):
+    """The waves run together between dropping decisions.
+
+    After wave k the dropping test runs only once every repeat has ``min_predictions``
+    out-of-fold predictions (a property of the folds alone, known before any fit); until
+    then no configuration can be dropped, so those waves form one stage with no barrier.
+    From the first tested wave on, each wave is its own stage."""
+    stages, current = [], []
+    for k in range(n_splits):
+        current.append(k)
+        n_avail = int((folds <= k).sum(axis=0).min())
+        if k == n_splits - 1 or n_avail >= dropping.min_predictions:
+            stages.append(current)
+            current = []
+    return stages
 
 
 def _active(cube):
@@ -653,8 +671,9 @@ def _decide(cube, client, root, dropping, k, state, active, m, target):
     from .._lazy import lazy_dropping_test
     from .._random import child_seed
 
-    # A configuration that failed somewhere has no usable column: it is not tested.
-    idx = np.flatnonzero(active & ~np.any(state == FAILED, axis=(1, 2)))
+    # A configuration that failed somewhere has no usable column: it is not tested. Only
+    # waves <= k count: the decision is the same whether later waves of a stage ran.
+    idx = np.flatnonzero(active & ~np.any(state[:, :, :k + 1] == FAILED, axis=(1, 2)))
     avail = cube.folds() <= k
     n_avail = int(avail.sum(axis=0).min())
     entry = {"wave": int(k), "active_before": int(idx.size), "tested": False, "dropped": [],
