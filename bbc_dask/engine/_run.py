@@ -208,8 +208,8 @@ def run_study(
     configs_per_task : int or None, default=None
         Configurations per block: the cube's chunk size along ``config`` (fixed when the
         store is created) and the smallest unit of work. A task fits one or more
-        consecutive blocks on one training set: blocks are grouped by their measured time
-        so that a task lasts about 0.3 s, hence small blocks cost little. None: 1 for up to
+        blocks on one training set: blocks are grouped by their measured fit times so that
+        a task lasts about 1 s, hence small blocks cost little. None: 1 for up to
         127 configurations, then ``n_configs // 64`` up to 10 — small blocks balance the
         waves of uneven grids (a forest next to a logistic regression), large grids keep
         the number of chunk files down.
