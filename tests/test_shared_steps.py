@@ -81,6 +81,10 @@ def test_no_reuse_where_pipeline_fit_could_differ(data, tmp_path):
         if est.memory is None:
             assert CountingScaler.fits == 3
         np.testing.assert_array_equal(got["values"], _whole(_pipe(), params, X, y, folds))
+    # an invalid step is left to Pipeline.fit to refuse, as a whole fit would
+    bad = Pipeline([("scale", CountingScaler()), ("odd", "drop"), ("clf", LogisticRegression())])
+    assert _tasks._prefix_steps(bad) is None
+    assert _block(bad, params, X, y, folds)["failed"].all()
 
 
 def test_a_final_step_cannot_change_what_the_next_configuration_reuses(data):

@@ -126,6 +126,8 @@ def _prefix_steps(est):
             getattr(est, "transform_input", None) is not None:
         return None
     final = est.steps[-1][1]
+    if any(isinstance(s, str) and s != "passthrough" for _, s in est.steps):
+        return None  # Pipeline.fit says what is wrong with it
     steps = [s for _, s in est.steps[:-1] if s is not None and not isinstance(s, str)]
     if final is None or isinstance(final, str) or not steps or \
             not all(hasattr(s, "fit_transform") and hasattr(s, "transform") for s in steps):
@@ -158,7 +160,12 @@ def _fit_shared(est, X_train, y_train, X_test):
     final = est.steps[-1][1]
     kept = getattr(_SPLITS, "prefix", None)
     if kept is None or kept[0]() is not X_train:  # another split: forget the old outputs
-        kept = _SPLITS.prefix = (weakref.ref(X_train), OrderedDict())
+        try:
+            kept = _SPLITS.prefix = (weakref.ref(X_train), OrderedDict())
+        except TypeError:  # data that cannot be weakly referenced: no reuse
+            _SPLITS.prefix = None
+            est.fit(X_train, y_train)
+            return est, X_test
     outputs = kept[1]
     if token in outputs:
         outputs.move_to_end(token)
@@ -169,7 +176,8 @@ def _fit_shared(est, X_train, y_train, X_test):
             Xt = step.fit_transform(Xt, y_train)
         for step in steps:
             Xt_test = step.transform(Xt_test)
-        if type(Xt) is np.ndarray and type(Xt_test) is np.ndarray:
+        if type(Xt) is np.ndarray and type(Xt_test) is np.ndarray and \
+                Xt.nbytes + Xt_test.nbytes <= SPLIT_CACHE_BYTES:
             # read-only like the split: a final step must not change what the next reuses
             Xt.flags.writeable = Xt_test.flags.writeable = False
             outputs[token] = (Xt, Xt_test)
