@@ -174,3 +174,21 @@ def test_an_estimator_that_writes_into_its_input_does_not_change_the_next_task(t
                                 n_splits=3, random_state=0, configs_per_task=1, client=client,
                                 progress=False, refit=False).cube["prediction"].values)
     np.testing.assert_array_equal(out[0], out[1])
+
+
+def test_mean_fit_times_read_in_slices_equal_the_whole_ledger(tmp_path, cancer, client):
+    """The engine's cost estimates (longest blocks first) come from the ledger a slice of
+    configurations at a time; the result is the plain mean over repeats and folds."""
+    import warnings
+
+    X, y = cancer
+    _run(tmp_path / "s.zarr", X, y, client, refit=False)
+    cube = open_cube(tmp_path / "s.zarr", mode="r+")
+    ft = cube.fit_times()
+    ft[3] = np.nan  # a configuration never timed
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        want = np.nanmean(ft, axis=(1, 2))
+    cube._array("fit_time")[3] = np.nan
+    np.testing.assert_array_equal(cube.mean_fit_times(step=2), want)
+    assert np.isnan(want[3]) and np.isfinite(np.delete(want, 3)).all()

@@ -327,6 +327,20 @@ class Cube:
     def fit_times(self):
         return self._read("fit_time")
 
+    def mean_fit_times(self, step=65536):
+        """Per configuration, the mean recorded fit time over repeats and folds (NaN where
+        none), read ``step`` configurations at a time: the whole float64 ledger of a
+        million-configuration study would not fit the driver comfortably."""
+        n = self._array("fit_time").shape[0]
+        out = np.full(n, np.nan)
+        for a in range(0, n, step):
+            ft = self._read("fit_time", slice(a, a + step))
+            seen = np.isfinite(ft).sum(axis=(1, 2))
+            total = np.nansum(ft, axis=(1, 2))
+            with np.errstate(invalid="ignore", divide="ignore"):
+                out[a:a + step] = np.where(seen > 0, total / seen, np.nan)
+        return out
+
     def fold_scores(self):
         """The ledger's per-(config, repeat, fold) metric values."""
         return self._read("fold_score")

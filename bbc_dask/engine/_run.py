@@ -788,14 +788,6 @@ TAIL_TASKS_PER_THREAD = 3
 RANK_SECONDS = 0.01
 
 
-def _known_costs(fit_time):
-    """Per configuration, the mean fit time the ledger recorded (NaN where none): what a
-    resumed run knows of each configuration's cost before timing any."""
-    seen = np.isfinite(fit_time).sum(axis=(1, 2))
-    total = np.nansum(fit_time, axis=(1, 2))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(seen > 0, total / seen, np.nan)
-
 
 class _Grouper:
     """Groups consecutive configuration blocks of one (repeat, fold) into tasks that should
@@ -873,7 +865,8 @@ class _Executor:
         self.fits = 0
         self.cancel_on_exit = True
         self.batch, self.flushed = [], time.monotonic()
-        self.cost = _known_costs(cube.fit_times())
+        # what a resumed run knows of each configuration's cost before timing any
+        self.cost = cube.mean_fit_times()
         self.block_bytes = cube.chunk_nbytes
 
     def rank(self, blocks):
