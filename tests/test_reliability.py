@@ -316,3 +316,34 @@ def test_an_interrupt_inside_a_client_call_acts_when_the_call_ends():
             reached.append("end of the second call")
     assert info.value.exit_code == 143 and reached[-1] == "end of the second call"
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_a_full_disk_leaves_no_asyncio_noise_about_the_abandoned_chunk_writes(caplog):
+    """When one chunk write of a Zarr call meets a full device, the call's other writes
+    are abandoned; what asyncio would log about them (never-retrieved ENOSPC, destroyed
+    pending tasks) is dropped once the error has been raised naming the store."""
+    import asyncio
+    import errno
+    import gc
+    import logging
+
+    from bbc_dask.cube._location import writing
+    from bbc_dask.exceptions import StoreFullError
+
+    def abandon():
+        loop = asyncio.new_event_loop()
+        fut = loop.create_future()
+        fut.set_exception(OSError(errno.ENOSPC, "No space left on device"))
+        del fut
+        gc.collect()
+        loop.close()
+
+    with caplog.at_level(logging.ERROR, logger="asyncio"):
+        abandon()
+        assert any("never retrieved" in r.getMessage() for r in caplog.records)
+        caplog.clear()
+        with pytest.raises(StoreFullError, match="No space left on the device of the store 's'"):
+            with writing("s"):
+                raise OSError(errno.ENOSPC, "No space left on device")
+        abandon()
+        assert not caplog.records

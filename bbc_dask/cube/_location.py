@@ -34,8 +34,34 @@ def writing(url):
                 f"No space left on the device of the store {url!r}: finished cells are kept; "
                 f"free space and run the same command again to resume")
             err.errno = exc.errno
+            _quiet_abandoned_writes()
             raise err from exc
         raise
+
+
+class _AbandonedWrites:
+    """Drops what asyncio logs about the other chunk writes of a Zarr call that one full
+    device failed (pending tasks destroyed, their own ENOSPC never retrieved): the error
+    was raised and reported once, naming the store; 48 lines of asyncio noise would hide
+    that line."""
+
+    def filter(self, record):
+        exc = record.exc_info[1] if record.exc_info else None
+        if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            return False
+        msg = record.getMessage()
+        return not ("destroyed but it is pending" in msg and "zarr" in msg)
+
+
+_ABANDONED = _AbandonedWrites()
+
+
+def _quiet_abandoned_writes():
+    import logging
+
+    log = logging.getLogger("asyncio")
+    if _ABANDONED not in log.filters:
+        log.addFilter(_ABANDONED)
 
 
 def _is_url(store):
