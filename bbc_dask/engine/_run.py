@@ -631,12 +631,13 @@ def _run_waves(cube, client, estimator, configs, X, y, target, m, error_score,
     try:
         for stage in stages:
             run.execute(_WaveTasks(state, stage, active, chunk, run.rank), int(active.sum()))
+            if dropping is None:
+                continue
+            state = cube.state()
             for k in stage:
-                if dropping is None or k >= n_splits - 1 or k in decided:
-                    continue
-                state = cube.state()
-                active = _decide(cube, client, root, dropping, k, state, active, m, target)
-                state = cube.state()
+                if k < n_splits - 1 and k not in decided:
+                    active = _decide(cube, client, root, dropping, k, state, active, m, target)
+                    state = cube.state()
         _pooled_pass(cube, client, m, target)
     finally:
         run.close()
@@ -653,11 +654,16 @@ def _stages(folds, n_splits, dropping):
     stages, current = [], []
     for k in range(n_splits):
         current.append(k)
-        n_avail = int((folds <= k).sum(axis=0).min())
-        if k == n_splits - 1 or n_avail >= dropping.min_predictions:
+        if k == n_splits - 1 or _n_available(folds, k) >= dropping.min_predictions:
             stages.append(current)
             current = []
     return stages
+
+
+def _n_available(folds, k):
+    """Out-of-fold predictions per repeat after wave ``k`` (the fewest over repeats): the
+    dropping test needs ``min_predictions`` of them."""
+    return int((folds <= k).sum(axis=0).min())
 
 
 def _active(cube):
@@ -674,8 +680,9 @@ def _decide(cube, client, root, dropping, k, state, active, m, target):
     # A configuration that failed somewhere has no usable column: it is not tested. Only
     # waves <= k count: the decision is the same whether later waves of a stage ran.
     idx = np.flatnonzero(active & ~np.any(state[:, :, :k + 1] == FAILED, axis=(1, 2)))
-    avail = cube.folds() <= k
-    n_avail = int(avail.sum(axis=0).min())
+    folds = cube.folds()
+    avail = folds <= k
+    n_avail = _n_available(folds, k)
     entry = {"wave": int(k), "active_before": int(idx.size), "tested": False, "dropped": [],
              "p_hat": []}
     if idx.size < 2 or n_avail < dropping.min_predictions:
@@ -788,18 +795,18 @@ TAIL_TASKS_PER_THREAD = 3
 RANK_SECONDS = 0.01
 
 
-
 class _Grouper:
     """Groups consecutive configuration blocks of one (repeat, fold) into tasks that should
     last about :data:`TARGET_TASK_SECONDS` (one block per task until a thread's worth of
     tasks reported), never so many blocks that fewer than :data:`TAIL_TASKS_PER_THREAD`
     tasks per thread remain to balance the end, nor more than
-    :data:`TASK_PREDICTION_BYTES` of predictions (``block_bytes`` each). A block's predicted time is its
-    configurations' measured fit time (``cost``) plus the mean per-block overhead seen so
-    far (writing, scoring), or the mean block time where a fit time is unknown. Grouping
-    only changes which task computes a block, never what it computes."""
+    :data:`TASK_PREDICTION_BYTES` of predictions (``block_bytes`` each). A block's
+    predicted time is its configurations' measured fit time (``cost``) plus the mean
+    per-block overhead seen so far (writing, scoring), or the mean block time where a fit
+    time is unknown. Grouping only changes which task computes a block, never what it
+    computes."""
 
-    def __init__(self, tasks, n_blocks, n_threads, cost=None, block_bytes=0):
+    def __init__(self, tasks, n_blocks, n_threads, cost, block_bytes=0):
         self.fresh, self.left, self.n_threads = iter(tasks), n_blocks, n_threads
         self.cost = cost
         self.max_blocks = max(1, TASK_PREDICTION_BYTES // max(1, block_bytes))
@@ -815,11 +822,8 @@ class _Grouper:
 
     def predict(self, task):
         """Predicted seconds of one block."""
-        if self.cost is not None:
-            fit = self.cost[task[2]].sum()
-            if np.isfinite(fit):
-                return float(fit) + self.overhead
-        return self.block_seconds
+        fit = self.cost[task[2]].sum()
+        return float(fit) + self.overhead if np.isfinite(fit) else self.block_seconds
 
     def next(self):
         """The next group: a list of (k, r, cfgs) of one (k, r), or None when done."""

@@ -135,38 +135,45 @@ def _prefix_steps(est):
     return steps
 
 
-def _fit_shared(est, X_train, y_train, X_test):
-    """Fit ``est`` on the training rows; return the fitted estimator that predicts and the
-    test rows it takes.
-
-    For a pipeline, the transformer steps' outputs on this split are kept per thread (up
-    to :data:`SPLIT_CACHE_BYTES`, least recently used dropped first) and reused by the next configuration whose transformer steps have
-    the same parameters: a grid over the final step (an SVC's C after a scaler and a PCA)
-    fits its transformers once per fold and worker, as dask-ml's search does. The reuse
-    is exact: it makes the calls ``Pipeline.fit`` and ``Pipeline.decision_function`` make
-    (``fit_transform`` of each step in turn, the final step on their output), on
-    identically parameterised steps.
+def _kept_outputs(est, X_train):
+    """``(steps, key, outputs)`` when ``est`` may reuse transformer outputs on ``X_train``
+    (``outputs``: this thread's kept outputs of this split, by the steps' ``key``), or None.
     """
     steps = _prefix_steps(est)
-    token = None
-    if steps is not None:
-        try:  # the unfitted steps' parameters; what cannot be pickled is never shared
-            token = hashlib.sha256(pickle.dumps(steps, protocol=5)).digest()
-        except Exception:  # noqa: BLE001 - any pickling failure just disables the reuse
-            token = None
-    if token is None:
-        est.fit(X_train, y_train)
-        return est, X_test
-    final = est.steps[-1][1]
+    if steps is None:
+        return None
+    try:  # the unfitted steps' parameters; what cannot be pickled is never shared
+        key = hashlib.sha256(pickle.dumps(steps, protocol=5)).digest()
+    except Exception:  # noqa: BLE001 - any pickling failure just disables the reuse
+        return None
     kept = getattr(_SPLITS, "prefix", None)
     if kept is None or kept[0]() is not X_train:  # another split: forget the old outputs
         try:
             kept = _SPLITS.prefix = (weakref.ref(X_train), OrderedDict())
         except TypeError:  # data that cannot be weakly referenced: no reuse
             _SPLITS.prefix = None
-            est.fit(X_train, y_train)
-            return est, X_test
-    outputs = kept[1]
+            return None
+    return steps, key, kept[1]
+
+
+def _fit_shared(est, X_train, y_train, X_test):
+    """Fit ``est`` on the training rows; return the fitted estimator that predicts and the
+    test rows it takes.
+
+    For a pipeline, the transformer steps' outputs on this split are kept per thread (up
+    to :data:`SPLIT_CACHE_BYTES`, least recently used dropped first) and reused by the
+    next configuration whose transformer steps have the same parameters: a grid over the
+    final step (an SVC's C after a scaler and a PCA) fits its transformers once per fold
+    and worker, as dask-ml's search does. The reuse is exact: it makes the calls
+    ``Pipeline.fit`` and ``Pipeline.decision_function`` make (``fit_transform`` of each
+    step in turn, the final step on their output), on identically parameterised steps.
+    """
+    found = _kept_outputs(est, X_train)
+    if found is None:
+        est.fit(X_train, y_train)
+        return est, X_test
+    steps, token, outputs = found
+    final = est.steps[-1][1]
     if token in outputs:
         outputs.move_to_end(token)
         Xt, Xt_test = outputs[token]
