@@ -15,7 +15,9 @@ import zlib
 
 import numpy as np
 
-__all__ = ["as_seed_sequence", "child_seed", "child_generator", "STREAMS"]
+from .exceptions import InvalidParameterError
+
+__all__ = ["STREAMS", "as_seed_sequence", "child_generator", "child_seed"]
 
 # Stream ids keep the draws of different procedures independent even with the same seed.
 STREAMS = {
@@ -42,7 +44,7 @@ def as_seed_sequence(random_state, *, name="random_state", caller="this function
         return random_state
     if isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool):
         if random_state < 0:
-            raise ValueError(
+            raise InvalidParameterError(
                 f"The '{name}' parameter of {caller} must be a non-negative int, a "
                 f"numpy SeedSequence, Generator or RandomState, or None. Got "
                 f"{random_state!r} instead."
@@ -52,7 +54,7 @@ def as_seed_sequence(random_state, *, name="random_state", caller="this function
         return np.random.SeedSequence(random_state.integers(0, 2**32, size=4, dtype=np.uint64))
     if isinstance(random_state, np.random.RandomState):
         return np.random.SeedSequence(random_state.randint(0, 2**32, size=4, dtype=np.uint64))
-    raise TypeError(
+    raise InvalidParameterError(
         f"The '{name}' parameter of {caller} must be a non-negative int, a numpy "
         f"SeedSequence, Generator or RandomState, or None. Got {random_state!r} instead."
     )

@@ -12,7 +12,7 @@ import time
 
 from .exceptions import StudyInterrupted
 
-__all__ = ["signals_as_interrupts", "deferred_interrupts", "wait_done"]
+__all__ = ["deferred_interrupts", "signals_as_interrupts", "wait_done"]
 
 
 @contextlib.contextmanager

@@ -5,27 +5,25 @@ range [1, inf). Got 0 instead.``
 """
 from __future__ import annotations
 
+import math
 import numbers
 
 import numpy as np
 
+from .exceptions import InvalidParameterError
 from .metrics import Metric, Target
 
 __all__ = [
-    "check_int",
-    "check_confidence_level",
+    "as_bootstrap_indices",
+    "as_folds",
     "as_predictions",
     "as_target",
+    "check_confidence_level",
+    "check_int",
     "encode_predictions",
-    "as_folds",
-    "as_bootstrap_indices",
 ]
 
 _DIMS = ("sample", "config", "repeat", "class")
-
-
-def param_error(name, caller, expected, got):
-    return f"The '{name}' parameter of {caller} must be {expected}. Got {got!r} instead."
 
 
 def check_int(value, name, caller, *, low=1, high=None, allow_none=False):
@@ -39,7 +37,7 @@ def check_int(value, name, caller, *, low=1, high=None, allow_none=False):
         or value < low
         or (high is not None and value > high)
     ):
-        raise ValueError(param_error(name, caller, expected, value))
+        raise InvalidParameterError.of(name, caller, expected, value)
     return int(value)
 
 
@@ -50,7 +48,7 @@ def check_real_open(value, name, caller, low, high):
         or not np.isfinite(value)
         or not low < value < high
     ):
-        raise ValueError(param_error(name, caller, f"a float in the range ({low}, {high})", value))
+        raise InvalidParameterError.of(name, caller, f"a float in the range ({low}, {high})", value)
     return float(value)
 
 
@@ -70,7 +68,7 @@ def as_predictions(predictions, metric: Metric, caller):
         dims = tuple(predictions.dims)
         unknown = [d for d in dims if d not in _DIMS]
         if unknown or "sample" not in dims or "config" not in dims:
-            raise ValueError(
+            raise InvalidParameterError(
                 f"The 'predictions' parameter of {caller} must be a DataArray with dims "
                 f"'sample', 'config' and optionally 'repeat', 'class'. Got dims {dims} instead."
             )
@@ -87,17 +85,17 @@ def as_predictions(predictions, metric: Metric, caller):
         if arr.ndim == 2:
             arr = arr[:, :, None]
         elif arr.ndim not in (3, 4):
-            raise ValueError(
+            raise InvalidParameterError(
                 f"The 'predictions' parameter of {caller} must have shape (N, C), (N, C, R) "
                 f"or (N, C, R, n_classes). Got an array with shape {arr.shape} instead."
             )
     if arr.shape[0] < 2 or arr.shape[1] < 1 or arr.shape[2] < 1:
-        raise ValueError(
+        raise InvalidParameterError(
             f"The 'predictions' parameter of {caller} must hold at least 2 samples, 1 "
             f"configuration and 1 repeat. Got shape {arr.shape} instead."
         )
     if metric.needs_class_axis and arr.ndim != 4:
-        raise ValueError(
+        raise InvalidParameterError(
             f"The metric {metric.name!r} needs class probabilities: 'predictions' of {caller} "
             f"must have shape (N, C, R, n_classes) (use predictions[:, :, None, :] for one "
             f"repeat). Got shape {arr.shape} instead: are these class labels or a single "
@@ -106,7 +104,7 @@ def as_predictions(predictions, metric: Metric, caller):
     if not metric.needs_class_axis and arr.ndim == 4:
         what = {"labels": "class labels", "scores": "a score of the positive class",
                 "values": "predicted values", "risk": "risk scores"}[metric.prediction]
-        raise ValueError(
+        raise InvalidParameterError(
             f"The metric {metric.name!r} expects {what}, one per (sample, config, repeat); "
             f"'predictions' of {caller} has a class axis (shape {arr.shape}). For roc_auc "
             f"pass the positive-class column, e.g. predictions[..., 1]."
@@ -116,14 +114,14 @@ def as_predictions(predictions, metric: Metric, caller):
 
 def _check_finite(arr, name, caller):
     if arr.dtype.kind not in "fiub":
-        raise ValueError(
+        raise InvalidParameterError(
             f"The '{name}' parameter of {caller} must be numeric. Got dtype {arr.dtype} instead."
         )
     a = arr.astype(np.float64, copy=False)
     bad = ~np.isfinite(a)
     if bad.any():
         where = tuple(int(i) for i in np.argwhere(bad)[0])
-        raise ValueError(
+        raise InvalidParameterError(
             f"The '{name}' parameter of {caller} must not contain NaN or infinity. Found "
             f"{int(bad.sum())} such values (the first at index {where})."
         )
@@ -146,14 +144,14 @@ def _survival_target(y, caller):
         if a.ndim == 2 and a.shape[1] == 2:
             time, event = a[:, 0], a[:, 1]
     if time is None:
-        raise ValueError(
+        raise InvalidParameterError(
             f"The 'y' parameter of {caller} must be a (time, event) pair of arrays, an "
             f"(N, 2) array [time, event] or a structured array for 'concordance_index'."
         )
     time = _check_finite(np.asarray(time), "y", caller)
     event = np.asarray(event)
     if not np.all(np.isin(event, [0, 1])):
-        raise ValueError(
+        raise InvalidParameterError(
             f"The event indicator in 'y' of {caller} must be boolean or 0/1. Got values "
             f"{np.unique(event)[:5]!r}."
         )
@@ -165,7 +163,7 @@ def as_target(y, metric: Metric, caller, *, pos_label=None):
         return _survival_target(y, caller)
     arr = np.asarray(y)
     if arr.ndim != 1:
-        raise ValueError(
+        raise InvalidParameterError(
             f"The 'y' parameter of {caller} must be 1-dimensional. Got shape {arr.shape} instead."
         )
     if metric.task == "regression":
@@ -174,16 +172,16 @@ def as_target(y, metric: Metric, caller, *, pos_label=None):
         _check_finite(arr, "y", caller)
     if arr.dtype.kind == "O":
         if any(v is None or (isinstance(v, float) and np.isnan(v)) for v in arr):
-            raise ValueError(f"The 'y' parameter of {caller} must not contain None or NaN.")
+            raise InvalidParameterError(f"The 'y' parameter of {caller} must not contain None or NaN.")
     classes, codes = np.unique(arr, return_inverse=True)
     if len(classes) < 2:
-        raise ValueError(
+        raise InvalidParameterError(
             f"The metric {metric.name!r} needs at least two classes in 'y' of {caller}. "
             f"Got only {classes.tolist()!r}."
         )
     if metric.task == "binary" and len(classes) > 2:
         hint = " Use 'roc_auc_ovr' for multiclass AUC." if metric.name == "roc_auc" else ""
-        raise ValueError(
+        raise InvalidParameterError(
             f"The metric {metric.name!r} is binary but 'y' of {caller} has {len(classes)} "
             f"classes.{hint}"
         )
@@ -191,7 +189,7 @@ def as_target(y, metric: Metric, caller, *, pos_label=None):
     if pos_label is not None:
         hits = np.flatnonzero(classes == pos_label)
         if hits.size != 1:
-            raise ValueError(
+            raise InvalidParameterError(
                 f"The 'pos_label' parameter of {caller} must be one of the labels "
                 f"{classes.tolist()!r}. Got {pos_label!r} instead."
             )
@@ -204,7 +202,7 @@ def encode_predictions(arr, class_coord, metric: Metric, target: Target, caller)
     integer class codes for label metrics."""
     n = target.n_samples
     if arr.shape[0] != n:
-        raise ValueError(
+        raise InvalidParameterError(
             f"'predictions' and 'y' of {caller} must have the same number of samples. "
             f"Got {arr.shape[0]} and {n}."
         )
@@ -214,7 +212,7 @@ def encode_predictions(arr, class_coord, metric: Metric, target: Target, caller)
             # Labels already 0..K-1 (the common case): the codes are the array itself.
             if arr.min() < 0 or arr.max() >= len(classes):
                 bad = arr[(arr < 0) | (arr >= len(classes))].flat[0]
-                raise ValueError(_label_error(metric, classes, caller, bad))
+                raise InvalidParameterError(_label_error(metric, classes, caller, bad))
             return arr
         if arr.dtype.kind in "iufb" and classes.dtype.kind in "iufb" and len(classes) <= 64:
             # One comparison pass per class: much faster than searchsorted on big cubes.
@@ -222,7 +220,7 @@ def encode_predictions(arr, class_coord, metric: Metric, target: Target, caller)
             for k, c in enumerate(classes):
                 codes[arr == c] = k
             if (codes < 0).any():
-                raise ValueError(_label_error(metric, classes, caller, arr[codes < 0].flat[0]))
+                raise InvalidParameterError(_label_error(metric, classes, caller, arr[codes < 0].flat[0]))
             return codes
         flat = arr.ravel()
         if flat.dtype.kind == "O" and classes.dtype.kind != "O":
@@ -231,26 +229,26 @@ def encode_predictions(arr, class_coord, metric: Metric, target: Target, caller)
         idx = np.clip(idx, 0, len(classes) - 1)
         ok = classes[idx] == flat
         if not np.all(ok):
-            raise ValueError(_label_error(metric, classes, caller, flat[np.flatnonzero(~ok)[0]]))
+            raise InvalidParameterError(_label_error(metric, classes, caller, flat[np.flatnonzero(~ok)[0]]))
         return idx.reshape(arr.shape)
     a = _check_finite(arr, "predictions", caller)
     if metric.prediction == "proba":
         k = len(target.classes)
         if a.shape[3] != k:
-            raise ValueError(
+            raise InvalidParameterError(
                 f"'predictions' of {caller} has {a.shape[3]} classes on its class axis but "
                 f"'y' has {k} ({target.classes.tolist()!r})."
             )
         if class_coord is not None:
             pos = [np.flatnonzero(class_coord == c) for c in target.classes]
             if any(p.size != 1 for p in pos):
-                raise ValueError(
+                raise InvalidParameterError(
                     f"The 'class' coordinate of 'predictions' of {caller} must hold y's "
                     f"labels {target.classes.tolist()!r}. Got {class_coord.tolist()!r}."
                 )
             a = a[..., [int(p[0]) for p in pos]]
         if a.min() < 0 or a.max() > 1 or not np.allclose(a.sum(axis=3), 1.0):
-            raise ValueError(
+            raise InvalidParameterError(
                 f"The metric {metric.name!r} expects class probabilities in [0, 1] that sum "
                 f"to 1 over the class axis; 'predictions' of {caller} does not (are these "
                 f"labels or decision scores?)."
@@ -260,7 +258,7 @@ def encode_predictions(arr, class_coord, metric: Metric, target: Target, caller)
         if labels.dtype.kind in "iufb" and all(
             np.unique(a[:, c]).size <= 2 for c in range(min(a.shape[1], 50))
         ) and np.all(np.isin(a, labels.astype(np.float64))):
-            raise ValueError(
+            raise InvalidParameterError(
                 f"The metric {metric.name!r} expects a continuous score of the positive "
                 f"class (predict_proba[:, 1] or decision_function), but 'predictions' of "
                 f"{caller} holds only class labels {np.unique(a).tolist()!r}."
@@ -280,7 +278,7 @@ def _label_error(metric, classes, caller, bad):
 def as_folds(folds, n_samples, n_repeats, caller, *, required=True):
     if folds is None:
         if required:
-            raise ValueError(f"The 'folds' parameter of {caller} is required.")
+            raise InvalidParameterError(f"The 'folds' parameter of {caller} is required.")
         return None
     if _is_dataarray(folds):
         order = [d for d in ("sample", "repeat") if d in folds.dims]
@@ -289,23 +287,23 @@ def as_folds(folds, n_samples, n_repeats, caller, *, required=True):
     if f.ndim == 1:
         f = np.repeat(f[:, None], n_repeats, axis=1) if n_repeats == 1 else f[:, None]
     if f.ndim != 2 or f.shape[0] != n_samples or f.shape[1] != n_repeats:
-        raise ValueError(
+        raise InvalidParameterError(
             f"The 'folds' parameter of {caller} must have shape ({n_samples},) or "
             f"({n_samples}, {n_repeats}) (one fold id per sample and repeat). Got shape "
             f"{np.shape(folds)} instead."
         )
     if f.dtype.kind == "f":
         if not np.all(np.isfinite(f)) or not np.all(f == np.round(f)):
-            raise ValueError(f"The 'folds' parameter of {caller} must hold integer fold ids.")
+            raise InvalidParameterError(f"The 'folds' parameter of {caller} must hold integer fold ids.")
         f = f.astype(np.int64)
     if f.dtype.kind not in "iu":
-        raise ValueError(
+        raise InvalidParameterError(
             f"The 'folds' parameter of {caller} must hold integer fold ids. Got dtype "
             f"{f.dtype} instead."
         )
     for r in range(n_repeats):
         if np.unique(f[:, r]).size < 2:
-            raise ValueError(
+            raise InvalidParameterError(
                 f"The 'folds' parameter of {caller} must define at least 2 folds in every "
                 f"repeat; repeat {r} has {np.unique(f[:, r]).size}."
             )
@@ -315,12 +313,12 @@ def as_folds(folds, n_samples, n_repeats, caller, *, required=True):
 def as_bootstrap_indices(idx, n, name_n, caller):
     a = np.asarray(idx)
     if a.ndim != 2 or a.shape[1] != n or a.shape[0] < 1:
-        raise ValueError(
+        raise InvalidParameterError(
             f"The 'bootstrap_indices' parameter of {caller} must have shape (B, {n}) "
             f"(in-bag {name_n} positions of each bootstrap). Got shape {a.shape} instead."
         )
     if a.dtype.kind not in "iu" or a.min() < 0 or a.max() >= n:
-        raise ValueError(
+        raise InvalidParameterError(
             f"The 'bootstrap_indices' parameter of {caller} must hold integer positions in "
             f"[0, {n}). Got values in [{a.min()}, {a.max()}] of dtype {a.dtype}."
         )
@@ -331,5 +329,80 @@ def reject_unknown(kwargs, allowed, caller):
     """TypeError naming the first keyword of ``kwargs`` that ``caller`` does not take."""
     for k in kwargs:
         if k not in allowed:
-            raise TypeError(f"{caller} got an unexpected keyword argument {k!r} (it takes "
+            raise InvalidParameterError(f"{caller} got an unexpected keyword argument {k!r} (it takes "
                             f"{', '.join(repr(a) for a in allowed)}).")
+
+
+def _plain(v):
+    """A label as a plain Python value (for messages)."""
+    return v.item() if isinstance(v, np.generic) else v
+
+
+def check_X(X, caller):
+    """X as the tasks index it: DataFrames kept (column names matter to pipelines), sparse
+    kept, anything else a 2-d array (scikit-learn's checks and messages; NaN allowed —
+    whether the estimator takes it is its business)."""
+    from sklearn.utils.validation import check_array
+
+    if X is None:
+        raise InvalidParameterError(f"The 'X' parameter of {caller} is required. Got None.")
+    if hasattr(X, "iloc"):
+        return X
+    try:
+        return check_array(X, accept_sparse=("csr", "csc"), dtype=None,
+                           ensure_all_finite=False, ensure_min_samples=2, input_name="X")
+    except (TypeError, ValueError) as e:  # scikit-learn's words, said as ours
+        raise InvalidParameterError(f"The 'X' parameter of {caller} is invalid: {e}") from None
+
+
+def check_cv_data(estimator, X, y, groups, metric, n_splits, n_repeats, error_score, pos_label,
+                  caller):
+    """``(target, n_splits, n_repeats, groups)`` of a cross-validation study, checked."""
+    if not hasattr(estimator, "fit") or not hasattr(estimator, "get_params"):
+        raise InvalidParameterError(
+            f"The 'estimator' parameter of {caller} must be a scikit-learn estimator. Got "
+            f"{type(estimator).__name__} instead."
+        )
+    if metric.task == "survival":
+        raise InvalidParameterError(
+            f"The metric {metric.name!r} is not supported by {caller}: scikit-learn has no "
+            f"survival estimators; compute risk scores yourself and call bbc_dask.bbc."
+        )
+    n = X.shape[0] if hasattr(X, "shape") else len(X)
+    y_arr = np.asarray(y)
+    if y_arr.ndim != 1:
+        raise InvalidParameterError(f"The 'y' parameter of {caller} must be 1-dimensional. Got shape {y_arr.shape}.")
+    if n != y_arr.shape[0]:
+        raise InvalidParameterError(
+            f"'X' and 'y' of {caller} must have the same number of samples. Got {n} and "
+            f"{y_arr.shape[0]}."
+        )
+    n_splits = check_int(n_splits, "n_splits", caller, low=2, high=max(2, n))
+    n_repeats = check_int(n_repeats, "n_repeats", caller)
+    target = as_target(y_arr, metric, caller, pos_label=pos_label)
+    if groups is not None:
+        groups = np.asarray(groups)
+        if groups.shape != (n,):
+            raise InvalidParameterError(f"The 'groups' parameter of {caller} must have shape ({n},). Got {groups.shape}.")
+        if np.unique(groups).size < n_splits:
+            raise InvalidParameterError(
+                f"The 'groups' parameter of {caller} has {np.unique(groups).size} groups; "
+                f"n_splits={n_splits} needs at least as many."
+            )
+    elif metric.is_classification:
+        counts = np.bincount(target.codes, minlength=len(target.classes))
+        small = np.flatnonzero(counts < n_splits)
+        if small.size:
+            k = small[0]
+            raise InvalidParameterError(
+                f"The class {_plain(target.classes[k])!r} of 'y' has {counts[k]} members, fewer "
+                f"than n_splits={n_splits}: stratified folds need at least n_splits members "
+                f"in every class (use fewer splits) in {caller}."
+            )
+    if not (isinstance(error_score, str) and error_score == "raise"):
+        if not (isinstance(error_score, float) and math.isnan(error_score)):
+            raise InvalidParameterError(
+                f"The 'error_score' parameter of {caller} must be np.nan or 'raise' (a failing "
+                f"configuration gets NaN predictions). Got {error_score!r} instead."
+            )
+    return target, n_splits, n_repeats, groups

@@ -9,6 +9,6 @@ import signal
 import threading
 
 
-def dask_setup(worker):  # noqa: ARG001 - Dask's preload hook
+def dask_setup(worker):
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGINT, signal.SIG_IGN)

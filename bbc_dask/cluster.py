@@ -11,6 +11,8 @@ import threading
 import uuid
 import weakref
 
+from .exceptions import InvalidParameterError, UserFileNotFoundError
+
 __all__ = ["KUBERNETES_DEFAULTS", "as_security", "close_client", "kubernetes_cluster_spec",
            "make_client", "resolve_client"]
 
@@ -61,7 +63,7 @@ _POD_SECURITY = {
 def _check_options(options, allowed, caller):
     unknown = sorted(set(options) - set(allowed))
     if unknown:
-        raise TypeError(f"{caller} got unexpected option(s) {unknown}; the options are "
+        raise InvalidParameterError(f"{caller} got unexpected option(s) {unknown}; the options are "
                         f"{sorted(allowed)}.")
 
 
@@ -125,23 +127,23 @@ def _kubernetes_options(options, caller):
         opts[key] = V.check_int(opts[key], key, caller)
     lo, hi = opts["adapt_minimum"], opts["adapt_maximum"]
     if (lo is None) != (hi is None):
-        raise ValueError(f"The 'adapt_minimum' and 'adapt_maximum' options of {caller} go "
+        raise InvalidParameterError(f"The 'adapt_minimum' and 'adapt_maximum' options of {caller} go "
                          f"together (adaptive scaling between them). Got {lo!r} and {hi!r}.")
     if lo is not None:
         lo = V.check_int(lo, "adapt_minimum", caller, low=0)
         hi = V.check_int(hi, "adapt_maximum", caller)
         if lo > hi:
-            raise ValueError(f"The 'adapt_minimum' option of {caller} ({lo}) exceeds "
+            raise InvalidParameterError(f"The 'adapt_minimum' option of {caller} ({lo}) exceeds "
                              f"'adapt_maximum' ({hi}).")
         opts["adapt_minimum"], opts["adapt_maximum"] = lo, hi
     res = opts["resources"]
     if not isinstance(res, dict) or set(res) - {"requests", "limits"} or not all(
             isinstance(v, dict) for v in res.values()):
-        raise ValueError(f"The 'resources' option of {caller} must be a mapping with 'requests' "
+        raise InvalidParameterError(f"The 'resources' option of {caller} must be a mapping with 'requests' "
                          f"and/or 'limits' mappings (e.g. {{'requests': {{'cpu': '1'}}}}). "
                          f"Got {res!r} instead.")
     if not isinstance(opts["env"], dict):
-        raise ValueError(f"The 'env' option of {caller} must be a mapping. Got {opts['env']!r}.")
+        raise InvalidParameterError(f"The 'env' option of {caller} must be a mapping. Got {opts['env']!r}.")
     opts["env"] = {str(k): str(v) for k, v in opts["env"].items()}
     return opts
 
@@ -172,13 +174,13 @@ def as_security(security, caller="bbc_dask"):
         for key, value in security.items():
             if key.startswith("tls_") and key != "tls_min_version" and isinstance(value, str) \
                     and not value.lstrip().startswith("-----BEGIN") and not os.path.isfile(value):
-                raise FileNotFoundError(f"The 'security' parameter of {caller}: {key} = {value!r}: "
+                raise UserFileNotFoundError(f"The 'security' parameter of {caller}: {key} = {value!r}: "
                                         f"no such file.")
         try:
             return Security(**{"require_encryption": True, **security})
         except TypeError as e:
-            raise TypeError(f"The 'security' parameter of {caller}: {e}") from None
-    raise TypeError(f"The 'security' parameter of {caller} must be a distributed Security, a "
+            raise InvalidParameterError(f"The 'security' parameter of {caller}: {e}") from None
+    raise InvalidParameterError(f"The 'security' parameter of {caller} must be a distributed Security, a "
                     f"dict of its arguments, True or None. Got {type(security).__name__} instead.")
 
 
@@ -240,7 +242,7 @@ def make_client(kind="local", *, security=None, **options):
     from distributed import Client, LocalCluster
 
     if kind not in _KINDS:
-        raise ValueError(f"The 'kind' parameter of make_client must be one of {list(_KINDS)}. "
+        raise InvalidParameterError(f"The 'kind' parameter of make_client must be one of {list(_KINDS)}. "
                          f"Got {kind!r} instead.")
     security = as_security(security, "make_client")
     if kind == "local":
@@ -268,12 +270,12 @@ def make_client(kind="local", *, security=None, **options):
     if kind == "address":
         opts = dict(options)
         if "address" not in opts:
-            raise TypeError("make_client(kind='address') needs the 'address' option "
+            raise InvalidParameterError("make_client(kind='address') needs the 'address' option "
                             "(e.g. 'tls://scheduler:8786').")
         address = opts.pop("address")
         return Client(address, security=security, **opts)
     if security is not None:
-        raise ValueError(
+        raise InvalidParameterError(
             "The 'security' parameter of make_client is not supported with kind='kubernetes': "
             "dask-kubernetes' KubeCluster connects to its scheduler over plain TCP. Deploy a "
             "TLS cluster with the manifests in deploy/ and connect with kind='address'."
@@ -318,7 +320,7 @@ def resolve_client(client, caller, security=None):
         if kind == "local":
             opts.setdefault("dashboard_address", ":0")
         return make_client(kind, security=security, **opts), True
-    raise TypeError(
+    raise InvalidParameterError(
         f"The 'client' parameter of {caller} must be a distributed.Client, a scheduler "
         f"address string, a dict of make_client arguments or None. Got "
         f"{type(client).__name__} instead."

@@ -11,13 +11,23 @@ from __future__ import annotations
 import signal
 
 __all__ = [
-    "BBCDaskError",
-    "UserError",
     "AllConfigurationsFailedError",
-    "StoreFullError",
+    "BBCDaskError",
+    "InvalidParameterError",
+    "OldSchemaError",
     "StoreDamagedError",
+    "StoreFullError",
+    "StoreLockedError",
+    "StoreMismatchError",
+    "StoreNotFoundError",
+    "StudyError",
+    "StudyFileError",
     "StudyInterrupted",
+    "StudyNotReadyError",
+    "UndefinedScoreError",
     "UntrustedModelError",
+    "UserError",
+    "UserFileNotFoundError",
 ]
 
 
@@ -29,6 +39,39 @@ class UserError(BBCDaskError):
     """Something the user can fix; the message says what."""
 
 
+class InvalidParameterError(UserError, ValueError, TypeError):
+    """An argument a public function does not take: the wrong type or value.
+
+    A ``ValueError`` and a ``TypeError`` at once, as scikit-learn's own
+    ``InvalidParameterError``, so that code catching either keeps working. Its message has
+    one wording, made by :meth:`of`.
+    """
+
+    @classmethod
+    def of(cls, name, caller, expected, got):
+        """``The 'name' parameter of caller must be expected. Got got instead.``"""
+        return cls(f"The {name!r} parameter of {caller} must be {expected}. Got {got!r} "
+                   f"instead.")
+
+
+class StudyFileError(UserError, ValueError):
+    """A study file that cannot be run; the message names the key."""
+
+
+class StudyError(UserError, RuntimeError):
+    """A configuration raised with ``error_score="raise"``; the message names it."""
+
+
+class UndefinedScoreError(UserError, ValueError):
+    """The metric is undefined on the data given (a fold with one class; no bootstrap
+    whose score is defined): a property of the sample, said with what to change."""
+
+
+class StudyNotReadyError(UserError, ValueError):
+    """The study has not produced what was asked for yet (no complete configuration, no
+    final model): run or finish it first."""
+
+
 class AllConfigurationsFailedError(UserError, ValueError):
     """Every configuration raised while fitting: there is nothing to select.
 
@@ -38,6 +81,27 @@ class AllConfigurationsFailedError(UserError, ValueError):
     def __init__(self, message, errors=()):
         super().__init__(message)
         self.errors = list(errors)
+
+
+class UserFileNotFoundError(UserError, FileNotFoundError):
+    """A file named by an argument or a study file does not exist."""
+
+
+class StoreNotFoundError(UserFileNotFoundError):
+    """No study store at the given path or URL."""
+
+
+class StoreMismatchError(UserError, ValueError):
+    """The store holds a different study, or no study at all."""
+
+
+class OldSchemaError(StoreMismatchError):
+    """A study store of an earlier layout: refused (never misread); replaceable with
+    ``overwrite=True``."""
+
+
+class StoreLockedError(UserError, RuntimeError):
+    """Another live process is running a study on this store."""
 
 
 class StoreFullError(UserError, OSError):

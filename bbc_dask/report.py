@@ -13,8 +13,17 @@ import os
 
 import numpy as np
 
-__all__ = ["plot_bootstrap", "plot_configurations", "plot_fold_scores", "plot_active",
-           "estimates", "failures_html", "write_report"]
+from .stats._winner import ranking
+
+__all__ = [
+    "estimates",
+    "failures_html",
+    "plot_active",
+    "plot_bootstrap",
+    "plot_configurations",
+    "plot_fold_scores",
+    "write_report",
+]
 
 
 def _figure(size=(7, 4)):
@@ -58,7 +67,7 @@ def plot_configurations(study):
             if np.isfinite(F[:, c]).any():
                 partial[c] = np.nanmean(F[:, c])
     shown = np.where(np.isnan(score), partial, score)
-    order = np.argsort(np.where(np.isnan(shown), np.inf, -shown), kind="stable")
+    order = ranking(shown)
     fig = _figure((7, 4))
     ax = fig.add_subplot()
     x = np.arange(score.size)
@@ -93,7 +102,7 @@ def plot_fold_scores(study, max_configs=200):
     the matrix BBC-F bootstraps."""
     F = study.fold_scores()
     score = np.asarray(study.cv_results_["pooled_test_score"], dtype=float)
-    order = np.argsort(np.where(np.isnan(score), np.inf, -score), kind="stable")[:max_configs]
+    order = ranking(score)[:max_configs]
     fig = _figure((7, 3.5))
     ax = fig.add_subplot()
     im = ax.imshow(F[:, order], aspect="auto", interpolation="nearest", cmap="viridis")

@@ -20,6 +20,7 @@ from sklearn.model_selection import StratifiedKFold
 
 from . import _validation as V
 from ._random import as_seed_sequence, child_generator
+from .exceptions import InvalidParameterError
 
 __all__ = ["SimulatedMatrix", "accuracy_matrix", "auc_matrix"]
 
@@ -130,7 +131,7 @@ def auc_matrix(
         if min(y.sum(), n - y.sum()) >= 2:
             break
     else:
-        raise ValueError(
+        raise InvalidParameterError(
             f"class_balance={class_balance} with n_samples={n} almost never gives two "
             f"samples of each class."
         )

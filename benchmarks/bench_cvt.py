@@ -240,7 +240,7 @@ def case_d(client, tmp, quick, dml, cpts, repeat):
     # Count the futures the driver holds unfinished at each submission (engine internals:
     # when they change, the count is reported as not measured rather than guessed).
     try:
-        from bbc_dask.engine import _run
+        from bbc_dask.engine import _waves as _run
 
         orig = _run._Executor._submit
     except (ImportError, AttributeError):

@@ -11,7 +11,8 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.tree import DecisionTreeClassifier
 
 import bbc_dask as bd
-from bbc_dask.cube import StoreLock, StoreLockedError, open_cube
+from bbc_dask.cube import StoreLock, open_cube
+from bbc_dask.exceptions import StoreLockedError
 from bbc_dask.cube._layout import slot_layout
 from bbc_dask.exceptions import StoreDamagedError
 

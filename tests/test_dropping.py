@@ -113,19 +113,19 @@ def test_untested_waves_run_as_one_stage_with_the_same_results(tmp_path, client,
     from sklearn.datasets import make_classification
     from sklearn.tree import DecisionTreeClassifier
 
-    from bbc_dask.engine import _run
+    from bbc_dask.engine import _waves
 
     folds = np.repeat(np.arange(10), 10)[:, None]
-    stages = _run._stages(folds, 10, bd.Dropping(min_predictions=50))
+    stages = _waves._stages(folds, 10, bd.Dropping(min_predictions=50))
     assert stages == [[0, 1, 2, 3, 4], [5], [6], [7], [8], [9]]
-    assert _run._stages(folds, 10, bd.Dropping(min_predictions=1)) == [[k] for k in range(10)]
+    assert _waves._stages(folds, 10, bd.Dropping(min_predictions=1)) == [[k] for k in range(10)]
 
     X, y = make_classification(100, 10, random_state=0)
     grid = {"max_depth": [1, 2, 3, 5, 8], "min_samples_leaf": [1, 5, 10, 20]}
     out = []
     for name in ("merged", "wave-by-wave"):
         if name == "wave-by-wave":
-            monkeypatch.setattr(_run, "_stages", lambda f, n, d: [[k] for k in range(n)])
+            monkeypatch.setattr(_waves, "_stages", lambda f, n, d: [[k] for k in range(n)])
         out.append(bd.run_study(
             DecisionTreeClassifier(random_state=0), grid, X, y, store=tmp_path / f"{name}.zarr",
             metric="roc_auc", n_splits=10, random_state=0, client=client, progress=False,

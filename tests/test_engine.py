@@ -13,7 +13,7 @@ from sklearn.svm import SVC
 from sklearn.tree import DecisionTreeClassifier
 
 import bbc_dask as bd
-from bbc_dask.engine import StudyError
+from bbc_dask.exceptions import StudyError
 
 
 
@@ -196,8 +196,8 @@ def _assert_chunked_equal(study, **kw):
 
 
 def test_study_chunked_estimates_and_bad_input(tmp_path, cancer, client, monkeypatch):
-    import bbc_dask._lazy as L
-    import bbc_dask._study as St
+    import bbc_dask.chunked._dispatch as L
+    import bbc_dask.study as St
 
     X, y = cancer
     s = _run(tmp_path / "s.zarr", X, y, client, refit=False)

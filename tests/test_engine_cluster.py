@@ -14,7 +14,7 @@ from sklearn.datasets import load_breast_cancer
 from sklearn.ensemble import RandomForestClassifier
 
 import bbc_dask as bd
-from bbc_dask.cube import StoreLockedError
+from bbc_dask.exceptions import StoreLockedError
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "scripts"))
 import run_study_cli  # noqa: E402

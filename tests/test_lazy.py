@@ -9,7 +9,7 @@ import zarr
 from distributed import Client, LocalCluster
 
 import bbc_dask as bd
-import bbc_dask._lazy as L
+import bbc_dask.chunked._dispatch as L
 
 
 def _small(metric, seed=0, n=600, c=23, r=2):

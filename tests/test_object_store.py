@@ -16,7 +16,8 @@ pytest.importorskip("s3fs")
 pytest.importorskip("moto")
 
 import bbc_dask as bd  # noqa: E402
-from bbc_dask.cube import ObjectStoreLock, StoreLocation, StoreLockedError  # noqa: E402
+from bbc_dask.cube import ObjectStoreLock, StoreLocation  # noqa: E402
+from bbc_dask.exceptions import StoreLockedError  # noqa: E402
 
 CLI = [os.path.join(os.path.dirname(sys.executable), "bbc-dask")]
 MOTO = os.path.join(os.path.dirname(sys.executable), "moto_server")

@@ -4,7 +4,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from bbc_dask.engine import _run
+from bbc_dask.engine import _waves
 
 
 def _blocks(n):
@@ -13,7 +13,7 @@ def _blocks(n):
 
 def test_rank_runs_untimed_blocks_first_then_longest_first_keeping_alike_blocks_in_order():
     cost = np.array([0.001, 0.5, np.nan, 0.002, 0.11, 0.5, 0.12, np.nan])
-    order = _run._Executor.rank(SimpleNamespace(cost=cost), _blocks(8))
+    order = _waves._Executor.rank(SimpleNamespace(cost=cost), _blocks(8))
     # never timed (2, 7) first; then 0.5 s (1, 5); then 0.11-0.12 s (4, 6); then < 10 ms
     # blocks (0, 3) in their own order
     assert [int(b[0]) for b in order] == [2, 7, 1, 5, 4, 6, 0, 3]
@@ -21,15 +21,15 @@ def test_rank_runs_untimed_blocks_first_then_longest_first_keeping_alike_blocks_
 
 def test_rank_keeps_the_order_of_alike_cheap_blocks():
     cost = np.random.default_rng(0).uniform(0.0001, 0.009, 50)
-    order = _run._Executor.rank(SimpleNamespace(cost=cost), _blocks(50))
+    order = _waves._Executor.rank(SimpleNamespace(cost=cost), _blocks(50))
     assert [int(b[0]) for b in order] == list(range(50))
 
 
 def test_grouper_sizes_tasks_by_predicted_block_time(monkeypatch):
-    monkeypatch.setattr(_run, "TARGET_TASK_SECONDS", 0.3)
+    monkeypatch.setattr(_waves, "TARGET_TASK_SECONDS", 0.3)
     cost = np.array([0.05] * 20 + [0.4] * 4 + [np.nan] * 4)
     tasks = [(0, 0, b) for b in _blocks(28)]
-    g = _run._Grouper(tasks, len(tasks), n_threads=1, cost=cost)
+    g = _waves._Grouper(tasks, len(tasks), n_threads=1, cost=cost)
     assert g.next() == [tasks[0]]  # one block per task until a thread's worth reported
     g.observe(0.06, 1, fit_seconds=0.05)  # 10 ms of overhead per block
     sizes = []
@@ -42,9 +42,9 @@ def test_grouper_sizes_tasks_by_predicted_block_time(monkeypatch):
 
 
 def test_grouper_bounds_the_predictions_a_task_holds(monkeypatch):
-    monkeypatch.setattr(_run, "TASK_PREDICTION_BYTES", 3000)
+    monkeypatch.setattr(_waves, "TASK_PREDICTION_BYTES", 3000)
     tasks = [(0, 0, b) for b in _blocks(40)]
-    g = _run._Grouper(tasks, len(tasks), n_threads=1, cost=np.full(40, 0.001), block_bytes=1000)
+    g = _waves._Grouper(tasks, len(tasks), n_threads=1, cost=np.full(40, 0.001), block_bytes=1000)
     g.next()
     g.observe(0.002, 1, fit_seconds=0.001)
     assert len(g.next()) == 3  # 3 x 1000 bytes, although 1 s would take hundreds

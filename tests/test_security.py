@@ -218,7 +218,7 @@ def test_a_study_file_calls_only_estimator_classes(tmp_path, entry, match):
 
 
 def test_nested_estimators_in_a_study_file(tmp_path):
-    from bbc_dask._studyfile import build_search, load_study_file
+    from bbc_dask.cli._studyfile import build_search, load_study_file
 
     path = _study_file(tmp_path, {
         "estimator": "sklearn.ensemble.BaggingClassifier",

@@ -4,7 +4,7 @@ Schema, create/open, the fold-aligned prediction layout and its readers, the wri
 tasks use, the batched ledger, the run lock."""
 from ._layout import ChunkWriter, CubeBlock, PredictionReader
 from ._location import StoreLocation, as_location, writing
-from ._lock import LockToken, ObjectStoreLock, StoreLock, StoreLockedError
+from ._lock import LockToken, ObjectStoreLock, StoreLock
 from ._model import load_model, save_model
 from ._schema import (
     DONE,
@@ -13,8 +13,6 @@ from ._schema import (
     PENDING,
     SCHEMA,
     Cube,
-    OldSchemaError,
-    StoreMismatchError,
     create_cube,
     inspect_store,
     open_cube,
@@ -23,9 +21,28 @@ from ._schema import (
 from ._verify import Damage, VerifyReport, verify_store
 
 __all__ = [
-    "DONE", "DROPPED", "FAILED", "PENDING", "SCHEMA", "ChunkWriter", "Cube", "CubeBlock",
-    "LockToken", "ObjectStoreLock", "PredictionReader", "StoreLocation", "StoreLock",
-    "StoreLockedError", "StoreMismatchError", "as_location", "create_cube",
-    "inspect_store", "load_model", "open_cube", "OldSchemaError", "save_model", "to_json",
-    "writing", "Damage", "VerifyReport", "verify_store",
+    "DONE",
+    "DROPPED",
+    "FAILED",
+    "PENDING",
+    "SCHEMA",
+    "ChunkWriter",
+    "Cube",
+    "CubeBlock",
+    "Damage",
+    "LockToken",
+    "ObjectStoreLock",
+    "PredictionReader",
+    "StoreLocation",
+    "StoreLock",
+    "VerifyReport",
+    "as_location",
+    "create_cube",
+    "inspect_store",
+    "load_model",
+    "open_cube",
+    "save_model",
+    "to_json",
+    "verify_store",
+    "writing",
 ]

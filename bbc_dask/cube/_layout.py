@@ -192,7 +192,7 @@ class CubeBlock:
     """A block of configurations of a study cube, read on a worker in sample order:
     ``read()`` gives (N, c, R(, n_classes)) as the chunked bootstraps expect."""
 
-    __slots__ = ("reader", "configs")
+    __slots__ = ("configs", "reader")
 
     def __init__(self, reader, configs):
         self.reader = reader

@@ -13,7 +13,7 @@ import errno
 import os
 import uuid
 
-from ..exceptions import StoreFullError
+from ..exceptions import InvalidParameterError, StoreFullError
 from ._lock import LOCK_NAME, ObjectStoreLock, StoreLock
 
 __all__ = ["StoreLocation", "as_location", "writing"]
@@ -82,13 +82,13 @@ class StoreLocation:
 
     def __init__(self, store, storage_options=None, caller="bbc_dask"):
         if store is None:
-            raise ValueError(f"The 'store' parameter of {caller} is required (a directory path "
+            raise InvalidParameterError(f"The 'store' parameter of {caller} is required (a directory path "
                              f"or an fsspec URL such as 's3://bucket/study.zarr').")
         if storage_options is not None and not isinstance(storage_options, dict):
-            raise TypeError(f"The 'storage_options' parameter of {caller} must be a dict or None. "
+            raise InvalidParameterError(f"The 'storage_options' parameter of {caller} must be a dict or None. "
                             f"Got {type(storage_options).__name__} instead.")
         if not _is_url(store) and not isinstance(store, (str, os.PathLike)):
-            raise TypeError(f"The 'store' parameter of {caller} must be a path or an fsspec URL "
+            raise InvalidParameterError(f"The 'store' parameter of {caller} must be a path or an fsspec URL "
                             f"string. Got {type(store).__name__} instead.")
         self.storage_options = dict(storage_options or {})
         if _is_url(store) and store.startswith("file://"):
@@ -100,7 +100,7 @@ class StoreLocation:
             self._fs = None
         else:
             if self.storage_options:
-                raise ValueError(f"The 'storage_options' parameter of {caller} applies to URL stores "
+                raise InvalidParameterError(f"The 'storage_options' parameter of {caller} applies to URL stores "
                                  f"only; {os.fspath(store)!r} is a local path.")
             self.is_local = True
             self.url = os.path.abspath(os.fspath(store))
@@ -118,7 +118,7 @@ class StoreLocation:
             raise ImportError(f"The store {self.url!r} needs the fsspec backend for "
                               f"{self.protocol!r} ({e}).{hint}") from None
         except ValueError as e:
-            raise ValueError(f"The 'store' parameter of {caller}: {e}") from None
+            raise InvalidParameterError(f"The 'store' parameter of {caller}: {e}") from None
 
     def __repr__(self):
         return f"StoreLocation({self.url!r})"
@@ -263,10 +263,18 @@ class StoreLocation:
         return ObjectStoreLock(self, **options)
 
 
-def as_location(store, storage_options=None, caller="bbc_dask"):
+def as_location(store, storage_options=None, caller="bbc_dask", *, directory=False):
+    """The :class:`StoreLocation` of ``store``; with ``directory``, one that is not a file
+    (a store to create or resume)."""
     if isinstance(store, StoreLocation):
         if storage_options:
-            raise ValueError(f"The 'storage_options' parameter of {caller} cannot be given with a "
+            raise InvalidParameterError(f"The 'storage_options' parameter of {caller} cannot be given with a "
                              f"StoreLocation.")
-        return store
-    return StoreLocation(store, storage_options, caller)
+        loc = store
+    else:
+        loc = StoreLocation(store, storage_options, caller)
+    if directory and loc.is_file():
+        raise InvalidParameterError(
+            f"The 'store' parameter of {caller} must be a directory path or a URL prefix for "
+            f"the Zarr store; {loc.url!r} is a file.")
+    return loc

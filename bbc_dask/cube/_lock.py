@@ -23,14 +23,12 @@ import threading
 import time
 import uuid
 
+from ..exceptions import InvalidParameterError, StoreLockedError
+
 #: The lock's entry in the store (not part of the Zarr hierarchy).
 LOCK_NAME = ".bbc_lock"
 
 __all__ = ["LOCK_NAME", "LockToken", "ObjectStoreLock", "StoreLock", "StoreLockedError"]
-
-
-class StoreLockedError(RuntimeError):
-    """Another live process is running a study on this store."""
 
 
 def _locked(where, holder):
@@ -131,7 +129,7 @@ class ObjectStoreLock:
         except (TypeError, ValueError):
             self.ttl = float("nan")
         if not self.ttl > 0:
-            raise ValueError(f"The lock ttl (argument ttl or BBC_DASK_LOCK_TTL) must be a number "
+            raise InvalidParameterError(f"The lock ttl (argument ttl or BBC_DASK_LOCK_TTL) must be a number "
                              f"of seconds > 0. Got {raw!r} instead.")
         self._s3 = location.protocol in ("s3", "s3a")
         self._token = uuid.uuid4().hex

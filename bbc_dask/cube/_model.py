@@ -28,9 +28,9 @@ import os
 import secrets
 import sys
 
-from ..exceptions import UntrustedModelError
+from ..exceptions import InvalidParameterError, UntrustedModelError
 
-__all__ = ["MODEL_FILE", "save_model", "load_model"]
+__all__ = ["MODEL_FILE", "load_model", "save_model"]
 
 MODEL_FILE = "final_model.skops"
 
@@ -132,7 +132,7 @@ def load_model(location, record, trusted=None):
     import skops.io as sio
 
     if trusted is not None and (isinstance(trusted, str) or not all(isinstance(t, str) for t in trusted)):
-        raise TypeError(f"The 'trusted' parameter of load_final_model must be a list of type "
+        raise InvalidParameterError(f"The 'trusted' parameter of load_final_model must be a list of type "
                         f"names (str). Got {trusted!r} instead.")
     data = location.read_bytes(record["file"])
     where = f"{location.url}/{record['file']}"

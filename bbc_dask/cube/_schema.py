@@ -35,14 +35,35 @@ import time
 import numpy as np
 import zarr
 
-from ..exceptions import StoreDamagedError
-from ._layout import ChunkWriter, CubeBlock, PredictionReader, SampleOrderView, digest, slot_layout
+from ..exceptions import (
+    OldSchemaError,
+    StoreDamagedError,
+    StoreMismatchError,
+    StoreNotFoundError,
+)
+from ._layout import (
+    ChunkWriter,
+    CubeBlock,
+    PredictionReader,
+    SampleOrderView,
+    digest,
+    slot_layout,
+)
 from ._location import CREATING_NAME, as_location, writing
 from ._lock import LOCK_NAME
 
 __all__ = [
-    "PENDING", "DONE", "FAILED", "DROPPED", "SCHEMA", "create_cube", "open_cube", "Cube",
-    "StoreMismatchError", "OldSchemaError", "inspect_store",
+    "DONE",
+    "DROPPED",
+    "FAILED",
+    "PENDING",
+    "SCHEMA",
+    "Cube",
+    "OldSchemaError",
+    "StoreMismatchError",
+    "create_cube",
+    "inspect_store",
+    "open_cube",
 ]
 
 PENDING, DONE, FAILED, DROPPED = 0, 1, 2, 3
@@ -51,15 +72,6 @@ MISSING = -1
 SCHEMA = "bbc_dask.cube/3"
 #: Configurations per ledger chunk (rounded to the task block).
 LEDGER_CONFIGS = 1024
-
-
-class StoreMismatchError(ValueError):
-    """The store holds a different study."""
-
-
-class OldSchemaError(StoreMismatchError):
-    """A study store of an earlier layout: refused (never misread); replaceable with
-    ``overwrite=True``."""
 
 
 def _json_default(o):
@@ -74,7 +86,7 @@ def to_json(obj):
     return json.loads(json.dumps(obj, default=_json_default))
 
 
-def _PREDICTION_CODECS():  # noqa: N802 — a constant, built when needed
+def _PREDICTION_CODECS():
     """LZ4 at level 1, no byte shuffle, then a CRC-32C of the compressed bytes. LZ4 writes
     a task's chunk faster than Zarr's default Zstd (measured on 20,000 x 10 float64: 3.0
     vs 7.9 ms) and still folds the NaN columns of dropped or failed configurations (0.55
@@ -202,7 +214,7 @@ def open_cube(location, mode="r", storage_options=None, check=True):
     location = as_location(location, storage_options)
     p = location.url
     if not location.exists():
-        raise FileNotFoundError(f"No study store at {p!r}.")
+        raise StoreNotFoundError(f"No study store at {p!r}.")
     if location.is_file() or not location.has("zarr.json"):
         if location.has(CREATING_NAME):
             raise StoreMismatchError(
@@ -366,7 +378,7 @@ class Cube:
     def blocks(self, configs, chunk_bytes=None):
         """:class:`CubeBlock`s over ``configs`` (sorted), each about ``chunk_bytes`` as
         float64 and aligned to the stored configuration chunks; and their offsets."""
-        from .._lazy import CHUNK_BYTES
+        from ..chunked._dispatch import CHUNK_BYTES
 
         chunk_bytes = CHUNK_BYTES if chunk_bytes is None else chunk_bytes
         configs = np.asarray(configs, dtype=np.int64)

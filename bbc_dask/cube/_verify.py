@@ -19,7 +19,7 @@ import hashlib
 
 import numpy as np
 
-from ..exceptions import StoreDamagedError
+from ..exceptions import InvalidParameterError, StoreDamagedError
 from ._layout import chunk_crc, chunk_file, prediction_chunk
 
 __all__ = ["Damage", "VerifyReport", "repair", "verify", "verify_store"]
@@ -332,7 +332,7 @@ def verify_store(store, *, repair=False, storage_options=None):
     from ._schema import open_cube
 
     if not isinstance(repair, (bool, np.bool_)):
-        raise TypeError(f"The 'repair' parameter of verify_store must be a bool. Got {repair!r} instead.")
+        raise InvalidParameterError(f"The 'repair' parameter of verify_store must be a bool. Got {repair!r} instead.")
     location = as_location(store, storage_options, "verify_store")
     cube = open_cube(location, mode="r+" if repair else "r", check=False)
     report = verify(cube)

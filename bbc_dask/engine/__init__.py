@@ -1,4 +1,5 @@
-"""CVT engine: plan, worker tasks, wave scheduler, final refit."""
-from ._run import StudyError, run_study
+"""CVT engine: plan, worker tasks, waves, final refit; :func:`run_cvt` runs them
+(:func:`bbc_dask.run_study` is the public face)."""
+from ._run import CVTRun, run_cvt
 
-__all__ = ["StudyError", "run_study"]
+__all__ = ["CVTRun", "run_cvt"]

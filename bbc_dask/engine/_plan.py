@@ -16,10 +16,19 @@ from sklearn.model_selection import (
 
 from .. import _validation as V
 from .._random import child_generator
+from ..exceptions import InvalidParameterError
 from ._tasks import configured, method_problem, response_method
 
-__all__ = ["Configurations", "candidates", "check_search", "make_folds", "response_method",
-           "method_problem", "data_digest", "describe_params"]
+__all__ = [
+    "Configurations",
+    "candidates",
+    "check_search",
+    "data_digest",
+    "describe_params",
+    "make_folds",
+    "method_problem",
+    "response_method",
+]
 
 
 class Configurations:
@@ -93,7 +102,7 @@ class Configurations:
 def check_search(param_grid, param_distributions, n_iter, caller):
     """Validate the search arguments (no random draw yet: the seed may come from the store)."""
     if (param_grid is None) == (param_distributions is None):
-        raise ValueError(
+        raise InvalidParameterError(
             f"{caller} needs exactly one of 'param_grid' (grid search) or "
             f"'param_distributions' with 'n_iter' (random search)."
         )
@@ -102,9 +111,9 @@ def check_search(param_grid, param_distributions, n_iter, caller):
             grid = ParameterGrid(param_grid)
             n = len(grid)
         except (TypeError, ValueError) as exc:
-            raise ValueError(f"The 'param_grid' parameter of {caller} is invalid: {exc}") from None
+            raise InvalidParameterError(f"The 'param_grid' parameter of {caller} is invalid: {exc}") from None
         if n == 0 or (n == 1 and not _has_any(param_grid)):
-            raise ValueError(
+            raise InvalidParameterError(
                 f"The 'param_grid' parameter of {caller} must define at least one "
                 f"configuration. Got {param_grid!r} instead."
             )
@@ -113,7 +122,7 @@ def check_search(param_grid, param_distributions, n_iter, caller):
     try:
         ParameterSampler(param_distributions, n_iter, random_state=0)
     except (TypeError, ValueError) as exc:
-        raise ValueError(f"The 'param_distributions' parameter of {caller} is invalid: {exc}") from None
+        raise InvalidParameterError(f"The 'param_distributions' parameter of {caller} is invalid: {exc}") from None
     return None
 
 
@@ -133,7 +142,7 @@ def candidates(param_grid, param_distributions, n_iter, root, caller):
     try:
         params = list(ParameterSampler(param_distributions, n_iter, random_state=seed))
     except (TypeError, ValueError) as exc:
-        raise ValueError(f"The 'param_distributions' parameter of {caller} is invalid: {exc}") from None
+        raise InvalidParameterError(f"The 'param_distributions' parameter of {caller} is invalid: {exc}") from None
     return Configurations("random", params), "random"
 
 
@@ -164,10 +173,10 @@ def check_estimator_methods(estimator, configs, metric, caller, indices=None):
         try:
             est = configured(estimator, p)
         except (ValueError, TypeError) as exc:
-            raise ValueError(f"Configuration {i} ({p!r}) is invalid in {caller}: {exc}") from None
+            raise InvalidParameterError(f"Configuration {i} ({p!r}) is invalid in {caller}: {exc}") from None
         problem = method_problem(est, metric)
         if problem:
-            raise ValueError(f"The estimator of configuration {i} ({p!r}) {problem}, in {caller}.")
+            raise InvalidParameterError(f"The estimator of configuration {i} ({p!r}) {problem}, in {caller}.")
 
 
 def data_digest(*arrays):

@@ -313,8 +313,7 @@ def fit_write_blocks(estimator, params_blocks, X, y, folds, spec, writer, r, k, 
     store is full or the run lost its lock, ``store_problem`` (returned, not raised: the
     run must stop, not retry, and the driver says so without worker tracebacks).
     """
-    from ..cube import StoreLockedError
-    from ..exceptions import StoreFullError
+    from ..exceptions import StoreFullError, StoreLockedError
 
     t0 = time.perf_counter()
     parts, writes = [], []

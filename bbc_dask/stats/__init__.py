@@ -1,7 +1,7 @@
 """Bootstrap statistics on prediction matrices: pure NumPy/numba, no Dask.
 
-The estimators are loaded on first access so that :mod:`bbc_dask.metrics` can use the
-compiled kernels of this package without an import cycle.
+The estimators are loaded on first access, so that a process which only unpickles a
+result (:mod:`._result`, NumPy alone) does not import numba.
 """
 import importlib
 

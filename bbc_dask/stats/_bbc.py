@@ -18,18 +18,20 @@ from numba import njit
 
 from .. import _validation as V
 from .._random import as_seed_sequence
+from ..exceptions import UndefinedScoreError
 from ..metrics import get_metric
 from ._bootstrap import SEED_BLOCK, CountBlocks
 from ._result import BBCResult, ConfidenceInterval, summarise
+from ._winner import select
 
 __all__ = [
     "bbc",
     "bbc_f",
-    "naive_cvt",
-    "tibshirani_tibshirani",
-    "naive_bootstrap",
     "fold_score_matrix",
+    "naive_bootstrap",
+    "naive_cvt",
     "prepare_inputs",
+    "tibshirani_tibshirani",
 ]
 
 _BLOCK_BYTES = 256 * 2**20
@@ -56,13 +58,6 @@ def _block_size(block_size, n_boot, pred, caller):
     per_boot = n * 12 + cols * 8 * 4  # counts + float weights + a few (B, M) results
     size = max(SEED_BLOCK, (_BLOCK_BYTES // per_boot) // SEED_BLOCK * SEED_BLOCK)
     return min(size, max(n_boot, 1))
-
-
-def _select(scores):
-    """Argmax per row, ties to the lowest index; -1 where any score is undefined."""
-    winners = np.argmax(np.where(np.isnan(scores), -np.inf, scores), axis=1)
-    winners[np.isnan(scores).any(axis=1)] = -1
-    return winners
 
 
 def _common(caller, n_bootstraps, confidence_level, random_state, bootstrap_indices, n):
@@ -165,7 +160,7 @@ def bbc(
     winners = np.full(n_boot, -1, dtype=np.int64)
     blocks = CountBlocks(root, "bbc", idx, n_boot, n, bs, defined)
     for start, stop, counts in blocks:
-        w = _select(prep.scores(counts).mean(axis=2))
+        w = select(prep.scores(counts).mean(axis=2))
         w[~prep.defined(counts)] = -1  # e.g. f1 on an empty set is 0 in scikit-learn
         ok = np.flatnonzero((w >= 0) & prep.defined_oob(counts))
         if ok.size:
@@ -173,7 +168,7 @@ def bbc(
             dist[start + ok] = prep.winner_scores(sub, w[ok], oob=True).mean(axis=1)
         winners[start:stop] = w
     full = _full_scores(prep, n)
-    sel = int(_select(full[None, :])[0])
+    sel = select(full)
     return summarise(
         dist, winners, selected=sel, naive=full[sel], n_redrawn=blocks.n_redrawn, method="bbc",
         metric=m.name, confidence_level=conf,
@@ -222,7 +217,7 @@ def _fold_matrix(m, target, pred, folds, caller):
         bad = np.isnan(s).any(axis=1)
         if bad.any():
             k = int(np.flatnonzero(bad)[0])
-            raise ValueError(fold_undefined(m.name, ids[k].item(), r, caller))
+            raise UndefinedScoreError(fold_undefined(m.name, ids[k].item(), r, caller))
         blocks.append(s)
         rows.extend((r, ids[k].item()) for k in range(len(ids)))
     return np.concatenate(blocks, axis=0), rows
@@ -347,11 +342,11 @@ def _bbc_f_matrix(F, metric_name, n_bootstraps, confidence_level, random_state,
     winners = np.full(n_boot, -1, dtype=np.int64)
     blocks = CountBlocks(root, "bbc_f", idx, n_boot, n_rows, bs, defined)
     for start, stop, counts in blocks:
-        w = _select(_inbag_means(counts, F))
+        w = select(_inbag_means(counts, F))
         dist[start:stop] = _oob_mean(counts, F, w)
         winners[start:stop] = w
     full = _inbag_means(np.ones((1, n_rows), dtype=np.int32), F)[0]
-    sel = int(_select(full[None, :])[0])
+    sel = select(full)
     return summarise(
         dist, winners, selected=sel, naive=full[sel], n_redrawn=blocks.n_redrawn, method="bbc_f",
         metric=metric_name, confidence_level=conf,
@@ -383,7 +378,7 @@ def naive_cvt(predictions, y, *, metric, folds=None, confidence_level=0.95, pos_
     V.as_folds(folds, pred.shape[0], pred.shape[2], caller, required=False)
     conf = V.check_confidence_level(confidence_level, caller)
     full = _full_scores(m.prepare(target, pred), pred.shape[0])
-    sel = int(_select(full[None, :])[0])
+    sel = select(full)
     return _no_interval(full[sel], sel, full[sel], "naive_cvt", m.name, conf)
 
 
@@ -403,7 +398,7 @@ def tibshirani_tibshirani(predictions, y, folds, *, metric, confidence_level=0.9
     f = V.as_folds(folds, pred.shape[0], pred.shape[2], caller)
     conf = V.check_confidence_level(confidence_level, caller)
     full = _full_scores(m.prepare(target, pred), pred.shape[0])
-    sel = int(_select(full[None, :])[0])
+    sel = select(full)
     F, _ = _fold_matrix(m, target, pred, f, caller)
     bias = float(np.mean(F.max(axis=1) - F[:, sel]))
     return _no_interval(full[sel] - bias, sel, full[sel], "tibshirani_tibshirani", m.name, conf)
@@ -442,7 +437,7 @@ def naive_bootstrap(
     )
     prep = m.prepare(target, pred)
     full = _full_scores(prep, n)
-    sel = int(_select(full[None, :])[0])
+    sel = select(full)
     bs = _block_size(block_size, n_boot, pred, caller)
     dist = np.full(n_boot, np.nan)
     blocks = CountBlocks(root, "naive_bootstrap", idx, n_boot, n, bs, prep.defined)

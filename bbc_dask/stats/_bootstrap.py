@@ -11,9 +11,16 @@ import numpy as np
 from numba import njit
 
 from .._random import child_generator
+from ..exceptions import UndefinedScoreError
 
-__all__ = ["SEED_BLOCK", "MAX_REDRAWS", "CountBlocks", "draw_counts", "counts_from_indices",
-           "block_ranges"]
+__all__ = [
+    "MAX_REDRAWS",
+    "SEED_BLOCK",
+    "CountBlocks",
+    "block_ranges",
+    "counts_from_indices",
+    "draw_counts",
+]
 
 SEED_BLOCK = 64
 MAX_REDRAWS = 1000
@@ -57,7 +64,7 @@ def _seed_block(root, stream, k, n, n_draw, is_defined):
                 redrawn[j] = attempt
                 break
         else:
-            raise ValueError(
+            raise UndefinedScoreError(
                 f"Could not draw a bootstrap whose score is defined in {MAX_REDRAWS} "
                 f"attempts (e.g. out-of-bag samples of both classes for AUC); the sample is "
                 f"too small or too unbalanced for this metric."

@@ -7,13 +7,16 @@ than θo. θ is dropped when p̂θ > α; θo never is.
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
 
 from .. import _validation as V
-from ._bbc import _select, prepare_inputs
+from ..exceptions import InvalidParameterError
+from ._bbc import prepare_inputs
 from ._bootstrap import CountBlocks
+from ._winner import select
 
 __all__ = ["Dropping", "DroppingResult", "dropping_test"]
 
@@ -50,10 +53,17 @@ class Dropping:
             return cls()
         if isinstance(dropping, cls):
             return dropping
-        raise TypeError(
-            f"The 'dropping' parameter of {caller} must be None, False, True or a "
-            f"bbc_dask.Dropping. Got {dropping!r} instead."
-        )
+        if isinstance(dropping, dict):  # Dropping's own arguments (a study file's section)
+            fields = {f.name for f in dataclasses.fields(cls)}
+            unknown = sorted(set(dropping) - fields)
+            if not unknown:
+                return cls(**dropping)
+            raise InvalidParameterError.of(
+                "dropping", caller, f"a dict of Dropping's arguments {sorted(fields)}",
+                f"the unknown key(s) {unknown}")
+        raise InvalidParameterError.of(
+            "dropping", caller, "None, False, True, a dict of Dropping's arguments or a "
+            "bbc_dask.Dropping", dropping)
 
 
 @dataclass(frozen=True)
@@ -112,7 +122,7 @@ def dropping_test(predictions, y, available, *, metric, alpha=0.99, n_bootstraps
 def decide(full, S, alpha, n_redrawn):
     """The BBCD decision from the full-data scores (C,) and the bootstrap scores (B, C)
     of the tested configurations (bootstraps where any score is undefined are left out)."""
-    best = int(_select(full[None, :])[0])
+    best = select(full)
     ok = ~np.isnan(S).any(axis=1)
     worse = (S[ok] < S[ok, best][:, None]).sum(axis=0)
     p_hat = worse / max(int(ok.sum()), 1)
@@ -127,7 +137,7 @@ def dropping_scores(predictions, y, available, *, metric, pos_label=None, root=N
 
     Each configuration's scores depend on its own column only, so the scores of a
     configuration chunk equal the matching columns of the whole cube's (the chunked
-    dropping test of :mod:`bbc_dask._lazy` concatenates chunks).
+    dropping test of :mod:`bbc_dask.chunked` concatenates chunks).
     """
     caller = "dropping_test"
     pred = np.asarray(predictions)
@@ -138,7 +148,7 @@ def dropping_scores(predictions, y, available, *, metric, pos_label=None, root=N
         avail = avail[:, None]
     n, _, n_rep = pred.shape[:3]
     if avail.shape != (n, n_rep):
-        raise ValueError(
+        raise InvalidParameterError(
             f"The 'available' parameter of {caller} must have shape ({n},) or ({n}, {n_rep}). "
             f"Got {avail.shape} instead."
         )

@@ -7,7 +7,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["ConfidenceInterval", "BBCResult", "order_statistic", "summarise"]
+__all__ = ["BBCResult", "ConfidenceInterval", "order_statistic", "summarise"]
 
 
 class ConfidenceInterval(NamedTuple):

@@ -23,9 +23,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .stats import _kernels as K
+from ..exceptions import InvalidParameterError
+from . import _kernels as K
 
-__all__ = ["Metric", "METRICS", "get_metric", "metric_names"]
+__all__ = ["METRICS", "Metric", "get_metric", "metric_names"]
 
 
 @dataclass(frozen=True)
@@ -531,7 +532,7 @@ def get_metric(metric, *, caller="this function") -> Metric:
         return metric
     if isinstance(metric, str) and metric in METRICS:
         return METRICS[metric]
-    raise ValueError(
+    raise InvalidParameterError(
         f"The 'metric' parameter of {caller} must be one of {metric_names()}. "
         f"Got {metric!r} instead."
     )

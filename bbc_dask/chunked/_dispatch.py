@@ -25,13 +25,15 @@ import inspect
 
 import numpy as np
 
-from . import _validation as V
-from ._random import as_seed_sequence
-from ._signals import deferred_interrupts, wait_done
-from .metrics import get_metric
-from .stats import _bbc as S
-from .stats import _blocks as K
-from .stats._result import summarise
+from .. import _validation as V
+from .._random import as_seed_sequence
+from .._signals import deferred_interrupts, wait_done
+from ..exceptions import InvalidParameterError
+from ..metrics import get_metric
+from ..stats import _bbc as S
+from ..stats._result import summarise
+from ..stats._winner import select
+from . import _blocks as K
 
 __all__ = ["CHUNK_BYTES", "bbc", "bbc_f", "bbc_f_over_blocks", "bbc_over_blocks", "is_lazy",
            "lazy_bbc", "lazy_bbc_f", "lazy_dropping_test", "zarr_blocks"]
@@ -102,13 +104,13 @@ def _dims_of(x, ndim, caller):
     dims = getattr(x, "dims", None)
     if dims is None:
         names = getattr(getattr(x, "metadata", None), "dimension_names", None)
-        dims = tuple(names) if names and all(names) else _DIMS[: ndim if ndim < 4 else 4]
+        dims = tuple(names) if names and all(names) else _DIMS[: min(4, ndim)]
         if ndim == 2:
             dims = ("sample", "config")
     dims = tuple(dims)
     unknown = [d for d in dims if d not in _DIMS]
     if unknown or "sample" not in dims or "config" not in dims or len(set(dims)) != len(dims):
-        raise ValueError(
+        raise InvalidParameterError(
             f"The 'predictions' parameter of {caller} must have dims 'sample', 'config' and "
             f"optionally 'repeat', 'class'. Got dims {dims} instead."
         )
@@ -158,14 +160,14 @@ def _sources(predictions, metric, caller):
     x = predictions
     if type(x).__name__ == "Dataset":
         if "prediction" not in x.data_vars:
-            raise ValueError(f"The 'predictions' Dataset of {caller} has no 'prediction' variable.")
+            raise InvalidParameterError(f"The 'predictions' Dataset of {caller} has no 'prediction' variable.")
         x = x["prediction"]
     src = _zarr_source(x)
     arr = None if src is None else src[0]
     ndim = len(x.shape)
     dims = _dims_of(x, ndim, caller)
     if metric.needs_class_axis != ("class" in dims):
-        raise ValueError(
+        raise InvalidParameterError(
             f"The metric {metric.name!r} {'needs' if metric.needs_class_axis else 'does not take'} "
             f"class probabilities (a 'class' axis) in {caller}. Got dims {dims}."
         )
@@ -188,7 +190,7 @@ def _sources(predictions, metric, caller):
 def _target(y, n, caller):
     y = y if isinstance(y, tuple) else np.asarray(y)
     if not isinstance(y, tuple) and y.shape[:1] != (n,):
-        raise ValueError(
+        raise InvalidParameterError(
             f"'predictions' and 'y' of {caller} must have the same number of samples. Got "
             f"{n} and {y.shape[0] if y.ndim else 0}."
         )
@@ -210,7 +212,7 @@ def _seed(root):
 
 def _no_explicit(bootstrap_indices, caller):
     if bootstrap_indices is not None:
-        raise ValueError(
+        raise InvalidParameterError(
             f"The 'bootstrap_indices' parameter of {caller} is not supported with a Dask- or "
             f"Zarr-backed cube (bootstraps are drawn on the workers from random_state); "
             f"pass in-memory arrays to use explicit indices."
@@ -269,7 +271,7 @@ def bbc_over_blocks(blocks, offsets, y, *, metric, n_bootstraps, confidence_leve
                                 [p[1] for p in parts])
     full = np.concatenate(full)
     _, cfg, oob, redrawn = merged
-    sel = int(np.argmax(full))
+    sel = select(full)
     return summarise(oob, cfg, selected=sel, naive=full[sel], n_redrawn=redrawn, method="bbc",
                      metric=metric, confidence_level=conf)
 
@@ -293,7 +295,7 @@ def bbc_f_over_blocks(blocks, y, folds, *, metric, n_bootstraps, confidence_leve
     import dask
     from dask import delayed
 
-    from .stats._bbc import _bbc_f_matrix
+    from ..stats._bbc import _bbc_f_matrix
 
     y_d = delayed(y, pure=True)
     parts = dask.compute([delayed(K.chunk_fold_matrix, pure=True)(b, y_d, folds, metric, pos_label,
@@ -308,7 +310,7 @@ def lazy_dropping_test(client, blocks, y, available, *, metric, alpha, n_bootstr
                        pos_label=None, class_coord=None, key="bbc-dropping"):
     """The BBCD dropping test over configuration chunks on ``client``; equals
     :func:`bbc_dask.dropping_test` on the concatenated chunks bit for bit."""
-    from .stats._dropping import decide
+    from ..stats._dropping import decide
 
     seed = _seed(as_seed_sequence(seed, caller="dropping_test"))
     futures = [client.submit(K.chunk_dropping, b, y, available, metric, pos_label, seed,

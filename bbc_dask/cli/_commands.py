@@ -1,7 +1,9 @@
 """The ``bbc-dask`` command line: run, status, estimate, report, verify, demo.
 
-Errors a user can cause (a bad study file, a missing data file, a store that is not a
-study) are one line on stderr and exit status 2, with no traceback unless ``--debug``.
+Errors a user can cause (:class:`bbc_dask.exceptions.UserError`: a bad study file or
+option, a missing data file, a store that is not a study or is in use) are one line on
+stderr and exit status 2, with no traceback unless ``--debug``. Anything else is a
+failure of bbc_dask itself: exit status 1, named an internal error, with its traceback.
 """
 from __future__ import annotations
 
@@ -13,15 +15,17 @@ import time
 
 import click
 
-from ._studyfile import StudyFileError
-
-_USER_ERRORS = (StudyFileError, ValueError, TypeError, FileNotFoundError, KeyError, OSError)
+from ..exceptions import (
+    StoreMismatchError,
+    StoreNotFoundError,
+    StudyInterrupted,
+    UserError,
+)
 
 
 class _Group(click.Group):
     def invoke(self, ctx):
-        from ._signals import signals_as_interrupts
-        from .exceptions import StudyInterrupted
+        from .._signals import signals_as_interrupts
 
         try:
             with signals_as_interrupts():
@@ -41,19 +45,20 @@ class _Group(click.Group):
         except KeyboardInterrupt:
             click.echo("interrupted", err=True)
             ctx.exit(130)
-        except Exception as e:  # one line unless --debug
+        except UserError as e:  # one line unless --debug
             if ctx.obj and ctx.obj.get("debug"):
                 raise
-            from .cube import StoreLockedError
+            msg = str(e).splitlines()[0] if str(e) else type(e).__name__
+            click.echo(f"bbc-dask: error: {msg}", err=True)
+            ctx.exit(2)
+        except Exception as e:  # a failure of bbc_dask: say so, with what a report needs
+            if ctx.obj and ctx.obj.get("debug"):
+                raise
+            import traceback
 
-            from .exceptions import UserError
-
-            if isinstance(e, (*_USER_ERRORS, StoreLockedError, UserError)):
-                msg = str(e).splitlines()[0] if str(e) else type(e).__name__
-                click.echo(f"bbc-dask: error: {msg}", err=True)
-                ctx.exit(2)
-            click.echo(f"bbc-dask: internal error: {type(e).__name__}: {e} (rerun with --debug "
-                       f"for the traceback)", err=True)
+            click.echo("".join(traceback.format_exception(e)).rstrip(), err=True)
+            click.echo(f"bbc-dask: internal error: {type(e).__name__}: {e} (a bug of bbc_dask, "
+                       f"not of the study: please report it with the traceback above)", err=True)
             ctx.exit(1)
 
 
@@ -96,18 +101,16 @@ def _parse_options(pairs, flag):
 @contextlib.contextmanager
 def _store_errors(store):
     """A missing store or one that is not a study, said in the command line's words."""
-    from .cube import StoreMismatchError
-
     try:
         yield
-    except FileNotFoundError:
-        raise FileNotFoundError(f"{store}: no such store") from None
+    except StoreNotFoundError:
+        raise StoreNotFoundError(f"{store}: no such store") from None
     except StoreMismatchError as e:
-        raise ValueError(f"{store} is not a bbc_dask study store ({e})") from None
+        raise StoreMismatchError(f"{store} is not a bbc_dask study store ({e})") from None
 
 
 def _open(store, storage_options=None):
-    from ._study import open_study
+    from ..study import open_study
 
     with _store_errors(store):
         return open_study(store, storage_options=storage_options or None)
@@ -136,9 +139,9 @@ def run_spec(spec, *, scheduler=None, store=None, progress=True, cluster=None,
 
     ``cluster`` overrides keys of the study file's ``cluster:`` section (``kind``, options,
     ``security``); ``storage_options`` updates its ``storage_options``."""
+    from ..stats._dropping import Dropping
+    from ..study import run_study
     from . import _studyfile as F
-    from .engine import run_study
-    from .stats._dropping import Dropping
 
     if store:
         spec = dict(spec, store=os.path.abspath(store) if "://" not in store else store)
@@ -152,8 +155,7 @@ def run_spec(spec, *, scheduler=None, store=None, progress=True, cluster=None,
         spec = dict(spec, storage_options={**(spec.get("storage_options") or {}), **storage_options})
     X, y, groups = F.load_data(spec)
     estimator, grid = F.build_search(spec)
-    drop = spec["dropping"]
-    dropping = Dropping(**drop) if isinstance(drop, dict) else (Dropping() if drop else None)
+    dropping = Dropping.coerce(spec["dropping"], "the study file")
     return run_study(
         estimator, grid, X, y, store=spec["store"], metric=spec["metric"],
         n_splits=spec["cv"]["splits"], n_repeats=spec["cv"]["repeats"], groups=groups,
@@ -253,8 +255,6 @@ def status(store, as_json, storage_option):
 def _check_finished(study, partial, what):
     """Refuse numbers from an unfinished study unless ``--partial`` asked for them; say
     what is missing either way."""
-    from .exceptions import UserError
-
     st = study.status()
     if not st["pending"]:
         return None
@@ -269,7 +269,7 @@ def _check_finished(study, partial, what):
 
 
 def _print_estimates(study, bootstraps, confidence, method, seed, as_json=False, partial=None):
-    from .report import estimates
+    from ..report import estimates
 
     res = estimates(study, method=method, n_bootstraps=bootstraps, confidence_level=confidence,
                     random_state=seed)
@@ -319,7 +319,7 @@ def estimate(store, method, bootstraps, confidence, seed, as_json, partial, stor
 @_storage_option
 def report(store, out_dir, bootstraps, partial, storage_option):
     """PNG plots and an HTML summary of the study at STORE."""
-    from .report import write_report
+    from ..report import write_report
 
     study = _open(store, _parse_options(storage_option, "--storage-option"))
     _check_finished(study, partial, "a report")
@@ -342,7 +342,7 @@ def verify(ctx, store, repair, as_json, storage_option):
     bytes its task wrote), the ledger itself, the data's digests and the final model.
 
     Exit status: 0 whole (or repaired), 3 damaged (the files are named)."""
-    from .cube import verify_store
+    from ..cube import verify_store
 
     options = _parse_options(storage_option, "--storage-option") or None
     with _store_errors(store):
@@ -395,8 +395,8 @@ DEMO = {
 def demo(store, out_dir, workers, no_progress):
     """A real study (breast cancer; logistic regression, SVM and random forest grids) on
     a local Dask cluster, its estimates next to the naive one, and a report."""
+    from ..report import write_report
     from ._studyfile import resolve_spec
-    from .report import write_report
 
     raw = json.loads(json.dumps(DEMO))
     raw["store"] = os.path.abspath(store)

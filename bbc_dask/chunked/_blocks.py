@@ -11,9 +11,9 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _validation as V
-from ._bbc import _select
-from ._bbc import prepare_inputs as _prepare
-from ._bootstrap import SEED_BLOCK, CountBlocks
+from ..stats._bbc import prepare_inputs as _prepare
+from ..stats._bootstrap import SEED_BLOCK, CountBlocks
+from ..stats._winner import select
 
 __all__ = ["ZarrBlock", "chunk_bbc", "chunk_dropping", "chunk_fold_matrix", "chunk_pooled",
            "merge_winners"]
@@ -28,7 +28,7 @@ class ZarrBlock:
     ``expand`` inserts the repeat axis of a cube stored without one.
     """
 
-    __slots__ = ("array", "order", "config_axis", "configs", "expand", "key")
+    __slots__ = ("array", "config_axis", "configs", "expand", "key", "order")
 
     def __init__(self, array, order, config_axis, configs, expand, key=None):
         # configs: a slice, or the stored configuration indices (sorted) to read; key:
@@ -101,7 +101,7 @@ def chunk_bbc(pred, y, metric, pos_label, offset, seed, n_boot, class_coord=None
     blocks = CountBlocks(_root(seed), stream, None, n_boot, n, block, defined)
     for start, stop, counts in blocks:
         s = prep.scores(counts).mean(axis=2)
-        w = _select(s)
+        w = select(s)
         rows = np.arange(stop - start)
         best[start:stop] = s[rows, w]
         cfg[start:stop] = w + offset
@@ -115,14 +115,17 @@ def merge_winners(a, b):
     configuration index (the whole-matrix tie rule)."""
     ba, ca, oa, ra = a
     bb, cb, ob, rb = b
-    take_b = (bb > ba) | ((bb == ba) & (cb < ca))
+    a_first = ca <= cb  # each pair in configuration order: select's tie rule applies as is
+    pairs = np.stack([np.where(a_first, ba, bb), np.where(a_first, bb, ba)], axis=1)
+    w = select(pairs)  # -1 (an undefined score) keeps a, as a comparison with NaN does
+    take_b = np.where(a_first, w == 1, w == 0)
     return (np.where(take_b, bb, ba), np.where(take_b, cb, ca), np.where(take_b, ob, oa),
             max(ra, rb))
 
 
 def chunk_fold_matrix(pred, y, folds, metric, pos_label, class_coord=None):
     """The BBC-F fold × configuration score matrix of one chunk, (R*K, c)."""
-    from ._bbc import _fold_matrix
+    from ..stats._bbc import _fold_matrix
 
     m, target, enc = prepare_inputs(pred, y, metric, pos_label, "bbc_f", class_coord)
     f = V.as_folds(folds, enc.shape[0], enc.shape[2], "bbc_f")
@@ -131,7 +134,7 @@ def chunk_fold_matrix(pred, y, folds, metric, pos_label, class_coord=None):
 
 def chunk_dropping(pred, y, available, metric, pos_label, seed, n_boot, class_coord=None):
     """The dropping-test scores of one chunk: ``(full (c,), per bootstrap (B, c), n_redrawn)``."""
-    from ._dropping import dropping_scores
+    from ..stats._dropping import dropping_scores
 
     return dropping_scores(_load(pred), y, available, metric=metric, pos_label=pos_label,
                            root=_root(seed), n_boot=n_boot, class_coord=class_coord)

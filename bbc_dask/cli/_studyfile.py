@@ -40,14 +40,12 @@ import os
 
 import numpy as np
 
-__all__ = ["StudyFileError", "load_study_file", "load_data", "build_search"]
+from ..exceptions import StudyFileError
+
+__all__ = ["StudyFileError", "build_search", "load_data", "load_study_file"]
 
 _TOP = {"data", "grid", "cv", "metric", "dropping", "bootstraps", "confidence", "random_state",
         "store", "cluster", "configs_per_task", "name", "storage_options", "error_score"}
-
-
-class StudyFileError(ValueError):
-    """A study file that cannot be run; the message names the key."""
 
 
 def _err(key, msg):
@@ -144,7 +142,7 @@ def resolve_spec(raw, base="."):
     spec["cv"] = {"splits": _int(cv.get("splits", 10), "cv.splits", 2),
                   "repeats": _int(cv.get("repeats", 1), "cv.repeats", 1),
                   "groups": cv.get("groups", spec["data"].get("groups"))}
-    from .metrics import metric_names
+    from ..metrics import metric_names
 
     metric = raw.get("metric", "roc_auc")
     if metric not in metric_names():
@@ -155,7 +153,7 @@ def resolve_spec(raw, base="."):
         bad = sorted(set(drop) - {"alpha", "n_bootstraps", "min_predictions"})
         if bad:
             raise _err(f"dropping.{bad[0]}", "unknown key (allowed: alpha, n_bootstraps, min_predictions)")
-        from .stats._dropping import Dropping
+        from ..stats._dropping import Dropping
 
         try:
             Dropping(**drop)
@@ -226,7 +224,7 @@ def check_cluster(cluster):
     if kind not in ("local", "address", "kubernetes"):
         raise _err("cluster.kind", f"expected local, address or kubernetes, got {kind!r}")
     if kind == "kubernetes":
-        from .cluster import KUBERNETES_DEFAULTS
+        from ..cluster import KUBERNETES_DEFAULTS
 
         allowed = {k: object for k in KUBERNETES_DEFAULTS}
     else:

@@ -11,6 +11,8 @@ from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone, is_classifier
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
+from .exceptions import InvalidParameterError
+
 __all__ = ["BBCSearchCV"]
 
 
@@ -138,11 +140,11 @@ class BBCSearchCV(MetaEstimatorMixin, BaseEstimator):
         -------
         self
         """
-        from .engine import run_study
+        from .study import run_study
 
         caller = "BBCSearchCV"
         if y is None:
-            raise ValueError(f"{caller} requires y to be passed, but the target y is None.")
+            raise InvalidParameterError(f"{caller} requires y to be passed, but the target y is None.")
         if not hasattr(X, "iloc"):  # DataFrames go through as they are (column names)
             from sklearn.utils.validation import check_array
 
@@ -158,10 +160,10 @@ class BBCSearchCV(MetaEstimatorMixin, BaseEstimator):
 
             check_classification_targets(y)
         if not isinstance(self.cv, numbers.Integral) or isinstance(self.cv, bool) or self.cv < 2:
-            raise ValueError(f"The 'cv' parameter of {caller} must be an int >= 2 (the number of "
+            raise InvalidParameterError(f"The 'cv' parameter of {caller} must be an int >= 2 (the number of "
                              f"folds). Got {self.cv!r} instead.")
         if self.refit not in (True, False):
-            raise ValueError(f"The 'refit' parameter of {caller} must be True or False. Got "
+            raise InvalidParameterError(f"The 'refit' parameter of {caller} must be True or False. Got "
                              f"{self.refit!r} instead.")
         if hasattr(X, "columns"):
             self.feature_names_in_ = np.asarray(X.columns, dtype=object)
@@ -211,7 +213,7 @@ class BBCSearchCV(MetaEstimatorMixin, BaseEstimator):
             return "accuracy"
         if is_regressor(self.estimator):
             return "r2"
-        raise ValueError(
+        raise InvalidParameterError(
             f"The 'scoring' parameter of BBCSearchCV must be given for an estimator that is "
             f"neither a classifier nor a regressor ({type(self.estimator).__name__}).")
 

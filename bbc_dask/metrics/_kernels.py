@@ -17,14 +17,14 @@ import numpy as np
 from numba import njit, prange
 
 __all__ = [
-    "tie_starts",
     "auc_inbag",
-    "auc_winners",
     "auc_sorted",
+    "auc_winners",
     "cindex_inbag",
-    "cindex_winners",
     "cindex_pairs",
+    "cindex_winners",
     "feature_sums_winners",
+    "tie_starts",
     "weighted_sums",
 ]
 
@@ -49,8 +49,7 @@ def auc_sorted(neg, pos):
             p = pos[m, t]
             while below < n_neg and neg[m, below] < p:
                 below += 1
-            if upto < below:
-                upto = below
+            upto = max(upto, below)
             while upto < n_neg and neg[m, upto] <= p:
                 upto += 1
             acc += below + upto

@@ -7,65 +7,23 @@ import numpy as np
 
 from . import _validation as V
 from .cube import DONE, DROPPED, FAILED, PENDING, open_cube
+from .cube._selection import (
+    complete,
+    failure_groups,
+    pooled_scores,
+    select_winner,
+    target_of,
+)
+from .exceptions import InvalidParameterError, StudyNotReadyError, UndefinedScoreError
 from .stats import _bbc as S
+from .stats._winner import ranking
 
-__all__ = ["Study", "failure_groups", "open_study", "select_winner"]
-
-
-def _complete(state):
-    return np.all(state == DONE, axis=(1, 2))
+__all__ = ["Study", "open_study", "run_study"]
 
 
 #: Above this (complete configurations' predictions as float64), Study.bbc()/bbc_f() map
 #: the bootstraps over chunks read from the store instead of loading the cube.
 IN_MEMORY_BYTES = 2**30
-
-
-def _y_and_pos(cube):
-    spec = cube.meta["spec"]
-    y = cube.y()
-    classes = cube.meta.get("classes")
-    pos = None
-    if classes is not None and spec.get("pos_label") is not None:
-        pos = classes.index(spec["pos_label"])
-    return y, pos
-
-
-def failure_groups(cube):
-    """Failed configurations' first errors grouped by text (see :meth:`Study.failures`)."""
-    err = cube.errors()
-    failed = np.flatnonzero(np.any(cube.state() == FAILED, axis=(1, 2)))
-    groups = {}
-    for c in failed:
-        text = str(err[c]) or "no error text recorded"
-        groups.setdefault(text, []).append(int(c))
-    out = [{"error": t, "count": len(cs), "configs": cs} for t, cs in groups.items()]
-    return sorted(out, key=lambda g: (-g["count"], g["configs"][0]))
-
-
-def pooled_scores(cube, idx):
-    """Pooled scores (len(idx), R) of complete configurations ``idx``, from the ledger;
-    those not recorded yet (a run stopped before its last step) are computed here from
-    their predictions, with the same function the engine's tasks use."""
-    from .stats._blocks import chunk_pooled
-
-    pooled = cube.pooled()[idx]
-    missing = np.flatnonzero(np.isnan(pooled).any(axis=1))
-    if missing.size:
-        y, pos = _y_and_pos(cube)
-        pooled[missing] = chunk_pooled(cube.predictions(idx[missing]), y, cube.meta["spec"]["metric"], pos)
-    return pooled
-
-
-def select_winner(cube):
-    """The configuration CVT selects: best pooled CV score (mean over repeats) among
-    complete configurations, ties to the lowest index — :func:`bbc_dask.naive_cvt`'s rule
-    on the ledger's pooled scores — or None if none is complete."""
-    idx = np.flatnonzero(_complete(cube.state()))
-    if idx.size == 0:
-        return None
-    full = pooled_scores(cube, idx).mean(axis=1)
-    return int(idx[int(S._select(full[None, :])[0])])
 
 
 class Study:
@@ -151,7 +109,7 @@ class Study:
 
     def complete_configs(self):
         """Indices of configurations with every (repeat, fold) cell done."""
-        return np.flatnonzero(_complete(self._cube.state()))
+        return np.flatnonzero(complete(self._cube.state()))
 
     @property
     def metadata(self):
@@ -188,7 +146,7 @@ class Study:
             "failed": int((st == FAILED).sum()), "dropped": int((st == DROPPED).sum()),
             "pending": pending, "waves_done": waves, "waves": int(st.shape[2]),
             "active_configs": int(active.sum()),
-            "complete_configs": int(_complete(st).sum()), "configs": int(st.shape[0]),
+            "complete_configs": int(complete(st).sum()), "configs": int(st.shape[0]),
             "running": running, "elapsed_s": elapsed, "remaining_s": remaining,
         }
 
@@ -196,8 +154,8 @@ class Study:
     def _inputs(self):
         idx = self.complete_configs()
         if idx.size == 0:
-            raise ValueError(self._none_complete())
-        y, pos = _y_and_pos(self._cube)
+            raise StudyNotReadyError(self._none_complete())
+        y, pos = target_of(self._cube)
         return idx, self._cube.predictions(idx), y, self._cube.folds(), pos
 
     def _none_complete(self):
@@ -224,7 +182,7 @@ class Study:
             per_config = int(np.prod(shape)) // max(shape[1], 1) * 8
             return per_config * idx.size > IN_MEMORY_BYTES
         if not isinstance(chunked, (bool, np.bool_)):
-            raise TypeError(f"The 'chunked' parameter of Study must be None, True or False. "
+            raise InvalidParameterError(f"The 'chunked' parameter of Study must be None, True or False. "
                             f"Got {chunked!r} instead.")
         return bool(chunked)
 
@@ -235,7 +193,7 @@ class Study:
         import inspect
 
         V.reject_unknown(kwargs, self._CHUNKED_KW, caller)
-        y, pos = _y_and_pos(self._cube)
+        y, pos = target_of(self._cube)
         params = inspect.signature(fn).parameters
         opts = {k: params[k].default for k in self._CHUNKED_KW} | {"pos_label": pos}
         return y, opts | kwargs
@@ -266,7 +224,7 @@ class Study:
         kwargs.setdefault("random_state", self.seed)
         idx = self.complete_configs()
         if idx.size and self._chunked(idx, chunked):
-            from ._lazy import bbc_over_blocks
+            from .chunked import bbc_over_blocks
 
             y, opts = self._chunked_opts(S.bbc, kwargs, "Study.bbc(chunked=True)")
             opts.pop("block_size")  # per-task blocks are the seed blocks
@@ -303,9 +261,9 @@ class Study:
         kwargs.setdefault("random_state", self.seed)
         idx = self.complete_configs()
         if idx.size == 0:
-            raise ValueError(self._none_complete())
+            raise StudyNotReadyError(self._none_complete())
         if chunked is not None and not isinstance(chunked, (bool, np.bool_)):
-            raise TypeError(f"The 'chunked' parameter of Study must be None, True or False. "
+            raise InvalidParameterError(f"The 'chunked' parameter of Study must be None, True or False. "
                             f"Got {chunked!r} instead.")
         _, opts = self._chunked_opts(S.bbc_f, kwargs, "Study.bbc_f")
         opts.pop("pos_label")
@@ -316,7 +274,7 @@ class Study:
         bad = np.isnan(F).any(axis=1)
         if bad.any():
             row = int(np.flatnonzero(bad)[0])
-            raise ValueError(S.fold_undefined(self.metric, row % fs.shape[2], row // fs.shape[2], "bbc_f"))
+            raise UndefinedScoreError(S.fold_undefined(self.metric, row % fs.shape[2], row // fs.shape[2], "bbc_f"))
         res = S._bbc_f_matrix(F, self.metric, opts["n_bootstraps"], opts["confidence_level"],
                               opts["random_state"], None, opts["block_size"], "Study.bbc_f")
         return self._remap(res, idx)
@@ -349,7 +307,7 @@ class Study:
         if idx.size:
             splits[:, idx] = self._cube.fold_scores()[idx].reshape(idx.size, -1).T
             pooled[idx] = pooled_scores(self._cube, idx).mean(axis=1)
-        order = np.argsort(np.where(np.isnan(pooled), np.inf, -pooled), kind="stable")
+        order = ranking(pooled)
         rank = np.empty(n_cfg, dtype=np.int64)
         rank[order] = np.arange(1, n_cfg + 1)
         ft = self._cube.fit_times().reshape(n_cfg, -1)
@@ -372,7 +330,7 @@ class Study:
     def best_index_(self):
         best = select_winner(self._cube)
         if best is None:
-            raise ValueError(self._none_complete())
+            raise StudyNotReadyError(self._none_complete())
         return best
 
     @property
@@ -408,7 +366,7 @@ class Study:
 
         info = self.meta.get("final_model")
         if not info:
-            raise ValueError(f"The study at {self.store!r} has no final model (refit=False or not finished).")
+            raise StudyNotReadyError(f"The study at {self.store!r} has no final model (refit=False or not finished).")
         return load_model(self.location, info, trusted)
 
 
@@ -423,3 +381,123 @@ def open_study(store, storage_options=None):
         fsspec options of a URL store (credentials, endpoint).
     """
     return Study(store, storage_options=storage_options)
+
+
+def run_study(
+    estimator,
+    param_grid=None,
+    X=None,
+    y=None,
+    *,
+    store,
+    metric,
+    n_splits=10,
+    n_repeats=1,
+    groups=None,
+    param_distributions=None,
+    n_iter=10,
+    error_score=np.nan,
+    pos_label=None,
+    refit=True,
+    random_state=None,
+    client=None,
+    overwrite=False,
+    progress=True,
+    configs_per_task=None,
+    dropping=None,
+    metadata=None,
+    storage_options=None,
+    security=None,
+):
+    """Cross-validate every configuration on Dask into a resumable Zarr prediction cube.
+
+    Every configuration (grid point or random draw) is K-fold cross-validated (stratified
+    for classification, grouped with ``groups``), ``n_repeats`` times with partitions from
+    spawned seeds. Out-of-sample predictions go into the cube at ``store``; the winner
+    (best pooled CV score, as :func:`bbc_dask.bbc` selects) is refit on all data.
+
+    Calling it again with the same arguments and store resumes: finished cells are read
+    back, not recomputed. A store of another study is refused (the error lists what
+    differs) unless ``overwrite=True``.
+
+    Parameters
+    ----------
+    estimator : scikit-learn estimator or Pipeline
+    param_grid : dict or list of dicts, default=None
+        As in ``GridSearchCV``.
+    X : array-like or DataFrame of shape (N, n_features)
+    y : array-like of shape (N,)
+    store : str or path
+        Directory of the Zarr store, or an fsspec URL (``s3://bucket/study.zarr``; needs
+        ``bbc-dask[s3]`` for S3). On an object store the run lock is a lease object renewed
+        by a heartbeat (see :class:`bbc_dask.cube.ObjectStoreLock`).
+    metric : str
+        A :mod:`bbc_dask.metrics` name; decides what is stored: the positive-class
+        decision function or probability (``roc_auc``), class labels (``accuracy``,
+        ``balanced_accuracy``, ``f1``), all class probabilities (``roc_auc_ovr``,
+        ``neg_log_loss``) or predicted values (regression).
+    n_splits : int, default=10
+    n_repeats : int, default=1
+    groups : array-like of shape (N,), default=None
+        Group labels: folds never split a group.
+    param_distributions : dict, default=None
+        Random search (``ParameterSampler``) with ``n_iter`` draws instead of a grid.
+    n_iter : int, default=10
+    error_score : np.nan or "raise", default=np.nan
+        A configuration that raises gets NaN predictions and its error text is recorded;
+        with ``"raise"`` the study stops with an error naming the configuration.
+    pos_label : label, default=None
+        Positive class for binary metrics (default: the larger label).
+    refit : bool, default=True
+        Refit the winner on all data as a task; saved with skops (no pickle).
+    random_state : int, SeedSequence, Generator or None
+        The seed of the folds (one spawned child per repeat) and of random search. With
+        None a fresh seed is drawn and recorded; a resume with None reuses it.
+    client : distributed.Client, str, dict or None
+        An existing client, a scheduler address, None for a local cluster of processes (one
+        thread each), or a dict of :func:`bbc_dask.make_client` arguments (``{"kind":
+        "local", "n_workers": 4}``); the last two are started and closed by the run.
+    overwrite : bool, default=False
+        Replace an existing study store at ``store``.
+    progress : bool, default=True
+        A progress bar of tasks per wave (and the dashboard link of a started cluster).
+    configs_per_task : int or None, default=None
+        Configurations per block: the cube's chunk size along ``config`` (fixed when the
+        store is created) and the smallest unit of work. A task fits one or more
+        blocks on one training set: blocks are grouped by their measured fit times so that
+        a task lasts about 1 s, hence small blocks cost little. None: 1 for up to
+        127 configurations, then ``n_configs // 64`` up to 10 — small blocks balance the
+        waves of uneven grids (a forest next to a logistic regression), large grids keep
+        the number of chunk files down.
+    dropping : bool or Dropping, default=None
+        BBCD-CV: after each fold wave, drop the configurations that are worse than the
+        current best with bootstrap probability > ``alpha`` (``True`` = ``Dropping()``);
+        dropped configurations train no further folds. The test runs as a task on the
+        cluster; its decisions are persisted before the next wave and replayed on resume.
+    metadata : dict, default=None
+        JSON-serialisable description stored with the study when the store is created
+        (the command line keeps the resolved study file there); ``Study.metadata``.
+    storage_options : dict, default=None
+        fsspec options of a URL ``store`` (credentials, ``client_kwargs={"endpoint_url":
+        ...}``); they also travel with the tasks that read the cube.
+    security : distributed.security.Security, dict or None
+        TLS settings of the clients this run creates (a scheduler address in ``client``,
+        or the local cluster, which then runs over TLS). A dict is passed to ``Security``
+        (e.g. ``{"tls_ca_file": ..., "tls_client_cert": ..., "tls_client_key": ...}``).
+
+    Returns
+    -------
+    Study
+
+    References
+    ----------
+    .. [1] Tsamardinos, Greasidou, Borboudakis, Machine Learning 107 (2018), Algorithm 2.
+    """
+    arguments = dict(locals())  # every argument, by name: the engine checks them
+    from .engine import run_cvt
+
+    run = run_cvt(**arguments)
+    study = Study(run.location, final_model=run.final_model)
+    study._param_objects = run.configs
+    study.n_fits_ = run.fits
+    return study

@@ -1,0 +1,62 @@
+"""What the ledger says about selection: complete configurations, pooled scores, CVT's
+winner, the failures. Read by the engine (refit, the all-failed check) and by
+:class:`bbc_dask.Study`, so both select with the same code."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..stats._winner import select
+from ._schema import DONE, FAILED
+
+__all__ = ["complete", "failure_groups", "pooled_scores", "select_winner", "target_of"]
+
+
+def complete(state):
+    """Configurations (a boolean per row of ``state``) with every cell done."""
+    return np.all(state == DONE, axis=(1, 2))
+
+
+def target_of(cube):
+    """``(y, pos_label)`` as stored: class codes (or values) and the positive code."""
+    spec = cube.meta["spec"]
+    classes = cube.meta.get("classes")
+    pos = None
+    if classes is not None and spec.get("pos_label") is not None:
+        pos = classes.index(spec["pos_label"])
+    return cube.y(), pos
+
+
+def failure_groups(cube):
+    """Failed configurations' first errors grouped by text (see :meth:`Study.failures`)."""
+    err = cube.errors()
+    failed = np.flatnonzero(np.any(cube.state() == FAILED, axis=(1, 2)))
+    groups = {}
+    for c in failed:
+        text = str(err[c]) or "no error text recorded"
+        groups.setdefault(text, []).append(int(c))
+    out = [{"error": t, "count": len(cs), "configs": cs} for t, cs in groups.items()]
+    return sorted(out, key=lambda g: (-g["count"], g["configs"][0]))
+
+
+def pooled_scores(cube, idx):
+    """Pooled scores (len(idx), R) of complete configurations ``idx``, from the ledger;
+    those not recorded yet (a run stopped before its last step) are computed here from
+    their predictions, with the same function the engine's tasks use."""
+    from ..chunked._blocks import chunk_pooled
+
+    pooled = cube.pooled()[idx]
+    missing = np.flatnonzero(np.isnan(pooled).any(axis=1))
+    if missing.size:
+        y, pos = target_of(cube)
+        pooled[missing] = chunk_pooled(cube.predictions(idx[missing]), y, cube.meta["spec"]["metric"], pos)
+    return pooled
+
+
+def select_winner(cube):
+    """The configuration CVT selects: the best pooled CV score (mean over repeats) among
+    complete configurations, by :func:`bbc_dask.stats._winner.select` (as
+    :func:`bbc_dask.naive_cvt` selects) — or None if none is complete."""
+    idx = np.flatnonzero(complete(cube.state()))
+    if idx.size == 0:
+        return None
+    return int(idx[select(pooled_scores(cube, idx).mean(axis=1))])

@@ -1,0 +1,450 @@
+"""The waves of a CVT run: fold waves of tasks on the cluster, grouped and ordered by
+measured fit times, the BBCD dropping test between them, the results recorded in the
+ledger as they arrive."""
+from __future__ import annotations
+
+import contextlib
+import sys
+import time
+import uuid
+from collections import deque
+from concurrent.futures import CancelledError
+
+import numpy as np
+
+from .._signals import deferred_interrupts, wait_done
+from ..cube import DONE, FAILED, PENDING
+from ..exceptions import StoreFullError, StoreLockedError, StudyError
+from ._tasks import fit_write_blocks
+
+
+def _silence_distributed_logs():
+    import logging
+
+    logging.getLogger("distributed").setLevel(logging.CRITICAL)
+
+
+class _WaveTasks:
+    """The tasks of some waves: per wave, repeat and configuration chunk, the pending
+    active configurations. Counted and generated one (wave, repeat) at a time: a
+    million-configuration study never holds its task specs, nor its pending indices of
+    every wave at once.
+
+    Within a (wave, repeat) the blocks come in the order ``rank`` gives (most expensive
+    first, see :meth:`_Executor.rank`), so that a stage ends on its cheap blocks rather
+    than waiting for one long fit started last. The order decides only which block runs
+    when, never what any block computes."""
+
+    def __init__(self, state, waves, active, chunk, rank=None):
+        self.state, self.waves, self.active, self.chunk = state, list(waves), active, chunk
+        self.rank = rank
+
+    def _pending(self):
+        for k in self.waves:
+            for r in range(self.state.shape[1]):
+                todo = np.flatnonzero(self.active & (self.state[:, r, k] == PENDING))
+                if todo.size:
+                    yield k, r, todo
+
+    def __len__(self):
+        return sum(int(np.count_nonzero(np.diff(t // self.chunk))) + 1 for *_, t in self._pending())
+
+    def __iter__(self):
+        for k, r, todo in self._pending():
+            bounds = np.concatenate([[0], np.flatnonzero(np.diff(todo // self.chunk)) + 1, [todo.size]])
+            blocks = [todo[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
+            for cfgs in (blocks if self.rank is None else self.rank(blocks)):
+                yield k, r, cfgs
+
+
+def run_waves(cube, client, estimator, configs, X, y, target, m, error_score,
+               progress, dropping=None, root=None, cancel_on_exit=True, token=None):
+    """Run every pending cell, wave by wave; with ``dropping``, test between waves; then
+    the pooled scores of complete configurations.
+
+    Without dropping the waves are one queue (no barrier: workers never idle at a wave's
+    end). With dropping, wave k+1 is planned only after wave k's decision is persisted.
+    Returns the number of configuration fits performed.
+    """
+    state = cube.state()
+    n_cfg, n_rep, n_splits = state.shape
+    chunk = cube.config_chunk
+    active = _active(cube)
+    decided = {e["wave"] for e in cube.decisions()}
+    stages = ([list(range(n_splits))] if dropping is None
+              else _stages(cube.folds(), n_splits, dropping))
+    run = _Executor(cube, client, estimator, configs, X, y, target, m, error_score,
+                    progress, n_splits, token)
+    run.cancel_on_exit = cancel_on_exit
+    try:
+        for stage in stages:
+            run.execute(_WaveTasks(state, stage, active, chunk, run.rank), int(active.sum()))
+            if dropping is None:
+                continue
+            state = cube.state()
+            for k in stage:
+                if k < n_splits - 1 and k not in decided:
+                    active = _decide(cube, client, root, dropping, k, state, active, m, target)
+                    state = cube.state()
+        _pooled_pass(cube, client, m, target)
+    finally:
+        run.close()
+    return run.fits
+
+
+def _stages(folds, n_splits, dropping):
+    """The waves run together between dropping decisions.
+
+    After wave k the dropping test runs only once every repeat has ``min_predictions``
+    out-of-fold predictions (a property of the folds alone, known before any fit); until
+    then no configuration can be dropped, so those waves form one stage with no barrier.
+    From the first tested wave on, each wave is its own stage."""
+    stages, current = [], []
+    for k in range(n_splits):
+        current.append(k)
+        if k == n_splits - 1 or _n_available(folds, k) >= dropping.min_predictions:
+            stages.append(current)
+            current = []
+    return stages
+
+
+def _n_available(folds, k):
+    """Out-of-fold predictions per repeat after wave ``k`` (the fewest over repeats): the
+    dropping test needs ``min_predictions`` of them."""
+    return int((folds <= k).sum(axis=0).min())
+
+
+def _active(cube):
+    """Configurations that still train: not dropped."""
+    return cube.dropped_waves()[0] < 0
+
+
+def _decide(cube, client, root, dropping, k, state, active, m, target):
+    """The dropping test after wave ``k``; persists the decision (whole) and returns the
+    new active mask."""
+    from .._random import child_seed
+    from ..chunked import lazy_dropping_test
+
+    # A configuration that failed somewhere has no usable column: it is not tested. Only
+    # waves <= k count: the decision is the same whether later waves of a stage ran.
+    idx = np.flatnonzero(active & ~np.any(state[:, :, :k + 1] == FAILED, axis=(1, 2)))
+    folds = cube.folds()
+    avail = folds <= k
+    n_avail = _n_available(folds, k)
+    entry = {"wave": int(k), "active_before": int(idx.size), "tested": False, "dropped": [],
+             "p_hat": []}
+    if idx.size < 2 or n_avail < dropping.min_predictions:
+        entry["reason"] = ("one configuration" if idx.size < 2 else
+                           f"{n_avail} predictions per repeat < min_predictions={dropping.min_predictions}")
+        entry["active_after"] = int(active.sum())
+        cube.record_decision(entry)
+        return active
+    # Chunked over the tested configurations, each task reading its chunks from the
+    # store: the cube never has to fit one worker (or the driver).
+    blocks, _ = cube.blocks(idx)
+    res = lazy_dropping_test(
+        client, blocks, cube.y(), avail, metric=m.name, alpha=dropping.alpha,
+        n_bootstraps=dropping.n_bootstraps, seed=child_seed(root, "dropping", k),
+        pos_label=target.pos_code, key=f"bbc-dropping-k{k}-{uuid.uuid4().hex[:8]}",
+    )
+    gone = idx[res.drop]
+    new = active.copy()
+    new[gone] = False
+    entry.update(tested=True, best=int(idx[res.best]), dropped=[int(c) for c in gone],
+                 p_hat=[float(p) for p in res.p_hat[res.drop]], active_after=int(new.sum()))
+    cube.record_decision(entry)
+    return new
+
+
+def _pooled_pass(cube, client, m, target):
+    """Pooled scores of complete configurations that have none yet, as tasks reading
+    their chunks (the driver never loads predictions)."""
+    from ..chunked._blocks import chunk_pooled
+
+    state = cube.state()
+    complete = np.all(state == DONE, axis=(1, 2))
+    need = np.flatnonzero(complete & np.isnan(cube.pooled()).any(axis=1))
+    if not need.size:
+        return
+    blocks, _ = cube.blocks(need)
+    y = cube.y()
+    y_f = client.scatter(y, broadcast=False, hash=False) if len(blocks) > 1 else y
+    futures = [client.submit(chunk_pooled, b, y_f, m.name, target.pos_code, pure=False,
+                             key=f"bbc-pooled-{b.configs[0]}-{uuid.uuid4().hex[:8]}")
+               for b in blocks]
+    wait_done(futures)
+    with deferred_interrupts():
+        values = client.gather(futures)
+    for b, v in zip(blocks, values):
+        cube.record_pooled(b.configs, v)
+
+
+class _Data:
+    """Arrays on the cluster (X, y and the folds), scattered again whenever the
+    scheduler lost them.
+
+    ``scatter(broadcast=True)`` puts a copy on every worker, but Dask's memory manager
+    trims replicas; if the one worker left holding the data dies, the scheduler cannot
+    recompute it (scattered data has no task) and forgets it, cancelling every task that
+    needs it. The executor then calls :meth:`refresh` and resubmits those tasks."""
+
+    def __init__(self, client, *arrays, broadcast=True):
+        self.client, self.arrays, self.broadcast = client, list(arrays), broadcast
+        self.futures = None
+
+    def refresh(self):
+        if self.futures is None or any(f.status != "finished" for f in self.futures):
+            # hash=False: a content-hashed key is shared with any earlier scatter of the same
+            # data in this client, and its release by that run can lose our copy
+            with deferred_interrupts():
+                self.futures = self.client.scatter(self.arrays, broadcast=self.broadcast,
+                                                   hash=False)
+        return self.futures
+
+
+def _result(fut):
+    """``fut.result()`` that a Ctrl-C cannot cut in the middle: the wait for the task is
+    interruptible, the transfer of its result is not (see :func:`deferred_interrupts`)."""
+    wait_done([fut])
+    with deferred_interrupts():
+        return fut.result()
+
+
+#: Resubmissions of one task after its data was lost before giving up.
+MAX_RESUBMITS = 5
+
+
+def submit_with_data(client, fn, *args):
+    """``fn(*args[:-2], X_future, y_future)`` on the cluster, surviving the loss of the data."""
+    *head, X, y = args
+    data = _Data(client, X, y, broadcast=False)
+    for attempt in range(MAX_RESUBMITS + 1):
+        X_f, y_f = data.refresh()
+        fut = client.submit(fn, *head, X_f, y_f, pure=False, retries=3)
+        try:
+            return _result(fut)
+        except CancelledError:
+            if attempt == MAX_RESUBMITS:
+                raise
+
+
+#: Seconds between ledger writes while results arrive: one batched write, not one per task.
+LEDGER_INTERVAL = 0.5
+#: The run time a task aims at once blocks are timed: long enough that Dask's cost per
+#: task (a few ms of client, scheduler and worker time, on the workers' cores when the
+#: scheduler is local) is small next to the work. Measured (bench_cvt B, best of 3):
+#: 0.3 s -> 1.06x GridSearchCV's time, 0.6 s -> 1.03x, 1.0 s -> 1.02x.
+TARGET_TASK_SECONDS = 1.0
+#: A task holds its blocks' predictions until it writes them: at most this many bytes.
+TASK_PREDICTION_BYTES = 64 * 2**20
+#: Tasks per worker thread kept for the end of a stage, so that the last tasks balance.
+TAIL_TASKS_PER_THREAD = 3
+#: Blocks whose fits take less than this are not reordered among themselves.
+RANK_SECONDS = 0.01
+
+
+class _Grouper:
+    """Groups consecutive configuration blocks of one (repeat, fold) into tasks that should
+    last about :data:`TARGET_TASK_SECONDS` (one block per task until a thread's worth of
+    tasks reported), never so many blocks that fewer than :data:`TAIL_TASKS_PER_THREAD`
+    tasks per thread remain to balance the end, nor more than
+    :data:`TASK_PREDICTION_BYTES` of predictions (``block_bytes`` each). A block's
+    predicted time is its configurations' measured fit time (``cost``) plus the mean
+    per-block overhead seen so far (writing, scoring), or the mean block time where a fit
+    time is unknown. Grouping only changes which task computes a block, never what it
+    computes."""
+
+    def __init__(self, tasks, n_blocks, n_threads, cost, block_bytes=0):
+        self.fresh, self.left, self.n_threads = iter(tasks), n_blocks, n_threads
+        self.cost = cost
+        self.max_blocks = max(1, TASK_PREDICTION_BYTES // max(1, block_bytes))
+        self.peek = None
+        self.block_seconds, self.overhead, self.timed = 0.0, 0.0, 0
+
+    def observe(self, elapsed, n_blocks, fit_seconds=0.0):
+        # running means per block over the tasks so far
+        n = self.timed + n_blocks
+        self.block_seconds = (self.block_seconds * self.timed + elapsed) / n
+        self.overhead = (self.overhead * self.timed + max(0.0, elapsed - fit_seconds)) / n
+        self.timed = n
+
+    def predict(self, task):
+        """Predicted seconds of one block."""
+        fit = self.cost[task[2]].sum()
+        return float(fit) + self.overhead if np.isfinite(fit) else self.block_seconds
+
+    def next(self):
+        """The next group: a list of (k, r, cfgs) of one (k, r), or None when done."""
+        first = self.peek if self.peek is not None else next(self.fresh, None)
+        self.peek = None
+        if first is None:
+            return None
+        group = [first]
+        if self.timed >= self.n_threads and self.block_seconds > 0:
+            limit = min(self.max_blocks,
+                        max(1, self.left // (TAIL_TASKS_PER_THREAD * self.n_threads)))
+            total = self.predict(first)
+            while len(group) < limit and total < TARGET_TASK_SECONDS:
+                task = next(self.fresh, None)
+                if task is None:
+                    break
+                if task[:2] != first[:2]:
+                    self.peek = task
+                    break
+                group.append(task)
+                total += self.predict(task)
+        self.left -= len(group)
+        return group
+
+
+class _Executor:
+    """Submits tasks with a bounded number in flight; tasks write their predictions
+    themselves, the results they return (fit times, failures, fold scores) are recorded
+    in the ledger in batches."""
+
+    def __init__(self, cube, client, estimator, configs, X, y, target, m, error_score,
+                 progress, n_splits, token=None):
+        self.cube, self.client, self.estimator = cube, client, estimator
+        self.configs = configs
+        self.spec = (m.name, target.classes, target.pos_code,
+                     len(target.classes) if m.needs_class_axis else 0, error_score)
+        self.n_splits = n_splits
+        self.writer = cube.writer(token if token is not None else (lambda: None))
+        self.chunk = cube.config_chunk
+        self.data = _Data(client, X, y, cube.folds())
+        self.progress = progress
+        self.bar = None
+        self.fits = 0
+        self.cancel_on_exit = True
+        self.batch, self.flushed = [], time.monotonic()
+        # what a resumed run knows of each configuration's cost before timing any
+        self.cost = cube.mean_fit_times()
+        self.block_bytes = cube.chunk_nbytes
+
+    def rank(self, blocks):
+        """``blocks`` (config index arrays of one (wave, repeat)) in the order to run them:
+        blocks never timed first (in their order), then by measured fit time, longest
+        first, in classes of a factor of 2 above 10 ms (blocks of alike cost keep their
+        order, so that grouped blocks stay contiguous in the store)."""
+        cost = np.array([self.cost[b].sum() for b in blocks])
+        with np.errstate(divide="ignore", invalid="ignore"):
+            klass = np.floor(np.log2(np.maximum(cost, RANK_SECONDS) / RANK_SECONDS))
+        klass[~np.isfinite(cost)] = np.inf
+        return [blocks[i] for i in np.argsort(-klass, kind="stable")]
+
+    def _submit(self, group):
+        k, r, first = group[0]
+        X_f, y_f, folds_f = self.data.refresh()
+        params, places = [], []
+        for _, _, cfgs in group:
+            c0 = int(cfgs[0]) // self.chunk * self.chunk
+            params.append(self.configs.take(cfgs))
+            places.append((c0, np.asarray(cfgs) - c0))
+        return self.client.submit(
+            fit_write_blocks, self.estimator, params, X_f, y_f, folds_f, self.spec,
+            self.writer, r, k, places,
+            key=f"bbc-fit-r{r}-k{k}-c{first[0]}-n{len(group)}-{uuid.uuid4().hex[:8]}",
+            retries=3, pure=False,
+        )
+
+    def execute(self, tasks, n_active):
+        from distributed import as_completed
+
+        n_tasks = len(tasks)
+        if not n_tasks:
+            return
+        with deferred_interrupts():
+            n_threads = max(1, sum(self.client.nthreads().values()))
+        max_in_flight = 2 * n_threads + 2  # keeps workers busy; bounds driver memory
+        if self.progress and self.bar is None:
+            self.bar = _bar(0, True)
+        if self.bar is not None:
+            self.bar.total += n_tasks
+            self.bar.set_postfix(active=n_active)
+            self.bar.refresh()
+        groups = _Grouper(tasks, n_tasks, n_threads, self.cost, self.block_bytes)
+        retry = deque()  # (group, tries) whose data was lost: before any fresh group
+        ac = as_completed()
+        meta = {}
+        try:
+            while True:
+                while len(meta) < max_in_flight:
+                    if retry:
+                        group, tries = retry.popleft()
+                    else:
+                        group, tries = groups.next(), 0
+                        if group is None:
+                            break
+                    fut = self._submit(group)
+                    meta[fut.key] = (group, tries, fut)
+                    ac.add(fut)
+                if not meta:
+                    break
+                fut = next(ac)
+                group, tries, _ = meta.pop(fut.key)
+                try:
+                    res = _result(fut)
+                except CancelledError:
+                    # its data was lost with a worker: scatter again and resubmit
+                    if tries >= MAX_RESUBMITS:
+                        raise
+                    retry.append((group, tries + 1))
+                    continue
+                for task, part in zip(group, res.get("done", res.get("parts", []))):
+                    self._record(task, part)
+                if "parts" not in res:  # a store problem or error_score="raise"
+                    self._record(group[len(res["done"])], res)
+                groups.observe(res["elapsed"], len(group),
+                               sum(float(np.nansum(p["fit_time"])) for p in res.get("parts", [])))
+                if not meta or time.monotonic() - self.flushed >= LEDGER_INTERVAL:
+                    self.flush()
+        finally:
+            # What finished is recorded whatever stops the run: its chunks are written.
+            self.flush()
+            # Interrupted or failed: nothing is left running for this study on a cluster we
+            # do not own. Ours is about to be closed; releasing the futures cancels their
+            # tasks, which its workers would report one by one: silence them first.
+            with deferred_interrupts():
+                if meta and self.cancel_on_exit:
+                    self.client.cancel([m[2] for m in meta.values()])
+                elif meta:
+                    with contextlib.suppress(Exception):
+                        self.client.run(_silence_distributed_logs)
+
+    def _record(self, task, res):
+        k, r, cfgs = task
+        if "store_problem" in res:
+            kind, text = res["store_problem"]
+            raise (StoreFullError if kind == "StoreFullError" else StoreLockedError)(text)
+        if "raise_" in res:
+            j, text, tb = res["raise_"]
+            c = int(cfgs[j])
+            raise StudyError(
+                f"Configuration {c} ({self.configs[c]!r}) raised on repeat {r}, fold {k} "
+                f"(error_score='raise'): {text}\n{tb}"
+            )
+        self.batch.append(dict(res, r=r, k=k, configs=cfgs))
+        self.cost[cfgs] = res["fit_time"]
+        self.fits += len(cfgs)
+        if self.bar is not None:
+            self.bar.set_description(f"wave {k + 1}/{self.n_splits}")
+            self.bar.update(1)
+
+    def flush(self):
+        """Write the batch of recorded results to the ledger (one write per array)."""
+        batch, self.batch = self.batch, []
+        self.cube.record(batch)
+        self.flushed = time.monotonic()
+
+    def close(self):
+        if self.bar is not None:
+            self.bar.close()
+
+
+def _bar(total, progress):
+    if not progress:
+        return None
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, unit="task", desc="wave 1", file=sys.stderr, dynamic_ncols=True,
+                mininterval=0.5)
