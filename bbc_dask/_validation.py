@@ -52,6 +52,16 @@ def check_real_open(value, name, caller, low, high):
     return float(value)
 
 
+def check_bool(value, name, caller, *, allow_none=False):
+    """``value`` as a bool (numpy's included); None passes through with ``allow_none``."""
+    if value is None and allow_none:
+        return None
+    if not isinstance(value, (bool, np.bool_)):
+        raise InvalidParameterError.of(name, caller, "None, True or False" if allow_none
+                                       else "True or False", value)
+    return bool(value)
+
+
 def check_confidence_level(value, caller):
     return check_real_open(value, "confidence_level", caller, 0.0, 1.0)
 

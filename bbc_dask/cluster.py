@@ -11,7 +11,7 @@ import threading
 import uuid
 import weakref
 
-from .exceptions import InvalidParameterError, UserFileNotFoundError
+from .exceptions import InvalidParameterError, SchedulerUnreachableError, UserFileNotFoundError
 
 __all__ = ["KUBERNETES_DEFAULTS", "as_security", "close_client", "kubernetes_cluster_spec",
            "make_client", "resolve_client"]
@@ -273,7 +273,11 @@ def make_client(kind="local", *, security=None, **options):
             raise InvalidParameterError("make_client(kind='address') needs the 'address' option "
                             "(e.g. 'tls://scheduler:8786').")
         address = opts.pop("address")
-        return Client(address, security=security, **opts)
+        try:
+            return Client(address, security=security, **opts)
+        except OSError as e:  # refused, unreachable, timed out, a TLS handshake refused
+            raise SchedulerUnreachableError(
+                f"Cannot connect to the Dask scheduler at {address!r}: {e}") from e
     if security is not None:
         raise InvalidParameterError(
             "The 'security' parameter of make_client is not supported with kind='kubernetes': "

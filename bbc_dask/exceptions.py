@@ -15,6 +15,8 @@ __all__ = [
     "BBCDaskError",
     "InvalidParameterError",
     "OldSchemaError",
+    "SchedulerUnreachableError",
+    "StoreAccessError",
     "StoreDamagedError",
     "StoreFullError",
     "StoreLockedError",
@@ -102,6 +104,15 @@ class OldSchemaError(StoreMismatchError):
 
 class StoreLockedError(UserError, RuntimeError):
     """Another live process is running a study on this store."""
+
+
+class SchedulerUnreachableError(UserError, OSError):
+    """The Dask scheduler named cannot be reached or refuses the connection (its address,
+    the network, TLS certificates): nothing was run or written."""
+
+
+class StoreAccessError(UserError, PermissionError):
+    """The store cannot be written by this user (permissions, a read-only device)."""
 
 
 class StoreFullError(UserError, OSError):

@@ -11,6 +11,7 @@ from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone, is_classifier
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
+from . import _validation as V
 from .exceptions import InvalidParameterError
 
 __all__ = ["BBCSearchCV"]
@@ -162,9 +163,7 @@ class BBCSearchCV(MetaEstimatorMixin, BaseEstimator):
         if not isinstance(self.cv, numbers.Integral) or isinstance(self.cv, bool) or self.cv < 2:
             raise InvalidParameterError(f"The 'cv' parameter of {caller} must be an int >= 2 (the number of "
                              f"folds). Got {self.cv!r} instead.")
-        if self.refit not in (True, False):
-            raise InvalidParameterError(f"The 'refit' parameter of {caller} must be True or False. Got "
-                             f"{self.refit!r} instead.")
+        V.check_bool(self.refit, "refit", caller)
         if hasattr(X, "columns"):
             self.feature_names_in_ = np.asarray(X.columns, dtype=object)
         elif hasattr(self, "feature_names_in_"):

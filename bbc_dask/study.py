@@ -14,7 +14,7 @@ from .cube._selection import (
     select_winner,
     target_of,
 )
-from .exceptions import InvalidParameterError, StudyNotReadyError, UndefinedScoreError
+from .exceptions import StudyNotReadyError, UndefinedScoreError
 from .stats import _bbc as S
 from .stats._winner import ranking
 
@@ -181,10 +181,7 @@ class Study:
             shape = self._cube.reader().shape
             per_config = int(np.prod(shape)) // max(shape[1], 1) * 8
             return per_config * idx.size > IN_MEMORY_BYTES
-        if not isinstance(chunked, (bool, np.bool_)):
-            raise InvalidParameterError(f"The 'chunked' parameter of Study must be None, True or False. "
-                            f"Got {chunked!r} instead.")
-        return bool(chunked)
+        return V.check_bool(chunked, "chunked", "Study")
 
     _CHUNKED_KW = ("n_bootstraps", "confidence_level", "random_state", "pos_label", "block_size")
 
@@ -262,9 +259,7 @@ class Study:
         idx = self.complete_configs()
         if idx.size == 0:
             raise StudyNotReadyError(self._none_complete())
-        if chunked is not None and not isinstance(chunked, (bool, np.bool_)):
-            raise InvalidParameterError(f"The 'chunked' parameter of Study must be None, True or False. "
-                            f"Got {chunked!r} instead.")
+        V.check_bool(chunked, "chunked", "Study", allow_none=True)
         _, opts = self._chunked_opts(S.bbc_f, kwargs, "Study.bbc_f")
         opts.pop("pos_label")
         # The fold x configuration matrix is in the ledger: each task scored its fold with

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _validation as V
+from ..stats._bbc import _full_scores
 from ..stats._bbc import prepare_inputs as _prepare
 from ..stats._bootstrap import SEED_BLOCK, CountBlocks
 from ..stats._winner import select
@@ -71,11 +72,6 @@ def _root(seed):
     return np.random.SeedSequence(int(entropy), spawn_key=tuple(spawn_key))
 
 
-def _full(prep, n):
-    """Scores of the prepared configurations on all rows (mean over repeats), (c,)."""
-    return prep.scores(np.ones((1, n), dtype=np.int32))[0].mean(axis=1)
-
-
 def chunk_bbc(pred, y, metric, pos_label, offset, seed, n_boot, class_coord=None, stream="bbc",
               block=SEED_BLOCK):
     """Winners of every bootstrap within one configuration chunk, and the chunk's scores
@@ -90,7 +86,7 @@ def chunk_bbc(pred, y, metric, pos_label, offset, seed, n_boot, class_coord=None
     prep = m.prepare(target, enc)
     n = enc.shape[0]
     del enc  # the prepared features hold what the metric needs; free the float64 copy
-    full = _full(prep, n)
+    full = _full_scores(prep, n)
 
     def defined(c):
         return prep.defined(c) & prep.defined_oob(c)

@@ -13,7 +13,7 @@ import errno
 import os
 import uuid
 
-from ..exceptions import InvalidParameterError, StoreFullError
+from ..exceptions import InvalidParameterError, StoreAccessError, StoreFullError
 from ._lock import LOCK_NAME, ObjectStoreLock, StoreLock
 
 __all__ = ["StoreLocation", "as_location", "writing"]
@@ -25,7 +25,9 @@ CREATING_NAME = ".bbc_creating"
 @contextlib.contextmanager
 def writing(url):
     """Around a write to the store at ``url``: a full device (or quota) becomes a
-    :class:`StoreFullError` that names the store; other errors pass unchanged."""
+    :class:`StoreFullError` that names the store, a store the user may not write (a
+    read-only device, no permission) a :class:`StoreAccessError`; other errors pass
+    unchanged."""
     try:
         yield
     except OSError as exc:
@@ -36,6 +38,10 @@ def writing(url):
             err.errno = exc.errno
             _quiet_abandoned_writes()
             raise err from exc
+        if getattr(exc, "errno", None) in (errno.EACCES, errno.EPERM, errno.EROFS) \
+                and not isinstance(exc, StoreAccessError):
+            raise StoreAccessError(f"Cannot write the store {url!r}: {exc.strerror or exc}; "
+                                   f"choose a store this user may write") from exc
         raise
 
 

@@ -19,7 +19,8 @@ import hashlib
 
 import numpy as np
 
-from ..exceptions import InvalidParameterError, StoreDamagedError
+from .. import _validation as V
+from ..exceptions import StoreDamagedError
 from ._layout import chunk_crc, chunk_file, prediction_chunk
 
 __all__ = ["Damage", "VerifyReport", "repair", "verify", "verify_store"]
@@ -331,8 +332,7 @@ def verify_store(store, *, repair=False, storage_options=None):
     from ._location import as_location, writing
     from ._schema import open_cube
 
-    if not isinstance(repair, (bool, np.bool_)):
-        raise InvalidParameterError(f"The 'repair' parameter of verify_store must be a bool. Got {repair!r} instead.")
+    repair = V.check_bool(repair, "repair", "verify_store")
     location = as_location(store, storage_options, "verify_store")
     cube = open_cube(location, mode="r+" if repair else "r", check=False)
     report = verify(cube)

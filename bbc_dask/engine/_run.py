@@ -76,6 +76,8 @@ def run_cvt(estimator, param_grid, X, y, *, store, metric, n_splits, n_repeats, 
     y = y if y is None else np.asarray(y)  # the tasks index it by position
     target, n_splits, n_repeats, groups = V.check_cv_data(
         estimator, X, y, groups, m, n_splits, n_repeats, error_score, pos_label, CALLER)
+    location = as_location(store, storage_options, CALLER, directory=True)
+    security = as_security(security, CALLER)
     configs_per_task = V.check_int(configs_per_task, "configs_per_task", CALLER, allow_none=True)
     dropping = Dropping.coerce(dropping, CALLER)
     grid = P.check_search(param_grid, param_distributions, n_iter, CALLER)
@@ -85,14 +87,14 @@ def run_cvt(estimator, param_grid, X, y, *, store, metric, n_splits, n_repeats, 
         warnings.warn(f"dropping has no effect in {CALLER} with a single configuration; running "
                       f"plain CVT.", UserWarning, stacklevel=3)
     run = _StudyRun(
-        as_location(store, storage_options, CALLER, directory=True), estimator=estimator, X=X,
+        location, estimator=estimator, X=X,
         y=y, groups=groups, target=target, metric=m, n_splits=n_splits, n_repeats=n_repeats,
         search=(param_grid, param_distributions, n_iter), error_score=error_score,
         random_state=random_state, overwrite=overwrite, progress=progress,
         configs_per_task=configs_per_task, dropping=dropping, metadata=metadata,
         digests=P.data_digest(X, np.asarray(y), groups),
     )
-    return run.run(client, as_security(security, CALLER), refit)
+    return run.run(client, security, refit)
 
 
 class _StudyRun:

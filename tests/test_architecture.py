@@ -1,0 +1,171 @@
+"""The package's structure: one-way layers, one exceptions module, one selection rule,
+short functions, and the command line's line between a user's mistake and a bug."""
+import ast
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+import bbc_dask
+from bbc_dask import exceptions as E
+from bbc_dask.chunked._blocks import merge_winners
+from bbc_dask.stats._winner import ranking, select
+
+PACKAGE = os.path.dirname(bbc_dask.__file__)
+
+#: Each layer and the package modules it must never import (at any depth of a function).
+LAYERS = [
+    ("metrics", ("stats", "chunked", "cube", "engine", "study", "model_selection", "cli", "report")),
+    ("stats", ("chunked", "cube", "engine", "study", "model_selection", "cli", "report")),
+    ("chunked", ("cube", "engine", "study", "model_selection", "cli", "report")),
+    ("cube", ("engine", "study", "model_selection", "cli", "report")),
+    ("engine", ("study", "model_selection", "cli", "report")),
+]
+
+
+def _modules():
+    for root, _, files in os.walk(PACKAGE):
+        for f in files:
+            if f.endswith(".py"):
+                path = os.path.join(root, f)
+                rel = os.path.relpath(path, PACKAGE)
+                with open(path) as fh:
+                    yield rel, ast.parse(fh.read())
+
+
+def _imported(rel, tree):
+    """Package-relative names of the bbc_dask modules ``tree`` imports."""
+    parts = rel[:-3].split(os.sep)
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = parts[: len(parts) - node.level]
+                mod = ".".join(base + ([node.module] if node.module else []))
+            elif (node.module or "").startswith("bbc_dask"):
+                mod = node.module[len("bbc_dask."):]
+            else:
+                continue
+            out.add(mod)
+            out.update(f"{mod}.{a.name}".strip(".") for a in node.names)
+        elif isinstance(node, ast.Import):
+            out.update(a.name[len("bbc_dask."):] for a in node.names if a.name.startswith("bbc_dask."))
+    return out
+
+
+@pytest.mark.parametrize("layer,above", LAYERS, ids=[layer for layer, _ in LAYERS])
+def test_layers_import_only_downwards(layer, above):
+    bad = []
+    for rel, tree in _modules():
+        if rel.split(os.sep)[0] not in (layer, layer + ".py"):
+            continue
+        for mod in _imported(rel, tree):
+            if mod.split(".")[0] in above:
+                bad.append(f"{rel} imports {mod}")
+    assert not bad, bad
+
+
+def test_statistics_load_no_dask_xarray_or_zarr():
+    code = ("import sys, bbc_dask.stats._bbc, bbc_dask.stats._dropping, bbc_dask.metrics; "
+            "print(sorted(m for m in ('dask', 'distributed', 'xarray', 'zarr', 'sklearn') "
+            "if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]", out.stdout + out.stderr
+
+
+def test_every_exception_class_lives_in_the_exceptions_module():
+    names = {n for n in dir(E) if isinstance(getattr(E, n), type)}
+    found = []
+    for rel, tree in _modules():
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef):
+                bases = {getattr(b, "id", getattr(b, "attr", "")) for b in node.bases}
+                if any(b.endswith(("Error", "Exception", "Interrupt", "Interrupted")) or b in names
+                       for b in bases):
+                    found.append((rel, node.name))
+    assert found and all(rel == "exceptions.py" for rel, _ in found), found
+    for name in E.__all__:
+        assert issubclass(getattr(E, name), (E.BBCDaskError, KeyboardInterrupt)), name
+
+
+def test_user_errors_are_the_builtin_kinds_users_catch():
+    err = E.InvalidParameterError.of("n_bootstraps", "bbc", "an int in the range [1, inf)", 0)
+    assert isinstance(err, (E.UserError, ValueError)) and isinstance(err, TypeError)
+    assert str(err) == ("The 'n_bootstraps' parameter of bbc must be an int in the range "
+                        "[1, inf). Got 0 instead.")
+    with pytest.raises(E.InvalidParameterError, match="'n_bootstraps' parameter of bbc must be"):
+        bbc_dask.bbc(np.random.default_rng(0).normal(size=(4, 2)), np.array([0, 1, 0, 1]),
+                     metric="roc_auc", n_bootstraps=0)
+    assert issubclass(E.StoreNotFoundError, FileNotFoundError)
+    assert issubclass(E.StoreLockedError, E.UserError) and issubclass(E.StudyFileError, ValueError)
+
+
+def _body_lines(fn):
+    body = fn.body
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
+            and isinstance(body[0].value.value, str):
+        body = body[1:]
+    return body[-1].end_lineno - body[0].lineno + 1 if body else 0
+
+
+def test_no_function_is_longer_than_100_lines():
+    long = [(rel, node.name, _body_lines(node)) for rel, tree in _modules()
+            for node in ast.walk(tree)
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and _body_lines(node) > 100]
+    assert not long, long
+
+
+def test_one_selection_rule():
+    s = np.array([[0.5, 0.9, 0.9, 0.1], [0.2, np.nan, 0.3, 0.3], [0.1, 0.1, 0.1, 0.1]])
+    np.testing.assert_array_equal(select(s), [1, -1, 0])
+    assert select(s[0]) == 1 and ranking(s[0])[0] == 1
+    np.testing.assert_array_equal(ranking(s[1]), [2, 3, 0, 1])  # ties by index, NaN last
+    # chunk winners merged in any order = the whole matrix's winner (ties -> lower index)
+    rng = np.random.default_rng(0)
+    scores = rng.integers(0, 4, size=(200, 12)).astype(float)  # many ties
+    whole = select(scores)
+    chunks = [(0, 5), (5, 9), (9, 12)]
+    parts = []
+    for a, b in chunks:
+        w = select(scores[:, a:b])
+        best = scores[np.arange(200), a + w]
+        parts.append((best, a + w, best * 10, 0))
+    for order in ([0, 1, 2], [2, 0, 1], [1, 2, 0]):
+        merged = parts[order[0]]
+        for i in order[1:]:
+            merged = merge_winners(merged, parts[i])
+        np.testing.assert_array_equal(merged[1], whole)
+
+
+def test_cli_user_error_is_one_line_exit_2_and_a_bug_is_exit_1_with_traceback(tmp_path, monkeypatch):
+    from bbc_dask.cli import main
+
+    res = CliRunner().invoke(main, ["status", str(tmp_path / "missing.zarr")])
+    assert res.exit_code == 2 and res.output.strip().count("\n") == 0, res.output
+    assert "no such store" in res.output and "Traceback" not in res.output
+
+    import bbc_dask.study
+
+    def planted(*args, **kwargs):  # a bug inside the package: an internal KeyError
+        return {}["metric"]
+
+    monkeypatch.setattr(bbc_dask.study, "open_study", planted)
+    res = CliRunner().invoke(main, ["status", str(tmp_path / "missing.zarr")])
+    assert res.exit_code == 1, res.output
+    assert "internal error: KeyError" in res.output and "Traceback" in res.output, res.output
+
+
+def test_a_store_the_user_may_not_write_is_a_user_error():
+    import errno
+
+    from bbc_dask.cube import writing
+
+    with pytest.raises(E.StoreAccessError, match="Cannot write the store 'https://x/s.zarr'"):
+        with writing("https://x/s.zarr"):
+            raise PermissionError(errno.EACCES, "Permission denied")
+    with pytest.raises(KeyError):  # anything else passes unchanged
+        with writing("https://x/s.zarr"):
+            raise KeyError("other")
