@@ -275,7 +275,9 @@ def make_client(kind="local", *, security=None, **options):
         address = opts.pop("address")
         try:
             return Client(address, security=security, **opts)
-        except OSError as e:  # refused, unreachable, timed out, a TLS handshake refused
+        except (OSError, TypeError, ValueError) as e:
+            # refused, unreachable, timed out, a TLS handshake refused, a tls:// address
+            # without certificates (distributed raises TypeError), a malformed address
             raise SchedulerUnreachableError(
                 f"Cannot connect to the Dask scheduler at {address!r}: {e}") from e
     if security is not None:
