@@ -1,10 +1,7 @@
 import os
-import sys
 
 import numpy as np
 import pytest
-
-sys.path.insert(0, os.path.dirname(__file__))  # for the independent reference (_reference.py)
 
 # The key that signs saved models' records lives outside any store; the tests (and the
 # processes they start, which inherit the environment) use their own, not the user's.

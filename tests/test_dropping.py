@@ -11,9 +11,7 @@ import zarr
 from sklearn.metrics import roc_auc_score
 
 import bbc_dask as bd
-
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "scripts"))
-import run_study_cli  # noqa: E402
+import run_study_cli
 
 
 def plain_dropping(pred, y, avail, idx, alpha):

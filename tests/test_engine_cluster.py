@@ -14,10 +14,8 @@ from sklearn.datasets import load_breast_cancer
 from sklearn.ensemble import RandomForestClassifier
 
 import bbc_dask as bd
+import run_study_cli
 from bbc_dask.cube import StoreLockedError
-
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "scripts"))
-import run_study_cli  # noqa: E402
 
 DASK = os.path.join(os.path.dirname(sys.executable), "dask")
 

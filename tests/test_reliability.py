@@ -17,6 +17,7 @@ from sklearn.datasets import load_breast_cancer
 
 import _estimators
 import bbc_dask as bd
+import run_study_cli
 from bbc_dask.exceptions import StudyInterrupted
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -90,9 +91,6 @@ def test_a_slow_starting_second_run_never_wipes_a_finished_study(tmp_path, cance
     assert not (store / ".bbc_creating").exists()
     study = bd.open_study(store)
     assert study.state.shape == (30, 2, 5) and (study.state == 1).all()
-    sys.path.insert(0, os.path.dirname(SCRIPT))
-    import run_study_cli
-
     again = run_study_cli.run(store, "trees", client=client)
     assert again.n_fits_ == 0 and (again.state == 1).all()
 

@@ -14,8 +14,6 @@ import yaml
 pytest.importorskip("cryptography")
 
 import bbc_dask as bd  # noqa: E402
-
-sys.path.insert(0, os.path.dirname(__file__))
 from _certs import make_certs  # noqa: E402
 
 DASK = os.path.join(os.path.dirname(sys.executable), "dask")
