@@ -7,7 +7,7 @@ import sys
 
 import numpy as np
 import pytest
-from distributed import Client, LocalCluster
+from distributed import Client
 from sklearn.datasets import load_breast_cancer
 from sklearn.ensemble import RandomForestClassifier
 
@@ -58,7 +58,7 @@ def _forest_study(store, client):
 
 
 @pytest.mark.slow  # the default suite loses workers in test_reliability.py
-def test_worker_killed_mid_wave(tmp_path, dask_processes):
+def test_worker_killed_mid_wave(tmp_path, dask_processes, client):
     address, workers = dask_processes
     store = tmp_path / "disturbed.zarr"
     import threading
@@ -72,8 +72,7 @@ def test_worker_killed_mid_wave(tmp_path, dask_processes):
     assert not t.is_alive()
     study = out["study"]
     assert (study.state == 1).all()
-    with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=":0") as cl, Client(cl) as c:
-        calm = _forest_study(tmp_path / "calm.zarr", c)
+    calm = _forest_study(tmp_path / "calm.zarr", client)
     np.testing.assert_array_equal(study.cube["prediction"].values, calm.cube["prediction"].values)
 
 

@@ -12,7 +12,6 @@ import psutil
 import pytest
 import yaml
 import zarr
-from distributed import Client, LocalCluster
 from sklearn.datasets import load_breast_cancer
 
 import _estimators
@@ -86,11 +85,11 @@ def _holders(c):
 
 
 @pytest.mark.parametrize("kill_at", [pytest.param(0.5, marks=pytest.mark.slow), 0.9])
-def test_a_study_survives_losing_the_worker_that_holds_the_data(tmp_path, cancer, kill_at):
+def test_a_study_survives_losing_the_worker_that_holds_the_data(tmp_path, cancer, make_local_client, kill_at):
     X, y = cancer
     grid = {"C": list(np.logspace(-3, 2, 16))}
     kw = dict(metric="roc_auc", n_splits=5, random_state=0, progress=False, configs_per_task=1)
-    with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=":0") as cl, Client(cl) as c:
+    with make_local_client() as c:  # its workers are killed: not the shared cluster
         store = tmp_path / "hit.zarr"
         out = {}
 
