@@ -1,18 +1,22 @@
+"""Shared fixtures, in the style of distributed.utils_test: Dask clusters (the session's
+LocalCluster client, a factory of fresh ones, real `dask scheduler`/`dask worker` processes
+with or without TLS), a moto S3 server, the data sets several modules use.
+
+tests/ and tests/scripts/ are on sys.path through pytest's ``pythonpath`` (pyproject.toml);
+Dask's worker processes, spawned by multiprocessing, inherit it.
+"""
+import contextlib
 import os
-import sys
+import tempfile
 
 import numpy as np
 import pytest
 
-sys.path.insert(0, os.path.dirname(__file__))  # for the independent reference (_reference.py)
+from _reference import ALL_METRICS as METRIC_NAMES  # the metrics under test
 
 # The key that signs saved models' records lives outside any store; the tests (and the
 # processes they start, which inherit the environment) use their own, not the user's.
-import tempfile  # noqa: E402
-
 os.environ.setdefault("BBC_DASK_TRUST_KEY", os.path.join(tempfile.mkdtemp(prefix="bbc_key_"), "trust.key"))
-
-from _reference import ALL_METRICS as METRIC_NAMES  # noqa: E402  (the metrics under test)
 
 
 def make_case(metric, n=40, c=5, r=1, seed=0):
@@ -53,15 +57,35 @@ def make_case(metric, n=40, c=5, r=1, seed=0):
     raise KeyError(metric)
 
 
+# ------------------------------------------------------------------------ local clusters
+LOCAL_CLUSTER = dict(n_workers=2, threads_per_worker=1, dashboard_address=":0")
+
+
+@contextlib.contextmanager
+def local_client(**options):
+    """A Client on a new LocalCluster of worker processes: ``LOCAL_CLUSTER`` (two workers
+    of one thread, any dashboard port) updated with ``options``; both closed on exit.
+    ``client.cluster`` is the cluster."""
+    from distributed import Client, LocalCluster
+
+    with LocalCluster(**(LOCAL_CLUSTER | options)) as cluster, Client(cluster) as c:
+        yield c
+
+
 @pytest.fixture(scope="session")
 def client():
     """A real two-worker LocalCluster (processes, one thread each), shared by the tests
-    that do not disturb it (tests that kill workers start their own)."""
-    from distributed import Client, LocalCluster
+    that do not disturb it (tests that kill workers, or need another cluster, start their
+    own with ``make_local_client``). Started once: a cluster costs seconds."""
+    with local_client() as c:
+        yield c
 
-    with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=":0") as cluster:
-        with Client(cluster) as c:
-            yield c
+
+@pytest.fixture
+def make_local_client():
+    """``local_client`` for tests of their own cluster: ``with make_local_client(n_workers=1)
+    as c:``."""
+    return local_client
 
 
 @pytest.fixture(params=METRIC_NAMES)

@@ -203,13 +203,12 @@ def test_example_study_files_validate():
         assert len(grid) == len(spec["grid"])
 
 
-def test_run_on_an_existing_scheduler(tmp_path):
-    from distributed import LocalCluster
-
+def test_run_on_an_existing_scheduler(tmp_path, make_local_client):
     f = _study_file(tmp_path, grid=[{"estimator": "sklearn.linear_model.LogisticRegression",
                                      "params": {"max_iter": 3000}, "grid": {"C": [0.1, 1.0]}}],
                     bootstraps=100, cluster={"kind": "local", "n_workers": 7})
-    with LocalCluster(n_workers=1, threads_per_worker=1, dashboard_address=":0") as cl:
+    with make_local_client(n_workers=1) as c:
+        cl = c.cluster
         out = cli("run", f, "--no-progress", "--scheduler", cl.scheduler_address).stdout
         assert "finished" in out
         # the fits ran on this scheduler (not on a cluster of the file's 7 workers)

@@ -7,13 +7,11 @@ import time
 
 import numpy as np
 import pytest
-import zarr
 from sklearn.metrics import roc_auc_score
 
 import bbc_dask as bd
-
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "scripts"))
-import run_study_cli  # noqa: E402
+from _helpers import store_state
+import run_study_cli
 
 
 def plain_dropping(pred, y, avail, idx, alpha):
@@ -147,13 +145,6 @@ def test_single_configuration_warns(tmp_path, client):
                      progress=False, dropping=True, refit=False)
 
 
-def _state(store):
-    try:
-        return zarr.open_group(str(store), mode="r")["state"][...]
-    except Exception:
-        return None
-
-
 @pytest.mark.parametrize("kill_at", [pytest.param(0.3, marks=pytest.mark.slow), 0.6])
 def test_kill_and_resume_reproduces_decisions(tmp_path, client, kill_at):
     ref = run_study_cli.run(tmp_path / "ref.zarr", "trees", dropping=True, client=client)
@@ -167,7 +158,7 @@ def test_kill_and_resume_reproduces_decisions(tmp_path, client, kill_at):
     try:
         deadline = time.time() + 120
         while time.time() < deadline:
-            st = _state(store)
+            st = store_state(store)
             if st is not None and ((st == 1) | (st == 3)).sum() >= kill_at * total:
                 break
             if proc.poll() is not None:
@@ -176,7 +167,7 @@ def test_kill_and_resume_reproduces_decisions(tmp_path, client, kill_at):
     finally:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
-    st = _state(store)
+    st = store_state(store)
     unfinished = int((st == 0).sum())
     assert unfinished > 0, "the run finished before the kill; make the workload bigger"
     resumed = run_study_cli.run(store, "trees", dropping=True, client=client)

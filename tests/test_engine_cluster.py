@@ -4,38 +4,19 @@ import os
 import signal
 import subprocess
 import sys
-import time
 
 import numpy as np
 import pytest
-import zarr
-from distributed import Client, LocalCluster
+from distributed import Client
 from sklearn.datasets import load_breast_cancer
 from sklearn.ensemble import RandomForestClassifier
 
 import bbc_dask as bd
+from _helpers import store_state, wait_until
+import run_study_cli
 from bbc_dask.exceptions import StoreLockedError
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "scripts"))
-import run_study_cli  # noqa: E402
-
 DASK = os.path.join(os.path.dirname(sys.executable), "dask")
-
-
-def _state(store):
-    try:
-        return zarr.open_group(str(store), mode="r")["state"][...]
-    except Exception:
-        return None
-
-
-def _wait(pred, timeout, what):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if pred():
-            return
-        time.sleep(0.05)
-    raise TimeoutError(what)
 
 
 @pytest.fixture
@@ -47,7 +28,7 @@ def dask_processes(tmp_path):
          "--scheduler-file", str(sched_file)],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)]
     try:
-        _wait(lambda: sched_file.exists() and sched_file.stat().st_size > 0, 60, "scheduler")
+        wait_until(lambda: sched_file.exists() and sched_file.stat().st_size > 0, 60, "scheduler")
         address = json.loads(sched_file.read_text())["address"]
         workers = [subprocess.Popen(
             [DASK, "worker", address, "--nthreads", "1", "--nworkers", "1", "--no-dashboard",
@@ -77,7 +58,7 @@ def _forest_study(store, client):
 
 
 @pytest.mark.slow  # the default suite loses workers in test_reliability.py
-def test_worker_killed_mid_wave(tmp_path, dask_processes):
+def test_worker_killed_mid_wave(tmp_path, dask_processes, client):
     address, workers = dask_processes
     store = tmp_path / "disturbed.zarr"
     import threading
@@ -85,14 +66,13 @@ def test_worker_killed_mid_wave(tmp_path, dask_processes):
     out = {}
     t = threading.Thread(target=lambda: out.setdefault("study", _forest_study(store, address)))
     t.start()
-    _wait(lambda: (s := _state(store)) is not None and (s == 1).sum() >= 20, 120, "first cells")
+    wait_until(lambda: (s := store_state(store)) is not None and (s == 1).sum() >= 20, 120, "first cells")
     os.killpg(workers[0].pid, signal.SIGKILL)  # a worker dies with tasks in flight
     t.join(timeout=300)
     assert not t.is_alive()
     study = out["study"]
     assert (study.state == 1).all()
-    with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=":0") as cl, Client(cl) as c:
-        calm = _forest_study(tmp_path / "calm.zarr", c)
+    calm = _forest_study(tmp_path / "calm.zarr", client)
     np.testing.assert_array_equal(study.cube["prediction"].values, calm.cube["prediction"].values)
 
 
@@ -113,12 +93,13 @@ def test_kill_and_resume(tmp_path, client, kill_at):
     proc = _start(store, kind)
     total = ref.state.size
     try:
-        _wait(lambda: proc.poll() is not None
-              or ((s := _state(store)) is not None and (s == 1).sum() >= kill_at * total), 120, "progress")
+        wait_until(lambda: proc.poll() is not None
+                   or ((s := store_state(store)) is not None and (s == 1).sum() >= kill_at * total),
+                   120, "progress")
     finally:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
-    st = _state(store)
+    st = store_state(store)
     unfinished = int((st != 1).sum())
     assert unfinished > 0, "the run finished before the kill; make the workload bigger"
     resumed = run_study_cli.run(store, kind, client=client)
@@ -131,7 +112,7 @@ def test_second_run_is_refused_while_the_first_holds_the_lock(tmp_path, client):
     store = tmp_path / "busy.zarr"
     proc = _start(store)
     try:
-        _wait(lambda: _state(store) is not None, 120, "store created")
+        wait_until(lambda: store_state(store) is not None, 120, "store created")
         with pytest.raises(StoreLockedError, match=r"is in use by a running study \(pid \d+"):
             run_study_cli.run(store, "trees", client=client)
     finally:

@@ -18,10 +18,9 @@ import numpy as np
 import pytest
 
 import bbc_dask as bd
+from fault_run import study as _study
 
 SCRIPT = os.path.join(os.path.dirname(__file__), "scripts", "fault_run.py")
-sys.path.insert(0, os.path.dirname(SCRIPT))
-from fault_run import study as _study  # noqa: E402
 
 
 def _fault(store, kind, point, n, overwrite=False):

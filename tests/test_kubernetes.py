@@ -6,7 +6,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 
 import jsonschema
 import pytest
@@ -17,8 +16,6 @@ op = pytest.importorskip("dask_kubernetes.operator")
 
 import bbc_dask as bd  # noqa: E402
 from bbc_dask.cluster import KUBERNETES_DEFAULTS, WORKER_ENV, kubernetes_cluster_spec  # noqa: E402
-
-sys.path.insert(0, os.path.dirname(__file__))
 from _kustomize import render  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -6,7 +6,6 @@ import numpy as np
 import pytest
 import xarray as xr
 import zarr
-from distributed import Client, LocalCluster
 
 import bbc_dask as bd
 import bbc_dask.chunked._dispatch as L
@@ -65,7 +64,7 @@ def _watch(client, stop, seen):
 
 
 @pytest.mark.slow
-def test_larger_than_worker_memory_cube(tmp_path):
+def test_larger_than_worker_memory_cube(tmp_path, make_local_client):
     """50,000 samples x 2,000 configs x 2 repeats float32 in Zarr (0.8 GB; 1.6 GB as the
     float64 the kernels read) on 2 workers of 800 MB: twice either worker's memory, as
     much as both together. Dask pauses a worker at 80% (640 MB): a 2x margin over the
@@ -94,8 +93,7 @@ def test_larger_than_worker_memory_cube(tmp_path):
     lab = xr.open_zarr(stores[0], consolidated=False, zarr_format=3)["labels"]
     sco = xr.open_zarr(stores[1], consolidated=False, zarr_format=3, chunks=None)["scores"]
     sco = sco.isel(config=slice(0, 100))
-    with LocalCluster(n_workers=2, threads_per_worker=1, memory_limit="800MB",
-                      dashboard_address=":0") as cl, Client(cl) as cli:
+    with make_local_client(memory_limit="800MB") as cli:
         before = set(cli.scheduler_info()["workers"])
         seen = {"addresses": set(), "statuses": set()}
         stop = threading.Event()

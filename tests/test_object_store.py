@@ -198,7 +198,7 @@ def test_a_study_on_s3_equals_local_disk(s3, tmp_path, client):
 
 
 @pytest.mark.slow  # the default suite runs test_a_study_on_s3_equals_local_disk
-def test_s3_study_killed_resumed_and_estimated_equals_local_disk(s3, tmp_path):
+def test_s3_study_killed_resumed_and_estimated_equals_local_disk(s3, tmp_path, make_local_client):
     endpoint, env = s3
     url = _url("study")
     f = _study_file(tmp_path, url)
@@ -249,9 +249,7 @@ def test_s3_study_killed_resumed_and_estimated_equals_local_disk(s3, tmp_path):
     assert got == want
     assert got["bbc"]["estimate"] == study.bbc(n_bootstraps=300, random_state=5).estimate
     # chunked bootstraps: Dask tasks read the cube from S3 themselves
-    from distributed import Client, LocalCluster
-
-    with LocalCluster(n_workers=1, threads_per_worker=1, dashboard_address=":0") as lc, Client(lc):
+    with make_local_client(n_workers=1):
         lazy = study.bbc(n_bootstraps=300, random_state=5, chunked=True)
     assert lazy.estimate == got["bbc"]["estimate"]
     # the final model went to the bucket, and the CLI reads it with --storage-option too

@@ -12,11 +12,12 @@ import psutil
 import pytest
 import yaml
 import zarr
-from distributed import Client, LocalCluster
 from sklearn.datasets import load_breast_cancer
 
 import _estimators
+from _helpers import store_state, wait_until
 import bbc_dask as bd
+import run_study_cli
 from bbc_dask.exceptions import StudyInterrupted
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -28,22 +29,6 @@ CLI = os.path.join(os.path.dirname(sys.executable), "bbc-dask")
 def cancer():
     X, y = load_breast_cancer(return_X_y=True)
     return (X - X.mean(axis=0)) / X.std(axis=0), y  # standardised: logistic fits converge quietly
-
-
-def _state(store):
-    try:
-        return zarr.open_group(str(store), mode="r")["state"][...]
-    except Exception:
-        return None
-
-
-def _wait(pred, timeout, what, every=0.05):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if pred():
-            return
-        time.sleep(every)
-    raise TimeoutError(what)
 
 
 def test_a_slow_starting_second_run_never_wipes_a_finished_study(tmp_path, cancer, client, monkeypatch):
@@ -78,7 +63,7 @@ def test_a_slow_starting_second_run_never_wipes_a_finished_study(tmp_path, cance
     b = threading.Thread(target=run_b)
     b.start()
     try:
-        _wait(looked.is_set, 60, "run B looked at the store")
+        wait_until(looked.is_set, 60, "run B looked at the store")
         assert not store.exists() or not any(store.iterdir())
         a = subprocess.run([sys.executable, SCRIPT, str(store), "trees"], capture_output=True,
                            text=True, timeout=300)
@@ -90,9 +75,6 @@ def test_a_slow_starting_second_run_never_wipes_a_finished_study(tmp_path, cance
     assert not (store / ".bbc_creating").exists()
     study = bd.open_study(store)
     assert study.state.shape == (30, 2, 5) and (study.state == 1).all()
-    sys.path.insert(0, os.path.dirname(SCRIPT))
-    import run_study_cli
-
     again = run_study_cli.run(store, "trees", client=client)
     assert again.n_fits_ == 0 and (again.state == 1).all()
 
@@ -103,11 +85,11 @@ def _holders(c):
 
 
 @pytest.mark.parametrize("kill_at", [pytest.param(0.5, marks=pytest.mark.slow), 0.9])
-def test_a_study_survives_losing_the_worker_that_holds_the_data(tmp_path, cancer, kill_at):
+def test_a_study_survives_losing_the_worker_that_holds_the_data(tmp_path, cancer, make_local_client, kill_at):
     X, y = cancer
     grid = {"C": list(np.logspace(-3, 2, 16))}
     kw = dict(metric="roc_auc", n_splits=5, random_state=0, progress=False, configs_per_task=1)
-    with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=":0") as cl, Client(cl) as c:
+    with make_local_client() as c:  # its workers are killed: not the shared cluster
         store = tmp_path / "hit.zarr"
         out = {}
 
@@ -121,8 +103,8 @@ def test_a_study_survives_losing_the_worker_that_holds_the_data(tmp_path, cancer
         t = threading.Thread(target=run)
         t.start()
         total = 16 * 5
-        _wait(lambda: (s := _state(store)) is not None and (s == 1).sum() >= kill_at * total, 120,
-              "progress")
+        wait_until(lambda: (s := store_state(store)) is not None and (s == 1).sum() >= kill_at * total,
+                   120, "progress")
         pids = c.run(os.getpid)
         victims = _holders(c)
         assert victims, "no worker holds the scattered data"
@@ -204,8 +186,8 @@ def _start(study_file, **kw):
 
 
 def _interrupt(proc, store, at, sig, group):
-    _wait(lambda: proc.poll() is not None or ((s := _state(store)) is not None and (s != 0).sum() >= at),
-          180, "progress")
+    wait_until(lambda: proc.poll() is not None
+               or ((s := store_state(store)) is not None and (s != 0).sum() >= at), 180, "progress")
     assert proc.poll() is None, "the run finished before the signal; make it bigger"
     (os.killpg if group else os.kill)(proc.pid, sig)
     out, err = proc.communicate(timeout=120)
@@ -220,7 +202,7 @@ def test_ctrl_c_and_sigterm_say_one_line_and_resume(tmp_path):
     rc, out, err = _interrupt(_start(f), store, 30, signal.SIGINT, group=True)
     assert rc == 130 and re.fullmatch(line, err.strip()), (rc, err)
     saved = int(re.fullmatch(line, err.strip()).group(1))
-    assert saved == int((_state(store) != 0).sum())
+    assert saved == int((store_state(store) != 0).sum())
     rc, out, err = _interrupt(_start(f), store, saved + 30, signal.SIGTERM, group=False)
     assert rc == 143 and re.fullmatch(line, err.strip()), (rc, err)  # no leaked-semaphore lines
     # temporary files of writes a kill interrupted are removed by the next run
@@ -228,7 +210,7 @@ def test_ctrl_c_and_sigterm_say_one_line_and_resume(tmp_path):
     for j in junk:
         j.parent.mkdir(parents=True, exist_ok=True)
         j.write_bytes(b"half")
-    pending = int((_state(store) == 0).sum())
+    pending = int((store_state(store) == 0).sum())
     done = subprocess.run([CLI, "run", str(f), "--no-progress"], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert not any(j.exists() for j in junk)
@@ -255,7 +237,7 @@ def test_a_full_disk_names_the_store_and_the_run_resumes(tmp_path):
         assert len(p.stderr.strip().splitlines()) == 1, p.stderr
         assert re.search(r"No space left on the device of the store '.*t\.zarr'.*run the same command",
                          p.stderr), p.stderr
-        before = _state(disk / "t.zarr")
+        before = store_state(disk / "t.zarr")
         assert before is not None and (before == 0).any(), "the disk did not fill mid-run"
         subprocess.run(["mount", "-o", "remount,size=64m", str(disk)], check=True)
         p = subprocess.run([CLI, "run", str(f), "--no-progress"], capture_output=True, text=True, timeout=300)

@@ -5,7 +5,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 
 import numpy as np
 import pytest
@@ -14,21 +13,11 @@ import yaml
 pytest.importorskip("cryptography")
 
 import bbc_dask as bd  # noqa: E402
-
-sys.path.insert(0, os.path.dirname(__file__))
 from _certs import make_certs  # noqa: E402
+from _helpers import wait_until  # noqa: E402
 
 DASK = os.path.join(os.path.dirname(sys.executable), "dask")
 CLI = [os.path.join(os.path.dirname(sys.executable), "bbc-dask")]
-
-
-def _wait(pred, timeout, what):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if pred():
-            return
-        time.sleep(0.05)
-    raise TimeoutError(what)
 
 
 @pytest.fixture(scope="module")
@@ -44,7 +33,7 @@ def tls_cluster(tmp_path_factory):
          "--no-dashboard", "--scheduler-file", str(sched_file), *tls],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True, env=env)]
     try:
-        _wait(lambda: sched_file.exists() and sched_file.stat().st_size > 0, 60, "scheduler")
+        wait_until(lambda: sched_file.exists() and sched_file.stat().st_size > 0, 60, "scheduler")
         address = json.loads(sched_file.read_text())["address"]
         assert address.startswith("tls://127.0.0.1:")
         procs += [subprocess.Popen(

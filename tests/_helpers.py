@@ -1,0 +1,25 @@
+"""Small helpers shared by the tests and tests/conftest.py: waiting for a condition, and
+reading a study's ledger while another process may be writing it."""
+import time
+
+import zarr
+
+
+def wait_until(pred, timeout, what, every=0.05):
+    """Poll ``pred()`` every ``every`` seconds until it is true; TimeoutError(what) after
+    ``timeout`` seconds."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if pred():
+            return
+        time.sleep(every)
+    raise TimeoutError(what)
+
+
+def store_state(store):
+    """The ``state`` array of the study store at ``store``, or None while it cannot be read
+    (not created yet, or being created)."""
+    try:
+        return zarr.open_group(str(store), mode="r")["state"][...]
+    except Exception:
+        return None
