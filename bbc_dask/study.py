@@ -181,7 +181,7 @@ class Study:
             shape = self._cube.reader().shape
             per_config = int(np.prod(shape)) // max(shape[1], 1) * 8
             return per_config * idx.size > IN_MEMORY_BYTES
-        return V.check_bool(chunked, "chunked", "Study")
+        return V.check_bool(chunked, "chunked", "Study", allow_none=True)
 
     _CHUNKED_KW = ("n_bootstraps", "confidence_level", "random_state", "pos_label", "block_size")
 
