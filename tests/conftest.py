@@ -6,7 +6,11 @@ tests/ and tests/scripts/ are on sys.path through pytest's ``pythonpath`` (pypro
 Dask's worker processes, spawned by multiprocessing, inherit it.
 """
 import contextlib
+import json
 import os
+import signal
+import subprocess
+import sys
 import tempfile
 
 import numpy as np
@@ -86,6 +90,77 @@ def make_local_client():
     """``local_client`` for tests of their own cluster: ``with make_local_client(n_workers=1)
     as c:``."""
     return local_client
+
+
+# ------------------------------------------------- `dask scheduler` and `dask worker` processes
+DASK = os.path.join(os.path.dirname(sys.executable), "dask")
+
+
+@contextlib.contextmanager
+def dask_processes_cluster(directory, n_workers=2, tls=None, env=None):
+    """A real `dask scheduler` and ``n_workers`` `dask worker` processes (one thread each)
+    on 127.0.0.1, each in its own session, SIGKILLed on exit; the scheduler file goes to
+    ``directory``. ``tls``: the (CA, certificate, key) files every process and the client
+    use (the scheduler speaks TLS only); ``env``: variables added to the processes'
+    environment. Yields (address, the worker processes, the client's security dict or None)
+    once every worker has joined."""
+    import bbc_dask as bd
+
+    from _helpers import wait_until
+
+    sched_file = directory / "sched.json"
+    tls_args, security = [], None
+    if tls is not None:
+        ca, cert, key = map(str, tls)
+        tls_args = ["--tls-ca-file", ca, "--tls-cert", cert, "--tls-key", key]
+        security = {"tls_ca_file": ca, "tls_client_cert": cert, "tls_client_key": key}
+    popen = dict(stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+                 env=None if env is None else {**os.environ, **env})
+    procs = [subprocess.Popen(
+        [DASK, "scheduler", *(["--protocol", "tls"] if tls else []), "--host", "127.0.0.1",
+         "--port", "0", "--no-dashboard", "--scheduler-file", str(sched_file), *tls_args], **popen)]
+    try:
+        wait_until(lambda: sched_file.exists() and sched_file.stat().st_size > 0, 60, "scheduler")
+        address = json.loads(sched_file.read_text())["address"]
+        if tls is not None:
+            assert address.startswith("tls://127.0.0.1:")
+        workers = [subprocess.Popen(
+            [DASK, "worker", address, "--nthreads", "1", "--nworkers", "1", "--no-dashboard",
+             "--host", "127.0.0.1", "--name", f"w{i}", *tls_args], **popen)
+            for i in range(n_workers)]
+        procs += workers
+        with bd.make_client("address", address=address, security=security) as c:
+            c.wait_for_workers(n_workers, timeout=60)
+        yield address, workers, security
+    finally:
+        for p in procs:
+            try:
+                os.killpg(p.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            p.wait()
+
+
+@pytest.fixture
+def dask_processes(tmp_path):
+    """A real `dask scheduler` and two `dask worker` processes on 127.0.0.1 for one test
+    (which may kill them); yields (address, the worker processes)."""
+    with dask_processes_cluster(tmp_path) as (address, workers, _):
+        yield address, workers
+
+
+@pytest.fixture(scope="module")
+def tls_cluster(tmp_path_factory):
+    """A TLS-secured `dask scheduler` and two workers (certificates made here, for
+    127.0.0.1), encryption required of every connection (dask config read by all
+    processes); yields (address, the client's security dict, the certificates' directory)."""
+    from _certs import make_certs
+
+    d = tmp_path_factory.mktemp("tls")
+    with dask_processes_cluster(d, tls=make_certs(d),
+                                env={"DASK_DISTRIBUTED__COMM__REQUIRE_ENCRYPTION": "True"}) as (
+            address, _, security):
+        yield address, security, d
 
 
 @pytest.fixture(params=METRIC_NAMES)
