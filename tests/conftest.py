@@ -9,9 +9,12 @@ import contextlib
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
+import time
+from typing import NamedTuple
 
 import numpy as np
 import pytest
@@ -161,6 +164,72 @@ def tls_cluster(tmp_path_factory):
                                 env={"DASK_DISTRIBUTED__COMM__REQUIRE_ENCRYPTION": "True"}) as (
             address, _, security):
         yield address, security, d
+
+
+# ------------------------------------------------------------------------ S3 (moto server)
+MOTO = os.path.join(os.path.dirname(sys.executable), "moto_server")
+
+
+class S3Server(NamedTuple):
+    """A moto S3 server on 127.0.0.1 and its bucket ``bucket``; ``env``: the credentials
+    and endpoint for processes that use it (the AWS_* variables)."""
+
+    endpoint: str
+    env: dict
+    bucket = "bbc-studies"
+
+    @property
+    def storage_options(self):
+        """fsspec/s3fs options that reach the server."""
+        return {"key": "testing", "secret": "testing",
+                "client_kwargs": {"endpoint_url": self.endpoint, "region_name": "us-east-1"}}
+
+    def url(self, name):
+        """A fresh store URL in the bucket (``name`` and a random suffix)."""
+        return f"s3://{self.bucket}/{name}-{os.urandom(4).hex()}.zarr"
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def s3():
+    """A moto S3 server process (server mode) with an empty bucket, an ``S3Server``; the
+    tests that use it are marked ``s3`` (pytest_collection_modifyitems below)."""
+    port = _free_port()
+    proc = subprocess.Popen([MOTO, "-H", "127.0.0.1", "-p", str(port)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    endpoint = f"http://127.0.0.1:{port}"
+    env = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
+           "AWS_DEFAULT_REGION": "us-east-1", "AWS_ENDPOINT_URL": endpoint}
+    try:
+        import boto3
+
+        deadline = time.time() + 30
+        while True:
+            try:
+                boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1",
+                             aws_access_key_id="testing", aws_secret_access_key="testing"
+                             ).create_bucket(Bucket=S3Server.bucket)
+                break
+            except Exception:
+                if time.time() > deadline:
+                    raise
+                time.sleep(0.2)
+        yield S3Server(endpoint, env)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m selects
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if "s3" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.s3)
 
 
 @pytest.fixture(params=METRIC_NAMES)
