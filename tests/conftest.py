@@ -232,6 +232,22 @@ def pytest_collection_modifyitems(items):
             item.add_marker(pytest.mark.s3)
 
 
+# ------------------------------------------------------------------------------ data sets
+@pytest.fixture(scope="module")
+def cancer():
+    """Breast cancer (569 x 30, binary) as scikit-learn loads it (one copy per module)."""
+    from sklearn.datasets import load_breast_cancer
+
+    return load_breast_cancer(return_X_y=True)
+
+
+@pytest.fixture(scope="module")
+def cancer_standardised(cancer):
+    """Breast cancer with standardised features: logistic fits converge quietly."""
+    X, y = cancer
+    return (X - X.mean(axis=0)) / X.std(axis=0), y
+
+
 @pytest.fixture(params=METRIC_NAMES)
 def metric_name(request):
     return request.param
