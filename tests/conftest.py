@@ -6,55 +6,25 @@ tests/ and tests/scripts/ are on sys.path through pytest's ``pythonpath`` (pypro
 Dask's worker processes, spawned by multiprocessing, inherit it.
 """
 import contextlib
+import json
 import os
+import signal
+import socket
+import subprocess
+import sys
 import tempfile
+import time
+from typing import NamedTuple
 
-import numpy as np
 import pytest
 
+import bbc_dask as bd
+from _helpers import wait_until
 from _reference import ALL_METRICS as METRIC_NAMES  # the metrics under test
 
 # The key that signs saved models' records lives outside any store; the tests (and the
 # processes they start, which inherit the environment) use their own, not the user's.
 os.environ.setdefault("BBC_DASK_TRUST_KEY", os.path.join(tempfile.mkdtemp(prefix="bbc_key_"), "trust.key"))
-
-
-def make_case(metric, n=40, c=5, r=1, seed=0):
-    """Predictions of the right kind for ``metric`` (with ties), shape (N, C, R[, K])."""
-    rng = np.random.default_rng(seed)
-    if metric == "roc_auc":
-        y = np.where(rng.random(n) < 0.45, "yes", "no")
-        pos = (y == "yes")[:, None, None]
-        pred = rng.normal(size=(n, c, r)) + pos * rng.uniform(0, 1.5, size=(1, c, 1))
-        pred[:, 0] = np.round(pred[:, 0], 1)  # ties inside a column
-        return pred, y
-    if metric in ("roc_auc_ovr", "neg_log_loss"):
-        y = rng.integers(0, 3, n) * 10 + 5  # labels 5, 15, 25
-        logits = rng.normal(size=(n, c, r, 3)) + 1.2 * np.eye(3)[(y - 5) // 10][:, None, None, :]
-        p = np.exp(logits)
-        p /= p.sum(axis=3, keepdims=True)
-        return p, y
-    if metric in ("accuracy", "balanced_accuracy"):
-        y = rng.choice(np.array(["a", "b", "c"]), size=n, p=[0.5, 0.3, 0.2])
-        flip = rng.random((n, c, r)) < rng.uniform(0.2, 0.6, size=(1, c, 1))
-        pred = np.where(flip, rng.choice(np.array(["a", "b", "c"]), size=(n, c, r)), y[:, None, None])
-        return pred, y
-    if metric == "f1":
-        y = rng.integers(0, 2, n) * 3 - 1  # labels -1, 2
-        flip = rng.random((n, c, r)) < rng.uniform(0.1, 0.5, size=(1, c, 1))
-        pred = np.where(flip, 1 - y[:, None, None], y[:, None, None])
-        return pred, y
-    if metric in ("neg_mean_squared_error", "neg_mean_absolute_error", "r2"):
-        y = rng.normal(10, 3, size=n)
-        pred = y[:, None, None] + rng.normal(size=(n, c, r)) * rng.uniform(0.5, 3, size=(1, c, 1))
-        return pred, y
-    if metric == "concordance_index":
-        time = rng.integers(1, 15, size=n).astype(float)  # tied times
-        event = rng.random(n) < 0.7
-        risk = -time[:, None, None] + rng.normal(size=(n, c, r)) * rng.uniform(1, 6, size=(1, c, 1))
-        risk[:, 0] = np.round(risk[:, 0])  # tied risks
-        return risk, (time, event)
-    raise KeyError(metric)
 
 
 # ------------------------------------------------------------------------ local clusters
@@ -86,6 +56,155 @@ def make_local_client():
     """``local_client`` for tests of their own cluster: ``with make_local_client(n_workers=1)
     as c:``."""
     return local_client
+
+
+# ------------------------------------------------- `dask scheduler` and `dask worker` processes
+DASK = os.path.join(os.path.dirname(sys.executable), "dask")
+
+
+@contextlib.contextmanager
+def dask_processes_cluster(directory, n_workers=2, tls=None, env=None):
+    """A real `dask scheduler` and ``n_workers`` `dask worker` processes (one thread each)
+    on 127.0.0.1, each in its own session, SIGKILLed on exit; the scheduler file goes to
+    ``directory``. ``tls``: the (CA, certificate, key) files every process and the client
+    use (the scheduler speaks TLS only); ``env``: variables added to the processes'
+    environment. Yields (address, the worker processes, the client's security dict or None)
+    once every worker has joined."""
+    sched_file = directory / "sched.json"
+    tls_args, security = [], None
+    if tls is not None:
+        ca, cert, key = map(str, tls)
+        tls_args = ["--tls-ca-file", ca, "--tls-cert", cert, "--tls-key", key]
+        security = {"tls_ca_file": ca, "tls_client_cert": cert, "tls_client_key": key}
+    popen = dict(stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+                 env=None if env is None else {**os.environ, **env})
+    procs = [subprocess.Popen(
+        [DASK, "scheduler", *(["--protocol", "tls"] if tls is not None else []), "--host", "127.0.0.1",
+         "--port", "0", "--no-dashboard", "--scheduler-file", str(sched_file), *tls_args], **popen)]
+    try:
+        wait_until(lambda: sched_file.exists() and sched_file.stat().st_size > 0, 60, "scheduler")
+        address = json.loads(sched_file.read_text())["address"]
+        if tls is not None:
+            assert address.startswith("tls://127.0.0.1:")
+        workers = [subprocess.Popen(
+            [DASK, "worker", address, "--nthreads", "1", "--nworkers", "1", "--no-dashboard",
+             "--host", "127.0.0.1", "--name", f"w{i}", *tls_args], **popen)
+            for i in range(n_workers)]
+        procs += workers
+        with bd.make_client("address", address=address, security=security) as c:
+            c.wait_for_workers(n_workers, timeout=60)
+        yield address, workers, security
+    finally:
+        for p in procs:
+            try:
+                os.killpg(p.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            p.wait()
+
+
+@pytest.fixture
+def dask_processes(tmp_path):
+    """A real `dask scheduler` and two `dask worker` processes on 127.0.0.1 for one test
+    (which may kill them); yields (address, the worker processes)."""
+    with dask_processes_cluster(tmp_path) as (address, workers, _):
+        yield address, workers
+
+
+@pytest.fixture(scope="module")
+def tls_cluster(tmp_path_factory):
+    """A TLS-secured `dask scheduler` and two workers (certificates made here, for
+    127.0.0.1), encryption required of every connection (dask config read by all
+    processes); yields (address, the client's security dict, the certificates' directory)."""
+    from _certs import make_certs
+
+    d = tmp_path_factory.mktemp("tls")
+    with dask_processes_cluster(d, tls=make_certs(d),
+                                env={"DASK_DISTRIBUTED__COMM__REQUIRE_ENCRYPTION": "True"}) as (
+            address, _, security):
+        yield address, security, d
+
+
+# ------------------------------------------------------------------------ S3 (moto server)
+MOTO = os.path.join(os.path.dirname(sys.executable), "moto_server")
+
+
+class S3Server(NamedTuple):
+    """A moto S3 server on 127.0.0.1 and its bucket ``bucket``; ``env``: the credentials
+    and endpoint for processes that use it (the AWS_* variables)."""
+
+    endpoint: str
+    env: dict
+    bucket = "bbc-studies"
+
+    @property
+    def storage_options(self):
+        """fsspec/s3fs options that reach the server."""
+        return {"key": "testing", "secret": "testing",
+                "client_kwargs": {"endpoint_url": self.endpoint, "region_name": "us-east-1"}}
+
+    def url(self, name):
+        """A fresh store URL in the bucket (``name`` and a random suffix)."""
+        return f"s3://{self.bucket}/{name}-{os.urandom(4).hex()}.zarr"
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def s3():
+    """A moto S3 server process (server mode) with an empty bucket, an ``S3Server``; the
+    tests that use it are marked ``s3`` (pytest_collection_modifyitems below)."""
+    port = _free_port()
+    proc = subprocess.Popen([MOTO, "-H", "127.0.0.1", "-p", str(port)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    endpoint = f"http://127.0.0.1:{port}"
+    env = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
+           "AWS_DEFAULT_REGION": "us-east-1", "AWS_ENDPOINT_URL": endpoint}
+    try:
+        import boto3
+
+        deadline = time.time() + 30
+        while True:
+            try:
+                boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1",
+                             aws_access_key_id="testing", aws_secret_access_key="testing"
+                             ).create_bucket(Bucket=S3Server.bucket)
+                break
+            except Exception:
+                if time.time() > deadline:
+                    raise
+                time.sleep(0.2)
+        yield S3Server(endpoint, env)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m selects
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if "s3" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.s3)
+
+
+# ------------------------------------------------------------------------------ data sets
+@pytest.fixture(scope="module")
+def cancer():
+    """Breast cancer (569 x 30, binary) as scikit-learn loads it (one copy per module)."""
+    from sklearn.datasets import load_breast_cancer
+
+    return load_breast_cancer(return_X_y=True)
+
+
+@pytest.fixture(scope="module")
+def cancer_standardised(cancer):
+    """Breast cancer with standardised features: logistic fits converge quietly."""
+    X, y = cancer
+    return (X - X.mean(axis=0)) / X.std(axis=0), y
 
 
 @pytest.fixture(params=METRIC_NAMES)

@@ -2,6 +2,7 @@
 import numpy as np
 import pytest
 import xarray as xr
+from _cases import make_case
 from _reference import (
     reference_bbc,
     reference_bbc_f,
@@ -9,7 +10,6 @@ from _reference import (
     reference_naive_bootstrap,
     reference_tt,
 )
-from conftest import make_case
 
 import bbc_dask as bd
 

@@ -6,7 +6,7 @@ import os
 import numpy as np
 import pytest
 import zarr
-from sklearn.datasets import load_breast_cancer, load_iris
+from sklearn.datasets import load_iris
 from sklearn.linear_model import LogisticRegression
 from sklearn.tree import DecisionTreeClassifier
 
@@ -15,12 +15,6 @@ from bbc_dask.cube import StoreLock, open_cube
 from bbc_dask.exceptions import StoreLockedError
 from bbc_dask.cube._layout import slot_layout
 from bbc_dask.exceptions import StoreDamagedError
-
-
-@pytest.fixture(scope="module")
-def cancer():
-    X, y = load_breast_cancer(return_X_y=True)
-    return (X - X.mean(0)) / X.std(0), y
 
 
 def _run(store, X, y, client, metric="roc_auc", grid=None, **kw):
@@ -39,12 +33,12 @@ def test_slot_layout_orders_each_fold_and_pads():
 
 
 @pytest.mark.parametrize("metric", ["roc_auc", "accuracy", "neg_log_loss"])
-def test_one_chunk_per_task_and_the_same_user_view(tmp_path, cancer, client, metric):
+def test_one_chunk_per_task_and_the_same_user_view(tmp_path, cancer_standardised, client, metric):
     """Every (repeat, fold, configuration block) is one stored chunk, written once;
     the lazy user view is [sample, config, repeat(, class)] in sample order, each stored
     fold's predictions land on its own samples; the ledger's fold scores and pooled
     scores equal the in-memory computations on that view bit for bit."""
-    X, y = cancer
+    X, y = cancer_standardised
     study = _run(tmp_path / "s.zarr", X, y, client, metric=metric)
     g = zarr.open_group(str(tmp_path / "s.zarr"), mode="r")
     pred = g["prediction"]
@@ -90,8 +84,8 @@ def test_multiclass_probabilities_keep_their_class_axis(tmp_path, client):
     np.testing.assert_array_equal(study.fold_scores(), F)
 
 
-def test_a_store_of_the_previous_layout_is_refused_by_its_version(tmp_path, cancer, client):
-    X, y = cancer
+def test_a_store_of_the_previous_layout_is_refused_by_its_version(tmp_path, cancer_standardised, client):
+    X, y = cancer_standardised
     old = tmp_path / "old.zarr"
     g = zarr.open_group(str(old), mode="w", zarr_format=3)
     g.create_array("prediction", shape=(len(y), 13, 2), chunks=(len(y), 4, 1), dtype="float64")
@@ -121,9 +115,9 @@ def test_tasks_of_a_run_that_lost_the_lock_do_not_write(tmp_path):
         other.release()
 
 
-def test_damage_is_named_not_read(tmp_path, cancer, client):
+def test_damage_is_named_not_read(tmp_path, cancer_standardised, client):
     """An edited y, a deleted ledger chunk: refused with what is damaged, never served."""
-    X, y = cancer
+    X, y = cancer_standardised
     store = tmp_path / "s.zarr"
     _run(store, X, y, client)
     g = zarr.open_group(str(store), mode="r+")
@@ -138,10 +132,10 @@ def test_damage_is_named_not_read(tmp_path, cancer, client):
         bd.open_study(store).bbc()
 
 
-def test_a_dropping_decision_lands_whole_and_is_finished_on_resume(tmp_path, cancer, client):
+def test_a_dropping_decision_lands_whole_and_is_finished_on_resume(tmp_path, cancer_standardised, client):
     """A kill after a decision was written but before its cells were marked: the next
     run marks them and trains nothing the decision dropped."""
-    X, y = cancer
+    X, y = cancer_standardised
     grid = {"C": list(np.logspace(-4, 2, 20))}
     full = _run(tmp_path / "a.zarr", X, y, client, grid=grid, n_repeats=1, dropping=True)
     dropped = full.dropped
@@ -159,13 +153,14 @@ def test_a_dropping_decision_lands_whole_and_is_finished_on_resume(tmp_path, can
     assert json.dumps(again.dropped) == json.dumps(dropped)
 
 
-def test_an_estimator_that_writes_into_its_input_does_not_change_the_next_task(tmp_path, cancer, client):
+def test_an_estimator_that_writes_into_its_input_does_not_change_the_next_task(tmp_path, cancer_standardised,
+                                                                               client):
     """Workers reuse a split's training rows across tasks (read-only): an estimator with
     copy=False gets its own copy, and every configuration sees the data unchanged."""
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler
 
-    X, y = cancer
+    X, y = cancer_standardised
     X = X * 3.0 + 1.0  # far from standardised: an in-place scaling would show
     grid = {"logisticregression__C": [0.01, 0.1, 1.0, 10.0]}
     out = []
@@ -177,12 +172,12 @@ def test_an_estimator_that_writes_into_its_input_does_not_change_the_next_task(t
     np.testing.assert_array_equal(out[0], out[1])
 
 
-def test_mean_fit_times_read_in_slices_equal_the_whole_ledger(tmp_path, cancer, client):
+def test_mean_fit_times_read_in_slices_equal_the_whole_ledger(tmp_path, cancer_standardised, client):
     """The engine's cost estimates (longest blocks first) come from the ledger a slice of
     configurations at a time; the result is the plain mean over repeats and folds."""
     import warnings
 
-    X, y = cancer
+    X, y = cancer_standardised
     _run(tmp_path / "s.zarr", X, y, client, refit=False)
     cube = open_cube(tmp_path / "s.zarr", mode="r+")
     ft = cube.fit_times()

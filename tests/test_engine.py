@@ -4,7 +4,7 @@ import os
 import numpy as np
 import pytest
 from sklearn.base import clone
-from sklearn.datasets import load_breast_cancer, load_diabetes, load_wine
+from sklearn.datasets import load_diabetes, load_wine
 from sklearn.linear_model import LogisticRegression, Ridge
 from sklearn.model_selection import PredefinedSplit, cross_val_predict
 from sklearn.pipeline import make_pipeline
@@ -14,14 +14,6 @@ from sklearn.tree import DecisionTreeClassifier
 
 import bbc_dask as bd
 from bbc_dask.exceptions import StudyError
-
-
-
-
-@pytest.fixture(scope="module")
-def cancer():
-    return load_breast_cancer(return_X_y=True)
-
 
 LR = make_pipeline(StandardScaler(), LogisticRegression(max_iter=2000))
 LR_GRID = {"logisticregression__C": [0.001, 0.01, 0.1, 1.0, 10.0, 100.0]}

@@ -1,5 +1,4 @@
 """The engine against real scheduler/worker processes, kills, and the store lock."""
-import json
 import os
 import signal
 import subprocess
@@ -7,7 +6,6 @@ import sys
 
 import numpy as np
 import pytest
-from distributed import Client
 from sklearn.datasets import load_breast_cancer
 from sklearn.ensemble import RandomForestClassifier
 
@@ -15,37 +13,6 @@ import bbc_dask as bd
 from _helpers import store_state, wait_until
 import run_study_cli
 from bbc_dask.exceptions import StoreLockedError
-
-DASK = os.path.join(os.path.dirname(sys.executable), "dask")
-
-
-@pytest.fixture
-def dask_processes(tmp_path):
-    """A real `dask scheduler` and two `dask worker` processes on 127.0.0.1."""
-    sched_file = tmp_path / "sched.json"
-    procs = [subprocess.Popen(
-        [DASK, "scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard",
-         "--scheduler-file", str(sched_file)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)]
-    try:
-        wait_until(lambda: sched_file.exists() and sched_file.stat().st_size > 0, 60, "scheduler")
-        address = json.loads(sched_file.read_text())["address"]
-        workers = [subprocess.Popen(
-            [DASK, "worker", address, "--nthreads", "1", "--nworkers", "1", "--no-dashboard",
-             "--host", "127.0.0.1", "--name", f"w{i}"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-            for i in range(2)]
-        procs += workers
-        with Client(address) as c:
-            c.wait_for_workers(2, timeout=60)
-        yield address, workers
-    finally:
-        for p in procs:
-            try:
-                os.killpg(p.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            p.wait()
 
 
 def _forest_study(store, client):

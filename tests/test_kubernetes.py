@@ -18,6 +18,8 @@ import bbc_dask as bd  # noqa: E402
 from bbc_dask.cluster import KUBERNETES_DEFAULTS, WORKER_ENV, kubernetes_cluster_spec  # noqa: E402
 from _kustomize import render  # noqa: E402
 
+pytestmark = pytest.mark.kubernetes
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEPLOY = os.path.join(ROOT, "deploy")
 OVERLAYS = ["interactive", "job-s3", "job-pvc"]

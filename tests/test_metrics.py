@@ -1,8 +1,8 @@
 """Weighted metric values equal scikit-learn's (via the reference) on explicitly repeated samples."""
 import numpy as np
 import pytest
+from _cases import make_case
 from _reference import score_rows
-from conftest import make_case
 
 import bbc_dask as bd
 from bbc_dask.stats._bbc import prepare_inputs

@@ -1,5 +1,6 @@
 """Study stores on S3-compatible object storage: a real moto server (server mode) on
-127.0.0.1, started here; the run lock as a lease; kill, resume and estimate through the CLI."""
+127.0.0.1 (conftest's s3 fixture); the run lock as a lease; kill, resume and estimate
+through the CLI."""
 import json
 import os
 import signal
@@ -20,57 +21,11 @@ from bbc_dask.cube import ObjectStoreLock, StoreLocation  # noqa: E402
 from bbc_dask.exceptions import StoreLockedError  # noqa: E402
 
 CLI = [os.path.join(os.path.dirname(sys.executable), "bbc-dask")]
-MOTO = os.path.join(os.path.dirname(sys.executable), "moto_server")
-BUCKET = "bbc-studies"
-
-
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@pytest.fixture(scope="module")
-def s3():
-    """A moto S3 server process; yields (endpoint, credentials env)."""
-    port = _free_port()
-    proc = subprocess.Popen([MOTO, "-H", "127.0.0.1", "-p", str(port)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    endpoint = f"http://127.0.0.1:{port}"
-    env = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
-           "AWS_DEFAULT_REGION": "us-east-1", "AWS_ENDPOINT_URL": endpoint}
-    try:
-        import boto3
-
-        deadline = time.time() + 30
-        while True:
-            try:
-                boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1",
-                             aws_access_key_id="testing", aws_secret_access_key="testing"
-                             ).create_bucket(Bucket=BUCKET)
-                break
-            except Exception:
-                if time.time() > deadline:
-                    raise
-                time.sleep(0.2)
-        yield endpoint, env
-    finally:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
-
-
-def _options(endpoint):
-    return {"key": "testing", "secret": "testing",
-            "client_kwargs": {"endpoint_url": endpoint, "region_name": "us-east-1"}}
-
-
-def _url(name):
-    return f"s3://{BUCKET}/{name}-{os.urandom(4).hex()}.zarr"
 
 
 # ------------------------------------------------------------------------------- the lease
 def test_lease_lock_excludes_a_second_writer_and_is_released(s3):
-    loc = StoreLocation(_url("lock"), _options(s3[0]))
+    loc = StoreLocation(s3.url("lock"), s3.storage_options)
     a = ObjectStoreLock(loc, ttl=30).acquire()
     try:
         assert a.is_held() and loc.has(".bbc_lock")
@@ -89,7 +44,7 @@ def _plant(loc, **holder):
 
 
 def test_stale_leases_are_taken_over_and_live_ones_refused(s3):
-    loc = StoreLocation(_url("stale"), _options(s3[0]))
+    loc = StoreLocation(s3.url("stale"), s3.storage_options)
     # A live holder on another host: refused, whatever its pid.
     _plant(loc)
     with pytest.raises(StoreLockedError, match="elsewhere"):
@@ -110,7 +65,7 @@ def test_stale_leases_are_taken_over_and_live_ones_refused(s3):
 
 
 def test_heartbeat_renews_and_a_taken_over_holder_stops_writing(s3):
-    loc = StoreLocation(_url("beat"), _options(s3[0]))
+    loc = StoreLocation(s3.url("beat"), s3.storage_options)
     lk = ObjectStoreLock(loc, ttl=0.8).acquire()
     try:
         first = json.loads(loc.read_bytes(".bbc_lock"))["heartbeat"]
@@ -142,8 +97,8 @@ def test_bad_store_arguments(s3, tmp_path):
     with pytest.raises(ValueError, match="Protocol not known|protocol"):
         StoreLocation("nosuchproto://b/x")
     with pytest.raises(FileNotFoundError, match="No study store"):
-        bd.open_study(_url("missing"), storage_options=_options(s3[0]))
-    loc = StoreLocation(_url("ttl"), _options(s3[0]))
+        bd.open_study(s3.url("missing"), storage_options=s3.storage_options)
+    loc = StoreLocation(s3.url("ttl"), s3.storage_options)
     for bad in ("soon", 0, -1):
         with pytest.raises(ValueError, match="BBC_DASK_LOCK_TTL"):
             ObjectStoreLock(loc, ttl=bad)
@@ -186,7 +141,7 @@ def test_a_study_on_s3_equals_local_disk(s3, tmp_path, client):
     grid = {"logisticregression__C": [0.01, 0.1, 1.0]}
     kw = dict(metric="roc_auc", n_splits=3, random_state=2, client=client, progress=False,
               configs_per_task=2)
-    url, opts = _url("light"), _options(s3[0])
+    url, opts = s3.url("light"), s3.storage_options
     remote = bd.run_study(est, grid, X, y, store=url, storage_options=opts, **kw)
     local = bd.run_study(est, grid, X, y, store=tmp_path / "l.zarr", **kw)
     for name in ("prediction", "fold", "y", "state"):
@@ -200,11 +155,11 @@ def test_a_study_on_s3_equals_local_disk(s3, tmp_path, client):
 @pytest.mark.slow  # the default suite runs test_a_study_on_s3_equals_local_disk
 def test_s3_study_killed_resumed_and_estimated_equals_local_disk(s3, tmp_path, make_local_client):
     endpoint, env = s3
-    url = _url("study")
+    url = s3.url("study")
     f = _study_file(tmp_path, url)
     proc = subprocess.Popen(CLI + ["run", str(f), "--no-progress"], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, start_new_session=True, env={**os.environ, **env})
-    opts = _options(endpoint)
+    opts = s3.storage_options
     try:
         deadline = time.time() + 180
         while time.time() < deadline:  # kill once a third of the cells are written

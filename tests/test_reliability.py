@@ -12,7 +12,6 @@ import psutil
 import pytest
 import yaml
 import zarr
-from sklearn.datasets import load_breast_cancer
 
 import _estimators
 from _helpers import store_state, wait_until
@@ -25,13 +24,8 @@ SCRIPT = os.path.join(HERE, "scripts", "run_study_cli.py")
 CLI = os.path.join(os.path.dirname(sys.executable), "bbc-dask")
 
 
-@pytest.fixture(scope="module")
-def cancer():
-    X, y = load_breast_cancer(return_X_y=True)
-    return (X - X.mean(axis=0)) / X.std(axis=0), y  # standardised: logistic fits converge quietly
-
-
-def test_a_slow_starting_second_run_never_wipes_a_finished_study(tmp_path, cancer, client, monkeypatch):
+def test_a_slow_starting_second_run_never_wipes_a_finished_study(tmp_path, cancer_standardised, client,
+                                                                 monkeypatch):
     """Run B looks at the empty store (its read-only check), then stalls before taking the
     lock, as a slow start-up does; run A creates and finishes a study there meanwhile. B
     must then decide again under the lock — refuse, leave no creation marker — and a third
@@ -39,7 +33,7 @@ def test_a_slow_starting_second_run_never_wipes_a_finished_study(tmp_path, cance
     from bbc_dask.engine import _run
     from sklearn.linear_model import LogisticRegression
 
-    X, y = cancer
+    X, y = cancer_standardised
     store = tmp_path / "s.zarr"
     looked, go = threading.Event(), threading.Event()
     original = _run._StudyRun.precheck
@@ -85,8 +79,9 @@ def _holders(c):
 
 
 @pytest.mark.parametrize("kill_at", [pytest.param(0.5, marks=pytest.mark.slow), 0.9])
-def test_a_study_survives_losing_the_worker_that_holds_the_data(tmp_path, cancer, make_local_client, kill_at):
-    X, y = cancer
+def test_a_study_survives_losing_the_worker_that_holds_the_data(tmp_path, cancer_standardised, make_local_client,
+                                                                kill_at):
+    X, y = cancer_standardised
     grid = {"C": list(np.logspace(-3, 2, 16))}
     kw = dict(metric="roc_auc", n_splits=5, random_state=0, progress=False, configs_per_task=1)
     with make_local_client() as c:  # its workers are killed: not the shared cluster
@@ -120,11 +115,11 @@ def test_a_study_survives_losing_the_worker_that_holds_the_data(tmp_path, cancer
         np.testing.assert_array_equal(study.cube["prediction"].values, calm.cube["prediction"].values)
 
 
-def test_a_million_configurations_plan_lazily_and_start_at_once(tmp_path, cancer, client, capfd):
+def test_a_million_configurations_plan_lazily_and_start_at_once(tmp_path, cancer_standardised, client, capfd):
     """1,000,000 configurations: the size is printed first, nothing is materialised per
     configuration, the first cells are written while the driver has grown by little; then
     SIGINT stops the run with one line."""
-    X, y = cancer
+    X, y = cancer_standardised
     grid = {"C": list(np.linspace(0.1, 10, 1000)), "tol": list(np.linspace(1e-4, 1e-2, 1000))}
     store = tmp_path / "huge.zarr"
     proc = psutil.Process()
@@ -250,10 +245,11 @@ def test_a_full_disk_names_the_store_and_the_run_resumes(tmp_path):
         subprocess.run(["umount", "-l", str(disk)], capture_output=True)
 
 
-def test_a_creation_marker_beside_a_complete_study_is_not_permission_to_wipe(tmp_path, cancer, client):
+def test_a_creation_marker_beside_a_complete_study_is_not_permission_to_wipe(tmp_path, cancer_standardised,
+                                                                              client):
     from sklearn.linear_model import LogisticRegression
 
-    X, y = cancer
+    X, y = cancer_standardised
     kw = dict(metric="roc_auc", n_splits=3, random_state=0, client=client, progress=False)
     store = tmp_path / "s.zarr"
     first = bd.run_study(LogisticRegression(), {"C": [0.1, 1.0]}, X, y, store=store, **kw)

@@ -14,10 +14,8 @@ from sklearn.utils.estimator_checks import check_estimator
 import bbc_dask as bd
 
 
-
-
 @pytest.fixture(scope="module")
-def cancer():
+def cancer_frame():
     return load_breast_cancer(return_X_y=True, as_frame=True)
 
 
@@ -27,8 +25,8 @@ def _search(**kw):
     return bd.BBCSearchCV(make_pipeline(StandardScaler(), LogisticRegression(max_iter=500)), grid, **opts)
 
 
-def test_fit_matches_the_study_and_delegates(cancer, client, tmp_path):
-    X, y = cancer
+def test_fit_matches_the_study_and_delegates(cancer_frame, client, tmp_path):
+    X, y = cancer_frame
     est = _search(store=str(tmp_path / "s.zarr")).fit(X, y)
     study = bd.open_study(tmp_path / "s.zarr")
     assert est.best_index_ == study.best_index_ and est.best_params_ == study.best_params_
@@ -50,8 +48,8 @@ def test_fit_matches_the_study_and_delegates(cancer, client, tmp_path):
     assert set(gs.best_params_) == set(est.best_params_)
 
 
-def test_clone_params_pipeline_and_temporary_store(cancer, client):
-    X, y = cancer
+def test_clone_params_pipeline_and_temporary_store(cancer_frame, client):
+    X, y = cancer_frame
     est = _search(n_repeats=2)
     c = clone(est)
     assert c.get_params()["n_repeats"] == 2 and c is not est
@@ -84,8 +82,8 @@ def test_regression_refit_false_and_dropping(client):
     assert d.bbc_.method == "bbcd"
 
 
-def test_bad_input(cancer, client):
-    X, y = cancer
+def test_bad_input(cancer_frame, client):
+    X, y = cancer_frame
     with pytest.raises(ValueError, match=r"The 'cv' parameter of BBCSearchCV must be an int >= 2"):
         _search(cv=1).fit(X, y)
     with pytest.raises(ValueError, match="requires y to be passed"):

@@ -6,7 +6,6 @@ import pytest
 import skops.io as sio
 import zarr
 from click.testing import CliRunner
-from sklearn.datasets import load_breast_cancer
 from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import FunctionTransformer, StandardScaler
@@ -14,11 +13,6 @@ from sklearn.preprocessing import FunctionTransformer, StandardScaler
 import bbc_dask as bd
 from bbc_dask.cli import main
 from bbc_dask.exceptions import UntrustedModelError
-
-
-@pytest.fixture(scope="module")
-def cancer():
-    return load_breast_cancer(return_X_y=True)
 
 
 def _exploit(marker):

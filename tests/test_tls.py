@@ -1,8 +1,7 @@
-"""A TLS-secured `dask scheduler` and `dask worker` processes (certificates made here, on
-127.0.0.1) run a study; clients without the certificates are refused."""
-import json
+"""A TLS-secured `dask scheduler` and `dask worker` processes (conftest's tls_cluster:
+certificates made there, on 127.0.0.1) run a study; clients without the certificates are
+refused."""
 import os
-import signal
 import subprocess
 import sys
 
@@ -14,44 +13,8 @@ pytest.importorskip("cryptography")
 
 import bbc_dask as bd  # noqa: E402
 from _certs import make_certs  # noqa: E402
-from _helpers import wait_until  # noqa: E402
 
-DASK = os.path.join(os.path.dirname(sys.executable), "dask")
 CLI = [os.path.join(os.path.dirname(sys.executable), "bbc-dask")]
-
-
-@pytest.fixture(scope="module")
-def tls_cluster(tmp_path_factory):
-    d = tmp_path_factory.mktemp("tls")
-    ca, cert, key = make_certs(d)
-    tls = ["--tls-ca-file", str(ca), "--tls-cert", str(cert), "--tls-key", str(key)]
-    sched_file = d / "sched.json"
-    # Encryption is required of every connection (dask config read by all processes).
-    env = {**os.environ, "DASK_DISTRIBUTED__COMM__REQUIRE_ENCRYPTION": "True"}
-    procs = [subprocess.Popen(
-        [DASK, "scheduler", "--protocol", "tls", "--host", "127.0.0.1", "--port", "0",
-         "--no-dashboard", "--scheduler-file", str(sched_file), *tls],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True, env=env)]
-    try:
-        wait_until(lambda: sched_file.exists() and sched_file.stat().st_size > 0, 60, "scheduler")
-        address = json.loads(sched_file.read_text())["address"]
-        assert address.startswith("tls://127.0.0.1:")
-        procs += [subprocess.Popen(
-            [DASK, "worker", address, "--nthreads", "1", "--no-dashboard", "--host", "127.0.0.1",
-             "--name", f"w{i}", *tls],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True, env=env)
-            for i in range(2)]
-        security = {"tls_ca_file": str(ca), "tls_client_cert": str(cert), "tls_client_key": str(key)}
-        with bd.make_client("address", address=address, security=security) as c:
-            c.wait_for_workers(2, timeout=60)
-        yield address, security, d
-    finally:
-        for p in procs:
-            try:
-                os.killpg(p.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            p.wait()
 
 
 def test_study_runs_on_the_tls_cluster(tls_cluster, tmp_path):

@@ -8,27 +8,17 @@ import shutil
 import numpy as np
 import pytest
 from click.testing import CliRunner
-from sklearn.datasets import load_breast_cancer
-from sklearn.linear_model import LogisticRegression
 
 import bbc_dask as bd
 from bbc_dask.cli import main
 from bbc_dask.exceptions import StoreDamagedError
-
-GRID = {"C": list(np.logspace(-3, 2, 7))}
-
-
-@pytest.fixture(scope="module")
-def data():
-    X, y = load_breast_cancer(return_X_y=True)
-    return X[:240, :6], y[:240]
+from fault_run import study as small_study
 
 
-def _run(store, data, client, **kw):
-    X, y = data
-    kw = dict(dict(n_splits=3, n_repeats=2, random_state=1, configs_per_task=3), **kw)
-    return bd.run_study(LogisticRegression(max_iter=500), GRID, X, y, store=store,
-                        metric="roc_auc", client=client, progress=False, **kw)
+def _run(store, client):
+    """The fault-injection matrix's small study (tests/scripts/fault_run.py): 7
+    configurations, 3 folds x 2 repeats, 240 samples, a final model."""
+    return small_study(store, "cvt", client)
 
 
 def _snapshot(study):
@@ -44,10 +34,10 @@ def _assert_same(a, b):
 
 
 @pytest.fixture(scope="module")
-def reference(tmp_path_factory, data, client):
+def reference(tmp_path_factory, client):
     """A finished study, never damaged, and its results."""
     store = tmp_path_factory.mktemp("ref") / "ref.zarr"
-    return store, _snapshot(_run(store, data, client))
+    return store, _snapshot(_run(store, client))
 
 
 def _copy(reference, tmp_path):
@@ -87,7 +77,7 @@ def _append(path):
 
 @pytest.mark.parametrize("damage", list(DAMAGE))
 def test_verify_names_the_damage_and_repair_restores_the_study_bit_for_bit(
-        tmp_path, data, client, reference, damage):
+        tmp_path, client, reference, damage):
     store = _copy(reference, tmp_path)
     assert bd.verify_store(store)[0].ok
     act, name, problem = DAMAGE[damage]
@@ -103,7 +93,7 @@ def test_verify_names_the_damage_and_repair_restores_the_study_bit_for_bit(
     assert bd.verify_store(store)[0].ok
     if damage != "edited model":
         assert reset > 0
-    again = _run(store, data, client)
+    again = _run(store, client)
     assert again.n_fits_ == reset  # exactly the cells the repair reset, nothing the ledger kept
     _assert_same(reference[1], _snapshot(again))
     assert again.load_final_model() is not None
@@ -137,7 +127,7 @@ def test_a_read_of_a_damaged_chunk_names_its_file(tmp_path, reference):
         bd.open_study(store).status()
 
 
-def test_cli_verify_repair_and_partial_estimates(tmp_path, data, client, reference):
+def test_cli_verify_repair_and_partial_estimates(tmp_path, client, reference):
     store = _copy(reference, tmp_path)
     run = CliRunner()
     ok = run.invoke(main, ["verify", str(store)])
@@ -159,16 +149,16 @@ def test_cli_verify_repair_and_partial_estimates(tmp_path, data, client, referen
     assert part.exit_code == 0, part.output
     assert json.loads(part.stdout)["bbc"]["partial"].startswith("3 of 42 cells pending")
     assert run.invoke(main, ["report", str(store), "--out", str(tmp_path / "r")]).exit_code == 2
-    _run(store, data, client)
+    _run(store, client)
     assert run.invoke(main, ["verify", str(store)]).exit_code == 0
     assert json.loads(run.invoke(main, ["estimate", str(store), "--json", "--method", "bbc",
                                         "--bootstraps", "50"]).stdout)["bbc"]["partial"] is None
 
 
-def test_rerunning_a_finished_study_fits_nothing_and_keeps_its_model(tmp_path, data, client, reference):
+def test_rerunning_a_finished_study_fits_nothing_and_keeps_its_model(tmp_path, client, reference):
     store = _copy(reference, tmp_path)
     model = store / "final_model.skops"
     stamp = model.stat().st_mtime_ns
-    again = _run(store, data, client)
+    again = _run(store, client)
     assert again.n_fits_ == 0 and model.stat().st_mtime_ns == stamp
     assert again.load_final_model() is not None
