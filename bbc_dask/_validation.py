@@ -343,8 +343,8 @@ def reject_unknown(kwargs, allowed, caller):
                             f"{', '.join(repr(a) for a in allowed)}).")
 
 
-def _plain(v):
-    """A label as a plain Python value (for messages)."""
+def plain(v):
+    """A label as a plain Python value (for messages and JSON)."""
     return v.item() if isinstance(v, np.generic) else v
 
 
@@ -405,7 +405,7 @@ def check_cv_data(estimator, X, y, groups, metric, n_splits, n_repeats, error_sc
         if small.size:
             k = small[0]
             raise InvalidParameterError(
-                f"The class {_plain(target.classes[k])!r} of 'y' has {counts[k]} members, fewer "
+                f"The class {plain(target.classes[k])!r} of 'y' has {counts[k]} members, fewer "
                 f"than n_splits={n_splits}: stratified folds need at least n_splits members "
                 f"in every class (use fewer splits) in {caller}."
             )

@@ -44,11 +44,6 @@ class CVTRun(NamedTuple):
     fits: int
 
 
-def _py(v):
-    """A label as a plain Python value (for messages and JSON)."""
-    return v.item() if isinstance(v, np.generic) else v
-
-
 def _diff(stored, new, prefix=""):
     out = []
     for key in sorted(set(stored) | set(new)):
@@ -210,7 +205,7 @@ class _StudyRun:
         x_digest, y_digest, g_digest = self.digests
         return to_json({
             "metric": m.name,
-            "pos_label": None if target.pos_code is None else _py(target.classes[target.pos_code]),
+            "pos_label": None if target.pos_code is None else V.plain(target.classes[target.pos_code]),
             "n_splits": self.n_splits,
             "n_repeats": self.n_repeats,
             "search": search,
