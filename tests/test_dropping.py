@@ -10,8 +10,9 @@ import pytest
 from sklearn.metrics import roc_auc_score
 
 import bbc_dask as bd
-from _helpers import store_state
+
 import run_study_cli
+from _helpers import store_state
 
 
 def plain_dropping(pred, y, avail, idx, alpha):

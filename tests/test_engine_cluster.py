@@ -10,9 +10,10 @@ from sklearn.datasets import load_breast_cancer
 from sklearn.ensemble import RandomForestClassifier
 
 import bbc_dask as bd
-from _helpers import store_state, wait_until
-import run_study_cli
 from bbc_dask.exceptions import StoreLockedError
+
+import run_study_cli
+from _helpers import store_state, wait_until
 
 
 def _forest_study(store, client):

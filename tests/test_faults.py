@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 import bbc_dask as bd
+
 from fault_run import study as _study
 
 SCRIPT = os.path.join(os.path.dirname(__file__), "scripts", "fault_run.py")

@@ -13,11 +13,12 @@ import pytest
 import yaml
 import zarr
 
-import _estimators
-from _helpers import store_state, wait_until
 import bbc_dask as bd
-import run_study_cli
 from bbc_dask.exceptions import StudyInterrupted
+
+import _estimators
+import run_study_cli
+from _helpers import store_state, wait_until
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCRIPT = os.path.join(HERE, "scripts", "run_study_cli.py")

@@ -12,6 +12,7 @@ from click.testing import CliRunner
 import bbc_dask as bd
 from bbc_dask.cli import main
 from bbc_dask.exceptions import StoreDamagedError
+
 from fault_run import study as small_study
 
 
