@@ -44,20 +44,16 @@ def as_seed_sequence(random_state, *, name="random_state", caller="this function
         return random_state
     if isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool):
         if random_state < 0:
-            raise InvalidParameterError(
-                f"The '{name}' parameter of {caller} must be a non-negative int, a "
-                f"numpy SeedSequence, Generator or RandomState, or None. Got "
-                f"{random_state!r} instead."
-            )
+            raise InvalidParameterError.of(name, caller, _EXPECTED, random_state)
         return np.random.SeedSequence(int(random_state))
     if isinstance(random_state, np.random.Generator):
         return np.random.SeedSequence(random_state.integers(0, 2**32, size=4, dtype=np.uint64))
     if isinstance(random_state, np.random.RandomState):
         return np.random.SeedSequence(random_state.randint(0, 2**32, size=4, dtype=np.uint64))
-    raise InvalidParameterError(
-        f"The '{name}' parameter of {caller} must be a non-negative int, a numpy "
-        f"SeedSequence, Generator or RandomState, or None. Got {random_state!r} instead."
-    )
+    raise InvalidParameterError.of(name, caller, _EXPECTED, random_state)
+
+
+_EXPECTED = "a non-negative int, a numpy SeedSequence, Generator or RandomState, or None"
 
 
 def _key(part):

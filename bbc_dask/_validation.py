@@ -23,7 +23,8 @@ __all__ = [
     "encode_predictions",
 ]
 
-_DIMS = ("sample", "config", "repeat", "class")
+CUBE_DIMS = ("sample", "config", "repeat", "class")
+_DIMS = CUBE_DIMS
 
 
 def check_int(value, name, caller, *, low=1, high=None, allow_none=False):
@@ -62,8 +63,90 @@ def check_bool(value, name, caller, *, allow_none=False):
     return bool(value)
 
 
+def check_one_of(value, name, caller, choices):
+    """``value`` if it equals one of ``choices`` (strings, None, bools)."""
+    try:
+        ok = value in choices
+    except TypeError:  # an unhashable value against a set of choices
+        ok = False
+    if not ok:
+        raise InvalidParameterError.of(name, caller, f"one of {list(choices)}", value)
+    return value
+
+
+def check_instance(value, name, caller, types, expected, *, allow_none=False):
+    """``value`` if it is an instance of ``types``; the error names ``expected`` and the
+    type given (a large object's repr says little)."""
+    if (value is None and allow_none) or isinstance(value, types):
+        return value
+    raise InvalidParameterError.of(name, caller, expected, value, shown=None if value is None
+                                   else f"a {type(value).__name__}")
+
+
+def check_str_list(value, name, caller, *, allow_none=True):
+    """A list (or tuple, set) of strings as a list; a lone string is refused: iterating
+    it would give its letters."""
+    if value is None and allow_none:
+        return None
+    if isinstance(value, (list, tuple, set, frozenset)) and all(isinstance(v, str) for v in value):
+        return list(value)
+    raise InvalidParameterError.of(name, caller, "a list of str", value)
+
+
+def check_bounds(low, high, names, caller, *, minimum=0):
+    """Two ints ``minimum <= low <= high`` given together, or both None (e.g. adaptive
+    scaling's minimum and maximum)."""
+    (lo_name, hi_name) = names
+    if (low is None) != (high is None):
+        given, missing = (lo_name, hi_name) if high is None else (hi_name, lo_name)
+        raise InvalidParameterError.of(
+            missing, caller, f"given together with {given!r} (they bound one range)", None)
+    if low is None:
+        return None, None
+    low = check_int(low, lo_name, caller, low=minimum)
+    high = check_int(high, hi_name, caller, low=max(minimum, 1))
+    if low > high:
+        raise InvalidParameterError.of(hi_name, caller, f"at least {lo_name!r} ({low})", high)
+    return low, high
+
+
+def check_exactly_one(values, caller, note=None):
+    """Exactly one of ``values`` (a dict name -> value) is given (not None)."""
+    given = [k for k, v in values.items() if v is not None]
+    if len(given) != 1:
+        names = " or ".join(repr(k) for k in values)
+        shown = "none" if not given else " and ".join(repr(k) for k in given)
+        raise InvalidParameterError(f"Exactly one of the parameters {names} of {caller} must "
+                                    f"be given. Got {shown} instead." + (f" {note}" if note else ""))
+    return given[0]
+
+
+def require_y(y, caller):
+    """The target is required: worded as scikit-learn's estimator checks expect."""
+    if y is None:
+        raise InvalidParameterError(f"{caller} requires y to be passed, but the target y is None.")
+
+
 def check_confidence_level(value, caller):
     return check_real_open(value, "confidence_level", caller, 0.0, 1.0)
+
+
+def check_same_length(a, n_a, b, n_b, caller):
+    """Two arguments that index the same samples."""
+    if n_a != n_b:
+        raise InvalidParameterError(f"'{a}' and '{b}' of {caller} must have the same number of "
+                                    f"samples. Got {n_a} and {n_b}.")
+
+
+def check_dims(dims, caller):
+    """The dims of a cube: 'sample' and 'config', optionally 'repeat' and 'class', each once."""
+    dims = tuple(dims)
+    if (any(d not in _DIMS for d in dims) or "sample" not in dims or "config" not in dims
+            or len(set(dims)) != len(dims)):
+        raise InvalidParameterError.of(
+            "predictions", caller, "a DataArray with dims 'sample', 'config' and optionally "
+            "'repeat', 'class' (each once)", shown=f"dims {dims}")
+    return dims
 
 
 def _is_dataarray(x):
@@ -75,13 +158,7 @@ def as_predictions(predictions, metric: Metric, caller):
     kept for label predictions) and the ``class`` coordinate of a DataArray, if any."""
     class_coord = None
     if _is_dataarray(predictions):
-        dims = tuple(predictions.dims)
-        unknown = [d for d in dims if d not in _DIMS]
-        if unknown or "sample" not in dims or "config" not in dims:
-            raise InvalidParameterError(
-                f"The 'predictions' parameter of {caller} must be a DataArray with dims "
-                f"'sample', 'config' and optionally 'repeat', 'class'. Got dims {dims} instead."
-            )
+        dims = check_dims(predictions.dims, caller)
         order = [d for d in _DIMS if d in dims]
         if "class" in dims and "class" in predictions.coords:
             class_coord = np.asarray(predictions.coords["class"].values)
@@ -211,11 +288,7 @@ def encode_predictions(arr, class_coord, metric: Metric, target: Target, caller)
     """Validate predictions against what ``metric`` needs; return float64 values, or
     integer class codes for label metrics."""
     n = target.n_samples
-    if arr.shape[0] != n:
-        raise InvalidParameterError(
-            f"'predictions' and 'y' of {caller} must have the same number of samples. "
-            f"Got {arr.shape[0]} and {n}."
-        )
+    check_same_length("predictions", arr.shape[0], "y", n, caller)
     if metric.prediction == "labels":
         classes = target.classes
         if arr.dtype.kind in "iu" and np.array_equal(classes, np.arange(len(classes))):
@@ -285,6 +358,20 @@ def _label_error(metric, classes, caller, bad):
     )
 
 
+def per_sample_and_repeat(values, name, caller, n_samples, n_repeats, what):
+    """``values`` as an (N, R) array: one ``what`` per sample and repeat; a 1-d array is
+    the one repeat's."""
+    a = np.asarray(values)
+    if a.ndim == 1:
+        a = a[:, None]
+    if a.shape != (n_samples, n_repeats):
+        raise InvalidParameterError(
+            f"The {name!r} parameter of {caller} must have shape ({n_samples},) or "
+            f"({n_samples}, {n_repeats}) ({what} per sample and repeat). Got shape "
+            f"{np.shape(values)} instead.")
+    return a
+
+
 def as_folds(folds, n_samples, n_repeats, caller, *, required=True):
     if folds is None:
         if required:
@@ -293,15 +380,7 @@ def as_folds(folds, n_samples, n_repeats, caller, *, required=True):
     if _is_dataarray(folds):
         order = [d for d in ("sample", "repeat") if d in folds.dims]
         folds = folds.transpose(*order).values
-    f = np.asarray(folds)
-    if f.ndim == 1:
-        f = np.repeat(f[:, None], n_repeats, axis=1) if n_repeats == 1 else f[:, None]
-    if f.ndim != 2 or f.shape[0] != n_samples or f.shape[1] != n_repeats:
-        raise InvalidParameterError(
-            f"The 'folds' parameter of {caller} must have shape ({n_samples},) or "
-            f"({n_samples}, {n_repeats}) (one fold id per sample and repeat). Got shape "
-            f"{np.shape(folds)} instead."
-        )
+    f = per_sample_and_repeat(folds, "folds", caller, n_samples, n_repeats, "one fold id")
     if f.dtype.kind == "f":
         if not np.all(np.isfinite(f)) or not np.all(f == np.round(f)):
             raise InvalidParameterError(f"The 'folds' parameter of {caller} must hold integer fold ids.")
@@ -335,12 +414,13 @@ def as_bootstrap_indices(idx, n, name_n, caller):
     return a.astype(np.int64)
 
 
-def reject_unknown(kwargs, allowed, caller):
-    """TypeError naming the first keyword of ``kwargs`` that ``caller`` does not take."""
+def reject_unknown(kwargs, allowed, caller, *, what="keyword argument"):
+    """TypeError naming the first keyword of ``kwargs`` that ``caller`` does not take, as
+    Python words it."""
     for k in kwargs:
         if k not in allowed:
-            raise InvalidParameterError(f"{caller} got an unexpected keyword argument {k!r} (it takes "
-                            f"{', '.join(repr(a) for a in allowed)}).")
+            raise InvalidParameterError(f"{caller} got an unexpected {what} {k!r} (it takes "
+                                        f"{', '.join(repr(a) for a in allowed)}).")
 
 
 def plain(v):
@@ -382,11 +462,7 @@ def check_cv_data(estimator, X, y, groups, metric, n_splits, n_repeats, error_sc
     y_arr = np.asarray(y)
     if y_arr.ndim != 1:
         raise InvalidParameterError(f"The 'y' parameter of {caller} must be 1-dimensional. Got shape {y_arr.shape}.")
-    if n != y_arr.shape[0]:
-        raise InvalidParameterError(
-            f"'X' and 'y' of {caller} must have the same number of samples. Got {n} and "
-            f"{y_arr.shape[0]}."
-        )
+    check_same_length("X", n, "y", y_arr.shape[0], caller)
     n_splits = check_int(n_splits, "n_splits", caller, low=2, high=max(2, n))
     n_repeats = check_int(n_repeats, "n_repeats", caller)
     target = as_target(y_arr, metric, caller, pos_label=pos_label)

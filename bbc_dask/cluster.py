@@ -60,13 +60,6 @@ _POD_SECURITY = {
 }
 
 
-def _check_options(options, allowed, caller):
-    unknown = sorted(set(options) - set(allowed))
-    if unknown:
-        raise InvalidParameterError(f"{caller} got unexpected option(s) {unknown}; the options are "
-                        f"{sorted(allowed)}.")
-
-
 def kubernetes_cluster_spec(**options):
     """The ``DaskCluster`` custom resource that ``make_client(kind="kubernetes")`` creates.
 
@@ -115,35 +108,25 @@ def kubernetes_cluster_spec(**options):
     return spec
 
 
+_RESOURCES = "a dict with 'requests' and/or 'limits' dicts (e.g. {'requests': {'cpu': '1'}})"
+
+
 def _kubernetes_options(options, caller):
-    _check_options(options, KUBERNETES_DEFAULTS, caller)
+    from . import _validation as V
+
+    V.reject_unknown(options, sorted(KUBERNETES_DEFAULTS), caller, what="option")
     opts = copy.deepcopy(KUBERNETES_DEFAULTS)
     opts.update(copy.deepcopy(options))
     opts["name"] = opts["name"] or f"bbc-dask-{uuid.uuid4().hex[:8]}"
     opts["image"] = opts["image"] or _default_image()
-    from . import _validation as V
-
     for key in ("n_workers", "threads_per_worker", "resource_timeout"):
         opts[key] = V.check_int(opts[key], key, caller)
-    lo, hi = opts["adapt_minimum"], opts["adapt_maximum"]
-    if (lo is None) != (hi is None):
-        raise InvalidParameterError(f"The 'adapt_minimum' and 'adapt_maximum' options of {caller} go "
-                         f"together (adaptive scaling between them). Got {lo!r} and {hi!r}.")
-    if lo is not None:
-        lo = V.check_int(lo, "adapt_minimum", caller, low=0)
-        hi = V.check_int(hi, "adapt_maximum", caller)
-        if lo > hi:
-            raise InvalidParameterError(f"The 'adapt_minimum' option of {caller} ({lo}) exceeds "
-                             f"'adapt_maximum' ({hi}).")
-        opts["adapt_minimum"], opts["adapt_maximum"] = lo, hi
-    res = opts["resources"]
-    if not isinstance(res, dict) or set(res) - {"requests", "limits"} or not all(
-            isinstance(v, dict) for v in res.values()):
-        raise InvalidParameterError(f"The 'resources' option of {caller} must be a mapping with 'requests' "
-                         f"and/or 'limits' mappings (e.g. {{'requests': {{'cpu': '1'}}}}). "
-                         f"Got {res!r} instead.")
-    if not isinstance(opts["env"], dict):
-        raise InvalidParameterError(f"The 'env' option of {caller} must be a mapping. Got {opts['env']!r}.")
+    opts["adapt_minimum"], opts["adapt_maximum"] = V.check_bounds(
+        opts["adapt_minimum"], opts["adapt_maximum"], ("adapt_minimum", "adapt_maximum"), caller)
+    res = V.check_instance(opts["resources"], "resources", caller, dict, _RESOURCES)
+    if set(res) - {"requests", "limits"} or not all(isinstance(v, dict) for v in res.values()):
+        raise InvalidParameterError.of("resources", caller, _RESOURCES, res)
+    V.check_instance(opts["env"], "env", caller, dict, "a dict of environment variables")
     opts["env"] = {str(k): str(v) for k, v in opts["env"].items()}
     return opts
 
@@ -157,6 +140,9 @@ def _import_operator():
             f"(dask-kubernetes): pip install 'bbc-dask[kubernetes]' ({e})."
         ) from None
     return op
+
+
+_SECURITY = "a distributed Security, a dict of its arguments, True or None"
 
 
 def as_security(security, caller="bbc_dask"):
@@ -179,9 +165,10 @@ def as_security(security, caller="bbc_dask"):
         try:
             return Security(**{"require_encryption": True, **security})
         except TypeError as e:
-            raise InvalidParameterError(f"The 'security' parameter of {caller}: {e}") from None
-    raise InvalidParameterError(f"The 'security' parameter of {caller} must be a distributed Security, a "
-                    f"dict of its arguments, True or None. Got {type(security).__name__} instead.")
+            raise InvalidParameterError.of("security", caller, _SECURITY, security,
+                                           note=f"({e})") from None
+    raise InvalidParameterError.of("security", caller, _SECURITY,
+                                   shown=f"a {type(security).__name__}")
 
 
 #: glibc malloc thresholds of the workers bbc_dask starts (bytes). distributed sets
@@ -241,9 +228,9 @@ def make_client(kind="local", *, security=None, **options):
     """
     from distributed import Client, LocalCluster
 
-    if kind not in _KINDS:
-        raise InvalidParameterError(f"The 'kind' parameter of make_client must be one of {list(_KINDS)}. "
-                         f"Got {kind!r} instead.")
+    from . import _validation as V
+
+    V.check_one_of(kind, "kind", "make_client", _KINDS)
     security = as_security(security, "make_client")
     if kind == "local":
         opts = dict(n_workers=os.cpu_count() or 1, threads_per_worker=1, processes=True)
@@ -269,10 +256,8 @@ def make_client(kind="local", *, security=None, **options):
         return client
     if kind == "address":
         opts = dict(options)
-        if "address" not in opts:
-            raise InvalidParameterError("make_client(kind='address') needs the 'address' option "
-                            "(e.g. 'tls://scheduler:8786').")
-        address = opts.pop("address")
+        address = V.check_instance(opts.pop("address", None), "address", "make_client(kind='address')",
+                                   str, "a scheduler address such as 'tls://scheduler:8786'")
         try:
             return Client(address, security=security, **opts)
         except (OSError, TypeError, ValueError) as e:
@@ -281,11 +266,10 @@ def make_client(kind="local", *, security=None, **options):
             raise SchedulerUnreachableError(
                 f"Cannot connect to the Dask scheduler at {address!r}: {e}") from e
     if security is not None:
-        raise InvalidParameterError(
-            "The 'security' parameter of make_client is not supported with kind='kubernetes': "
-            "dask-kubernetes' KubeCluster connects to its scheduler over plain TCP. Deploy a "
-            "TLS cluster with the manifests in deploy/ and connect with kind='address'."
-        )
+        raise InvalidParameterError.of(
+            "security", "make_client(kind='kubernetes')", "None", shown="TLS settings",
+            note="dask-kubernetes' KubeCluster connects to its scheduler over plain TCP. Deploy "
+                 "a TLS cluster with the manifests in deploy/ and connect with kind='address'.")
     return _kubernetes_client(options)
 
 
@@ -326,11 +310,9 @@ def resolve_client(client, caller, security=None):
         if kind == "local":
             opts.setdefault("dashboard_address", ":0")
         return make_client(kind, security=security, **opts), True
-    raise InvalidParameterError(
-        f"The 'client' parameter of {caller} must be a distributed.Client, a scheduler "
-        f"address string, a dict of make_client arguments or None. Got "
-        f"{type(client).__name__} instead."
-    )
+    raise InvalidParameterError.of(
+        "client", caller, "a distributed.Client, a scheduler address string, a dict of "
+        "make_client arguments or None", shown=f"a {type(client).__name__}")
 
 
 def close_client(client, close_cluster=True):

@@ -8,6 +8,7 @@ the two differently (exit 2 with one line, or exit 1 naming an internal error).
 """
 from __future__ import annotations
 
+import reprlib
 import signal
 
 __all__ = [
@@ -33,6 +34,12 @@ __all__ = [
 ]
 
 
+_REPR = reprlib.Repr()  # keyword arguments need Python 3.12
+_REPR.maxstring = _REPR.maxother = 80
+_REPR.maxlist = _REPR.maxtuple = 8
+_REPR.maxdict, _REPR.maxlevel = 6, 3
+
+
 class BBCDaskError(Exception):
     """Base class of the package's own exceptions."""
 
@@ -50,10 +57,16 @@ class InvalidParameterError(UserError, ValueError, TypeError):
     """
 
     @classmethod
-    def of(cls, name, caller, expected, got):
-        """``The 'name' parameter of caller must be expected. Got got instead.``"""
-        return cls(f"The {name!r} parameter of {caller} must be {expected}. Got {got!r} "
-                   f"instead.")
+    def of(cls, name, caller, expected, got=None, *, shown=None, note=None):
+        """``The 'name' parameter of caller must be expected. Got got instead. [note]``
+
+        ``got`` is shown by its repr, shortened (a large frame or dict must not flood a
+        one-line error); ``shown`` replaces it by a description (e.g. "the unknown key(s)
+        ['x']"); ``note`` is a sentence added after (the hint of what to do).
+        """
+        shown = _REPR.repr(got) if shown is None else shown
+        return cls(f"The {name!r} parameter of {caller} must be {expected}. Got {shown} "
+                   f"instead." + (f" {note}" if note else ""))
 
 
 class StudyFileError(UserError, ValueError):

@@ -1,7 +1,6 @@
 """``BBCSearchCV``: the study as a scikit-learn meta-estimator."""
 from __future__ import annotations
 
-import numbers
 import shutil
 import tempfile
 import weakref
@@ -144,8 +143,7 @@ class BBCSearchCV(MetaEstimatorMixin, BaseEstimator):
         from .study import run_study
 
         caller = "BBCSearchCV"
-        if y is None:
-            raise InvalidParameterError(f"{caller} requires y to be passed, but the target y is None.")
+        V.require_y(y, caller)
         if not hasattr(X, "iloc"):  # DataFrames go through as they are (column names)
             from sklearn.utils.validation import check_array
 
@@ -160,9 +158,7 @@ class BBCSearchCV(MetaEstimatorMixin, BaseEstimator):
             from sklearn.utils.multiclass import check_classification_targets
 
             check_classification_targets(y)
-        if not isinstance(self.cv, numbers.Integral) or isinstance(self.cv, bool) or self.cv < 2:
-            raise InvalidParameterError(f"The 'cv' parameter of {caller} must be an int >= 2 (the number of "
-                             f"folds). Got {self.cv!r} instead.")
+        V.check_int(self.cv, "cv", caller, low=2)  # the number of folds
         V.check_bool(self.refit, "refit", caller)
         if hasattr(X, "columns"):
             self.feature_names_in_ = np.asarray(X.columns, dtype=object)
@@ -212,9 +208,9 @@ class BBCSearchCV(MetaEstimatorMixin, BaseEstimator):
             return "accuracy"
         if is_regressor(self.estimator):
             return "r2"
-        raise InvalidParameterError(
-            f"The 'scoring' parameter of BBCSearchCV must be given for an estimator that is "
-            f"neither a classifier nor a regressor ({type(self.estimator).__name__}).")
+        raise InvalidParameterError.of(
+            "scoring", "BBCSearchCV", "given for an estimator that is neither a classifier nor a "
+            f"regressor ({type(self.estimator).__name__})", None)
 
     def _check(self, X=None):
         check_is_fitted(self)

@@ -131,10 +131,9 @@ def auc_matrix(
         if min(y.sum(), n - y.sum()) >= 2:
             break
     else:
-        raise InvalidParameterError(
-            f"class_balance={class_balance} with n_samples={n} almost never gives two "
-            f"samples of each class."
-        )
+        raise InvalidParameterError.of(
+            "class_balance", caller, f"a share that gives two samples of each class among "
+            f"n_samples={n} (a draw of 10,000 never did)", class_balance)
     minority = int(min(y.sum(), n - y.sum()))
     k = min(10, minority) if n_splits is None else V.check_int(n_splits, "n_splits", caller, low=2, high=minority)
     auc = gen.beta(a, b, size=c)

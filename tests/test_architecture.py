@@ -103,6 +103,41 @@ def test_user_errors_are_the_builtin_kinds_users_catch():
     assert issubclass(E.StoreLockedError, E.UserError) and issubclass(E.StudyFileError, ValueError)
 
 
+#: Where a built-in ValueError/TypeError may still be raised: inside a fitting task, where
+#: it is recorded as the configuration's failure (scikit-learn's error_score), never shown
+#: to the caller as an argument error.
+IN_TASK = {os.path.join("engine", "_tasks.py")}
+
+
+def test_argument_errors_have_one_place_and_one_wording():
+    """InvalidParameterError is built in _validation, or elsewhere only through its ``of``
+    (the one wording); no argument check raises a bare ValueError or TypeError."""
+    bad = []
+    for rel, tree in _modules():
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Call):
+                continue
+            f = node.func
+            name = getattr(f, "id", None)
+            if name == "InvalidParameterError" and rel not in ("_validation.py", "exceptions.py"):
+                bad.append(f"{rel}:{node.lineno} builds InvalidParameterError without .of")
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call):
+                name = getattr(node.exc.func, "id", None)
+                if name in ("ValueError", "TypeError") and rel not in IN_TASK:
+                    bad.append(f"{rel}:{node.lineno} raises a bare {name}")
+    assert not bad, bad
+
+
+def test_of_words_every_argument_error_alike():
+    err = E.InvalidParameterError.of("store", "run_study", "a path", {"k": list(range(100))},
+                                     note="Hint.")
+    assert str(err).startswith("The 'store' parameter of run_study must be a path. Got {'k': [0, 1")
+    assert str(err).endswith("...]} instead. Hint.") and len(str(err)) < 150
+    err = E.InvalidParameterError.of("x", "f", "an int", shown="a DataFrame")
+    assert str(err) == "The 'x' parameter of f must be an int. Got a DataFrame instead."
+
+
 def _body_lines(fn):
     body = fn.body
     if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \

@@ -254,9 +254,9 @@ def test_cluster_spec_from_defaults_and_overrides():
 @pytest.mark.parametrize("options, error, message", [
     ({"workers": 3}, TypeError, "unexpected option"),
     ({"n_workers": 0}, ValueError, "n_workers"),
-    ({"adapt_minimum": 1}, ValueError, "go together"),
-    ({"adapt_minimum": 5, "adapt_maximum": 2}, ValueError, "exceeds"),
-    ({"resources": {"cpu": "1"}}, ValueError, "'resources' option"),
+    ({"adapt_minimum": 1}, ValueError, "must be given together with 'adapt_minimum'"),
+    ({"adapt_minimum": 5, "adapt_maximum": 2}, ValueError, "'adapt_maximum' parameter of .* must be at least 'adapt_minimum'"),
+    ({"resources": {"cpu": "1"}}, ValueError, "'resources' parameter"),
 ])
 def test_bad_kubernetes_options(options, error, message):
     with pytest.raises(error, match=message):

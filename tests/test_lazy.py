@@ -51,7 +51,7 @@ def test_lazy_equals_in_memory_whatever_the_chunking(metric, chunk, client, monk
 def test_lazy_rejects_explicit_indices(client):
     p, y = _small("roc_auc")
     lazy = da.from_array(p)
-    with pytest.raises(ValueError, match=r"'bootstrap_indices' parameter of bbc is not supported with a Dask"):
+    with pytest.raises(ValueError, match=r"'bootstrap_indices' parameter of bbc must be None with a Dask- or Zarr-backed cube"):
         bd.bbc(lazy, y, metric="roc_auc", bootstrap_indices=np.zeros((2, 600), int))
 
 

@@ -85,7 +85,7 @@ def test_heartbeat_renews_and_a_taken_over_holder_stops_writing(s3):
 
 
 def test_bad_store_arguments(s3, tmp_path):
-    with pytest.raises(ValueError, match="'storage_options' parameter of run_study applies to URL"):
+    with pytest.raises(ValueError, match="'storage_options' parameter of run_study must be None for a local path"):
         from sklearn.tree import DecisionTreeClassifier
 
         X = np.arange(40.0).reshape(20, 2)

@@ -84,7 +84,7 @@ def test_regression_refit_false_and_dropping(client):
 
 def test_bad_input(cancer_frame, client):
     X, y = cancer_frame
-    with pytest.raises(ValueError, match=r"The 'cv' parameter of BBCSearchCV must be an int >= 2"):
+    with pytest.raises(ValueError, match=r"The 'cv' parameter of BBCSearchCV must be an int in the range \[2, inf\)"):
         _search(cv=1).fit(X, y)
     with pytest.raises(ValueError, match="requires y to be passed"):
         _search().fit(X, None)

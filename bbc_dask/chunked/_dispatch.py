@@ -43,7 +43,7 @@ __all__ = ["CHUNK_BYTES", "bbc", "bbc_f", "bbc_f_over_blocks", "bbc_over_blocks"
 #: 64 × N × 12 bytes of counts (N samples): 70 MB at N = 50,000.
 CHUNK_BYTES = 16 * 2**20
 
-_DIMS = ("sample", "config", "repeat", "class")
+_DIMS = V.CUBE_DIMS
 
 
 def _zarr_source(x):
@@ -107,14 +107,7 @@ def _dims_of(x, ndim, caller):
         dims = tuple(names) if names and all(names) else _DIMS[: min(4, ndim)]
         if ndim == 2:
             dims = ("sample", "config")
-    dims = tuple(dims)
-    unknown = [d for d in dims if d not in _DIMS]
-    if unknown or "sample" not in dims or "config" not in dims or len(set(dims)) != len(dims):
-        raise InvalidParameterError(
-            f"The 'predictions' parameter of {caller} must have dims 'sample', 'config' and "
-            f"optionally 'repeat', 'class'. Got dims {dims} instead."
-        )
-    return dims
+    return V.check_dims(dims, caller)
 
 
 def _per_config_bytes(shape, dims):
@@ -160,17 +153,19 @@ def _sources(predictions, metric, caller):
     x = predictions
     if type(x).__name__ == "Dataset":
         if "prediction" not in x.data_vars:
-            raise InvalidParameterError(f"The 'predictions' Dataset of {caller} has no 'prediction' variable.")
+            raise InvalidParameterError.of(
+                "predictions", caller, "a DataArray, or a Dataset with a 'prediction' variable",
+                shown=f"a Dataset of {sorted(x.data_vars)}")
         x = x["prediction"]
     src = _zarr_source(x)
     arr = None if src is None else src[0]
     ndim = len(x.shape)
     dims = _dims_of(x, ndim, caller)
     if metric.needs_class_axis != ("class" in dims):
-        raise InvalidParameterError(
-            f"The metric {metric.name!r} {'needs' if metric.needs_class_axis else 'does not take'} "
-            f"class probabilities (a 'class' axis) in {caller}. Got dims {dims}."
-        )
+        raise InvalidParameterError.of(
+            "predictions", caller, f"a cube {'with' if metric.needs_class_axis else 'without'} "
+            f"a 'class' axis (class probabilities) for the metric {metric.name!r}",
+            shown=f"dims {dims}")
     coord = _class_coord(x)
     n, c = x.shape[dims.index("sample")], x.shape[dims.index("config")]
     if arr is not None:
@@ -189,11 +184,8 @@ def _sources(predictions, metric, caller):
 
 def _target(y, n, caller):
     y = y if isinstance(y, tuple) else np.asarray(y)
-    if not isinstance(y, tuple) and y.shape[:1] != (n,):
-        raise InvalidParameterError(
-            f"'predictions' and 'y' of {caller} must have the same number of samples. Got "
-            f"{n} and {y.shape[0] if y.ndim else 0}."
-        )
+    if not isinstance(y, tuple):
+        V.check_same_length("predictions", n, "y", y.shape[0] if y.ndim else 0, caller)
     return y
 
 
@@ -212,11 +204,10 @@ def _seed(root):
 
 def _no_explicit(bootstrap_indices, caller):
     if bootstrap_indices is not None:
-        raise InvalidParameterError(
-            f"The 'bootstrap_indices' parameter of {caller} is not supported with a Dask- or "
-            f"Zarr-backed cube (bootstraps are drawn on the workers from random_state); "
-            f"pass in-memory arrays to use explicit indices."
-        )
+        raise InvalidParameterError.of(
+            "bootstrap_indices", caller, "None with a Dask- or Zarr-backed cube",
+            shown="explicit indices", note="Bootstraps of such a cube are drawn on the workers "
+            "from random_state; pass in-memory arrays to use explicit indices.")
 
 
 def _dispatching(in_memory, lazy, passed):

@@ -13,6 +13,7 @@ import errno
 import os
 import uuid
 
+from .. import _validation as V
 from ..exceptions import InvalidParameterError, StoreAccessError, StoreFullError
 from ._lock import LOCK_NAME, ObjectStoreLock, StoreLock
 
@@ -74,6 +75,9 @@ def _is_url(store):
     return isinstance(store, str) and "://" in store
 
 
+_STORE = "a directory path or an fsspec URL string such as 's3://bucket/study.zarr'"
+
+
 class StoreLocation:
     """A study store, local or remote.
 
@@ -87,15 +91,9 @@ class StoreLocation:
     """
 
     def __init__(self, store, storage_options=None, caller="bbc_dask"):
-        if store is None:
-            raise InvalidParameterError(f"The 'store' parameter of {caller} is required (a directory path "
-                             f"or an fsspec URL such as 's3://bucket/study.zarr').")
-        if storage_options is not None and not isinstance(storage_options, dict):
-            raise InvalidParameterError(f"The 'storage_options' parameter of {caller} must be a dict or None. "
-                            f"Got {type(storage_options).__name__} instead.")
-        if not _is_url(store) and not isinstance(store, (str, os.PathLike)):
-            raise InvalidParameterError(f"The 'store' parameter of {caller} must be a path or an fsspec URL "
-                            f"string. Got {type(store).__name__} instead.")
+        V.check_instance(store, "store", caller, (str, os.PathLike), _STORE)
+        V.check_instance(storage_options, "storage_options", caller, dict, "a dict or None",
+                         allow_none=True)
         self.storage_options = dict(storage_options or {})
         if _is_url(store) and store.startswith("file://"):
             store = store[len("file://"):]
@@ -106,8 +104,10 @@ class StoreLocation:
             self._fs = None
         else:
             if self.storage_options:
-                raise InvalidParameterError(f"The 'storage_options' parameter of {caller} applies to URL stores "
-                                 f"only; {os.fspath(store)!r} is a local path.")
+                raise InvalidParameterError.of(
+                    "storage_options", caller, "None for a local path", self.storage_options,
+                    note=f"Storage options apply to URL stores only; {os.fspath(store)!r} is "
+                         f"a local path.")
             self.is_local = True
             self.url = os.path.abspath(os.fspath(store))
             self.protocol = "file"
@@ -124,7 +124,7 @@ class StoreLocation:
             raise ImportError(f"The store {self.url!r} needs the fsspec backend for "
                               f"{self.protocol!r} ({e}).{hint}") from None
         except ValueError as e:
-            raise InvalidParameterError(f"The 'store' parameter of {caller}: {e}") from None
+            raise InvalidParameterError.of("store", caller, _STORE, self.url, note=f"({e})") from None
 
     def __repr__(self):
         return f"StoreLocation({self.url!r})"
@@ -274,13 +274,12 @@ def as_location(store, storage_options=None, caller="bbc_dask", *, directory=Fal
     (a store to create or resume)."""
     if isinstance(store, StoreLocation):
         if storage_options:
-            raise InvalidParameterError(f"The 'storage_options' parameter of {caller} cannot be given with a "
-                             f"StoreLocation.")
+            raise InvalidParameterError.of("storage_options", caller, "None with a StoreLocation "
+                                           "(it holds its own)", storage_options)
         loc = store
     else:
         loc = StoreLocation(store, storage_options, caller)
     if directory and loc.is_file():
-        raise InvalidParameterError(
-            f"The 'store' parameter of {caller} must be a directory path or a URL prefix for "
-            f"the Zarr store; {loc.url!r} is a file.")
+        raise InvalidParameterError.of("store", caller, "a directory path or a URL prefix for "
+                                       "the Zarr store", loc.url, note="It is a file.")
     return loc

@@ -129,8 +129,9 @@ class ObjectStoreLock:
         except (TypeError, ValueError):
             self.ttl = float("nan")
         if not self.ttl > 0:
-            raise InvalidParameterError(f"The lock ttl (argument ttl or BBC_DASK_LOCK_TTL) must be a number "
-                             f"of seconds > 0. Got {raw!r} instead.")
+            raise InvalidParameterError.of(
+                "ttl", "the store lock (or the environment variable BBC_DASK_LOCK_TTL)",
+                "a number of seconds > 0", raw)
         self._s3 = location.protocol in ("s3", "s3a")
         self._token = uuid.uuid4().hex
         self._started = time.strftime("%Y-%m-%dT%H:%M:%S")

@@ -28,7 +28,8 @@ import os
 import secrets
 import sys
 
-from ..exceptions import InvalidParameterError, UntrustedModelError
+from .. import _validation as V
+from ..exceptions import UntrustedModelError
 
 __all__ = ["MODEL_FILE", "load_model", "save_model"]
 
@@ -131,9 +132,7 @@ def load_model(location, record, trusted=None):
     """
     import skops.io as sio
 
-    if trusted is not None and (isinstance(trusted, str) or not all(isinstance(t, str) for t in trusted)):
-        raise InvalidParameterError(f"The 'trusted' parameter of load_final_model must be a list of type "
-                        f"names (str). Got {trusted!r} instead.")
+    trusted = V.check_str_list(trusted, "trusted", "load_final_model")
     data = location.read_bytes(record["file"])
     where = f"{location.url}/{record['file']}"
     digest = hashlib.sha256(data).hexdigest()

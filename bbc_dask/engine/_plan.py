@@ -99,30 +99,34 @@ class Configurations:
         return sorted(out)
 
 
+_GRID = "a dict, or a list of dicts, of parameter value lists (a scikit-learn ParameterGrid)"
+_DISTRIBUTIONS = ("a dict, or a list of dicts, of lists or scipy.stats distributions (a "
+                  "scikit-learn ParameterSampler)")
+
+
 def check_search(param_grid, param_distributions, n_iter, caller):
     """Validate the search arguments (no random draw yet: the seed may come from the store)."""
-    if (param_grid is None) == (param_distributions is None):
-        raise InvalidParameterError(
-            f"{caller} needs exactly one of 'param_grid' (grid search) or "
-            f"'param_distributions' with 'n_iter' (random search)."
-        )
+    V.check_exactly_one({"param_grid": param_grid, "param_distributions": param_distributions},
+                        caller, note="'param_grid' runs a grid search; 'param_distributions' "
+                                     "with 'n_iter' a random search.")
     if param_grid is not None:
         try:
             grid = ParameterGrid(param_grid)
             n = len(grid)
         except (TypeError, ValueError) as exc:
-            raise InvalidParameterError(f"The 'param_grid' parameter of {caller} is invalid: {exc}") from None
+            raise InvalidParameterError.of("param_grid", caller, _GRID, param_grid,
+                                           note=f"({exc})") from None
         if n == 0 or (n == 1 and not _has_any(param_grid)):
-            raise InvalidParameterError(
-                f"The 'param_grid' parameter of {caller} must define at least one "
-                f"configuration. Got {param_grid!r} instead."
-            )
+            raise InvalidParameterError.of("param_grid", caller,
+                                           "a grid that defines at least one configuration",
+                                           param_grid)
         return Configurations("grid", grid)
     n_iter = V.check_int(n_iter, "n_iter", caller)
     try:
         ParameterSampler(param_distributions, n_iter, random_state=0)
     except (TypeError, ValueError) as exc:
-        raise InvalidParameterError(f"The 'param_distributions' parameter of {caller} is invalid: {exc}") from None
+        raise InvalidParameterError.of("param_distributions", caller, _DISTRIBUTIONS,
+                                       param_distributions, note=f"({exc})") from None
     return None
 
 
@@ -142,7 +146,8 @@ def candidates(param_grid, param_distributions, n_iter, root, caller):
     try:
         params = list(ParameterSampler(param_distributions, n_iter, random_state=seed))
     except (TypeError, ValueError) as exc:
-        raise InvalidParameterError(f"The 'param_distributions' parameter of {caller} is invalid: {exc}") from None
+        raise InvalidParameterError.of("param_distributions", caller, _DISTRIBUTIONS,
+                                       param_distributions, note=f"({exc})") from None
     return Configurations("random", params), "random"
 
 
@@ -173,10 +178,15 @@ def check_estimator_methods(estimator, configs, metric, caller, indices=None):
         try:
             est = configured(estimator, p)
         except (ValueError, TypeError) as exc:
-            raise InvalidParameterError(f"Configuration {i} ({p!r}) is invalid in {caller}: {exc}") from None
+            raise InvalidParameterError.of(
+                "param_grid" if configs.kind == "grid" else "param_distributions", caller,
+                "parameters the estimator takes",
+                shown=f"configuration {i} ({p!r})", note=f"({exc})") from None
         problem = method_problem(est, metric)
         if problem:
-            raise InvalidParameterError(f"The estimator of configuration {i} ({p!r}) {problem}, in {caller}.")
+            raise InvalidParameterError.of(
+                "estimator", caller, f"able to serve the metric {metric.name!r}",
+                shown=f"one that, with configuration {i} ({p!r}), {problem}")
 
 
 def data_digest(*arrays):

@@ -532,7 +532,4 @@ def get_metric(metric, *, caller="this function") -> Metric:
         return metric
     if isinstance(metric, str) and metric in METRICS:
         return METRICS[metric]
-    raise InvalidParameterError(
-        f"The 'metric' parameter of {caller} must be one of {metric_names()}. "
-        f"Got {metric!r} instead."
-    )
+    raise InvalidParameterError.of("metric", caller, f"one of {metric_names()}", metric)

@@ -141,17 +141,11 @@ def dropping_scores(predictions, y, available, *, metric, pos_label=None, root=N
     """
     caller = "dropping_test"
     pred = np.asarray(predictions)
-    avail = np.asarray(available, dtype=bool)
     if pred.ndim == 2:
         pred = pred[:, :, None]
-    if avail.ndim == 1:
-        avail = avail[:, None]
     n, _, n_rep = pred.shape[:3]
-    if avail.shape != (n, n_rep):
-        raise InvalidParameterError(
-            f"The 'available' parameter of {caller} must have shape ({n},) or ({n}, {n_rep}). "
-            f"Got {avail.shape} instead."
-        )
+    avail = V.per_sample_and_repeat(np.asarray(available, dtype=bool), "available", caller, n,
+                                    n_rep, "one flag")
     filled = pred.copy()
     if filled.dtype.kind == "f":  # unavailable rows are never weighted; make them valid
         fill = filled[avail.all(axis=1)][:1]
