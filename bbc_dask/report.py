@@ -176,6 +176,30 @@ def failures_html(study):
             f"</th><th>which</th><th>first error</th></tr>{rows}</table>")
 
 
+def comparators_html(study, *, n_bootstraps=2000, confidence_level=0.95, random_state=None):
+    """The 2024 paper's lower bounds (:meth:`Study.selection_ci`) as an HTML table, for an
+    AUC study; empty for any other metric."""
+    if study.metric != "roc_auc":
+        return ""
+    from .stats import CI_METHODS, alpha_of
+
+    seeded = {} if random_state is None else {"random_state": random_state}
+    rows = []
+    for method, name in CI_METHODS.items():
+        r = study.selection_ci(method, alpha=alpha_of(confidence_level), n_bootstraps=n_bootstraps,
+                               **seeded)
+        lower = "NaN" if r.reason else f"{r.lower_bound:.4f}"
+        rows.append(f"<tr><td>{name}</td><td>{lower}</td><td>{r.auc:.4f}</td><td>{r.selected}</td>"
+                    f"<td>{r.alpha:.4g}</td><td style='text-align:left'>"
+                    f"{html.escape(r.reason or '')}</td></tr>")
+    return ("<h2>The 2024 paper's comparators</h2><p>One-sided lower bounds on the AUC of the "
+            "configuration each method selects with its own split (75% learning, 25% "
+            "evaluation; the first repeat): DeLong, Hanley-McNeil, bootstrap tilting, their "
+            "10p variants and MABT (Paraschakis et al., 2024).</p><table><tr><th>method</th>"
+            "<th>lower bound</th><th>evaluation AUC</th><th>configuration</th><th>level</th>"
+            f"<th>why NaN</th></tr>{''.join(rows)}</table>")
+
+
 def write_report(study, out_dir, *, n_bootstraps=1000, confidence_level=0.95, random_state=None):
     """Write ``bootstrap_bbc.png``, ``bootstrap_bbc_f.png``, ``configurations.png``,
     ``fold_scores.png``, ``active.png`` and ``index.html`` into ``out_dir``; returns the
@@ -218,6 +242,8 @@ Generated {datetime.datetime.now().isoformat(timespec='seconds')}.</p>
 {''.join(rows)}</table>
 <p>Selected configuration {study.best_index_}: <code>{best}</code></p>
 <dl>{meaning}</dl>
+{comparators_html(study, n_bootstraps=n_bootstraps, confidence_level=confidence_level,
+                  random_state=random_state)}
 {failures_html(study)}
 <h2>Bootstrap distributions</h2>
 <img src="bootstrap_bbc.png" alt="BBC bootstrap distribution"><img src="bootstrap_bbc_f.png" alt="BBC-F bootstrap distribution">

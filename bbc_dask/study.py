@@ -274,6 +274,41 @@ class Study:
                               opts["random_state"], None, opts["block_size"], "Study.bbc_f")
         return self._remap(res, idx)
 
+    def selection_ci(self, method="mabt", *, repeat=0, **kwargs):
+        """:func:`bbc_dask.selection_ci` (the 2024 paper's DL, HM, BT, their 10p variants,
+        MABT) on one repeat of the cube's complete configurations: their out-of-sample
+        scores and the study's folds. Configuration indices in the result (``selected``,
+        ``details["top"]``...) refer to the study's configurations.
+
+        Parameters
+        ----------
+        method : str, default="mabt"
+        repeat : int, default=0
+            The CV repeat whose predictions and folds are used (the methods take one).
+        **kwargs
+            Passed to :func:`bbc_dask.selection_ci`; ``random_state`` defaults to
+            :attr:`seed`.
+        """
+        from .exceptions import InvalidParameterError
+        from .stats._selection_ci import selection_ci
+
+        caller = "Study.selection_ci"
+        if self.metric != "roc_auc":
+            raise InvalidParameterError.of(
+                "method", caller, "used on a study of the metric 'roc_auc' (the methods bound "
+                "an AUC)", method, note=f"This study's metric is {self.metric!r}.")
+        kwargs.setdefault("random_state", self.seed)
+        idx, pred, y, folds, pos = self._inputs()
+        r = V.check_int(repeat, "repeat", caller, low=0, high=pred.shape[2] - 1)
+        kwargs.setdefault("pos_label", pos)
+        res = selection_ci(pred[:, :, r], y, folds[:, r], method, **kwargs)
+        if res.selected < 0:
+            return res
+        details = dict(res.details)
+        details["top"] = idx[details["top"]]
+        details["best"], details["final"] = int(idx[details["best"]]), int(idx[details["final"]])
+        return dataclasses.replace(res, selected=int(idx[res.selected]), details=details)
+
     def fold_scores(self):
         """Per-(repeat, fold) scores, (R*K, C) repeat-major, NaN for cells not trained
         (pending, failed, dropped): complete configurations and the folds that dropped

@@ -89,6 +89,13 @@ def test_run_kill_resume_status_estimate_report(tmp_path):
     assert set(only) == {"bbc"} and only["bbc"]["n_bootstraps"] == 100
     table = cli("estimate", store).stdout
     assert "BBC" in table and "BBC-F" in table and "naive" in table
+    # the 2024 paper's comparators: the library's numbers, in the table and the JSON
+    both = json.loads(cli("estimate", store, "--json", "--ci", "mabt", "--ci", "delong").stdout)
+    for m in ("mabt", "delong"):
+        assert both["selection_ci"][m] == study.selection_ci(m, alpha=0.05).to_dict()
+    assert both["selection_ci"]["delong"]["lower_bound"] < both["selection_ci"]["delong"]["auc"]
+    table = cli("estimate", store, "--ci", "all").stdout
+    assert all(name in table for name in ("DL ", "HM ", "BT ", "DL10p", "HM10p", "BT10p", "MABT"))
     # report: valid PNGs and an HTML page that links them
     out_dir = tmp_path / "rep"
     cli("report", store, "--out", out_dir)
@@ -110,7 +117,7 @@ def test_run_kill_resume_status_estimate_report(tmp_path):
     parser = P()
     parser.feed(page)
     assert sorted(parser.imgs) == pngs and "html" in parser.tags and "table" in parser.tags
-    assert f"{got['bbc']['estimate']:.4f}" in page
+    assert f"{got['bbc']['estimate']:.4f}" in page and "The 2024 paper's comparators" in page
 
 
 @pytest.mark.parametrize("case, message", [

@@ -189,3 +189,23 @@ def test_bad_input_is_one_clear_error(kwargs, message):
     args = dict(predictions=pred, y=y, folds=folds, method="delong") | kwargs
     with pytest.raises(InvalidParameterError, match=message):
         bd.selection_ci(**args)
+
+
+def test_a_study_bounds_its_complete_configurations(tmp_path, client, cancer_standardised):
+    from sklearn.linear_model import LogisticRegression
+
+    X, y = cancer_standardised
+    grid = {"C": [-1.0, 0.001, 0.01, 0.1, 1.0, 10.0]}  # C=-1 fails: indices must be remapped
+    study = bd.run_study(LogisticRegression(max_iter=300), grid, X, y, store=tmp_path / "s.zarr",
+                         metric="roc_auc", n_splits=5, random_state=4, client=client, refit=False)
+    idx = study.complete_configs()
+    assert idx.tolist() == [1, 2, 3, 4, 5]
+    pred = study.cube["prediction"].values[:, idx, 0]
+    folds = study.cube["fold"].values[:, 0]
+    for method in ("delong", "mabt"):
+        got = study.selection_ci(method, n_bootstraps=200)
+        want = bd.selection_ci(pred, y, folds, method, n_bootstraps=200, random_state=study.seed)
+        assert got.lower_bound == want.lower_bound and got.selected == idx[want.selected]
+        assert got.details["top"].tolist() == idx[want.details["top"]].tolist()
+    with pytest.raises(InvalidParameterError, match=r"'repeat' parameter of Study.selection_ci"):
+        study.selection_ci("delong", repeat=1)

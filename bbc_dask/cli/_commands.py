@@ -21,6 +21,7 @@ from ..exceptions import (
     StudyInterrupted,
     UserError,
 )
+from ..stats import CI_METHODS, alpha_of
 
 
 class _Group(click.Group):
@@ -268,7 +269,11 @@ def _check_finished(study, partial, what):
     return missing
 
 
-def _print_estimates(study, bootstraps, confidence, method, seed, as_json=False, partial=None):
+_CI_METHODS = tuple(CI_METHODS)
+
+
+def _print_estimates(study, bootstraps, confidence, method, seed, as_json=False, partial=None,
+                     cis=None):
     from ..report import estimates
 
     res = estimates(study, method=method, n_bootstraps=bootstraps, confidence_level=confidence,
@@ -277,6 +282,8 @@ def _print_estimates(study, bootstraps, confidence, method, seed, as_json=False,
         out = {k: dict(r.to_dict(), random_state=seed if seed is not None else study.spec["seed"],
                        partial=partial)
                for k, r in res.items()}
+        if cis:
+            out["selection_ci"] = {m: r.to_dict() for m, r in cis.items()}
         click.echo(json.dumps(out))
         return
     click.echo(f"{'method':8s} {'estimate':>9s} {'CI':>21s} {'lower':>8s} {'naive CV':>9s}")
@@ -286,6 +293,13 @@ def _print_estimates(study, bootstraps, confidence, method, seed, as_json=False,
         click.echo(f"{name:8s} {r.estimate:9.4f} {ci:>21s} {r.lower_bound:8.4f} {r.naive_estimate:9.4f}")
     click.echo(f"({study.metric}; {confidence:.0%} confidence; {bootstraps} bootstraps; selected "
                f"configuration {study.best_index_}: {study.best_params_})")
+    if cis:
+        click.echo(f"\n{'method':8s} {'lower':>8s} {'AUC':>8s} {'config':>7s}  (2024 paper's "
+                   f"comparators: their own 75/25 selection)")
+        for r in cis.values():
+            lower = "NaN" if r.reason else f"{r.lower_bound:.4f}"
+            why = f"  {r.reason}" if r.reason else ""
+            click.echo(f"{CI_METHODS[r.method]:8s} {lower:>8s} {r.auc:8.4f} {r.selected:7d}{why}")
     _echo_failures(study)
 
 
@@ -299,15 +313,23 @@ def _print_estimates(study, bootstraps, confidence, method, seed, as_json=False,
 @click.option("--json", "as_json", is_flag=True)
 @click.option("--partial", is_flag=True,
               help="Estimate an unfinished study from its complete configurations.")
+@click.option("--ci", "ci_methods", multiple=True, type=click.Choice([*_CI_METHODS, "all"]),
+              help="Also the 2024 paper's lower bounds (repeatable; AUC studies): DL, HM, BT, "
+                   "their 10p variants, MABT.")
 @_storage_option
-def estimate(store, method, bootstraps, confidence, seed, as_json, partial, storage_option):
+def estimate(store, method, bootstraps, confidence, seed, as_json, partial, ci_methods,
+             storage_option):
     """The estimate, CI, lower bound and naive estimate of the study at STORE."""
     study = _open(store, _parse_options(storage_option, "--storage-option"))
     missing = _check_finished(study, partial, "estimates")
     spec = study.metadata or {}
-    _print_estimates(study, bootstraps or spec.get("bootstraps", 1000),
-                     confidence or spec.get("confidence", 0.95), method,
-                     seed, as_json, partial=missing)
+    level = confidence or spec.get("confidence", 0.95)
+    cis = {}
+    seeded = {} if seed is None else {"random_state": seed}  # None: the study's own seed
+    for m in (_CI_METHODS if "all" in ci_methods else dict.fromkeys(ci_methods)):
+        cis[m] = study.selection_ci(m, alpha=alpha_of(level), **seeded)
+    _print_estimates(study, bootstraps or spec.get("bootstraps", 1000), level, method,
+                     seed, as_json, partial=missing, cis=cis)
 
 
 @main.command()

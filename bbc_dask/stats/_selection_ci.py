@@ -28,13 +28,13 @@ from .. import _validation as V
 from .._random import as_seed_sequence, child_generator
 from ..exceptions import InvalidParameterError
 from ..metrics import get_metric
+from . import CI_METHODS
 from . import _auc_ci as A
 
 __all__ = ["METHODS", "SelectionCI", "selection_ci"]
 
 #: The methods, with the names of the paper and its R code.
-METHODS = {"delong": "DL", "hanley_mcneil": "HM", "tilting": "BT", "delong_10p": "DL10p",
-           "hanley_mcneil_10p": "HM10p", "tilting_10p": "BT10p", "mabt": "MABT"}
+METHODS = CI_METHODS
 #: The ``resamples`` keys (the reference files' names) each bootstrap method replays.
 RESAMPLE_KEYS = {"tilting": ("bt_boot", "BT_boundboot"),
                  "tilting_10p": ("bt10p_boot", "BT10p_boundboot"),
