@@ -307,13 +307,18 @@ def cindex_pairs(counts, visit, vstarts, event, oob):
 
 
 # ---------------------------------------------------------------- pointwise metrics
+# One kernel per sum; ``zero`` (0 or 0.0) types its accumulator, and numba compiles one
+# specialisation for each. Indicator features (all 0/1: sample counts, class masks) are
+# summed in integers: exact, and free to vectorise. Real features are summed in a float
+# chain in sample order, so a result does not depend on how bootstraps are blocked. No
+# branch skips a zero weight: w * v adds an exact 0.0 for a finite v (features are finite:
+# they come from validated predictions), and the loop stays vectorisable.
 @njit(parallel=True, cache=True, nogil=True)
-def _feature_sums_winners_float(counts, rows, values_t, winners, n_rep, oob):
+def _feature_sums_winners(counts, rows, values_t, winners, n_rep, oob, zero):
     """Weighted sums of one per-sample feature for the winner of each bootstrap.
 
     counts (B, N); rows (n,) sample positions the feature is defined on; values_t
-    (C*R, n) float64, row c*R + r; winners (B,). Summation runs in sample order, so the
-    result does not depend on how bootstraps are blocked. Returns (B, R) float64.
+    (C*R, n), row c*R + r; winners (B,). Returns (B, R) float64.
     """
     n_boot = counts.shape[0]
     out = np.zeros((n_boot, n_rep), dtype=np.float64)
@@ -321,60 +326,7 @@ def _feature_sums_winners_float(counts, rows, values_t, winners, n_rep, oob):
         base = winners[b] * n_rep
         for r in range(n_rep):
             v = values_t[base + r]
-            s = 0.0
-            for k in range(rows.shape[0]):
-                c = counts[b, rows[k]]
-                w = (1 if c == 0 else 0) if oob else c
-                if w != 0:
-                    s += w * v[k]
-            out[b, r] = s
-    return out
-
-
-def weighted_sums(counts, g, oob):
-    """``out[b, f] = sum_i w_bi g[f, i]`` (see :func:`_weighted_sums_float`). Indicator
-    features (all 0/1: sample counts, class masks) are summed in integers — exact, and
-    free to vectorise — instead of a float chain in sample order; the values are equal."""
-    if g.dtype == np.bool_ or np.array_equal(g, g.astype(np.bool_)):
-        return _weighted_counts(counts, np.ascontiguousarray(g, dtype=np.uint8), oob)
-    return _weighted_sums_float(counts, g, oob)
-
-
-def feature_sums_winners(counts, rows, values_t, winners, n_rep, oob, indicator=False):
-    """Weighted sums of one feature for each bootstrap's winner (see
-    :func:`_feature_sums_winners_float`); ``indicator``: the values are all 0/1, summed
-    exactly in integers."""
-    if indicator:
-        return _feature_counts_winners(counts, rows, np.ascontiguousarray(values_t, dtype=np.uint8),
-                                       winners, n_rep, oob)
-    return _feature_sums_winners_float(counts, rows, values_t, winners, n_rep, oob)
-
-
-@njit(parallel=True, cache=True, nogil=True)
-def _weighted_counts(counts, g, oob):
-    n_boot, n = counts.shape
-    n_g = g.shape[0]
-    out = np.zeros((n_boot, n_g), dtype=np.float64)
-    for b in prange(n_boot):
-        for f in range(n_g):
-            s = 0
-            for i in range(n):
-                c = counts[b, i]
-                w = (1 if c == 0 else 0) if oob else c
-                s += w * g[f, i]
-            out[b, f] = s
-    return out
-
-
-@njit(parallel=True, cache=True, nogil=True)
-def _feature_counts_winners(counts, rows, values_t, winners, n_rep, oob):
-    n_boot = counts.shape[0]
-    out = np.zeros((n_boot, n_rep), dtype=np.float64)
-    for b in prange(n_boot):
-        base = winners[b] * n_rep
-        for r in range(n_rep):
-            v = values_t[base + r]
-            s = 0
+            s = zero
             for k in range(rows.shape[0]):
                 c = counts[b, rows[k]]
                 w = (1 if c == 0 else 0) if oob else c
@@ -384,7 +336,7 @@ def _feature_counts_winners(counts, rows, values_t, winners, n_rep, oob):
 
 
 @njit(parallel=True, cache=True, nogil=True)
-def _weighted_sums_float(counts, g, oob):
+def _weighted_sums(counts, g, oob, zero):
     """``out[b, f] = sum_i w_bi g[f, i]`` for counts (B, N) (or their out-of-bag
     indicators) and config-free features g (n_g, N). Returns (B, n_g) float64."""
     n_boot, n = counts.shape
@@ -392,11 +344,28 @@ def _weighted_sums_float(counts, g, oob):
     out = np.zeros((n_boot, n_g), dtype=np.float64)
     for b in prange(n_boot):
         for f in range(n_g):
-            s = 0.0
+            s = zero
             for i in range(n):
                 c = counts[b, i]
                 w = (1 if c == 0 else 0) if oob else c
-                if w != 0:
-                    s += w * g[f, i]
+                s += w * g[f, i]
             out[b, f] = s
     return out
+
+
+def weighted_sums(counts, g, oob):
+    """``out[b, f] = sum_i w_bi g[f, i]`` (see :func:`_weighted_sums`): in integers for
+    indicator features, else in floats; the values are equal."""
+    if g.dtype == np.bool_ or np.array_equal(g, g.astype(np.bool_)):
+        return _weighted_sums(counts, np.ascontiguousarray(g, dtype=np.uint8), oob, 0)
+    return _weighted_sums(counts, g, oob, 0.0)
+
+
+def feature_sums_winners(counts, rows, values_t, winners, n_rep, oob, indicator=False):
+    """Weighted sums of one feature for each bootstrap's winner (see
+    :func:`_feature_sums_winners`); ``indicator``: the values are all 0/1, summed
+    exactly in integers."""
+    if indicator:
+        return _feature_sums_winners(counts, rows, np.ascontiguousarray(values_t, dtype=np.uint8),
+                                     winners, n_rep, oob, 0)
+    return _feature_sums_winners(counts, rows, values_t, winners, n_rep, oob, 0.0)
