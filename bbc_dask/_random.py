@@ -28,6 +28,8 @@ STREAMS = {
     "dropping": 5,
     "simulate": 6,
     "search": 7,
+    "selection_ci": 8,
+    "coverage": 9,
 }
 
 

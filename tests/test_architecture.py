@@ -18,11 +18,11 @@ PACKAGE = os.path.dirname(bbc_dask.__file__)
 
 #: Each layer and the package modules it must never import (at any depth of a function).
 LAYERS = [
-    ("metrics", ("stats", "chunked", "cube", "engine", "study", "model_selection", "cli", "report")),
-    ("stats", ("chunked", "cube", "engine", "study", "model_selection", "cli", "report")),
-    ("chunked", ("cube", "engine", "study", "model_selection", "cli", "report")),
-    ("cube", ("engine", "study", "model_selection", "cli", "report")),
-    ("engine", ("study", "model_selection", "cli", "report")),
+    ("metrics", ("stats", "chunked", "cube", "engine", "study", "model_selection", "cli", "report", "_coverage", "_coverage_plot")),
+    ("stats", ("chunked", "cube", "engine", "study", "model_selection", "cli", "report", "_coverage", "_coverage_plot")),
+    ("chunked", ("cube", "engine", "study", "model_selection", "cli", "report", "_coverage", "_coverage_plot")),
+    ("cube", ("engine", "study", "model_selection", "cli", "report", "_coverage", "_coverage_plot")),
+    ("engine", ("study", "model_selection", "cli", "report", "_coverage", "_coverage_plot")),
 ]
 
 

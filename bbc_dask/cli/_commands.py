@@ -433,5 +433,43 @@ def demo(store, out_dir, workers, no_progress):
     click.echo(f"store: {study.store}\nreport: {os.path.abspath(path)}")
 
 
+@main.command()
+@click.argument("out_dir", type=click.Path(file_okay=False))
+@click.option("--protocol", type=click.Choice(["simulation", "real"]), default="simulation",
+              show_default=True)
+@click.option("--setting", "settings", multiple=True, metavar="KEY=VALUE,...",
+              help="A setting, repeatable: a=24,b=6,n_samples=500,n_configs=100,class0_share=0.1 "
+                   "(simulation) or dataset=breast_cancer,n_train=50 (real). Default: part of "
+                   "the paper's Table 2 / n_train 50 and 200.")
+@click.option("--method", "methods", multiple=True,
+              type=click.Choice(["bbc", "bbc_f", *_CI_METHODS, "naive_bootstrap"]),
+              help="Repeatable; default: all ten.")
+@click.option("--repetitions", type=click.IntRange(min=1), default=200, show_default=True)
+@click.option("--alpha", type=click.FloatRange(0, 0.5, min_open=True, max_open=True), default=0.05,
+              show_default=True)
+@click.option("--bootstraps", type=click.IntRange(min=2), default=None,
+              help="Default: each method's (BBC 1000, tilting 2000).")
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
+@click.option("--scheduler", default=None, help="Address of an existing Dask scheduler.")
+@click.option("--cluster-option", multiple=True, metavar="KEY=VALUE",
+              help="Local cluster option, repeatable (n_workers=2).")
+def coverage(out_dir, protocol, settings, methods, repetitions, alpha, bootstraps, seed, scheduler,
+             cluster_option):
+    """Run or resume a coverage study (the 2024 paper's protocol) into OUT_DIR: the
+    inclusion rate, tightness and binomial test of each method's lower bound, as
+    coverage.csv, coverage.html and coverage.png."""
+    from .._coverage import coverage as run_coverage
+
+    parsed = [_parse_options(s.split(","), "--setting") for s in settings] or None
+    client = scheduler or {"kind": "local", **_parse_options(cluster_option, "--cluster-option")}
+    table = run_coverage(out_dir, protocol=protocol, settings=parsed, methods=list(methods) or None,
+                         n_repetitions=repetitions, alpha=alpha, n_bootstraps=bootstraps,
+                         random_state=seed, client=client)
+    cols = [c for c in table.columns if c not in ("setting", "binom_p")]
+    click.echo(table[cols].to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+    click.echo(f"table: {os.path.abspath(os.path.join(out_dir, 'coverage.csv'))}\n"
+               f"page: {os.path.abspath(os.path.join(out_dir, 'coverage.html'))}")
+
+
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())

@@ -1,0 +1,111 @@
+"""The coverage harness: the paper's protocol as Dask tasks, resumable, and its table."""
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy.stats import binom
+
+from bbc_dask._coverage import coverage, coverage_table, repetition
+from bbc_dask.exceptions import InvalidParameterError, StoreLockedError, StoreMismatchError
+
+SMALL = [{"a": 24, "b": 6, "n_samples": 120, "n_configs": 12, "class0_share": 0.5},
+         {"a": 9, "b": 6, "n_samples": 80, "n_configs": 8, "class0_share": 0.3}]
+METHODS = ["bbc", "bbc_f", "delong", "tilting_10p", "mabt", "naive_bootstrap"]
+ARGS = dict(settings=SMALL, methods=METHODS, n_repetitions=4, n_bootstraps=200, random_state=5)
+
+
+def test_table_counts_inclusion_tightness_and_the_binomial_test():
+    rows = ([{"setting": 0, "rep": r, "method": "bbc", "lower_bound": 0.8, "truth": 0.9 if r < 184 else 0.7}
+             for r in range(200)]
+            + [{"setting": 0, "rep": r, "method": "mabt", "lower_bound": np.nan if r < 3 else 0.85,
+                "truth": 0.9} for r in range(10)])
+    t = coverage_table(rows, 0.05).set_index("method")
+    assert t.loc["bbc", "inclusion"] == 184 / 200 and t.loc["bbc", "runs"] == 200
+    assert t.loc["bbc", "tightness"] == pytest.approx((184 * 0.9 + 16 * 0.7) / 200 - 0.8)
+    assert t.loc["bbc", "binom_p"] == pytest.approx(binom.cdf(184, 200, 0.95))
+    assert not t.loc["bbc", "not_rejected"]  # P(X <= 184 | 0.95) = 0.044: the paper's rule rejects
+    one_more = [dict(r, truth=0.9) if r["rep"] == 184 else r for r in rows[:200]]
+    assert coverage_table(one_more, 0.05)["not_rejected"].iloc[0]  # 185 of 200: p = 0.078
+    assert t.loc["mabt", "failed"] == 3 and t.loc["mabt", "runs"] == 7 and t.loc["mabt", "not_rejected"]
+
+
+def test_a_run_writes_its_table_and_resumes_only_what_is_missing(tmp_path, client):
+    out = tmp_path / "cov"
+    table = coverage(out, client=client, **ARGS)
+    assert len(table) == len(SMALL) * len(METHODS)
+    assert (table["runs"] + table["failed"] == 4).all()
+    for name in ("coverage.csv", "coverage.html", "coverage.json"):
+        assert (out / name).stat().st_size > 0
+    assert (out / "coverage.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "<b>" in (out / "coverage.html").read_text()
+    # the table is the rows': recount one cell from the stored repetitions
+    rows = [row for p in sorted((out / "runs").glob("s000_*.json")) for row in json.loads(p.read_text())
+            if row["method"] == "bbc"]
+    inc = np.mean([r["truth"] >= r["lower_bound"] for r in rows])
+    assert table.query("setting == 0 and method == 'bbc'")["inclusion"].item() == inc
+    # a lost repetition is recomputed alone, to the same numbers
+    lost = out / "runs" / "s001_r00002.json"
+    before = json.loads(lost.read_text())
+    stamps = {p.name: p.stat().st_mtime_ns for p in (out / "runs").glob("*.json") if p != lost}
+    lost.unlink()
+    again = coverage(out, client=client, **ARGS)
+    assert json.loads(lost.read_text()) == before
+    assert stamps == {p.name: p.stat().st_mtime_ns for p in (out / "runs").glob("*.json") if p != lost}
+    pd.testing.assert_frame_equal(again, table)
+    # more repetitions extend it; other arguments are refused, the stored runs untouched
+    with pytest.raises(StoreMismatchError, match="other arguments"):
+        coverage(out, client=client, **(ARGS | {"alpha": 0.1}))
+    assert len(list((out / "runs").glob("*.json"))) == 8
+
+
+def test_a_repetition_does_not_depend_on_where_it_runs():
+    spec = {"protocol": "simulation", "settings": SMALL, "methods": METHODS, "n_repetitions": 4,
+            "alpha": 0.05, "n_bootstraps": 200, "seed": {"entropy": "5", "spawn_key": []}}
+    a, b = repetition(spec, 1, 3), repetition(spec, 1, 3)
+    assert a == b and {r["method"] for r in a} == set(METHODS)
+    assert repetition(spec, 1, 2) != a
+
+
+def test_real_protocol_holds_out_the_rest(tmp_path, client):
+    table = coverage(tmp_path / "real", protocol="real", methods=["bbc", "delong"],
+                     settings=[{"dataset": "breast_cancer", "n_train": 60}], n_repetitions=2,
+                     n_bootstraps=200, client=client)
+    assert list(table["method"]) == ["bbc", "delong"] and (table["runs"] == 2).all()
+    rows = json.loads((tmp_path / "real" / "runs" / "s000_r00000.json").read_text())
+    assert all(0.5 < r["truth"] <= 1 for r in rows)  # hold-out AUCs of breast cancer models
+
+
+def test_a_second_run_on_the_same_directory_is_refused(tmp_path):
+    from bbc_dask.cube import StoreLock
+
+    with StoreLock(tmp_path / "busy"):
+        with pytest.raises(StoreLockedError):
+            coverage(tmp_path / "busy", **ARGS)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(protocol="bootstrap"), r"'protocol' parameter of coverage must be one of"),
+    (dict(methods=["bbc", "auc"]), r"'methods' parameter of coverage must be one of"),
+    (dict(settings=[{"a": 24}]), r"'settings' parameter of coverage must be dicts of the keys"),
+    (dict(n_repetitions=0), r"'n_repetitions' parameter of coverage must be an int"),
+])
+def test_bad_arguments_are_refused_before_anything_is_written(tmp_path, kwargs, message):
+    with pytest.raises(InvalidParameterError, match=message):
+        coverage(tmp_path / "bad", **kwargs)
+    assert not (tmp_path / "bad").exists()
+
+
+def test_command_line(tmp_path):
+    cli = os.path.join(os.path.dirname(sys.executable), "bbc-dask")
+    out = subprocess.run([cli, "coverage", str(tmp_path / "c"), "--setting",
+                          "a=24,b=6,n_samples=100,n_configs=10,class0_share=0.5", "--method", "bbc",
+                          "--method", "delong", "--repetitions", "2", "--bootstraps", "100",
+                          "--cluster-option", "n_workers=1"], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "inclusion" in out.stdout and "coverage.csv" in out.stdout
+    csv = pd.read_csv(tmp_path / "c" / "coverage.csv")
+    assert list(csv["method"]) == ["bbc", "delong"] and (csv["n_samples"] == 100).all()
