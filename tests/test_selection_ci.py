@@ -209,3 +209,12 @@ def test_a_study_bounds_its_complete_configurations(tmp_path, client, cancer_sta
         assert got.details["top"].tolist() == idx[want.details["top"]].tolist()
     with pytest.raises(InvalidParameterError, match=r"'repeat' parameter of Study.selection_ci"):
         study.selection_ci("delong", repeat=1)
+
+
+def test_too_few_rows_for_the_split_is_a_nan_with_its_reason():
+    pred = np.random.default_rng(0).normal(size=(6, 3))
+    y, folds = np.array([0, 1, 0, 1, 0, 1]), np.array([0, 0, 1, 1, 2, 2])
+    ci = bd.selection_ci(pred, y, folds, "tilting", random_state=0)  # 4 learning rows, 3 folds
+    assert math.isnan(ci.lower_bound) and ci.reason.startswith("no split of N = 6 rows")
+    ci = bd.selection_ci(pred[:3], y[:3], folds[:3], "delong", random_state=0)
+    assert math.isnan(ci.lower_bound) and "too small" in ci.reason
