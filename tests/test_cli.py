@@ -94,7 +94,7 @@ def test_run_kill_resume_status_estimate_report(tmp_path):
     for m in ("mabt", "delong"):
         assert both["selection_ci"][m] == study.selection_ci(m, alpha=0.05).to_dict()
     assert both["selection_ci"]["delong"]["lower_bound"] < both["selection_ci"]["delong"]["auc"]
-    table = cli("estimate", store, "--ci", "all").stdout
+    table = cli("estimate", store, "--ci", "all", "--bootstraps", "100").stdout
     assert all(name in table for name in ("DL ", "HM ", "BT ", "DL10p", "HM10p", "BT10p", "MABT"))
     # report: valid PNGs and an HTML page that links them
     out_dir = tmp_path / "rep"

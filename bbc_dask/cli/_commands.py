@@ -315,7 +315,7 @@ def _print_estimates(study, bootstraps, confidence, method, seed, as_json=False,
               help="Estimate an unfinished study from its complete configurations.")
 @click.option("--ci", "ci_methods", multiple=True, type=click.Choice([*_CI_METHODS, "all"]),
               help="Also the 2024 paper's lower bounds (repeatable; AUC studies): DL, HM, BT, "
-                   "their 10p variants, MABT.")
+                   "their 10p variants, MABT (with --bootstraps resamples if given, else 2000).")
 @_storage_option
 def estimate(store, method, bootstraps, confidence, seed, as_json, partial, ci_methods,
              storage_option):
@@ -325,9 +325,11 @@ def estimate(store, method, bootstraps, confidence, seed, as_json, partial, ci_m
     spec = study.metadata or {}
     level = confidence or spec.get("confidence", 0.95)
     cis = {}
-    seeded = {} if seed is None else {"random_state": seed}  # None: the study's own seed
+    kw = {} if seed is None else {"random_state": seed}  # None: the study's own seed
+    if bootstraps is not None:  # else the methods' own 2000 (the paper's)
+        kw["n_bootstraps"] = max(2, bootstraps)
     for m in (_CI_METHODS if "all" in ci_methods else dict.fromkeys(ci_methods)):
-        cis[m] = study.selection_ci(m, alpha=alpha_of(level), **seeded)
+        cis[m] = study.selection_ci(m, alpha=alpha_of(level), **kw)
     _print_estimates(study, bootstraps or spec.get("bootstraps", 1000), level, method,
                      seed, as_json, partial=missing, cis=cis)
 
