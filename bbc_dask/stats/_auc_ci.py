@@ -151,7 +151,7 @@ def hanley_mcneil_lower(s, y, auc, level, n_total, threshold=0.0):
     """Hanley & McNeil's lower bound as the paper's code computes it: correct and wrong
     classifications at ``threshold`` stand for cases and controls, ``n_total`` (every row,
     learning part included) for the sample size, ``n_success + 1`` for ``n1 - 1``; no
-    clipping (spec section 5). Returns ``(bound, reason)``."""
+    clipping (spec section 5). Returns ``(bound, reason, n_success)``."""
     s = np.asarray(s, dtype=np.float64)
     n_success = int(((s > threshold).astype(float) == y).sum())
     n_fail = n_total - n_success
@@ -160,8 +160,8 @@ def hanley_mcneil_lower(s, y, auc, level, n_total, threshold=0.0):
     den = n_success * n_fail
     if den <= 0 or not num / den >= 0:
         return math.nan, (f"Hanley-McNeil's variance is undefined with {n_success} correct "
-                          f"and {n_fail} wrong classifications at threshold {threshold}")
-    return auc - qnorm(1 - level) * math.sqrt(num / den), None
+                          f"and {n_fail} wrong classifications at threshold {threshold}"), n_success
+    return auc - qnorm(1 - level) * math.sqrt(num / den), None, n_success
 
 
 def zeroin(f, ax, bx, fa, fb, tol=UNIROOT_TOL, maxit=1000):

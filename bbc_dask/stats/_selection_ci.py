@@ -273,8 +273,7 @@ def _bound(method, pred, y, sel, alpha, n_boot, resamples, gen):
         bound, reason = A.delong_lower(se, ye, level)
     elif method.startswith("hanley"):
         # the reference code's HM10p keeps alpha (no Šidák), a quirk the paper reports with
-        bound, reason = A.hanley_mcneil_lower(se, ye, auc, level, len(y))
-        n_success = int(((se > 0).astype(float) == ye).sum())
+        bound, reason, n_success = A.hanley_mcneil_lower(se, ye, auc, level, len(y))
         details.update(n_success=n_success, n_fail=len(y) - n_success)
     else:
         boot_key, bound_key = RESAMPLE_KEYS[method]
