@@ -279,8 +279,8 @@ def _bound(method, pred, y, sel, alpha, n_boot, resamples, gen):
         boot_key, bound_key = RESAMPLE_KEYS[method]
         freq = _resamples(resamples, boot_key, ye, n_boot, gen, len(sel.eval))
         if method == "mabt":
-            cols = [A.PairedAUC(pred[sel.eval, c], ye) for c in sel.top]
-            tilt, p_value, details["c_alpha"] = _mabt(cols, sel.position, freq, ye, level)
+            cols = [pairs if c == col else A.PairedAUC(pred[sel.eval, c], ye) for c in sel.top]
+            tilt, p_value, details["c_alpha"] = _mabt(cols, sel.position, freq, ye, level, auc)
             step = 0.1
         else:
             tilt, p_value = _tilting(pairs, freq, ye, auc)
@@ -316,7 +316,7 @@ def _tilting(pairs, freq, y, t0):
     return tilt, p_value
 
 
-def _mabt(cols, position, freq, y, level):
+def _mabt(cols, position, freq, y, level, t0):
     """MABT's p-value (spec section 8): the tilted ECDF of the selected configuration's
     replicates at its observed AUC, against the ECDF of the row maxima of the
     rank-uniformised replicates of all preselected configurations (ties get the largest
@@ -326,7 +326,7 @@ def _mabt(cols, position, freq, y, level):
     t_all = np.column_stack([c.of(freq) for c in cols])
     n_rep = t_all.shape[0]
     row_max = np.sort((rankdata(t_all, method="max", axis=0) / (n_rep + 1)).max(axis=1))
-    t, t0 = t_all[:, position], cols[position].observed()
+    t = t_all[:, position]
     tilt = A.Tilting(freq, t, y)
 
     def p_value(tau):
