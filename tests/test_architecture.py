@@ -167,7 +167,7 @@ def test_one_selection_rule():
     for a, b in chunks:
         w = select(scores[:, a:b])
         best = scores[np.arange(200), a + w]
-        parts.append((best, a + w, best * 10, 0))
+        parts.append((best, a + w, best * 10))
     for order in ([0, 1, 2], [2, 0, 1], [1, 2, 0]):
         merged = parts[order[0]]
         for i in order[1:]:

@@ -212,3 +212,99 @@ def test_chunked_dropping_test_equals_in_memory(metric, client, tmp_path):
     np.testing.assert_array_equal(got.p_hat, want.p_hat)
     np.testing.assert_array_equal(got.drop, want.drop)
     assert 0 < got.drop.sum() < configs.size - 1  # the test has something to decide
+
+
+# ----------------------------------------------------- cubes of several sample blocks
+def _cube(metric, n, c, r, seed=0):
+    """Predictions (n, c, r[, k]) and y for any metric, with ties and a weak signal."""
+    rng = np.random.default_rng(seed)
+    if metric in ("roc_auc", "accuracy", "balanced_accuracy", "f1"):
+        y = (rng.random(n) < 0.3).astype(int)
+        if metric == "roc_auc":
+            return np.round(rng.normal(size=(n, c, r)) + y[:, None, None], 1), y
+        right = rng.random((n, c, r)) < rng.uniform(0.55, 0.8, (1, c, 1))
+        return np.where(right, y[:, None, None], 1 - y[:, None, None]).astype(np.float32), y
+    if metric in ("roc_auc_ovr", "neg_log_loss"):
+        y = rng.integers(0, 3, n)
+        return rng.dirichlet([1, 1, 1], size=(n, c, r)), y
+    if metric == "concordance_index":
+        t = rng.exponential(size=n).round(1)
+        e = rng.random(n) < 0.7
+        return rng.normal(size=(n, c, r)) - t[:, None, None] * rng.uniform(0, 1, (1, c, 1)), (t, e)
+    y = rng.normal(size=n) * 3 + 100  # regression, far from 0 (R²'s centring)
+    return y[:, None, None] + rng.normal(size=(n, c, r)) * rng.uniform(0.5, 2, (1, c, 1)), y
+
+
+POINTWISE = ["accuracy", "balanced_accuracy", "f1", "neg_log_loss", "neg_mean_squared_error",
+             "neg_mean_absolute_error", "r2"]
+RANKING = ["roc_auc", "roc_auc_ovr", "concordance_index"]
+
+
+def _same(got, want):
+    np.testing.assert_array_equal(got.bootstrap_distribution, want.bootstrap_distribution)
+    np.testing.assert_array_equal(got.winners, want.winners)
+    assert (got.selected_config, got.naive_estimate, got.n_redrawn) == \
+        (want.selected_config, want.naive_estimate, want.n_redrawn)
+
+
+@pytest.mark.parametrize("metric", POINTWISE + RANKING)
+def test_several_sample_blocks_equal_in_memory(metric, client, tmp_path, monkeypatch):
+    """N = 700 in sample blocks of 128 (6 blocks, the last of 60): the Zarr cube chunked
+    along samples and configurations (pointwise metrics: one task per sample block and
+    configuration group; ranking metrics: configuration blocks over shared counts), and
+    the same cube as a Dask array, equal the in-memory result bit for bit."""
+    import bbc_dask.metrics as M
+
+    monkeypatch.setattr(M, "SAMPLE_BLOCK", 128)
+    monkeypatch.setattr(L, "CHUNK_BYTES", 128 * 4 * 2 * 8 * (3 if "ovr" in metric or "log" in metric else 1))
+    monkeypatch.setattr(L, "SUMS_BYTES", 1)  # a group per stored chunk: several groups
+    p, y = _cube(metric, 700, 13, 2)
+    dims = ("sample", "config", "repeat", "class")[: p.ndim]
+    z = _to_zarr(tmp_path / "c.zarr", p, dims, chunk_cfg=4)
+    want = bd.bbc(p, y, metric=metric, random_state=3, n_bootstraps=150)
+    assert len(set(want.winners.tolist())) > 1
+    _same(bd.bbc(z, y, metric=metric, random_state=3, n_bootstraps=150), want)
+    lazy = xr.DataArray(da.from_array(p, chunks=(100,) + p.shape[1:]), dims=dims)
+    _same(bd.bbc(lazy, y, metric=metric, random_state=3, n_bootstraps=150), want)
+
+
+def test_sample_blocks_redraw_undefined_bootstraps(client, tmp_path, monkeypatch):
+    """Three positives in 700 samples: many draws leave none out of bag, are redrawn
+    whole (new totals, new blocks), and the chunked path keeps the same attempts."""
+    import bbc_dask.metrics as M
+
+    monkeypatch.setattr(M, "SAMPLE_BLOCK", 128)
+    rng = np.random.default_rng(4)
+    y = np.zeros(700, int)
+    y[[5, 300, 650]] = 1
+    p = rng.normal(size=(700, 6, 2)) + y[:, None, None]
+    want = bd.bbc(p, y, metric="roc_auc", random_state=1, n_bootstraps=130)
+    assert want.n_redrawn > 20
+    z = _to_zarr(tmp_path / "r.zarr", p, ("sample", "config", "repeat"), chunk_cfg=2)
+    _same(bd.bbc(z, y, metric="roc_auc", random_state=1, n_bootstraps=130), want)
+    lab = (p > 0.5).astype(np.float32)
+    want = bd.bbc(lab, y, metric="f1", random_state=1, n_bootstraps=130)
+    _same(bd.bbc(_to_zarr(tmp_path / "f.zarr", lab, ("sample", "config", "repeat")), y,
+                 metric="f1", random_state=1, n_bootstraps=130), want)
+
+
+@pytest.mark.parametrize("metric", ["neg_mean_squared_error", "roc_auc"])
+def test_chunked_dropping_and_bbc_f_over_sample_blocks(metric, client, tmp_path, monkeypatch):
+    import bbc_dask.metrics as M
+
+    monkeypatch.setattr(M, "SAMPLE_BLOCK", 100)
+    p, y = _cube(metric, 450, 12, 2, seed=2)
+    rng = np.random.default_rng(1)
+    avail = np.stack([rng.random(450) < 0.6, rng.random(450) < 0.5], axis=1)
+    z = _to_zarr(tmp_path / "d.zarr", p, ("sample", "config", "repeat"), chunk_cfg=3)
+    want = bd.dropping_test(p, y, avail, metric=metric, alpha=0.9, n_bootstraps=150,
+                            random_state=np.random.SeedSequence(8))
+    blocks, _ = L.zarr_blocks(z, ("sample", "config", "repeat"), chunk_bytes=3 * 450 * 2 * 8)
+    got = L.lazy_dropping_test(client, blocks, y, avail, metric=metric, alpha=0.9,
+                               n_bootstraps=150, seed=np.random.SeedSequence(8))
+    assert got.best == want.best and got.n_redrawn == want.n_redrawn
+    np.testing.assert_array_equal(got.p_hat, want.p_hat)
+    folds = np.stack([rng.permutation(np.arange(450) % 5) for _ in range(2)], 1)
+    f_mem = bd.bbc_f(p, y, folds, metric=metric, random_state=1, n_bootstraps=200)
+    f_lazy = bd.bbc_f(z, y, folds, metric=metric, random_state=1, n_bootstraps=200)
+    np.testing.assert_array_equal(f_lazy.bootstrap_distribution, f_mem.bootstrap_distribution)

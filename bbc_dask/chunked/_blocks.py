@@ -1,27 +1,41 @@
-"""Per-chunk pieces of BBC over a cube split along ``config`` (pure NumPy; no Dask).
+"""Per-task pieces of the chunked bootstraps (pure NumPy; no Dask).
 
-A chunk holds every sample of a block of configurations. For each bootstrap, the chunk's
-best in-bag score, its configuration and that configuration's out-of-bag score are exact
-per-column quantities, so merging chunk winners by (higher score, then lower config
-index) gives the same winner as the whole-matrix argmax: the result does not depend on
-the chunking.
+Two ways to split a cube, both equal to the in-memory result bit for bit:
+
+- **sample blocks** (pointwise metrics): a task holds one sample block of a group of
+  configurations, draws that block's bootstrap counts alone (:func:`block_counts`) and
+  returns the feature sums of the block (:func:`block_sums`); the sums of the blocks are
+  added in block order (:func:`add_sums`), as the in-memory kernel adds them, and turned
+  into scores, winners and out-of-bag scores (:func:`finish_sums`). A task's memory does
+  not depend on the number of samples.
+- **configuration blocks** (ranking metrics, which sort whole columns; and the cube of a
+  study, stored by fold): a task prepares every sample of a block of configurations once
+  (:func:`prepare_block`) and scores it against the counts of a group of seed blocks,
+  drawn once per group on the cluster (:func:`plan_group`), not per chunk
+  (:func:`score_block`).
+
+For each bootstrap the winner of a group of configurations, its in-bag score and its
+out-of-bag score are exact per-column quantities, so merging group winners by (higher
+score, then lower configuration index) gives the whole matrix's winner.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from .. import _validation as V
+from ..metrics import get_metric
 from ..stats._bbc import _full_scores
 from ..stats._bbc import prepare_inputs as _prepare
-from ..stats._bootstrap import SEED_BLOCK, CountBlocks
+from ..stats._bootstrap import block_counts, plan_seed_block
+from ..stats._dropping import DroppingScorer
 from ..stats._winner import select
 
-__all__ = ["ZarrBlock", "chunk_bbc", "chunk_dropping", "chunk_fold_matrix", "chunk_pooled",
-           "merge_winners"]
+__all__ = ["ZarrBlock", "add_sums", "block_sums", "chunk_fold_matrix", "chunk_pooled",
+           "finish_sums", "merge_winners", "plan_group", "prepare_block", "score_block"]
 
 
 class ZarrBlock:
-    """A configuration range of a Zarr array, read on the worker with zarr alone.
+    """A region of a Zarr array, read on the worker with zarr alone.
 
     Reading here rather than through a Dask array graph keeps ``dask.array`` (which
     imports xarray and pandas, ~60 MiB) out of the workers, and reads each chunk once.
@@ -33,7 +47,7 @@ class ZarrBlock:
 
     def __init__(self, array, order, config_axis, configs, expand, key=None):
         # configs: a slice, or the stored configuration indices (sorted) to read; key:
-        # slices of the other axes (a view of the stored array)
+        # slices of the other axes (a view of the stored array, or a block of samples)
         self.array, self.order, self.config_axis = array, tuple(order), int(config_axis)
         self.configs = configs if isinstance(configs, slice) else np.asarray(configs, dtype=np.int64)
         self.expand = bool(expand)
@@ -67,58 +81,134 @@ def prepare_inputs(pred, y, metric, pos_label, caller, class_coord=None):
     return _prepare(_load(pred), y, metric, pos_label, caller, class_coord)
 
 
+def _encode(part, target, m, class_coord, caller):
+    """A part's predictions encoded against the whole sample's ``target`` (its classes),
+    not against the labels of the part."""
+    arr = np.asarray(_load(part))
+    return V.encode_predictions(arr, class_coord, m, target, caller)
+
+
 def _root(seed):
     entropy, spawn_key = seed
     return np.random.SeedSequence(int(entropy), spawn_key=tuple(spawn_key))
 
 
-def chunk_bbc(pred, y, metric, pos_label, offset, seed, n_boot, class_coord=None, stream="bbc",
-              block=SEED_BLOCK):
-    """Winners of every bootstrap within one configuration chunk, and the chunk's scores
-    on all rows (read once, prepared once).
+# --------------------------------------------------------------------------- draws
+def plan_group(seed, stream, ks, n, sample_block, rule, keep):
+    """Plans of seed blocks ``ks`` — which attempt each bootstrap keeps, decided by
+    ``rule(counts)`` on the whole bootstrap — and, with ``keep``, their counts
+    (64, n), uint8 when they fit. Returns a list of ``(plan, counts or None)``."""
+    root = _root(seed)
+    out = []
+    for k in ks:
+        plan, counts = plan_seed_block(root, stream, k, n, rule, sample_block, small=True)
+        out.append((plan, counts if keep else None))
+    return out
 
-    Returns ``((best (B,), config (B,), oob (B,), n_redrawn), full (c,))``; ``config`` is
-    global (``offset`` added). Bootstraps are drawn here from ``seed`` (entropy,
-    spawn_key) — the same draws as the in-memory path, never shipped from the client.
-    """
-    m, target, enc = prepare_inputs(pred, y, metric, pos_label, "bbc", class_coord)
-    del pred
-    prep = m.prepare(target, enc)
-    n = enc.shape[0]
-    del enc  # the prepared features hold what the metric needs; free the float64 copy
-    full = _full_scores(prep, n)
 
-    def defined(c):
-        return prep.defined(c) & prep.defined_oob(c)
+def n_redrawn(plans, n_boot):
+    """Redraws among bootstraps ``0..n_boot-1`` of ``plans`` (lists of plan_group)."""
+    att = np.concatenate([p.attempts for group in plans for p, _ in group])
+    return int(att[:n_boot].sum())
 
-    best = np.full(n_boot, -np.inf)
-    cfg = np.full(n_boot, -1, dtype=np.int64)
-    oob = np.full(n_boot, np.nan)
-    blocks = CountBlocks(_root(seed), stream, None, n_boot, n, block, defined)
-    for start, stop, counts in blocks:
-        s = prep.scores(counts).mean(axis=2)
-        w = select(s)
-        rows = np.arange(stop - start)
-        best[start:stop] = s[rows, w]
-        cfg[start:stop] = w + offset
-        oob[start:stop] = prep.winner_scores(counts, w, oob=True).mean(axis=1)
-        del counts, s
-    return (best, cfg, oob, blocks.n_redrawn), full
+
+# ------------------------------------------------------------- configuration blocks
+def prepare_block(part, target, metric, class_coord, sample_block, caller="bbc"):
+    """``(prepared metric, full scores (c,))`` of a block of configurations holding
+    every sample (read once, encoded once, sorted once)."""
+    m = get_metric(metric)
+    enc = _encode(part, target, m, class_coord, caller)
+    prep = m.prepare(target, enc, sample_block)
+    del enc  # the prepared features hold what the metric needs
+    return prep, _full_scores(prep, prep.n_samples)
+
+
+def score_block(prepared, groups, offset):
+    """Each bootstrap's winner in a configuration block: ``(best, config, oob)`` over the
+    seed blocks of ``groups`` (lists of ``(plan, counts)``), in order; ``config`` global
+    (``offset`` added)."""
+    prep = prepared[0]
+    best, cfg, oob = [], [], []
+    for group in groups:
+        for _, counts in group:
+            s = prep.scores(counts).mean(axis=2)
+            w = select(s)
+            best.append(s[np.arange(s.shape[0]), w])
+            cfg.append(w + offset)
+            oob.append(prep.winner_scores(counts, w, oob=True).mean(axis=1))
+    return np.concatenate(best), np.concatenate(cfg), np.concatenate(oob)
 
 
 def merge_winners(a, b):
     """Per bootstrap, the better of two chunk winners: higher in-bag score, then the lower
     configuration index (the whole-matrix tie rule)."""
-    ba, ca, oa, ra = a
-    bb, cb, ob, rb = b
+    ba, ca, oa = a
+    bb, cb, ob = b
     a_first = ca <= cb  # each pair in configuration order: select's tie rule applies as is
     pairs = np.stack([np.where(a_first, ba, bb), np.where(a_first, bb, ba)], axis=1)
     w = select(pairs)  # -1 (an undefined score) keeps a, as a comparison with NaN does
     take_b = np.where(a_first, w == 1, w == 0)
-    return (np.where(take_b, bb, ba), np.where(take_b, cb, ca), np.where(take_b, ob, oa),
-            max(ra, rb))
+    return np.where(take_b, bb, ba), np.where(take_b, cb, ca), np.where(take_b, ob, oa)
 
 
+def prepare_dropping(part, y, available, metric, pos_label, class_coord=None):
+    """The dropping test's scorer of a block of configurations (every sample)."""
+    return DroppingScorer(_load(part), y, available, metric, pos_label, class_coord)
+
+
+def score_dropping(scorer, groups):
+    """``(full (c,), scores (B, c))`` of a configuration block over the seed blocks of
+    ``groups``."""
+    return scorer.full, np.concatenate([scorer.scores(c) for g in groups for _, c in g])
+
+
+# -------------------------------------------------------------------- sample blocks
+def block_sums(parts, target, metric, class_coord, j, lo, hi, seed, stream, plans, caller="bbc"):
+    """The feature sums of sample block ``j`` (samples ``lo..hi-1``) of a group of
+    configurations (``parts``: its configuration chunks, in order), for every bootstrap
+    of ``plans`` (in bag and out of bag) and for unit weights.
+
+    Returns ``{"in", "oob", "full": (fsums list of (B, c, R), gsums (B, n_g))}``; the
+    block's counts are drawn here from the block's own generators."""
+    m = get_metric(metric)
+    tj = target.subset(lo, hi)
+    root = _root(seed)
+    counts = [block_counts(root, stream, p, j) for p in plans]
+    counts = [c.astype(np.uint8) if c.max() <= 255 else c for c in counts]
+    ones = np.ones((1, hi - lo), dtype=np.int32)
+    cols = {"in": [], "oob": [], "full": []}
+    gs = {}
+    for part in parts:
+        prep = m.prepare(tj, _encode(part, tj, m, class_coord, caller), hi - lo)
+        for name, ws, oob in (("in", counts, False), ("oob", counts, True), ("full", [ones], False)):
+            sums = [prep.sums(c, oob) for c in ws]
+            cols[name].append([np.concatenate(f, axis=0) for f in zip(*(s[0] for s in sums))])
+            gs.setdefault(name, np.concatenate([s[1] for s in sums]))
+        del prep
+    return {name: ([np.concatenate(f, axis=1) for f in zip(*cols[name])], gs[name])
+            for name in cols}
+
+
+def add_sums(a, b):
+    """``a + b`` of two :func:`block_sums` results (blocks are added in block order)."""
+    return {name: ([x + y for x, y in zip(a[name][0], b[name][0])], a[name][1] + b[name][1])
+            for name in a}
+
+
+def finish_sums(total, metric, offset, n_boot):
+    """Winners ``(best, config, oob)`` and full scores (c,) of a group of configurations
+    from its summed features; ``config`` global."""
+    m = get_metric(metric)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        s = m.combine(*total["in"]).mean(axis=2)[:n_boot]
+        s_oob = m.combine(*total["oob"])[:n_boot]
+        full = m.combine(*total["full"])[0].mean(axis=1)
+    w = select(s)
+    rows = np.arange(s.shape[0])
+    return (s[rows, w], w + offset, s_oob[rows, w].mean(axis=1)), full
+
+
+# -------------------------------------------------------------------------- others
 def chunk_fold_matrix(pred, y, folds, metric, pos_label, class_coord=None):
     """The BBC-F fold × configuration score matrix of one chunk, (R*K, c)."""
     from ..stats._bbc import _fold_matrix
@@ -126,14 +216,6 @@ def chunk_fold_matrix(pred, y, folds, metric, pos_label, class_coord=None):
     m, target, enc = prepare_inputs(pred, y, metric, pos_label, "bbc_f", class_coord)
     f = V.as_folds(folds, enc.shape[0], enc.shape[2], "bbc_f")
     return _fold_matrix(m, target, enc, f, "bbc_f")[0]
-
-
-def chunk_dropping(pred, y, available, metric, pos_label, seed, n_boot, class_coord=None):
-    """The dropping-test scores of one chunk: ``(full (c,), per bootstrap (B, c), n_redrawn)``."""
-    from ..stats._dropping import dropping_scores
-
-    return dropping_scores(_load(pred), y, available, metric=metric, pos_label=pos_label,
-                           root=_root(seed), n_boot=n_boot, class_coord=class_coord)
 
 
 def chunk_pooled(pred, y, metric, pos_label, class_coord=None):

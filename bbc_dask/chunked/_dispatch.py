@@ -1,18 +1,28 @@
-"""BBC, BBC-F and the BBCD dropping test on cubes larger than memory, mapped over
-configuration chunks on the cluster.
+"""BBC, BBC-F and the BBCD dropping test on cubes larger than memory, on the cluster.
 
-A cube is split along ``config`` only — every sample and repeat of a block of
-configurations in one chunk, about :data:`CHUNK_BYTES` once encoded as float64. One task
-per chunk draws the bootstraps itself from spawned seeds (never a B × N matrix from the
-client), scores the chunk's configurations and keeps each bootstrap's chunk winner and its
-out-of-bag score; a tree reduction merges the winners (higher in-bag score, then lower
-configuration index — the whole-matrix rule). Results equal the in-memory path bit for
-bit, whatever the chunking and the number of workers.
+Bootstraps are drawn on the workers from spawned seeds (never a B × N matrix from the
+client), in the draw scheme of :mod:`bbc_dask.stats._bootstrap`: each sample block of a
+seed block of bootstraps has its own generator. Two splits (see :mod:`._blocks`):
+
+- **by sample blocks** — pointwise metrics on a Zarr- or Dask-backed cube of more than one
+  sample block: one task per (sample block, group of configurations) draws that block's
+  counts alone and returns the block's feature sums, in bag and out of bag; a chain adds
+  the blocks in block order, then the group's winners are merged in a tree. A task holds
+  one sample block of a group's chunks: its memory does not grow with N.
+- **by configuration blocks** — ranking metrics (they sort whole columns), BBC-F's fold
+  matrix, the dropping test and a study's cube (stored by fold): one task prepares (reads,
+  encodes, sorts) every sample of a block of configurations once; the counts of a group
+  of seed blocks are drawn once per group (uint8, at most :data:`COUNTS_BYTES`) and
+  shared by every block's scoring task.
+
+Which attempt of an undefined draw is kept is decided once per seed block, from the
+counts and the target alone. Results equal the in-memory path bit for bit, whatever the
+chunking and the number of workers.
 
 Zarr-backed cubes (a ``zarr.Array``, an xarray object opened from Zarr, or a study's
 store) are read by the tasks with zarr alone, chunk-aligned: the workers never import
-``dask.array``/xarray/pandas (~60 MiB each) and each stored chunk is read once. Other
-Dask-backed cubes go through their own graph.
+``dask.array``/xarray/pandas (~60 MiB each). Other Dask-backed cubes go through their own
+graph.
 
 The public ``bbc_dask.bbc`` and ``bbc_dask.bbc_f`` are defined here: the statistics layer's
 functions for arrays in memory, dispatching a lazy cube to the chunked path (the
@@ -29,19 +39,24 @@ from .. import _validation as V
 from .._random import as_seed_sequence
 from .._signals import deferred_interrupts, wait_done
 from ..exceptions import InvalidParameterError
+from .. import metrics as M
 from ..metrics import get_metric
 from ..stats import _bbc as S
+from ..stats._bootstrap import SEED_BLOCK
 from ..stats._result import summarise
 from ..stats._winner import select
 from . import _blocks as K
 
-__all__ = ["CHUNK_BYTES", "bbc", "bbc_f", "bbc_f_over_blocks", "bbc_over_blocks", "is_lazy",
+__all__ = ["CHUNK_BYTES", "COUNTS_BYTES", "SUMS_BYTES", "bbc", "bbc_f", "bbc_f_over_blocks", "bbc_over_blocks", "is_lazy",
            "lazy_bbc", "lazy_bbc_f", "lazy_dropping_test", "zarr_blocks"]
 
-#: Target size of one configuration chunk, in float64 (its encoded size on the worker).
-#: With a seed block of 64 bootstraps the peak of a task is about 2.5 × this plus
-#: 64 × N × 12 bytes of counts (N samples): 70 MB at N = 50,000.
+#: Target size of one chunk a task reads, in float64 (its encoded size on the worker).
 CHUNK_BYTES = 16 * 2**20
+#: Bootstrap counts of a group of seed blocks shared by configuration-block tasks (uint8:
+#: 64 × N bytes per seed block; at least one seed block).
+COUNTS_BYTES = 32 * 2**20
+#: Feature sums a sample-block task returns (in bag and out of bag, every bootstrap).
+SUMS_BYTES = 32 * 2**20
 
 _DIMS = V.CUBE_DIMS
 
@@ -148,8 +163,67 @@ def _class_coord(x):
     return None
 
 
+class _Source:
+    """A lazy cube: its size, class coordinate and how to cut it into task inputs."""
+
+    def __init__(self, x, dims, n, c, coord, zarr=None, data=None):
+        self.x, self.dims, self.n, self.c, self.coord = x, dims, n, c, coord
+        self.zarr, self.data = zarr, data  # (array, key) | dask array (N, C, R[, K])
+
+    def config_parts(self):
+        """Parts holding every sample of a block of configurations, and their offsets."""
+        if self.zarr is not None:
+            return zarr_blocks(self.zarr[0], self.dims, key=self.zarr[1])
+        per = _per_config_bytes(self.data.shape, _DIMS[: self.data.ndim])
+        width = max(1, min(self.c, CHUNK_BYTES // max(per, 1)))
+        data = self.data.rechunk({0: -1, 1: width} | {i: -1 for i in range(2, self.data.ndim)})
+        return list(data.to_delayed().ravel()), _offsets(data.chunks[1])
+
+    def sample_grid(self, edges, per_config_out):
+        """``(grid, offsets)``: ``grid[j][g]`` the parts of sample block ``j`` of
+        configuration group ``g`` (chunk-aligned, in order), groups starting at
+        ``offsets``. A group's sums take at most :data:`SUMS_BYTES`
+        (``per_config_out`` bytes per configuration)."""
+        size = edges[0][1] - edges[0][0]
+        if self.zarr is None:
+            per = _per_config_bytes((size,) + self.data.shape[1:], _DIMS[: self.data.ndim])
+            width = max(1, min(self.c, CHUNK_BYTES // max(per, 1)))
+            data = self.data.rechunk({0: size, 1: width} | {i: -1 for i in range(2, self.data.ndim)})
+            d = data.to_delayed().reshape(len(edges), -1)
+            return [[[part] for part in row] for row in d], _offsets(data.chunks[1])
+        arr, key = self.zarr
+        ax, s_ax = self.dims.index("config"), self.dims.index("sample")
+        view = [len(range(*k.indices(n))) for k, n in zip(key, arr.shape)]
+        view[s_ax] = size
+        stored = int(arr.chunks[ax])
+        per = max(1, CHUNK_BYTES // max(_per_config_bytes(view, self.dims), 1))
+        width = max(stored, per // stored * stored)
+        cfg = range(*key[ax].indices(arr.shape[ax]))  # view position -> stored index
+        rows = range(*key[s_ax].indices(arr.shape[s_ax]))
+        span = max(width, SUMS_BYTES // max(per_config_out, 1) // width * width)
+        order = [self.dims.index(d) for d in _DIMS if d in self.dims]
+        grid = []
+        for lo, hi in edges:
+            k = list(key)
+            k[s_ax] = slice(rows[lo], rows[hi - 1] + 1, rows.step)
+            row = []
+            for g0 in range(0, self.c, span):
+                part = []
+                for a in range(g0, min(g0 + span, self.c), width):
+                    sel = cfg[a : min(a + width, self.c, g0 + span)]
+                    sel = slice(sel.start, sel.stop, sel.step) if sel.step == 1 else np.asarray(sel)
+                    part.append(K.ZarrBlock(arr, order, ax, sel, "repeat" not in self.dims, k))
+                row.append(part)
+            grid.append(row)
+        return grid, list(range(0, self.c, span))
+
+
+def _offsets(chunks):
+    return np.concatenate([[0], np.cumsum(chunks)[:-1]]).astype(int).tolist()
+
+
 def _sources(predictions, metric, caller):
-    """``(blocks, offsets, n_samples, n_configs, class_coord)`` of a lazy cube."""
+    """The :class:`_Source` of a lazy cube."""
     x = predictions
     if type(x).__name__ == "Dataset":
         if "prediction" not in x.data_vars:
@@ -158,7 +232,6 @@ def _sources(predictions, metric, caller):
                 shown=f"a Dataset of {sorted(x.data_vars)}")
         x = x["prediction"]
     src = _zarr_source(x)
-    arr = None if src is None else src[0]
     ndim = len(x.shape)
     dims = _dims_of(x, ndim, caller)
     if metric.needs_class_axis != ("class" in dims):
@@ -168,25 +241,22 @@ def _sources(predictions, metric, caller):
             shown=f"dims {dims}")
     coord = _class_coord(x)
     n, c = x.shape[dims.index("sample")], x.shape[dims.index("config")]
-    if arr is not None:
-        blocks, offsets = zarr_blocks(arr, dims, key=src[1])
-        return blocks, offsets, n, c, coord
+    if src is not None:
+        return _Source(x, dims, n, c, coord, zarr=src)
     data = getattr(x, "data", x)
     data = data.transpose([dims.index(d) for d in _DIMS if d in dims])
     if "repeat" not in dims:
         data = data[:, :, None]
-    per = _per_config_bytes(data.shape, _DIMS[: data.ndim])
-    width = max(1, min(c, CHUNK_BYTES // max(per, 1)))
-    data = data.rechunk({0: -1, 1: width} | {i: -1 for i in range(2, data.ndim)})
-    offsets = np.concatenate([[0], np.cumsum(data.chunks[1])[:-1]]).astype(int).tolist()
-    return list(data.to_delayed().ravel()), offsets, n, c, coord
+    return _Source(x, dims, n, c, coord, data=data)
 
 
-def _target(y, n, caller):
+def _target(y, n, m, pos_label, caller):
+    """``(y, target)``: y checked against the cube, and encoded once on the client (every
+    task encodes its predictions against the whole sample's classes)."""
     y = y if isinstance(y, tuple) else np.asarray(y)
     if not isinstance(y, tuple):
         V.check_same_length("predictions", n, "y", y.shape[0] if y.ndim else 0, caller)
-    return y
+    return y, V.as_target(y, m, caller, pos_label=pos_label)
 
 
 def _tree(items, fn):
@@ -200,6 +270,14 @@ def _tree(items, fn):
 
 def _seed(root):
     return int(root.entropy), [int(k) for k in root.spawn_key]
+
+
+def _seed_groups(n_boot, n, keep):
+    """Seed blocks in groups: with ``keep`` (their counts are held) at most
+    :data:`COUNTS_BYTES` of uint8 counts per group."""
+    n_seed = -(-n_boot // SEED_BLOCK)
+    per = max(1, COUNTS_BYTES // (SEED_BLOCK * n)) if keep else 16
+    return [list(range(a, min(a + per, n_seed))) for a in range(0, n_seed, per)]
 
 
 def _no_explicit(bootstrap_indices, caller):
@@ -237,52 +315,117 @@ def _dispatching(in_memory, lazy, passed):
 def lazy_bbc(predictions, y, *, metric, n_bootstraps, confidence_level, random_state, pos_label,
              caller="bbc"):
     m = get_metric(metric, caller=caller)
-    blocks, offsets, n, _, coord = _sources(predictions, m, caller)
-    return bbc_over_blocks(blocks, offsets, _target(y, n, caller), metric=m.name,
-                           n_bootstraps=n_bootstraps, confidence_level=confidence_level,
-                           random_state=random_state, pos_label=pos_label, class_coord=coord,
-                           caller=caller)
+    src = _sources(predictions, m, caller)
+    y, target = _target(y, src.n, m, pos_label, caller)
+    sb = M.SAMPLE_BLOCK
+    if m.kind == "pointwise" and src.n > sb:
+        conf, n_boot, seed = _bbc_args(n_bootstraps, confidence_level, random_state, caller)
+        edges = M.sample_blocks(src.n, sb)
+        out = -(-n_boot // SEED_BLOCK) * SEED_BLOCK * int(np.prod(
+            [s for d, s in zip(src.dims, src.x.shape) if d in ("repeat", "class")])) * 8 * 4
+        grid, offsets = src.sample_grid(edges, out)
+        return _bbc_by_samples(grid, offsets, edges, target, m, seed, n_boot, conf, sb,
+                               src.coord, caller)
+    parts, offsets = src.config_parts()
+    return bbc_over_blocks(parts, offsets, y, metric=m.name, n_bootstraps=n_bootstraps,
+                           confidence_level=confidence_level, random_state=random_state,
+                           pos_label=pos_label, class_coord=src.coord, caller=caller)
+
+
+def _bbc_args(n_bootstraps, confidence_level, random_state, caller):
+    conf = V.check_confidence_level(confidence_level, caller)
+    n_boot = V.check_int(n_bootstraps, "n_bootstraps", caller)
+    return conf, n_boot, _seed(as_seed_sequence(random_state, caller=caller))
+
+
+def _plans(seed, stream, n_boot, n, sb, rule, keep):
+    """Delayed :func:`._blocks.plan_group` of every group of seed blocks."""
+    from dask import delayed
+
+    rule = delayed(rule, pure=True)
+    return [delayed(K.plan_group, pure=True)(seed, stream, ks, n, sb, rule, keep)
+            for ks in _seed_groups(n_boot, n, keep)]
+
+
+def _summary(merged, fulls, attempts, n_boot, metric, conf):
+    best, cfg, oob = (a[:n_boot] for a in merged)
+    full = np.concatenate(fulls)
+    sel = select(full)
+    return summarise(oob, cfg, selected=sel, naive=full[sel],
+                     n_redrawn=int(np.concatenate(attempts)[:n_boot].sum()), method="bbc",
+                     metric=metric, confidence_level=conf)
+
+
+def _attempts(group):
+    return np.concatenate([plan.attempts for plan, _ in group])
+
+
+def _bbc_by_samples(grid, offsets, edges, target, m, seed, n_boot, conf, sb, coord, caller):
+    """BBC of a pointwise metric over (sample block, configuration group) tasks."""
+    import dask
+    from dask import delayed
+
+    plans = _plans(seed, "bbc", n_boot, target.n_samples, sb, m.definedness(target).both, False)
+    flat = delayed(lambda groups: [p for g in groups for p, _ in g], pure=True)(plans)
+    t_d = delayed(target, pure=True)
+    results = []
+    for g, off in enumerate(offsets):
+        acc = None
+        for j, (lo, hi) in enumerate(edges):
+            s = delayed(K.block_sums, pure=True)(grid[j][g], t_d, m.name, coord, j, lo, hi, seed,
+                                                  "bbc", flat, caller)
+            acc = s if acc is None else delayed(K.add_sums, pure=True)(acc, s)
+        results.append(delayed(K.finish_sums, pure=True, nout=2)(acc, m.name, int(off), n_boot))
+    merged, fulls, attempts = dask.compute(
+        _tree([r[0] for r in results], K.merge_winners), [r[1] for r in results],
+        [delayed(_attempts, pure=True)(p) for p in plans])
+    return _summary(merged, fulls, attempts, n_boot, m.name, conf)
 
 
 def bbc_over_blocks(blocks, offsets, y, *, metric, n_bootstraps, confidence_level, random_state,
                     pos_label, class_coord=None, caller="bbc"):
-    """BBC over configuration chunks (ZarrBlocks or Dask delayed arrays) whose
-    configurations start at ``offsets``; one task per chunk, a tree merge of winners."""
+    """BBC over configuration blocks holding every sample (ZarrBlocks, a study's
+    CubeBlocks or Dask delayed arrays) whose configurations start at ``offsets``: one
+    task prepares each block once, the counts of each group of seed blocks are drawn
+    once, one task scores a block against a group; a tree merges the winners."""
     import dask
     from dask import delayed
 
-    conf = V.check_confidence_level(confidence_level, caller)
-    n_boot = V.check_int(n_bootstraps, "n_bootstraps", caller)
-    seed = _seed(as_seed_sequence(random_state, caller=caller))
-    y_d = delayed(y, pure=True)
-    parts = [delayed(K.chunk_bbc, pure=True, nout=2)(b, y_d, metric, pos_label, int(o), seed,
-                                                      n_boot, class_coord)
-             for b, o in zip(blocks, offsets)]
-    merged, full = dask.compute(_tree([p[0] for p in parts], K.merge_winners),
-                                [p[1] for p in parts])
-    full = np.concatenate(full)
-    _, cfg, oob, redrawn = merged
-    sel = select(full)
-    return summarise(oob, cfg, selected=sel, naive=full[sel], n_redrawn=redrawn, method="bbc",
-                     metric=metric, confidence_level=conf)
+    m = get_metric(metric, caller=caller)
+    conf, n_boot, seed = _bbc_args(n_bootstraps, confidence_level, random_state, caller)
+    y = y if isinstance(y, tuple) else np.asarray(y)
+    target = V.as_target(y, m, caller, pos_label=pos_label)
+    sb = M.SAMPLE_BLOCK
+    plans = _plans(seed, "bbc", n_boot, target.n_samples, sb, m.definedness(target).both, True)
+    t_d = delayed(target, pure=True)
+    preps = [delayed(K.prepare_block, pure=True, nout=2)(b, t_d, m.name, class_coord, sb, caller)
+             for b in blocks]
+    per_group = [_tree([delayed(K.score_block, pure=True)(p, [pl], int(o))
+                        for p, o in zip(preps, offsets)], K.merge_winners) for pl in plans]
+    merged, fulls, attempts = dask.compute(
+        per_group, [p[1] for p in preps], [delayed(_attempts, pure=True)(p) for p in plans])
+    merged = tuple(np.concatenate(a) for a in zip(*merged))
+    return _summary(merged, fulls, attempts, n_boot, m.name, conf)
 
 
 def lazy_bbc_f(predictions, y, folds, *, metric, n_bootstraps, confidence_level, random_state,
                pos_label, block_size=None, caller="bbc_f"):
     m = get_metric(metric, caller=caller)
-    blocks, _, n, _, coord = _sources(predictions, m, caller)
+    src = _sources(predictions, m, caller)
+    blocks, _ = src.config_parts()
+    y, _ = _target(y, src.n, m, pos_label, caller)
     if hasattr(folds, "dims"):
         folds = folds.transpose(*[d for d in ("sample", "repeat") if d in folds.dims]).values
-    return bbc_f_over_blocks(blocks, _target(y, n, caller), np.asarray(folds), metric=m.name,
+    return bbc_f_over_blocks(blocks, y, np.asarray(folds), metric=m.name,
                              n_bootstraps=n_bootstraps, confidence_level=confidence_level,
                              random_state=random_state, pos_label=pos_label,
-                             block_size=block_size, class_coord=coord, caller=caller)
+                             block_size=block_size, class_coord=src.coord, caller=caller)
 
 
 def bbc_f_over_blocks(blocks, y, folds, *, metric, n_bootstraps, confidence_level, random_state,
                       pos_label, block_size=None, class_coord=None, caller="bbc_f"):
-    """BBC-F: the fold × configuration matrix built per chunk on the cluster (it is small:
-    R·K rows), then bootstrapped on the client as in memory."""
+    """BBC-F: the fold × configuration matrix built per configuration block on the
+    cluster (it is small: R·K rows), then bootstrapped on the client as in memory."""
     import dask
     from dask import delayed
 
@@ -299,20 +442,38 @@ def bbc_f_over_blocks(blocks, y, folds, *, metric, n_bootstraps, confidence_leve
 
 def lazy_dropping_test(client, blocks, y, available, *, metric, alpha, n_bootstraps, seed,
                        pos_label=None, class_coord=None, key="bbc-dropping"):
-    """The BBCD dropping test over configuration chunks on ``client``; equals
-    :func:`bbc_dask.dropping_test` on the concatenated chunks bit for bit."""
-    from ..stats._dropping import decide
+    """The BBCD dropping test over configuration blocks on ``client``; equals
+    :func:`bbc_dask.dropping_test` on the concatenated blocks bit for bit. Each block is
+    prepared once; the counts of each group of seed blocks are drawn once."""
+    from ..stats._dropping import decide, dropping_rule
 
+    m = get_metric(metric, caller="dropping_test")
     seed = _seed(as_seed_sequence(seed, caller="dropping_test"))
-    futures = [client.submit(K.chunk_dropping, b, y, available, metric, pos_label, seed,
-                             n_bootstraps, class_coord, pure=False, retries=3, key=f"{key}-{i}")
+    y = y if isinstance(y, tuple) else np.asarray(y)
+    target = V.as_target(y, m, "dropping_test", pos_label=pos_label)
+    available = np.asarray(available, dtype=bool)
+    n = target.n_samples
+    rule = dropping_rule(m, target, available, available.shape[1] if available.ndim == 2 else 1)
+    [rule_f, y_f, avail_f] = client.scatter([rule, y, available], broadcast=False)
+    plans = [client.submit(K.plan_group, seed, "dropping", ks, n, M.SAMPLE_BLOCK, rule_f, True,
+                           pure=False, retries=3, key=f"{key}-plan-{q}")
+             for q, ks in enumerate(_seed_groups(n_bootstraps, n, True))]
+    scorers = [client.submit(K.prepare_dropping, b, y_f, avail_f, m.name, pos_label, class_coord,
+                             pure=False, retries=3, key=f"{key}-prep-{i}")
                for i, b in enumerate(blocks)]
-    wait_done(futures)
+    scores = [[client.submit(K.score_dropping, sc, [pl], pure=False, retries=3,
+                             key=f"{key}-score-{i}-{q}") for q, pl in enumerate(plans)]
+              for i, sc in enumerate(scorers)]
+    attempts = [client.submit(_attempts, pl, pure=False, key=f"{key}-attempts-{q}")
+                for q, pl in enumerate(plans)]
+    flat = [f for row in scores for f in row] + attempts
+    wait_done(flat)
     with deferred_interrupts():  # a Ctrl-C inside a gather can leave the client unusable
-        parts = client.gather(futures)
-    full = np.concatenate([p[0] for p in parts])
-    S = np.concatenate([p[1] for p in parts], axis=1)
-    return decide(full, S, alpha, max(p[2] for p in parts))
+        got = client.gather(scores)
+        att = client.gather(attempts)
+    full = np.concatenate([row[0][0] for row in got])
+    S = np.concatenate([np.concatenate([s for _, s in row], axis=0) for row in got], axis=1)
+    return decide(full, S[:n_bootstraps], alpha, int(np.concatenate(att)[:n_bootstraps].sum()))
 
 
 _COMMON = ("predictions", "y", "metric", "n_bootstraps", "confidence_level", "random_state",

@@ -26,7 +26,22 @@ import numpy as np
 from ..exceptions import InvalidParameterError
 from . import _kernels as K
 
-__all__ = ["METRICS", "Metric", "get_metric", "metric_names"]
+__all__ = ["METRICS", "SAMPLE_BLOCK", "Definedness", "Metric", "get_metric", "metric_names", "sample_blocks"]
+
+#: Samples per *sample block*. Bootstrap counts are drawn per block of this many
+#: consecutive samples (:mod:`bbc_dask.stats._bootstrap`), and pointwise metrics sum their
+#: features per block, then add the block sums in block order: a task holding one block
+#: of samples computes exactly the partial sums the in-memory kernel adds up, so a cube
+#: chunked along samples gives the in-memory result bit for bit. A cube of at most this
+#: many samples is one block (the kernels of earlier versions, unchanged).
+SAMPLE_BLOCK = 2**15
+
+
+def sample_blocks(n, size=None):
+    """``[(lo, hi), ...]``: the sample blocks of ``n`` samples (``size`` default
+    :data:`SAMPLE_BLOCK`, read at call time)."""
+    size = SAMPLE_BLOCK if size is None else int(size)
+    return [(lo, min(lo + size, n)) for lo in range(0, n, size)]
 
 
 @dataclass(frozen=True)
@@ -66,13 +81,24 @@ class Metric:
     def is_classification(self) -> bool:
         return self.task in ("binary", "classification", "multiclass")
 
-    def prepare(self, target, predictions):
+    def prepare(self, target, predictions, sample_block=None):
         """Precompute what the batched kernels need.
 
         ``target`` is a :class:`Target` (encoded y); ``predictions`` is a validated float64
         array ``(N, C, R)`` or ``(N, C, R, K)`` (labels already encoded as class codes).
+        ``sample_block``: the sample block size of the sums (default :data:`SAMPLE_BLOCK`).
         """
-        return self._impl(self, target, predictions)
+        return self._impl(self, target, predictions, sample_block=sample_block)
+
+    def definedness(self, target):
+        """The rule that says, from the bootstrap counts alone, whether this metric is
+        defined in bag and out of bag (:class:`Definedness`). It needs no predictions,
+        so a draw can be kept or redrawn before any prediction is read."""
+        return self._impl.rule_of(self, target)
+
+    def combine(self, fsums, gsums):
+        """Scores from summed pointwise features (see ``_Pointwise.sums``)."""
+        return self._impl.combine(fsums, gsums)
 
     def scores_once(self, target, predictions):
         """The metric of every (configuration, repeat), each sample counted once: (C, R).
@@ -107,6 +133,23 @@ class Target:
                    classes=np.arange(n_classes, dtype=np.int64),
                    pos_code=n_classes - 1 if pos_code is None else int(pos_code))
 
+    center: float | None = None  # regression: the shift of R²'s sums (see _R2)
+
+    def subset(self, lo, hi):
+        """The target of samples ``lo..hi-1`` of a sample block: classes, positive class
+        and (for regression) the centre of the whole sample kept, so that a block's sums
+        are the very terms of the whole sample's."""
+        import dataclasses
+
+        fields = {f: getattr(self, f)[lo:hi] for f in ("codes", "values", "time", "event")
+                  if getattr(self, f) is not None}
+        if self.values is not None:
+            fields["center"] = self.value_center()
+        return dataclasses.replace(self, **fields)
+
+    def value_center(self):
+        return float(np.mean(self.values)) if self.center is None else self.center
+
     @property
     def n_samples(self) -> int:
         for a in (self.codes, self.values, self.time):
@@ -116,8 +159,13 @@ class Target:
 
 
 # --------------------------------------------------------------------------- helpers
-# Count matrices are (B, N) int32: one row per bootstrap.
+# Count matrices are (B, N): one row per bootstrap; int32, or uint8 when every count
+# fits (the chunked path ships and holds them at a quarter of the memory). The kernels
+# accumulate in int64 whatever the count type.
 def _as_counts(counts):
+    counts = np.asarray(counts)
+    if counts.dtype in (np.uint8, np.int32):
+        return np.ascontiguousarray(counts)
     return np.ascontiguousarray(counts, dtype=np.int32)
 
 
@@ -125,16 +173,97 @@ def _oob(counts):
     return (counts == 0).astype(np.int32)
 
 
+# ------------------------------------------------------------------------ definedness
+class Definedness:
+    """Whether a metric is defined on bootstrap weights, from the counts and the target
+    alone (no predictions). ``inbag(counts)`` / ``oob(counts)`` -> (B,) bool; the base
+    rule: some weight in bag, some sample out of bag."""
+
+    def inbag(self, counts):
+        return np.asarray(counts).any(axis=1)
+
+    def oob(self, counts):
+        return (np.asarray(counts) == 0).any(axis=1)
+
+    def both(self, counts):
+        return self.inbag(counts) & self.oob(counts)
+
+
+class _Spread(Definedness):
+    """R²: the weighted y must not be constant."""
+
+    def __init__(self, y):
+        self.y = y
+
+    def inbag(self, counts):
+        c = np.asarray(counts) > 0
+        big = np.where(c, self.y[None, :], -np.inf).max(axis=1)
+        small = np.where(c, self.y[None, :], np.inf).min(axis=1)
+        return big > small
+
+    def oob(self, counts):
+        return self.inbag(np.asarray(counts) == 0)
+
+
+class _Classes(Definedness):
+    """AUC: every positive-class mask has positive and negative weight."""
+
+    def __init__(self, pos):
+        self.pos_f = pos.astype(np.float64)
+
+    def pn(self, wts):
+        """Twice positives × negatives per mask, (n_masks, B), exact integers."""
+        p = K.weighted_sums(wts, self.pos_f, False).T
+        n = wts.sum(axis=1)[None, :] - p
+        return 2.0 * p * n
+
+    def inbag(self, counts):
+        return np.all(self.pn(_as_counts(counts)) > 0, axis=0)
+
+    def oob(self, counts):
+        return self.inbag(_oob(counts))
+
+
+class _Pairs(Definedness):
+    """Concordance index: some comparable pair of weighted samples."""
+
+    def __init__(self, target):
+        t, e = target.time, target.event
+        # Visit in decreasing (time, censored) key: at equal times the censored come first,
+        # because they are comparable with the events at that time.
+        self.visit = np.lexsort((e.astype(np.int8), -t)).astype(np.int64)
+        tv, ev = t[self.visit], e[self.visit]
+        self.vstarts = np.ones(t.shape[0], dtype=np.bool_)
+        self.vstarts[1:] = (tv[1:] != tv[:-1]) | (ev[1:] != ev[:-1])
+        self.event = e.astype(np.bool_)
+
+    def pairs(self, counts, oob=False):
+        """Twice the weighted number of comparable pairs, (B,) float64."""
+        return K.cindex_pairs(_as_counts(counts), self.visit, self.vstarts, self.event,
+                              oob).astype(np.float64)
+
+    def inbag(self, counts):
+        return self.pairs(counts) > 0
+
+    def oob(self, counts):
+        return self.pairs(counts, True) > 0
+
+
 class _Prepared(abc.ABC):
     """Base class of a metric bound to (target, predictions); a family implements
     ``scores`` and ``winner_scores``."""
 
-    def __init__(self, metric, target, pred):
+    def __init__(self, metric, target, pred, sample_block=None):
         self.metric = metric
         self.target = target
         self.n_samples = pred.shape[0]
         self.n_configs = pred.shape[1]
         self.n_repeats = pred.shape[2]
+        self.rule = type(self).rule_of(metric, target)
+
+    @classmethod
+    def rule_of(cls, metric, target):
+        return Definedness()
 
     # API used by the estimators ----------------------------------------------
     @abc.abstractmethod
@@ -147,17 +276,22 @@ class _Prepared(abc.ABC):
 
     def defined(self, counts):
         """``(B,)`` bool: the metric is defined for these weights (per repeat all alike)."""
-        return counts.sum(axis=1) > 0
+        return self.rule.inbag(counts)
 
     def defined_oob(self, counts):
-        return self.defined(_oob(counts))
+        return self.rule.oob(counts)
 
 
 # ------------------------------------------------------------------ pointwise family
 class _Pointwise(_Prepared):
     """Ratios of weighted feature sums. Subclasses set ``self.features`` (a list of
-    ``(rows, values (len(rows), C*R))``) and ``self.gfeat`` (n_g, N) config-free features,
-    and implement ``combine(fsums list of (B, C, R), gsums (B, n_g), counts) -> (B, C, R)``.
+    ``(rows, values (len(rows), C*R))``; ``rows`` None for every sample) and
+    ``self.gfeat`` (n_g, N) config-free features, and implement the static
+    ``combine(fsums list of (B, C, R), gsums (B, n_g)) -> (B, C, R)``.
+
+    Sums run per sample block (:data:`SAMPLE_BLOCK`) and the block sums are added in
+    block order: a task that holds one block of samples computes the very terms
+    (:meth:`sums`) whose sum the in-memory kernel forms, so the two agree bit for bit.
 
     Indicator features (accuracy, balanced accuracy, F1) are stored as float32: sums of
     integer counts times 0/1 are exact in float32 below 2**24, and the product runs twice
@@ -166,15 +300,24 @@ class _Pointwise(_Prepared):
 
     dtype = np.float64
 
-    def __init__(self, metric, target, pred):
+    def __init__(self, metric, target, pred, sample_block=None):
         super().__init__(metric, target, pred)
         self.all_rows = np.arange(self.n_samples, dtype=np.int64)
+        self.edges = sample_blocks(self.n_samples, sample_block)
         self._panels = {}
+        self._views = None
         if self.dtype == np.float32 and self.n_samples >= 2**24 // 4:
             self.dtype = np.float64
 
+    def __getstate__(self):
+        # the panel and view caches are rebuilt on use: do not ship them with the object
+        return {k: v for k, v in self.__dict__.items() if k not in ("_panels", "_views")}
+
+    def __setstate__(self, state):
+        self.__dict__.update(state, _panels={}, _views=None)
+
     def _flat(self, a):
-        return np.ascontiguousarray(a.reshape(a.shape[0], -1), dtype=self.dtype)
+        return np.ascontiguousarray(a.reshape(a.shape[0], int(np.prod(a.shape[1:]))), dtype=self.dtype)
 
     def _equal(self, pred, ref):
         """``pred == ref`` written straight into the feature dtype (one pass, no bool copy)."""
@@ -182,18 +325,13 @@ class _Pointwise(_Prepared):
         np.equal(pred, ref, out=out, casting="unsafe")
         return out.reshape(pred.shape[0], -1)
 
+    @property
+    def indicator(self):
+        return type(self).dtype == np.float32  # 0/1 features (see the class doc)
+
     PANEL = 64
 
-    def _product(self, wr, values):
-        """``wr @ values``, bit-identical for a column whatever the other columns are.
-
-        float32 indicator sums are exact integers. float64 sums are rounded, and BLAS
-        picks other kernels (another summation order) for narrow matrices, so the columns
-        are multiplied in zero-padded panels of exactly ``PANEL`` columns: a configuration
-        then gets the same bits in the whole cube and in any chunk of it.
-        """
-        if values.dtype == np.float32:
-            return (wr @ values).astype(np.float64)
+    def _panel_list(self, values):
         panels = self._panels.get(id(values))
         if panels is None:
             panels = []
@@ -203,65 +341,127 @@ class _Pointwise(_Prepared):
                 blk[:, : part.shape[1]] = part
                 panels.append(blk)
             self._panels[id(values)] = panels
-        out = np.empty((wr.shape[0], values.shape[1]))
-        for i, blk in enumerate(panels):
+        return panels
+
+    def _product(self, wr, values, panels=None):
+        """``wr @ values``, bit-identical for a column whatever the other columns are.
+
+        float32 indicator sums are exact integers. float64 sums are rounded, and BLAS
+        picks other kernels (another summation order) for narrow matrices, so the columns
+        are multiplied in zero-padded panels of exactly ``PANEL`` columns: a configuration
+        then gets the same bits in the whole cube and in any chunk of it. A single row is
+        padded to two (a one-row product may take BLAS's matrix-vector path). ``panels``:
+        compute only these panel indices (the others are left NaN).
+        """
+        if values.dtype == np.float32:
+            return (wr @ values).astype(np.float64)
+        one = wr.shape[0] == 1
+        if one:
+            wr = np.concatenate([wr, wr])
+        out = np.full((wr.shape[0], values.shape[1]), np.nan)
+        for i, blk in enumerate(self._panel_list(values)):
+            if panels is not None and i not in panels:
+                continue
             p0 = i * self.PANEL
             w = min(self.PANEL, values.shape[1] - p0)
             out[:, p0 : p0 + w] = (wr @ blk)[:, :w]
-        return out
+        return out[:1] if one else out
+
+    def _block_views(self):
+        """Per sample block ``(lo, hi, [(rows, values)], g)``: views of the features of
+        those samples (rows relative to ``lo``); built once, kept (stable panel keys)."""
+        if self._views is None:
+            self._views = []
+            for lo, hi in self.edges:
+                feats = []
+                for rows, values in self.features:
+                    if rows is None:
+                        feats.append((None, values[lo:hi]))
+                    else:
+                        a, b = np.searchsorted(rows, [lo, hi])
+                        feats.append((rows[a:b] - lo, values[a:b]))
+                self._views.append((lo, hi, feats, np.ascontiguousarray(self.gfeat[:, lo:hi])))
+        return self._views
+
+    def _sums_of(self, counts, feats, g, oob, panels=None):
+        counts = _as_counts(counts)
+        wt = ((counts == 0) if oob else counts).astype(self.dtype)
+        fsums = []
+        for rows, values in feats:
+            wr = wt if rows is None else np.ascontiguousarray(wt[:, rows])
+            s = self._product(wr, values, panels)
+            fsums.append(s.reshape(wt.shape[0], self.n_configs, self.n_repeats))
+        return fsums, K.weighted_sums(counts, g, oob)
+
+    def sums(self, counts, oob=False):
+        """The feature sums ``(fsums list of (B, C, R), gsums (B, n_g))`` of these
+        weights (out-of-bag indicators with ``oob``) over this object's samples: for an
+        object holding one sample block, the terms the whole sample's sums add up."""
+        if len(self.edges) != 1:
+            raise ValueError("sums() is for one sample block; use scores()")
+        (_, _, feats, g), = self._block_views()
+        return self._sums_of(counts, feats, g, oob)
+
+    def _blocked_sums(self, counts, oob, panels=None):
+        """Sums over every sample block, added in block order."""
+        counts = _as_counts(counts)
+        fs = gs = None
+        for lo, hi, feats, g in self._block_views():
+            f, s = self._sums_of(counts[:, lo:hi], feats, g, oob, panels)
+            fs = f if fs is None else [a + b for a, b in zip(fs, f)]
+            gs = s if gs is None else gs + s
+        return fs, gs
 
     def scores(self, counts):
-        counts = _as_counts(counts)
-        w = counts.astype(self.dtype)  # (B, N)
-        fsums = []
-        for rows, values in self.features:
-            wr = w if rows is None else np.ascontiguousarray(w[:, rows])
-            s = self._product(wr, values)
-            fsums.append(s.reshape(w.shape[0], self.n_configs, self.n_repeats))
-        gsums = K.weighted_sums(counts, self.gfeat, False)
+        fsums, gsums = self._blocked_sums(counts, False)
         with np.errstate(divide="ignore", invalid="ignore"):
-            return self.combine(fsums, gsums, counts, False)
+            return self.combine(fsums, gsums)
 
     def winner_scores(self, counts, winners, oob=True):
         counts = _as_counts(counts)
+        winners = np.asarray(winners, dtype=np.int64)
+        if not self.indicator and len(self.edges) > 1:
+            # Real features over several blocks: the winners' panels of the blocked sums,
+            # the very numbers a sample-chunked task computes for every column.
+            cols = winners[:, None] * self.n_repeats + np.arange(self.n_repeats)
+            fs, gs = self._blocked_sums(counts, oob, panels=set((cols // self.PANEL).ravel().tolist()))
+            rows = np.arange(counts.shape[0])
+            fs = [f[rows, winners][:, None, :] for f in fs]
+            with np.errstate(divide="ignore", invalid="ignore"):
+                return self.combine(fs, gs)[:, 0, :]
         # Only the few distinct winners' columns are gathered (contiguous per column).
-        uniq, inv = np.unique(np.asarray(winners, dtype=np.int64), return_inverse=True)
+        # Indicator sums are exact integers: the same numbers whatever the blocking.
+        uniq, inv = np.unique(winners, return_inverse=True)
         cols = (uniq[:, None] * self.n_repeats + np.arange(self.n_repeats)).ravel()
         fsums = []
         for rows, values in self.features:
             r = self.all_rows if rows is None else rows
-            ind = type(self).dtype == np.float32  # 0/1 indicator features (see the class doc)
-            vt = np.ascontiguousarray(values[:, cols].T, dtype=np.uint8 if ind else np.float64)
+            vt = np.ascontiguousarray(values[:, cols].T, dtype=np.uint8 if self.indicator else np.float64)
             s = K.feature_sums_winners(counts, r, vt, inv.astype(np.int64), self.n_repeats, oob,
-                                       indicator=ind)
+                                       indicator=self.indicator)
             fsums.append(s[:, None, :])
         gsums = K.weighted_sums(counts, self.gfeat, oob)
         with np.errstate(divide="ignore", invalid="ignore"):
-            return self.combine(fsums, gsums, counts, oob)[:, 0, :]
-
-    def defined(self, counts):
-        return np.asarray(counts).any(axis=1)
-
-    def defined_oob(self, counts):
-        return (np.asarray(counts) == 0).any(axis=1)
+            return self.combine(fsums, gsums)[:, 0, :]
 
 
 class _Accuracy(_Pointwise):
     dtype = np.float32
-    def __init__(self, metric, target, pred):
-        super().__init__(metric, target, pred)
+    def __init__(self, metric, target, pred, sample_block=None):
+        super().__init__(metric, target, pred, sample_block)
         self.features = [(None, self._equal(pred, target.codes[:, None, None]))]
         self.gfeat = np.ones((1, self.n_samples))
 
-    def combine(self, fsums, gsums, counts, oob):
+    @staticmethod
+    def combine(fsums, gsums):
         return fsums[0] / gsums[:, 0, None, None]
 
 
 class _BalancedAccuracy(_Pointwise):
     dtype = np.float32
     # Mean recall over the classes present (with positive weight) in y, as scikit-learn.
-    def __init__(self, metric, target, pred):
-        super().__init__(metric, target, pred)
+    def __init__(self, metric, target, pred, sample_block=None):
+        super().__init__(metric, target, pred, sample_block)
         correct = pred == target.codes[:, None, None]
         n_cls = len(target.classes)
         self.features = []
@@ -270,7 +470,8 @@ class _BalancedAccuracy(_Pointwise):
             self.features.append((rows, self._flat(correct[rows])))
         self.gfeat = np.stack([(target.codes == k).astype(np.float64) for k in range(n_cls)])
 
-    def combine(self, fsums, gsums, counts, oob):
+    @staticmethod
+    def combine(fsums, gsums):
         total = np.zeros_like(fsums[0])
         present = np.zeros(gsums.shape[0])
         for k, fs in enumerate(fsums):
@@ -285,15 +486,16 @@ class _F1(_Pointwise):
     dtype = np.float32
     # F1 = 2 TP / (TP + predicted positives + actual positives); 0 when that is 0
     # (scikit-learn's zero_division default).
-    def __init__(self, metric, target, pred):
-        super().__init__(metric, target, pred)
+    def __init__(self, metric, target, pred, sample_block=None):
+        super().__init__(metric, target, pred, sample_block)
         pp = pred == target.pos_code
         is_pos = target.codes == target.pos_code
         prow, nrow = np.flatnonzero(is_pos), np.flatnonzero(~is_pos)
         self.features = [(prow, self._flat(pp[prow])), (nrow, self._flat(pp[nrow]))]
         self.gfeat = is_pos.astype(np.float64)[None, :]
 
-    def combine(self, fsums, gsums, counts, oob):
+    @staticmethod
+    def combine(fsums, gsums):
         tp, fp = fsums
         denom = 2 * tp + fp + (gsums[:, 0, None, None] - tp)
         return np.where(denom > 0, 2 * tp / np.where(denom > 0, denom, 1.0), 0.0)
@@ -302,12 +504,13 @@ class _F1(_Pointwise):
 class _MeanLoss(_Pointwise):
     """Weighted mean of a per-sample score (negated loss)."""
 
-    def __init__(self, metric, target, pred):
-        super().__init__(metric, target, pred)
+    def __init__(self, metric, target, pred, sample_block=None):
+        super().__init__(metric, target, pred, sample_block)
         self.features = [(None, self._flat(self.per_sample(target, pred)))]
         self.gfeat = np.ones((1, self.n_samples))
 
-    def combine(self, fsums, gsums, counts, oob):
+    @staticmethod
+    def combine(fsums, gsums):
         return fsums[0] / gsums[:, 0, None, None]
 
 
@@ -333,56 +536,57 @@ class _NegMAE(_MeanLoss):
 
 
 class _R2(_Pointwise):
-    # 1 - SS_res / SS_tot; undefined (NaN) when the weighted y is constant.
-    def __init__(self, metric, target, pred):
-        super().__init__(metric, target, pred)
-        self.y = target.values
+    # 1 - SS_res / SS_tot. SS_tot comes from weighted sums of 1, y - m and (y - m)² with
+    # m the whole sample's mean y (fixed, so every sample block adds the same terms):
+    # SS_tot = S2 - S1² / S0, with no cancellation beyond (weighted mean - m)². It is
+    # undefined (the rule) when the weighted y is constant.
+    def __init__(self, metric, target, pred, sample_block=None):
+        super().__init__(metric, target, pred, sample_block)
         sq = (target.values[:, None, None] - pred) ** 2
         self.features = [(None, self._flat(sq))]
-        self.gfeat = np.stack([np.ones(self.n_samples), self.y])
+        yc = target.values - target.value_center()
+        self.gfeat = np.stack([np.ones(self.n_samples), yc, yc * yc])
 
-    def combine(self, fsums, gsums, counts, oob):
-        mean = gsums[:, 1] / gsums[:, 0]
-        dev = (self.y[None, :] - mean[:, None]) ** 2
-        wts = _oob(counts) if oob else counts
-        sstot = np.einsum("bn,bn->b", wts.astype(np.float64), dev)
-        sstot = np.where(self.defined(wts), sstot, np.nan)
+    @classmethod
+    def rule_of(cls, metric, target):
+        return _Spread(target.values)
+
+    @staticmethod
+    def combine(fsums, gsums):
+        sstot = gsums[:, 2] - gsums[:, 1] ** 2 / gsums[:, 0]
+        sstot = np.where(sstot > 0, sstot, np.nan)
         return 1.0 - fsums[0] / sstot[:, None, None]
-
-    def defined(self, counts):
-        c = np.asarray(counts) > 0
-        big = np.where(c, self.y[None, :], -np.inf).max(axis=1)
-        small = np.where(c, self.y[None, :], np.inf).min(axis=1)
-        return big > small
-
-    def defined_oob(self, counts):
-        return self.defined(_oob(counts))
-
 
 # -------------------------------------------------------------------- ranking family
 class _RocAuc(_Prepared):
     """Binary AUC (``pos`` masks: one) or macro one-vs-rest AUC (one mask per class)."""
 
-    def __init__(self, metric, target, pred):
+    def __init__(self, metric, target, pred, sample_block=None):
         super().__init__(metric, target, pred)
-        if pred.ndim == 4:  # (N, C, R, K): columns ordered (c, r, k)
-            self.n_sub = pred.shape[3]
-            self.pos = np.stack([target.codes == k for k in range(self.n_sub)])
+        self.pos = self._masks(metric, target)
+        self.n_sub = self.pos.shape[0]
+        if metric.needs_class_axis:  # (N, C, R, K): columns ordered (c, r, k)
             self.col_mask = np.tile(np.arange(self.n_sub), self.n_configs * self.n_repeats)
         else:
-            self.n_sub = 1
-            self.pos = (target.codes == target.pos_code)[None, :]
             self.col_mask = np.zeros(self.n_configs * self.n_repeats, dtype=np.int64)
         cols = pred.reshape(self.n_samples, -1).T
         self.col_mask = self.col_mask.astype(np.int64)
         self.order = np.argsort(cols, axis=1, kind="stable").astype(np.int32)
         self.starts = K.tie_starts(np.take_along_axis(cols, self.order, axis=1))
-        self.pos_f = self.pos.astype(np.float64)
+
+    @staticmethod
+    def _masks(metric, target):
+        """Positive-class masks (n_masks, N): one per class for one-vs-rest."""
+        if metric.needs_class_axis:
+            return np.stack([target.codes == k for k in range(len(target.classes))])
+        return (target.codes == target.pos_code)[None, :]
+
+    @classmethod
+    def rule_of(cls, metric, target):
+        return _Classes(cls._masks(metric, target))
 
     def _pn(self, wts):
-        p = K.weighted_sums(wts, self.pos_f, False).T  # (n_masks, B), exact integers
-        n = wts.sum(axis=1)[None, :] - p
-        return 2.0 * p * n
+        return self.rule.pn(wts)
 
     def scores(self, counts):
         counts = _as_counts(counts)
@@ -440,21 +644,12 @@ class _RocAuc(_Prepared):
             auc = np.where(denom > 0, acc / np.where(denom > 0, denom, 1.0), np.nan)
         return auc.reshape(-1, self.n_repeats, self.n_sub).mean(axis=2)
 
-    def defined(self, counts):
-        return np.all(self._pn(_as_counts(counts)) > 0, axis=0)
 
 
 class _CIndex(_Prepared):
-    def __init__(self, metric, target, pred):
+    def __init__(self, metric, target, pred, sample_block=None):
         super().__init__(metric, target, pred)
-        t, e = target.time, target.event
-        # Visit in decreasing (time, censored) key: at equal times the censored come first,
-        # because they are comparable with the events at that time.
-        self.visit = np.lexsort((e.astype(np.int8), -t)).astype(np.int64)
-        tv, ev = t[self.visit], e[self.visit]
-        self.vstarts = np.ones(self.n_samples, dtype=np.bool_)
-        self.vstarts[1:] = (tv[1:] != tv[:-1]) | (ev[1:] != ev[:-1])
-        self.event = e.astype(np.bool_)
+        self.visit, self.vstarts, self.event = self.rule.visit, self.rule.vstarts, self.rule.event
         cols = pred.reshape(self.n_samples, -1).T
         order = np.argsort(cols, axis=1, kind="stable")
         starts = K.tie_starts(np.take_along_axis(cols, order, axis=1))
@@ -463,8 +658,12 @@ class _CIndex(_Prepared):
         np.put_along_axis(self.ranks, order, dense, axis=1)
         self.n_ranks = dense[:, -1].astype(np.int64)
 
+    @classmethod
+    def rule_of(cls, metric, target):
+        return _Pairs(target)
+
     def _pairs(self, counts, oob=False):
-        return K.cindex_pairs(counts, self.visit, self.vstarts, self.event, oob).astype(np.float64)
+        return self.rule.pairs(counts, oob)
 
     def scores(self, counts):
         counts = _as_counts(counts)
@@ -485,12 +684,6 @@ class _CIndex(_Prepared):
         den = self._pairs(counts, oob)[:, None]
         with np.errstate(divide="ignore", invalid="ignore"):
             return np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan)
-
-    def defined(self, counts):
-        return self._pairs(_as_counts(counts)) > 0
-
-    def defined_oob(self, counts):
-        return self._pairs(_as_counts(counts), True) > 0
 
 
 # ------------------------------------------------------------------------ registry

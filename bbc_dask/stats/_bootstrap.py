@@ -1,29 +1,53 @@
 """Bootstrap draws as count matrices, reproducible whatever the blocking.
 
-Bootstraps are drawn in fixed *seed blocks* of :data:`SEED_BLOCK` consecutive bootstraps;
-seed block ``k`` of stream ``s`` uses the generator ``child(root, s, k)`` alone. Any range
-of bootstraps is therefore the same draws whether it is computed at once, in processing
-blocks of any size, or on different workers.
+Bootstraps are drawn in fixed *seed blocks* of :data:`SEED_BLOCK` consecutive bootstraps,
+each from its own seeds: any range of bootstraps is the same draws whether it is computed
+at once, in processing blocks of any size, or on different workers.
+
+Samples are split into *sample blocks* (:data:`bbc_dask.metrics.SAMPLE_BLOCK`). With one
+block (N at most the block size) seed block ``k`` draws its ``SEED_BLOCK × N`` in-bag
+positions from ``child(root, stream, k)``, and an undefined draw is redrawn from the same
+generator. With J > 1 blocks the draw of a bootstrap is split in two, which gives the same
+distribution (N uniform draws with replacement):
+
+1. how many of its N draws fall in each block: Multinomial(N, block sizes / N), one row
+   per bootstrap from ``child(root, stream, k)`` (the seed block's *totals*);
+2. which samples of block j they hit: T_bj uniform positions in the block, for every
+   bootstrap of the seed block at once, from ``child(root, stream, k, j)``.
+
+A task holding samples of block j alone therefore draws exactly its block's counts — no
+other block's draws, no whole bootstrap. An undefined bootstrap ``b`` of the seed block
+(say, no out-of-bag positive for AUC) is replaced by attempt ``a = 1, 2, ...``: totals from
+``child(root, stream, k, REDRAW, b, a)``, block j from ``child(..., b, a, j)``. Which
+attempt is kept is decided once, from the counts and the target alone (the metric's
+:meth:`~bbc_dask.metrics.Metric.definedness`), and carried as a :class:`SeedPlan`.
 """
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 from numba import njit
 
 from .._random import child_generator
 from ..exceptions import UndefinedScoreError
+from ..metrics import sample_blocks
 
 __all__ = [
     "MAX_REDRAWS",
     "SEED_BLOCK",
     "CountBlocks",
+    "SeedPlan",
+    "block_counts",
     "block_ranges",
     "counts_from_indices",
     "draw_counts",
+    "plan_seed_block",
 ]
 
 SEED_BLOCK = 64
 MAX_REDRAWS = 1000
+_REDRAW = 2**31 - 1  # a key no seed block index reaches
 
 
 @njit(cache=True)
@@ -35,6 +59,18 @@ def _bincount_rows(idx, n):
     return out
 
 
+@njit(cache=True)
+def _bincount_segments(idx, lengths, n):
+    """Row b counts ``idx`` positions ``sum(lengths[:b]) ..`` (``lengths[b]`` of them)."""
+    out = np.zeros((lengths.shape[0], n), dtype=np.int32)
+    k = 0
+    for b in range(lengths.shape[0]):
+        for _ in range(lengths[b]):
+            out[b, idx[k]] += 1
+            k += 1
+    return out
+
+
 def counts_from_indices(idx: np.ndarray, n: int) -> np.ndarray:
     """``(B, n_draw)`` in-bag positions -> ``(B, n)`` int32 counts."""
     dtype = np.int32 if idx.dtype == np.int32 else np.int64
@@ -43,13 +79,12 @@ def counts_from_indices(idx: np.ndarray, n: int) -> np.ndarray:
 
 def _draw(gen, n, shape):
     # int32 draws are the very values of int64 ones (numpy uses the same buffered 32-bit
-    # Lemire sampler for any bound below 2**32) at half the memory: a seed block of a
-    # 50,000-sample cube is 12.8 MB instead of 25.6 MB on a worker.
+    # Lemire sampler for any bound below 2**32) at half the memory.
     return gen.integers(0, n, size=shape, dtype=np.int32 if n < 2**31 else np.int64)
 
 
 def _seed_block(root, stream, k, n, n_draw, is_defined):
-    """Counts ``(SEED_BLOCK, n)`` and per-bootstrap redraw counts of seed block ``k``."""
+    """One sample block: counts ``(SEED_BLOCK, n)`` and per-bootstrap redraw counts."""
     gen = child_generator(root, stream, k)
     counts = counts_from_indices(_draw(gen, n, (SEED_BLOCK, n_draw)), n)
     redrawn = np.zeros(SEED_BLOCK, dtype=np.int64)
@@ -64,24 +99,136 @@ def _seed_block(root, stream, k, n, n_draw, is_defined):
                 redrawn[j] = attempt
                 break
         else:
-            raise UndefinedScoreError(
-                f"Could not draw a bootstrap whose score is defined in {MAX_REDRAWS} "
-                f"attempts (e.g. out-of-bag samples of both classes for AUC); the sample is "
-                f"too small or too unbalanced for this metric."
-            )
+            _give_up()
     return counts, redrawn
 
 
-def draw_counts(root, stream, start, stop, n, is_defined=None, n_draw=None):
+def _give_up():
+    raise UndefinedScoreError(
+        f"Could not draw a bootstrap whose score is defined in {MAX_REDRAWS} attempts (e.g. "
+        f"out-of-bag samples of both classes for AUC); the sample is too small or too "
+        f"unbalanced for this metric.")
+
+
+@dataclass(frozen=True)
+class SeedPlan:
+    """The draws of seed block ``k`` over ``n`` samples in blocks of ``sample_block``:
+    ``totals`` (SEED_BLOCK, J) draws per sample block, and ``redraws``: (bootstrap in the
+    block, attempt kept, its totals (J,)) of the bootstraps that were redrawn."""
+
+    k: int
+    n: int
+    sample_block: int
+    totals: np.ndarray
+    redraws: tuple = ()
+
+    @property
+    def attempts(self):
+        """Redraws of each bootstrap of the seed block, (SEED_BLOCK,) int64."""
+        out = np.zeros(SEED_BLOCK, dtype=np.int64)
+        for b, a, _ in self.redraws:
+            out[b] = a
+        return out
+
+
+@dataclass(frozen=True)
+class _OneBlock:
+    """The plan of a seed block over one sample block: its counts carry the draws."""
+
+    k: int
+    attempts: np.ndarray
+
+
+def _totals(gen, n, sample_block, size):
+    sizes = np.array([hi - lo for lo, hi in sample_blocks(n, sample_block)], dtype=np.float64)
+    return gen.multinomial(n, sizes / n, size=size)
+
+
+def _block_draw(gen, lengths, size):
+    lengths = np.ascontiguousarray(lengths, dtype=np.int64)
+    return _bincount_segments(_draw(gen, size, (int(lengths.sum()),)), lengths, size)
+
+
+def _redraw_block(root, stream, k, b, a, t, j, size):
+    return _block_draw(child_generator(root, stream, k, _REDRAW, b, a, j), t[j : j + 1], size)[0]
+
+
+def block_counts(root, stream, plan, j):
+    """Counts ``(SEED_BLOCK, size of block j)`` int32 of the plan's seed block on sample
+    block ``j``: drawn from the block's own generator, nothing else."""
+    lo, hi = sample_blocks(plan.n, plan.sample_block)[j]
+    counts = _block_draw(child_generator(root, stream, plan.k, j), plan.totals[:, j], hi - lo)
+    for b, a, t in plan.redraws:
+        counts[b] = _redraw_block(root, stream, plan.k, b, a, t, j, hi - lo)
+    return counts
+
+
+def _store(out, lo, hi, c):
+    """Write counts into ``out`` (uint8 or int32), widening it when a count exceeds 255."""
+    if out.dtype == np.uint8 and c.max() > 255:
+        out = out.astype(np.int32)
+    out[..., lo:hi] = c
+    return out
+
+
+def plan_seed_block(root, stream, k, n, is_defined=None, sample_block=None, small=False):
+    """``(plan, counts (SEED_BLOCK, n))`` of seed block ``k``: the draws, each undefined
+    one (``is_defined(counts) -> (B,) bool``) replaced by its first defined attempt.
+
+    With one sample block the counts are the generator's stream (see the module doc)
+    and the plan only records the attempts. ``small``: counts as uint8 when every count
+    fits (a quarter of the memory)."""
+    sample_block = _block_size(sample_block)
+    if n <= sample_block:
+        counts, red = _seed_block(root, stream, k, n, n, is_defined)
+        if small and counts.max() <= 255:
+            counts = counts.astype(np.uint8)
+        return _OneBlock(k, red), counts
+    edges = sample_blocks(n, sample_block)
+    plan = SeedPlan(k, n, sample_block, _totals(child_generator(root, stream, k), n,
+                                                 sample_block, SEED_BLOCK))
+    counts = np.empty((SEED_BLOCK, n), dtype=np.uint8 if small else np.int32)
+    for j, (lo, hi) in enumerate(edges):
+        counts = _store(counts, lo, hi, block_counts(root, stream, plan, j))
+    if is_defined is None:
+        return plan, counts
+    redraws = []
+    for b in np.flatnonzero(~is_defined(counts)).tolist():
+        for a in range(1, MAX_REDRAWS + 1):
+            t = _totals(child_generator(root, stream, k, _REDRAW, b, a), n, sample_block, 1)[0]
+            row = np.concatenate([_redraw_block(root, stream, k, b, a, t, j, hi - lo)
+                                  for j, (lo, hi) in enumerate(edges)])
+            if is_defined(row[None])[0]:
+                if counts.dtype == np.uint8 and row.max() > 255:
+                    counts = counts.astype(np.int32)
+                counts[b] = row
+                redraws.append((b, a, t))
+                break
+        else:
+            _give_up()
+    return SeedPlan(k, n, sample_block, plan.totals, tuple(redraws)), counts
+
+
+def _block_size(sample_block):
+    from .. import metrics
+
+    return metrics.SAMPLE_BLOCK if sample_block is None else int(sample_block)
+
+
+def draw_counts(root, stream, start, stop, n, is_defined=None, n_draw=None, sample_block=None):
     """Counts ``(stop - start, n)`` int32 for bootstraps ``start..stop-1`` and the number
     of redraws among them. ``is_defined(counts) -> (B,) bool`` decides which draws are
-    kept; an undefined draw is redrawn."""
-    n_draw = n if n_draw is None else n_draw
+    kept; an undefined draw is redrawn. ``n_draw`` (draws per bootstrap, default n) other
+    than n draws from one sample block."""
     first, last = start // SEED_BLOCK, (stop - 1) // SEED_BLOCK
     out = np.empty((stop - start, n), dtype=np.int32)
     red = 0
     for k in range(first, last + 1):
-        c, r = _seed_block(root, stream, k, n, n_draw, is_defined)
+        if n_draw is not None and n_draw != n:
+            c, r = _seed_block(root, stream, k, n, n_draw, is_defined)
+        else:
+            plan, c = plan_seed_block(root, stream, k, n, is_defined, sample_block)
+            r = plan.attempts
         lo = max(start - k * SEED_BLOCK, 0)
         hi = min(stop - k * SEED_BLOCK, SEED_BLOCK)
         out[k * SEED_BLOCK + lo - start : k * SEED_BLOCK + hi - start] = c[lo:hi]

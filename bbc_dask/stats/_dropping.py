@@ -18,7 +18,8 @@ from ._bbc import prepare_inputs
 from ._bootstrap import CountBlocks
 from ._winner import select
 
-__all__ = ["Dropping", "DroppingResult", "dropping_test"]
+__all__ = ["Dropping", "DroppingResult", "DroppingScorer", "MaskedRule", "dropping_rule",
+           "dropping_test"]
 
 
 @dataclass(frozen=True)
@@ -131,44 +132,70 @@ def decide(full, S, alpha, n_redrawn):
     return DroppingResult(best=best, p_hat=p_hat, drop=drop, n_redrawn=int(n_redrawn))
 
 
+class MaskedRule:
+    """The dropping test's definedness: in bag on the samples available in every repeat
+    (``mask`` (R, N) int32), from the counts and the target alone."""
+
+    def __init__(self, rule, mask):
+        self.rule, self.mask = rule, mask
+
+    def __call__(self, counts):
+        return np.all([self.rule.inbag(counts * m) for m in self.mask], axis=0)
+
+
+def _available(available, n, n_rep, caller):
+    return V.per_sample_and_repeat(np.asarray(available, dtype=bool), "available", caller, n,
+                                   n_rep, "one flag")
+
+
+def dropping_rule(metric, target, available, n_rep):
+    """The :class:`MaskedRule` of ``metric`` on ``target`` with these available rows."""
+    avail = _available(available, target.n_samples, n_rep, "dropping_test")
+    return MaskedRule(metric.definedness(target), avail.T.astype(np.int32))
+
+
+class DroppingScorer:
+    """Scores of a block of configurations for the dropping test, over all samples:
+    ``full`` (C,) on every available row, ``scores(counts)`` (B, C) per bootstrap and
+    ``defined`` (its :class:`MaskedRule`). Each configuration's scores depend on its own
+    column only, so a configuration chunk's scores are the matching columns of the whole
+    cube's (the chunked test of :mod:`bbc_dask.chunked` concatenates chunks)."""
+
+    def __init__(self, predictions, y, available, metric, pos_label=None, class_coord=None):
+        caller = "dropping_test"
+        pred = np.asarray(predictions)
+        if pred.ndim == 2:
+            pred = pred[:, :, None]
+        n, _, n_rep = pred.shape[:3]
+        avail = _available(available, n, n_rep, caller)
+        filled = pred.copy()
+        if filled.dtype.kind == "f":  # unavailable rows are never weighted; make them valid
+            fill = filled[avail.all(axis=1)][:1]
+            for r in range(n_rep):
+                if fill.size:
+                    filled[~avail[:, r], :, r] = fill[0, :, r]
+        m, target, enc = prepare_inputs(filled, y, metric, pos_label, caller, class_coord)
+        del filled
+        self.n, self.n_configs = n, enc.shape[1]
+        self.preps = [m.prepare(target, enc[:, :, r : r + 1]) for r in range(n_rep)]
+        self.mask = avail.T.astype(np.int32)  # (R, N)
+        self.defined = MaskedRule(m.definedness(target), self.mask)
+        self.full = self.scores(np.ones((1, n), dtype=np.int32))[0]
+
+    def scores(self, counts):
+        return np.mean([p.scores(counts * self.mask[r])[:, :, 0] for r, p in enumerate(self.preps)],
+                       axis=0)
+
+
 def dropping_scores(predictions, y, available, *, metric, pos_label=None, root=None, idx=None,
                     n_boot=None, block_size=None, class_coord=None):
-    """Scores of every configuration on all available rows (C,) and per bootstrap (B, C).
-
-    Each configuration's scores depend on its own column only, so the scores of a
-    configuration chunk equal the matching columns of the whole cube's (the chunked
-    dropping test of :mod:`bbc_dask.chunked` concatenates chunks).
-    """
-    caller = "dropping_test"
-    pred = np.asarray(predictions)
-    if pred.ndim == 2:
-        pred = pred[:, :, None]
-    n, _, n_rep = pred.shape[:3]
-    avail = V.per_sample_and_repeat(np.asarray(available, dtype=bool), "available", caller, n,
-                                    n_rep, "one flag")
-    filled = pred.copy()
-    if filled.dtype.kind == "f":  # unavailable rows are never weighted; make them valid
-        fill = filled[avail.all(axis=1)][:1]
-        for r in range(n_rep):
-            if fill.size:
-                filled[~avail[:, r], :, r] = fill[0, :, r]
-    m, target, enc = prepare_inputs(filled, y, metric, pos_label, caller, class_coord)
-    del filled
-    preps = [m.prepare(target, enc[:, :, r : r + 1]) for r in range(n_rep)]
-    mask = avail.T.astype(np.int32)  # (R, N)
-
-    def scores(counts):
-        return np.mean([p.scores(counts * mask[r])[:, :, 0] for r, p in enumerate(preps)], axis=0)
-
-    def defined(counts):
-        return np.all([p.defined(counts * mask[r]) for r, p in enumerate(preps)], axis=0)
-
-    full = scores(np.ones((1, n), dtype=np.int32))[0]
+    """Scores of every configuration on all available rows (C,) and per bootstrap (B, C)."""
+    sc = DroppingScorer(predictions, y, available, metric, pos_label, class_coord)
     if idx is not None:
-        idx = V.as_bootstrap_indices(idx, n, "sample", caller)
+        idx = V.as_bootstrap_indices(idx, sc.n, "sample", "dropping_test")
         n_boot = idx.shape[0]
-    S = np.empty((n_boot, enc.shape[1]))
-    blocks = CountBlocks(root, "dropping", idx, n_boot, n, block_size or 256, defined)
+    S = np.empty((n_boot, sc.n_configs))
+    blocks = CountBlocks(root, "dropping", idx, n_boot, sc.n, block_size or 256, sc.defined)
     for start, stop, counts in blocks:
-        S[start:stop] = scores(counts)
-    return full, S, blocks.n_redrawn
+        S[start:stop] = sc.scores(counts)
+    return sc.full, S, blocks.n_redrawn
