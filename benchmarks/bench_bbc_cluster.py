@@ -1,21 +1,28 @@
-"""BBC on a Zarr cube mapped over configuration chunks on a LocalCluster, against the
-in-memory kernel on the same (loaded) cube, in this same process.
+"""BBC on a Zarr cube on a LocalCluster, against the in-memory kernel on the same (loaded)
+cube, in this same process.
 
-1. Accuracy, N x C x 2 repeats float32 (default 50,000 x 400), B = 200; and ROC AUC on
-   N x 100 x 2: the in-memory ``bbc`` on the loaded arrays vs ``bbc`` on the cube opened
-   with xarray, with 1 and 2 workers (one thread each). Printed: seconds and the ratio
-   cluster / in-memory (the load from Zarr is timed apart and not in the kernel time).
-2. Largest cube under a fixed worker memory limit (default 400 MB, 2 workers): cubes of
-   growing size (samples x configurations), each run while a watcher records worker
-   restarts and pauses; printed: the cube's size and each worker's peak RSS.
-   Every cluster result is checked equal (bit for bit) to the in-memory one where that
-   fits in this process.
+1. Speed. Accuracy on N x C x 2 repeats float32 (default 50,000 x 400), B = 200, and
+   ROC AUC on N x 100 x 2: the in-memory ``bbc`` on the loaded arrays against ``bbc`` on
+   the cube opened with xarray, with 1 and 2 workers (one thread each). Printed: seconds
+   and the ratio cluster / in-memory (the load from Zarr is timed apart and is not in
+   the in-memory time; the cluster reads the store itself, inside its time).
+2. Scale. 1,000,000 x 100 x 2 float32 (accuracy) and 200,000 x 100 x 2 (ROC AUC) on 2
+   workers of 400 MB each, while a watcher records worker restarts and pauses; printed:
+   the time, each worker's peak RSS, and whether the result equals the in-memory one.
+3. The same two cubes from an S3 store (a moto server started here).
 
-Run: ``python benchmarks/bench_bbc_cluster.py [--quick] [--limit 400MB]``.
+Stores are chunked (32,768 samples, 25 configurations, 2 repeats): a chunk along samples
+is one sample block of the bootstrap draws, so each chunk is read once.
+
+Run: ``python benchmarks/bench_bbc_cluster.py [--quick] [--limit 400MB] [--no-s3]``.
 """
 import argparse
 import os
 import shutil
+import signal
+import socket
+import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -26,23 +33,26 @@ import zarr
 from distributed import Client, LocalCluster
 
 import bbc_dask as bd
+from bbc_dask.metrics import SAMPLE_BLOCK
 
 
-def make_cube(path, n, c, r, metric, seed=0):
+def make_cube(store, n, c, r, metric, seed=0, storage_options=None):
     rng = np.random.default_rng(seed)
     y = rng.integers(0, 2, n)
-    g = zarr.open_group(path, mode="w", zarr_format=3)
-    z = g.create_array("p", shape=(n, c, r), chunks=(n, 10, 1), dtype="float32",
+    g = zarr.open_group(store, mode="w", zarr_format=3, storage_options=storage_options)
+    z = g.create_array("p", shape=(n, c, r), chunks=(min(n, SAMPLE_BLOCK), 25, r), dtype="float32",
                        dimension_names=["sample", "config", "repeat"])
     quality = rng.uniform(0.55, 0.75, c) if metric == "accuracy" else rng.uniform(0, 1, c)
-    for c0 in range(0, c, 50):
-        q = quality[None, c0:c0 + 50, None]
-        w = min(50, c - c0)
-        if metric == "accuracy":
-            ok = rng.random((n, w, r)) < q
-            z[:, c0:c0 + w, :] = np.where(ok, y[:, None, None], 1 - y[:, None, None])
-        else:
-            z[:, c0:c0 + w, :] = rng.normal(size=(n, w, r)) + y[:, None, None] * q
+    for c0 in range(0, c, 25):
+        q = quality[None, c0:c0 + 25, None]
+        w = min(25, c - c0)
+        for s0 in range(0, n, 200_000):
+            ys = y[s0:s0 + 200_000, None, None]
+            if metric == "accuracy":
+                ok = rng.random((ys.shape[0], w, r)) < q
+                z[s0:s0 + ys.shape[0], c0:c0 + w, :] = np.where(ok, ys, 1 - ys)
+            else:
+                z[s0:s0 + ys.shape[0], c0:c0 + w, :] = rng.normal(size=(ys.shape[0], w, r)) + ys * q
     return y
 
 
@@ -101,55 +111,107 @@ def timed(fn):
 
 def same(a, b):
     return (np.array_equal(a.bootstrap_distribution, b.bootstrap_distribution)
-            and np.array_equal(a.winners, b.winners))
+            and np.array_equal(a.winners, b.winners) and a.naive_estimate == b.naive_estimate)
+
+
+def open_cube(store, storage_options=None):
+    return xr.open_zarr(store, consolidated=False, zarr_format=3,
+                        storage_options=storage_options)["p"]
+
+
+def speed(tmp, n, c, c_auc, B):
+    print(f"1. speed: N={n}, C={c} (accuracy) / {c_auc} (roc_auc), R=2 float32, B={B}")
+    for metric, cc in (("accuracy", c), ("roc_auc", c_auc)):
+        path = os.path.join(tmp, f"{metric}.zarr")
+        y = make_cube(path, n, cc, 2, metric)
+        arr, t_load = timed(lambda: zarr.open_array(path + "/p")[...])
+        bd.bbc(arr[:500, :2], y[:500], metric=metric, n_bootstraps=B, random_state=0)  # warm
+        mem, t_mem = timed(lambda: bd.bbc(arr, y, metric=metric, n_bootstraps=B, random_state=0))
+        cube = open_cube(path)
+        print(f"   {metric:9s} in-memory kernel {t_mem:7.2f} s (load {t_load:.2f} s)")
+        for workers in (1, 2):
+            with LocalCluster(n_workers=workers, threads_per_worker=1, dashboard_address=":0") as cl, \
+                    Client(cl):
+                bd.bbc(cube, y, metric=metric, n_bootstraps=B, random_state=0)  # warm (JIT, imports)
+                got, t = timed(lambda: bd.bbc(cube, y, metric=metric, n_bootstraps=B, random_state=0))
+            print(f"   {metric:9s} cluster {workers} worker(s) {t:7.2f} s   ratio {t / t_mem:5.2f}"
+                  f"   equal: {same(got, mem)}")
+        del arr
+        shutil.rmtree(path)
+
+
+def scale(stores, limit, B, where, storage_options=None):
+    for (metric, n, c), store in stores.items():
+        y = make_cube(store, n, c, 2, metric, storage_options=storage_options)
+        gb = n * c * 2 * 4 / 1e9
+        with LocalCluster(n_workers=2, threads_per_worker=1, memory_limit=limit,
+                          dashboard_address=":0") as cl, Client(cl) as cli:
+            cli.run(_probe_start)
+            cube = open_cube(store, storage_options)
+            (got, t), ok, seen = watched(
+                cli, lambda: timed(lambda: bd.bbc(cube, y, metric=metric, n_bootstraps=B,
+                                                  random_state=0)))
+            peaks = sorted(cli.run(_probe_read).values())
+        arr = zarr.open_array(store, path="p", storage_options=storage_options)[...]
+        want = bd.bbc(arr, y, metric=metric, n_bootstraps=B, random_state=0)
+        del arr
+        print(f"   {where:5s} {metric:9s} N={n:8d} C={c:4d}  {gb:5.2f} GB float32  {t:7.1f} s  "
+              f"worker peak RSS {', '.join(f'{p:.0f}' for p in peaks)} MiB  "
+              f"{'no restart/pause' if ok else 'RESTARTED/PAUSED ' + str(seen['status'])}  "
+              f"equal: {same(got, want)}")
+
+
+def moto_server():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    exe = os.path.join(os.path.dirname(sys.executable), "moto_server")
+    proc = subprocess.Popen([exe, "-H", "127.0.0.1", "-p", str(port)], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+    endpoint = f"http://127.0.0.1:{port}"
+    opts = {"key": "testing", "secret": "testing",
+            "client_kwargs": {"endpoint_url": endpoint, "region_name": "us-east-1"}}
+    import s3fs
+
+    fs = s3fs.S3FileSystem(**opts)
+    for _ in range(150):
+        try:
+            fs.mkdir("bench")
+            break
+        except Exception:
+            time.sleep(0.2)
+    return proc, opts
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--limit", default="400MB")
+    ap.add_argument("--no-s3", action="store_true")
+    ap.add_argument("--skip-speed", action="store_true")
     args = ap.parse_args()
-    n, c, c_auc, B = (5000, 60, 20, 64) if args.quick else (50_000, 400, 100, 200)
+    n, c, c_auc, B = (40_000, 60, 20, 64) if args.quick else (50_000, 400, 100, 200)
+    big = {("accuracy", 1_000_000, 100): "acc", ("roc_auc", 200_000, 100): "auc"}
+    if args.quick:
+        big = {("accuracy", 100_000, 20): "acc", ("roc_auc", 50_000, 20): "auc"}
     tmp = tempfile.mkdtemp(prefix="bbc_bench_")
     try:
-        print(f"1. speed: N={n}, C={c} (accuracy) / {c_auc} (roc_auc), R=2 float32, B={B}")
-        for metric, cc in (("accuracy", c), ("roc_auc", c_auc)):
-            path = os.path.join(tmp, f"{metric}.zarr")
-            y = make_cube(path, n, cc, 2, metric)
-            arr, t_load = timed(lambda: zarr.open_array(path + "/p")[...])
-            bd.bbc(arr[:500, :2], y[:500], metric=metric, n_bootstraps=B, random_state=0)  # warm
-            mem, t_mem = timed(lambda: bd.bbc(arr, y, metric=metric, n_bootstraps=B, random_state=0))
-            cube = xr.open_zarr(path, consolidated=False, zarr_format=3)["p"]
-            print(f"   {metric:9s} in-memory kernel {t_mem:7.2f} s (load {t_load:.2f} s)")
-            for workers in (1, 2):
-                with LocalCluster(n_workers=workers, threads_per_worker=1, dashboard_address=":0") as cl, \
-                        Client(cl) as cli:
-                    bd.bbc(cube, y, metric=metric, n_bootstraps=B, random_state=0)  # warm (JIT, imports)
-                    got, t = timed(lambda: bd.bbc(cube, y, metric=metric, n_bootstraps=B, random_state=0))
-                print(f"   {metric:9s} cluster {workers} worker(s) {t:7.2f} s   ratio {t / t_mem:5.2f}"
-                      f"   equal: {same(got, mem)}")
-            del arr
-            shutil.rmtree(path)
-
-        print(f"2. largest cube under {args.limit} per worker (2 workers), accuracy, B={B}")
-        sizes = [(n, c), (2 * n, c)] if args.quick else [(50_000, 400), (50_000, 2000), (100_000, 400),
-                                                           (150_000, 400)]
-        for ns, cs in sizes:
-            path = os.path.join(tmp, "big.zarr")
-            y = make_cube(path, ns, cs, 2, "accuracy")
-            gb = ns * cs * 2 * 4 / 1e9
-            with LocalCluster(n_workers=2, threads_per_worker=1, memory_limit=args.limit,
-                              dashboard_address=":0") as cl, Client(cl) as cli:
-                cli.run(_probe_start)
-                cube = xr.open_zarr(path, consolidated=False, zarr_format=3)["p"]
-                (got, t), ok, seen = watched(
-                    cli, lambda: timed(lambda: bd.bbc(cube, y, metric="accuracy", n_bootstraps=B,
-                                                      random_state=0)))
-                peaks = sorted(cli.run(_probe_read).values())
-            print(f"   N={ns:7d} C={cs:5d}  {gb:5.2f} GB float32  {t:7.1f} s  worker peak RSS "
-                  f"{', '.join(f'{p:.0f}' for p in peaks)} MiB  "
-                  f"{'no restart/pause' if ok else 'RESTARTED/PAUSED ' + str(seen['status'])}")
-            shutil.rmtree(path)
+        if not args.skip_speed:
+            speed(tmp, n, c, c_auc, B)
+        print(f"2. scale: 2 workers of {args.limit}, B={B}")
+        scale({k: os.path.join(tmp, f"{v}.zarr") for k, v in big.items()}, args.limit, B, "local")
+        for v in big.values():
+            shutil.rmtree(os.path.join(tmp, f"{v}.zarr"), ignore_errors=True)
+        if not args.no_s3:
+            print(f"3. the same from S3 (moto server): 2 workers of {args.limit}, B={B}")
+            proc, opts = moto_server()
+            try:
+                scale({k: f"s3://bench/{v}.zarr" for k, v in big.items()}, args.limit, B, "s3",
+                      storage_options=opts)
+            finally:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

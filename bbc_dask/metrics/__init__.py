@@ -170,7 +170,7 @@ def _as_counts(counts):
 
 
 def _oob(counts):
-    return (counts == 0).astype(np.int32)
+    return (counts == 0).view(np.uint8)  # 0/1 weights, no copy
 
 
 # ------------------------------------------------------------------------ definedness
@@ -398,7 +398,7 @@ class _Pointwise(_Prepared):
         weights (out-of-bag indicators with ``oob``) over this object's samples: for an
         object holding one sample block, the terms the whole sample's sums add up."""
         if len(self.edges) != 1:
-            raise ValueError("sums() is for one sample block; use scores()")
+            raise AssertionError("sums() is for one sample block; use scores()")
         (_, _, feats, g), = self._block_views()
         return self._sums_of(counts, feats, g, oob)
 
