@@ -227,3 +227,37 @@ def test_missing_s3_extra_names_it(monkeypatch):
     monkeypatch.delitem(registry._registry, "s3", raising=False)
     with pytest.raises(ImportError, match=r"bbc-dask\[s3\]"):
         StoreLocation("s3://bucket/study.zarr")
+
+
+# ----------------------------------------------------- chunked bootstraps read from S3
+@pytest.mark.parametrize("metric", ["accuracy", "roc_auc"])
+def test_chunked_bbc_of_an_s3_cube_in_sample_blocks_equals_in_memory(metric, s3, client, monkeypatch):
+    """A cube on S3, chunked along samples and configurations, opened with xarray: the
+    tasks read their own chunks from the server (sample blocks of 150 of N = 640 for
+    accuracy; configuration blocks over shared counts for AUC) and the result equals the
+    in-memory one bit for bit."""
+    import xarray as xr
+    import zarr
+
+    import bbc_dask.metrics as M
+
+    monkeypatch.setattr(M, "SAMPLE_BLOCK", 150)
+    rng = np.random.default_rng(2)
+    n, c = 640, 11
+    y = rng.integers(0, 2, n)
+    if metric == "accuracy":
+        right = rng.random((n, c, 2)) < rng.uniform(0.55, 0.8, (1, c, 1))
+        p = np.where(right, y[:, None, None], 1 - y[:, None, None]).astype(np.float32)
+    else:
+        p = (rng.normal(size=(n, c, 2)) + y[:, None, None] * rng.uniform(0, 1, (1, c, 1))).astype(np.float32)
+    url = s3.url("cube")
+    g = zarr.open_group(url, mode="w", zarr_format=3, storage_options=s3.storage_options)
+    z = g.create_array("p", shape=p.shape, chunks=(150, 4, 2), dtype="float32",
+                       dimension_names=["sample", "config", "repeat"])
+    z[...] = p
+    cube = xr.open_zarr(url, consolidated=False, zarr_format=3, storage_options=s3.storage_options)["p"]
+    got = bd.bbc(cube, y, metric=metric, n_bootstraps=140, random_state=6)
+    want = bd.bbc(p, y, metric=metric, n_bootstraps=140, random_state=6)
+    np.testing.assert_array_equal(got.bootstrap_distribution, want.bootstrap_distribution)
+    np.testing.assert_array_equal(got.winners, want.winners)
+    assert (got.selected_config, got.naive_estimate) == (want.selected_config, want.naive_estimate)

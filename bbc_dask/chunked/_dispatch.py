@@ -200,7 +200,9 @@ class _Source:
         width = max(stored, per // stored * stored)
         cfg = range(*key[ax].indices(arr.shape[ax]))  # view position -> stored index
         rows = range(*key[s_ax].indices(arr.shape[s_ax]))
-        span = max(width, SUMS_BYTES // max(per_config_out, 1) // width * width)
+        # at most SUMS_BYTES of sums per task, and two groups or more (with few sample
+        # blocks, one group would leave a worker idle)
+        span = max(width, min(SUMS_BYTES // max(per_config_out, 1), -(-self.c // 2)) // width * width)
         order = [self.dims.index(d) for d in _DIMS if d in self.dims]
         grid = []
         for lo, hi in edges:
@@ -276,7 +278,9 @@ def _seed_groups(n_boot, n, keep):
     """Seed blocks in groups: with ``keep`` (their counts are held) at most
     :data:`COUNTS_BYTES` of uint8 counts per group."""
     n_seed = -(-n_boot // SEED_BLOCK)
-    per = max(1, COUNTS_BYTES // (SEED_BLOCK * n)) if keep else 16
+    # plans alone: a task per seed block (they run in parallel); kept counts: as many seed
+    # blocks as fit, in at least two groups (two workers draw at once)
+    per = min(max(1, COUNTS_BYTES // (SEED_BLOCK * n)), -(-n_seed // 2)) if keep else 1
     return [list(range(a, min(a + per, n_seed))) for a in range(0, n_seed, per)]
 
 
