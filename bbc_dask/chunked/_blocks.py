@@ -30,7 +30,10 @@ from ..stats._bootstrap import block_counts, plan_seed_block
 from ..stats._dropping import DroppingScorer
 from ..stats._winner import select
 
-__all__ = ["ZarrBlock", "add_sums", "block_sums", "chunk_fold_matrix", "chunk_pooled",
+#: Bootstraps multiplied at once in a sample-block task (one product of this many rows).
+BATCH = 256
+
+__all__ = ["BATCH", "ZarrBlock", "add_sums", "block_sums", "chunk_fold_matrix", "chunk_pooled",
            "finish_sums", "merge_winners", "plan_group", "prepare_block", "score_block"]
 
 
@@ -163,30 +166,35 @@ def score_dropping(scorer, groups):
 
 
 # -------------------------------------------------------------------- sample blocks
-def block_sums(parts, target, metric, class_coord, j, lo, hi, seed, stream, plans, caller="bbc"):
-    """The feature sums of sample block ``j`` (samples ``lo..hi-1``) of a group of
-    configurations (``parts``: its configuration chunks, in order), for every bootstrap
-    of ``plans`` (in bag and out of bag) and for unit weights.
+def block_sums(parts, target, metric, class_coord, j, size, seed, stream, plans, caller="bbc"):
+    """The feature sums of sample block ``j`` (``size`` samples, whose target is
+    ``target``: :meth:`~bbc_dask.metrics.Target.subset`) of a group of configurations
+    (``parts``: its configuration chunks, in order), for every bootstrap of ``plans`` (in
+    bag and out of bag) and for unit weights.
 
-    Returns ``{"in", "oob", "full": (fsums list of (B, c, R), gsums (B, n_g))}``; the
-    block's counts are drawn here from the block's own generators."""
+    Returns ``{"in", "oob", "full": (fsums list of (B, c, R), gsums (B, n_g))}``. The
+    block's counts are drawn here from the block's own generators; every part is read
+    and encoded once and held (a group is sized for it), and the weights of
+    :data:`BATCH` bootstraps at a time multiply all of them."""
     m = get_metric(metric)
-    tj = target.subset(lo, hi)
     root = _root(seed)
-    counts = [block_counts(root, stream, p, j) for p in plans]
-    counts = [c.astype(np.uint8) if c.max() <= 255 else c for c in counts]
-    ones = np.ones((1, hi - lo), dtype=np.int32)
-    cols = {"in": [], "oob": [], "full": []}
-    gs = {}
-    for part in parts:
-        prep = m.prepare(tj, _encode(part, tj, m, class_coord, caller), hi - lo)
-        for name, ws, oob in (("in", counts, False), ("oob", counts, True), ("full", [ones], False)):
-            sums = [prep.sums(c, oob) for c in ws]
-            cols[name].append([np.concatenate(f, axis=0) for f in zip(*(s[0] for s in sums))])
-            gs.setdefault(name, np.concatenate([s[1] for s in sums]))
-        del prep
-    return {name: ([np.concatenate(f, axis=1) for f in zip(*cols[name])], gs[name])
-            for name in cols}
+    preps = [m.prepare(target, _encode(part, target, m, class_coord, caller), size)
+             for part in parts]
+    first = preps[0]
+    batches = [plans[i : i + BATCH // 64] for i in range(0, len(plans), BATCH // 64)]
+    batches = [np.concatenate([block_counts(root, stream, p, j) for p in b]) for b in batches]
+    batches.append(np.ones((1, size), dtype=np.int32))
+    out = {"in": ([], []), "oob": ([], []), "full": ([], [])}
+    for i, counts in enumerate(batches):
+        for name, oob in ((("full", False),) if i == len(batches) - 1 else
+                          (("in", False), ("oob", True))):
+            w = first.weights(counts, oob)
+            fs = [p.feature_sums(w) for p in preps]
+            out[name][0].append([np.concatenate(f, axis=1) for f in zip(*fs)])
+            out[name][1].append(first.config_free_sums(counts, oob))
+            del w
+    return {name: ([np.concatenate(f, axis=0) for f in zip(*fs)], np.concatenate(gs))
+            for name, (fs, gs) in out.items()}
 
 
 def add_sums(a, b):

@@ -57,6 +57,8 @@ CHUNK_BYTES = 16 * 2**20
 COUNTS_BYTES = 32 * 2**20
 #: Feature sums a sample-block task returns (in bag and out of bag, every bootstrap).
 SUMS_BYTES = 32 * 2**20
+#: Prepared features a sample-block task holds (its group of configurations).
+HOLD_BYTES = 64 * 2**20
 
 _DIMS = V.CUBE_DIMS
 
@@ -179,11 +181,12 @@ class _Source:
         data = self.data.rechunk({0: -1, 1: width} | {i: -1 for i in range(2, self.data.ndim)})
         return list(data.to_delayed().ravel()), _offsets(data.chunks[1])
 
-    def sample_grid(self, edges, per_config_out):
+    def sample_grid(self, edges, per_config_out, per_config_held):
         """``(grid, offsets)``: ``grid[j][g]`` the parts of sample block ``j`` of
         configuration group ``g`` (chunk-aligned, in order), groups starting at
-        ``offsets``. A group's sums take at most :data:`SUMS_BYTES`
-        (``per_config_out`` bytes per configuration)."""
+        ``offsets``. A group's sums take at most :data:`SUMS_BYTES` (``per_config_out``
+        bytes per configuration), its prepared features :data:`HOLD_BYTES`
+        (``per_config_held``)."""
         size = edges[0][1] - edges[0][0]
         if self.zarr is None:
             per = _per_config_bytes((size,) + self.data.shape[1:], _DIMS[: self.data.ndim])
@@ -202,7 +205,9 @@ class _Source:
         rows = range(*key[s_ax].indices(arr.shape[s_ax]))
         # at most SUMS_BYTES of sums per task, and two groups or more (with few sample
         # blocks, one group would leave a worker idle)
-        span = max(width, min(SUMS_BYTES // max(per_config_out, 1), -(-self.c // 2)) // width * width)
+        span = min(SUMS_BYTES // max(per_config_out, 1), HOLD_BYTES // max(per_config_held, 1),
+                   -(-self.c // 2))
+        span = max(width, span // width * width)
         order = [self.dims.index(d) for d in _DIMS if d in self.dims]
         grid = []
         for lo, hi in edges:
@@ -325,9 +330,9 @@ def lazy_bbc(predictions, y, *, metric, n_bootstraps, confidence_level, random_s
     if m.kind == "pointwise" and src.n > sb:
         conf, n_boot, seed = _bbc_args(n_bootstraps, confidence_level, random_state, caller)
         edges = M.sample_blocks(src.n, sb)
-        out = -(-n_boot // SEED_BLOCK) * SEED_BLOCK * int(np.prod(
-            [s for d, s in zip(src.dims, src.x.shape) if d in ("repeat", "class")])) * 8 * 4
-        grid, offsets = src.sample_grid(edges, out)
+        per = int(np.prod([s for d, s in zip(src.dims, src.x.shape) if d == "repeat"]))
+        out = -(-n_boot // SEED_BLOCK) * SEED_BLOCK * per * 8 * 4  # in, oob; concatenated
+        grid, offsets = src.sample_grid(edges, out, sb * per * m.feature_bytes)
         return _bbc_by_samples(grid, offsets, edges, target, m, seed, n_boot, conf, sb,
                                src.coord, caller)
     parts, offsets = src.config_parts()
@@ -369,21 +374,23 @@ def _bbc_by_samples(grid, offsets, edges, target, m, seed, n_boot, conf, sb, coo
     import dask
     from dask import delayed
 
-    plans = _plans(seed, "bbc", n_boot, target.n_samples, sb, m.definedness(target).both, False)
-    flat = delayed(lambda groups: [p for g in groups for p, _ in g], pure=True)(plans)
-    t_d = delayed(target, pure=True)
+    # The plans come back first (a few KB): each sum task then gets them, and its block
+    # of the target, as arguments. A shared dependency would draw every task to the
+    # worker that holds it.
+    groups = dask.compute(_plans(seed, "bbc", n_boot, target.n_samples, sb,
+                                 m.definedness(target).both, False))[0]
+    plans = [p for g in groups for p, _ in g]
     results = []
     for g, off in enumerate(offsets):
         acc = None
         for j, (lo, hi) in enumerate(edges):
-            s = delayed(K.block_sums, pure=True)(grid[j][g], t_d, m.name, coord, j, lo, hi, seed,
-                                                  "bbc", flat, caller)
+            s = delayed(K.block_sums, pure=True)(grid[j][g], target.subset(lo, hi), m.name, coord,
+                                                  j, hi - lo, seed, "bbc", plans, caller)
             acc = s if acc is None else delayed(K.add_sums, pure=True)(acc, s)
         results.append(delayed(K.finish_sums, pure=True, nout=2)(acc, m.name, int(off), n_boot))
-    merged, fulls, attempts = dask.compute(
-        _tree([r[0] for r in results], K.merge_winners), [r[1] for r in results],
-        [delayed(_attempts, pure=True)(p) for p in plans])
-    return _summary(merged, fulls, attempts, n_boot, m.name, conf)
+    merged, fulls = dask.compute(_tree([r[0] for r in results], K.merge_winners),
+                                 [r[1] for r in results])
+    return _summary(merged, fulls, [_attempts(g) for g in groups], n_boot, m.name, conf)
 
 
 def bbc_over_blocks(blocks, offsets, y, *, metric, n_bootstraps, confidence_level, random_state,

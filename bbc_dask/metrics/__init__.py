@@ -78,6 +78,12 @@ class Metric:
         return self.prediction == "proba"
 
     @property
+    def feature_bytes(self) -> int:
+        """Bytes a prepared pointwise metric holds per (sample, configuration, repeat):
+        float32 indicators, or float64 features and their float64 product panels."""
+        return 4 if getattr(self._impl, "dtype", None) == np.float32 else 16
+
+    @property
     def is_classification(self) -> bool:
         return self.task in ("binary", "classification", "multiclass")
 
@@ -383,9 +389,13 @@ class _Pointwise(_Prepared):
                 self._views.append((lo, hi, feats, np.ascontiguousarray(self.gfeat[:, lo:hi])))
         return self._views
 
-    def _sums_of(self, counts, feats, g, oob, panels=None):
+    def weights(self, counts, oob=False):
+        """The float weights the products take (out-of-bag indicators with ``oob``)."""
+        return ((counts == 0) if oob else counts).astype(self.dtype)
+
+    def _sums_of(self, counts, feats, g, oob, panels=None, wt=None):
         counts = _as_counts(counts)
-        wt = ((counts == 0) if oob else counts).astype(self.dtype)
+        wt = self.weights(counts, oob) if wt is None else wt
         fsums = []
         for rows, values in feats:
             wr = wt if rows is None else np.ascontiguousarray(wt[:, rows])
@@ -393,14 +403,26 @@ class _Pointwise(_Prepared):
             fsums.append(s.reshape(wt.shape[0], self.n_configs, self.n_repeats))
         return fsums, K.weighted_sums(counts, g, oob)
 
-    def sums(self, counts, oob=False):
-        """The feature sums ``(fsums list of (B, C, R), gsums (B, n_g))`` of these
-        weights (out-of-bag indicators with ``oob``) over this object's samples: for an
-        object holding one sample block, the terms the whole sample's sums add up."""
+    # A task holding one sample block computes the very terms the whole sample's sums add
+    # up (``_blocked_sums``): the feature sums of its weights, and the config-free sums.
+    def _one_block(self):
         if len(self.edges) != 1:
-            raise AssertionError("sums() is for one sample block; use scores()")
-        (_, _, feats, g), = self._block_views()
-        return self._sums_of(counts, feats, g, oob)
+            raise AssertionError("for one sample block only; use scores()")
+        return self._block_views()[0]
+
+    def feature_sums(self, weights):
+        """Feature sums (list of (B, C, R)) of :meth:`weights` over this sample block."""
+        _, _, feats, _ = self._one_block()
+        fs = []
+        for rows, values in feats:
+            wr = weights if rows is None else np.ascontiguousarray(weights[:, rows])
+            fs.append(self._product(wr, values).reshape(weights.shape[0], self.n_configs,
+                                                         self.n_repeats))
+        return fs
+
+    def config_free_sums(self, counts, oob=False):
+        """Configuration-free sums (B, n_g) of these counts over this sample block."""
+        return K.weighted_sums(_as_counts(counts), self._one_block()[3], oob)
 
     def _blocked_sums(self, counts, oob, panels=None):
         """Sums over every sample block, added in block order."""
