@@ -28,14 +28,22 @@ import tempfile
 import threading
 import time
 
-import numpy as np
-import xarray as xr
-import zarr
-from zarr.codecs import BloscCodec
-from distributed import Client, LocalCluster
+np = xr = zarr = BloscCodec = Client = LocalCluster = bd = SAMPLE_BLOCK = None  # _imports()
 
-import bbc_dask as bd
-from bbc_dask.metrics import SAMPLE_BLOCK
+
+def _imports():
+    """The heavy imports, in the client process only: the workers (spawned processes that
+    import this module as their ``__main__``) then hold what a worker needs, not xarray
+    and pandas — their memory is what is measured."""
+    global np, xr, zarr, BloscCodec, Client, LocalCluster, bd, SAMPLE_BLOCK
+    import numpy as np
+    import xarray as xr
+    import zarr
+    from distributed import Client, LocalCluster
+    from zarr.codecs import BloscCodec
+
+    import bbc_dask as bd
+    from bbc_dask.metrics import SAMPLE_BLOCK
 
 
 def make_cube(store, n, c, r, metric, seed=0, storage_options=None):
@@ -195,6 +203,7 @@ def main():
     ap.add_argument("--no-s3", action="store_true")
     ap.add_argument("--skip-speed", action="store_true")
     args = ap.parse_args()
+    _imports()
     n, c, c_auc, B = (40_000, 60, 20, 64) if args.quick else (50_000, 400, 100, 200)
     big = {("accuracy", 1_000_000, 100): "acc", ("roc_auc", 200_000, 100): "auc"}
     if args.quick:

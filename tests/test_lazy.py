@@ -1,6 +1,7 @@
 """BBC and BBC-F on Zarr/Dask-backed cubes: equal to the in-memory path, bit for bit."""
 import threading
 
+import dask
 import dask.array as da
 import numpy as np
 import pytest
@@ -286,6 +287,73 @@ def test_sample_blocks_redraw_undefined_bootstraps(client, tmp_path, monkeypatch
     want = bd.bbc(lab, y, metric="f1", random_state=1, n_bootstraps=130)
     _same(bd.bbc(_to_zarr(tmp_path / "f.zarr", lab, ("sample", "config", "repeat")), y,
                  metric="f1", random_state=1, n_bootstraps=130), want)
+
+
+def test_plans_decided_block_by_block_keep_the_same_attempts(client, tmp_path, monkeypatch):
+    """A plan that does not keep its counts decides definedness block by block (R²'s
+    spread, the base rule): the same attempts as on the whole counts, and BBC of R² with
+    many redraws equals the in-memory result."""
+    import bbc_dask.metrics as M
+    from bbc_dask.stats._bootstrap import plan_seed_block
+
+    monkeypatch.setattr(M, "SAMPLE_BLOCK", 128)
+    y = np.zeros(300)
+    y[[7, 250]] = 1.0  # R² needs both values in bag and out of bag: many redraws
+    root = np.random.SeedSequence(5)
+    redrawn = 0
+    for rule in (M.get_metric("r2").definedness(M.Target(values=y)),
+                 M.get_metric("accuracy").definedness(M.Target(codes=np.zeros(3, np.int64)))):
+        n = y.size if rule.__class__.__name__ == "_Spread" else 3
+        for sb in (1, 2, 128) if n == 3 else (128, 100):
+            for k in range(3):
+                whole, counts = plan_seed_block(root, "bbc", k, n, rule, sb)
+                alone, none = plan_seed_block(root, "bbc", k, n, rule, sb, keep=False)
+                assert none is None and counts.shape == (64, n)
+                if sb < n:  # else one sample block: a plan of attempts alone
+                    assert len(whole.redraws) == len(alone.redraws)
+                    for (b1, a1, t1), (b2, a2, t2) in zip(whole.redraws, alone.redraws):
+                        assert (b1, a1) == (b2, a2) and np.array_equal(t1, t2)
+                np.testing.assert_array_equal(whole.attempts, alone.attempts)
+                assert rule.both(counts).all()
+                redrawn += int(whole.attempts.sum())
+    assert redrawn > 50
+    rng = np.random.default_rng(2)
+    p = y[:, None, None] + rng.normal(scale=0.3, size=(300, 5, 2))
+    want = bd.bbc(p, y, metric="r2", random_state=1, n_bootstraps=100)
+    assert want.n_redrawn > 20
+    z = _to_zarr(tmp_path / "r2.zarr", p, ("sample", "config", "repeat"))
+    _same(bd.bbc(z, y, metric="r2", random_state=1, n_bootstraps=100), want)
+
+
+@pytest.mark.parametrize("sample_block", [128, 2**15])
+def test_counts_drawn_again_in_each_block_when_too_large_to_share(sample_block, client, tmp_path,
+                                                                   monkeypatch):
+    """Beyond COUNTS_BYTES the configuration-block tasks get the plans alone and draw the
+    counts again, redraws included (several sample blocks, or one): the same result."""
+    import bbc_dask.metrics as M
+
+    monkeypatch.setattr(M, "SAMPLE_BLOCK", sample_block)
+    rng = np.random.default_rng(4)
+    y = np.zeros(700, int)
+    y[[5, 300, 650]] = 1  # many undefined draws: redrawn
+    p = rng.normal(size=(700, 9, 2)) + y[:, None, None]
+    want = bd.bbc(p, y, metric="roc_auc", random_state=2, n_bootstraps=140)
+    assert want.n_redrawn > 20
+    z = _to_zarr(tmp_path / "c.zarr", p, ("sample", "config", "repeat"), chunk_cfg=2)
+    monkeypatch.setattr(L, "COUNTS_BYTES", 1)
+    blocks, offsets = L.zarr_blocks(z, ("sample", "config", "repeat"), chunk_bytes=2 * 700 * 2 * 8)
+
+    def run():
+        return L.bbc_over_blocks(blocks, offsets, y, metric="roc_auc", n_bootstraps=140,
+                                 confidence_level=0.95, random_state=2, pos_label=None,
+                                 caller="bbc")
+
+    _same(run(), want)  # on the cluster
+    drawn, real = [], L.K.plan_counts
+    monkeypatch.setattr(L.K, "plan_counts", lambda *a: drawn.append(1) or real(*a))
+    with dask.config.set(scheduler="sync"):  # here, to count the draws
+        _same(run(), want)
+    assert len(blocks) == 5 and len(drawn) == 5 * 3  # each block drew each seed block
 
 
 @pytest.mark.parametrize("metric", ["neg_mean_squared_error", "roc_auc"])

@@ -26,12 +26,13 @@ from .. import _validation as V
 from ..metrics import get_metric
 from ..stats._bbc import _full_scores
 from ..stats._bbc import prepare_inputs as _prepare
-from ..stats._bootstrap import block_counts, plan_seed_block
+from ..stats._bootstrap import block_counts, plan_counts, plan_seed_block
 from ..stats._dropping import DroppingScorer
 from ..stats._winner import select
 
-#: Bootstraps multiplied at once in a sample-block task (one product of this many rows).
-BATCH = 256
+#: Bootstraps multiplied at once in a sample-block task (one product of this many rows):
+#: their float32 weights take BATCH x 32,768 x 4 bytes (16 MiB), large enough for BLAS.
+BATCH = 128
 
 __all__ = ["BATCH", "ZarrBlock", "add_sums", "block_sums", "chunk_fold_matrix", "chunk_pooled",
            "finish_sums", "merge_winners", "plan_group", "prepare_block", "score_block"]
@@ -63,14 +64,36 @@ class ZarrBlock:
         for k, v in zip(self.__slots__, state):
             setattr(self, k, v)
 
+    def _get(self, key):
+        if isinstance(self.configs, slice):
+            return np.asarray(self.array[tuple(key)])
+        return np.asarray(self.array.oindex[tuple(key)])
+
     def read(self):
         key = list(self.key)
         key[self.config_axis] = self.configs
-        if isinstance(self.configs, slice):
-            raw = self.array[tuple(key)]
+        s_ax = self.order[0]
+        rows = range(*key[s_ax].indices(self.array.shape[s_ax]))
+        step = int(self.array.chunks[s_ax])
+        if rows.step != 1 or len(rows) <= step:
+            raw = self._get(key)
         else:
-            raw = self.array.oindex[tuple(key)]
-        arr = np.transpose(np.asarray(raw), self.order)
+            # one stored chunk along samples at a time: Zarr would decode every chunk of
+            # the block at once (a block of a few configurations of a tall cube reads
+            # whole chunks of many: their decoded sum, not the block, would be the peak)
+            cuts = [rows.start] + list(range((rows.start // step + 1) * step, rows.stop, step))
+            raw = None
+            for a, b in zip(cuts, cuts[1:] + [rows.stop]):
+                key[s_ax] = slice(a, b)
+                piece = self._get(key)
+                if raw is None:
+                    shape = list(piece.shape)
+                    shape[s_ax] = len(rows)
+                    raw = np.empty(shape, dtype=piece.dtype)
+                at = [slice(None)] * raw.ndim
+                at[s_ax] = slice(a - rows.start, b - rows.start)
+                raw[tuple(at)] = piece
+        arr = np.transpose(raw, self.order)
         return arr[:, :, None] if self.expand else arr
 
 
@@ -99,14 +122,12 @@ def _root(seed):
 # --------------------------------------------------------------------------- draws
 def plan_group(seed, stream, ks, n, sample_block, rule, keep):
     """Plans of seed blocks ``ks`` — which attempt each bootstrap keeps, decided by
-    ``rule(counts)`` on the whole bootstrap — and, with ``keep``, their counts
-    (64, n), uint8 when they fit. Returns a list of ``(plan, counts or None)``."""
+    ``rule`` (a Definedness, or a callable on counts) on the whole bootstrap — and, with
+    ``keep``, their counts (64, n), uint8 when they fit. Returns a list of ``(plan,
+    counts or None)``."""
     root = _root(seed)
-    out = []
-    for k in ks:
-        plan, counts = plan_seed_block(root, stream, k, n, rule, sample_block, small=True)
-        out.append((plan, counts if keep else None))
-    return out
+    return [plan_seed_block(root, stream, k, n, rule, sample_block, small=True, keep=keep)
+            for k in ks]
 
 
 def n_redrawn(plans, n_boot):
@@ -126,19 +147,24 @@ def prepare_block(part, target, metric, class_coord, sample_block, caller="bbc")
     return prep, _full_scores(prep, prep.n_samples)
 
 
-def score_block(prepared, groups, offset):
+def score_block(prepared, groups, offset, redraw=None):
     """Each bootstrap's winner in a configuration block: ``(best, config, oob)`` over the
     seed blocks of ``groups`` (lists of ``(plan, counts)``), in order; ``config`` global
-    (``offset`` added)."""
+    (``offset`` added). Counts that were not kept (None) are drawn here, one seed block
+    at a time, from ``redraw = (seed, stream, rule)``."""
     prep = prepared[0]
     best, cfg, oob = [], [], []
     for group in groups:
-        for _, counts in group:
+        for plan, counts in group:
+            if counts is None:
+                seed, stream, rule = redraw
+                counts = plan_counts(_root(seed), stream, plan, getattr(rule, "both", rule))
             s = prep.scores(counts).mean(axis=2)
             w = select(s)
             best.append(s[np.arange(s.shape[0]), w])
             cfg.append(w + offset)
             oob.append(prep.winner_scores(counts, w, oob=True).mean(axis=1))
+            del counts
     return np.concatenate(best), np.concatenate(cfg), np.concatenate(oob)
 
 
@@ -182,7 +208,8 @@ def block_sums(parts, target, metric, class_coord, j, size, seed, stream, plans,
              for part in parts]
     first = preps[0]
     batches = [plans[i : i + BATCH // 64] for i in range(0, len(plans), BATCH // 64)]
-    batches = [np.concatenate([block_counts(root, stream, p, j) for p in b]) for b in batches]
+    batches = [_small(np.concatenate([block_counts(root, stream, p, j) for p in b]))
+               for b in batches]
     batches.append(np.ones((1, size), dtype=np.int32))
     out = {"in": ([], []), "oob": ([], []), "full": ([], [])}
     for i, counts in enumerate(batches):
@@ -195,6 +222,11 @@ def block_sums(parts, target, metric, class_coord, j, size, seed, stream, plans,
             del w
     return {name: ([np.concatenate(f, axis=0) for f in zip(*fs)], np.concatenate(gs))
             for name, (fs, gs) in out.items()}
+
+
+def _small(counts):
+    """Counts as uint8 when they fit (a quarter of int32: held while the batch is used)."""
+    return counts.astype(np.uint8) if counts.size and counts.max() <= 255 else counts
 
 
 def add_sums(a, b):

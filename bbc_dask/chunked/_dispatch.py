@@ -10,10 +10,13 @@ seed block of bootstraps has its own generator. Two splits (see :mod:`._blocks`)
   the blocks in block order, then the group's winners are merged in a tree. A task holds
   one sample block of a group's chunks: its memory does not grow with N.
 - **by configuration blocks** — ranking metrics (they sort whole columns), BBC-F's fold
-  matrix, the dropping test and a study's cube (stored by fold): one task prepares (reads,
-  encodes, sorts) every sample of a block of configurations once; the counts of a group
-  of seed blocks are drawn once per group (uint8, at most :data:`COUNTS_BYTES`) and
-  shared by every block's scoring task.
+  matrix, the dropping test and a study's cube (stored by fold): one task prepares (reads
+  along samples one stored chunk at a time, encodes, sorts) every sample of a block of
+  configurations once — a block of :data:`CHUNK_BYTES`, fewer configurations as N
+  grows. The counts of a group of seed blocks are drawn once per group (uint8) and
+  shared by every block's scoring task while all of them fit in :data:`COUNTS_BYTES`
+  (B × N bytes); beyond, each block's task draws them again from the plans, one seed
+  block at a time, so that no worker holds B × N.
 
 Which attempt of an undefined draw is kept is decided once per seed block, from the
 counts and the target alone. Results equal the in-memory path bit for bit, whatever the
@@ -52,8 +55,8 @@ __all__ = ["CHUNK_BYTES", "COUNTS_BYTES", "SUMS_BYTES", "bbc", "bbc_f", "bbc_f_o
 
 #: Target size of one chunk a task reads, in float64 (its encoded size on the worker).
 CHUNK_BYTES = 16 * 2**20
-#: Bootstrap counts of a group of seed blocks shared by configuration-block tasks (uint8:
-#: 64 × N bytes per seed block; at least one seed block).
+#: Bootstrap counts shared by configuration-block tasks (uint8: 64 × N bytes per seed
+#: block): in groups of at most this size, and only while all of them fit in it.
 COUNTS_BYTES = 32 * 2**20
 #: Feature sums a sample-block task returns (in bag and out of bag, every bootstrap).
 SUMS_BYTES = 32 * 2**20
@@ -131,9 +134,18 @@ def _per_config_bytes(shape, dims):
     return int(np.prod([s for s, d in zip(shape, dims) if d != "config"])) * 8
 
 
+def config_width(per_config, stored, chunk_bytes=None):
+    """Configurations per task block: about ``chunk_bytes`` (``per_config`` bytes each),
+    a multiple of the ``stored`` chunk width when that fits, else fewer — the block then
+    reads part of each stored chunk, along samples one chunk at a time (memory bounded
+    by the budget, not by the stored width, when samples are many)."""
+    per = max(1, (CHUNK_BYTES if chunk_bytes is None else chunk_bytes) // max(per_config, 1))
+    return per // stored * stored if per >= stored else per
+
+
 def zarr_blocks(array, dims, configs=None, chunk_bytes=None, key=None):
     """ZarrBlocks over ``configs`` (positions in the view ``array[key]``; default all),
-    each about ``chunk_bytes`` and aligned to the stored chunks along ``config``.
+    each about ``chunk_bytes`` (see :func:`config_width`).
     Returns ``(blocks, offsets)``."""
     chunk_bytes = CHUNK_BYTES if chunk_bytes is None else chunk_bytes
     ax = dims.index("config")
@@ -141,9 +153,7 @@ def zarr_blocks(array, dims, configs=None, chunk_bytes=None, key=None):
     expand = "repeat" not in dims
     key = tuple(slice(None) for _ in array.shape) if key is None else tuple(key)
     view = tuple(len(range(*k.indices(n))) for k, n in zip(key, array.shape))
-    stored = int(array.chunks[ax])
-    per = max(1, chunk_bytes // max(_per_config_bytes(view, dims), 1))
-    width = max(stored, per // stored * stored)
+    width = config_width(_per_config_bytes(view, dims), int(array.chunks[ax]), chunk_bytes)
     base = np.arange(*key[ax].indices(array.shape[ax]))  # view position -> stored index
     full = all(k == slice(None) for k in key)
     if configs is None and full:
@@ -198,9 +208,7 @@ class _Source:
         ax, s_ax = self.dims.index("config"), self.dims.index("sample")
         view = [len(range(*k.indices(n))) for k, n in zip(key, arr.shape)]
         view[s_ax] = size
-        stored = int(arr.chunks[ax])
-        per = max(1, CHUNK_BYTES // max(_per_config_bytes(view, self.dims), 1))
-        width = max(stored, per // stored * stored)
+        width = config_width(_per_config_bytes(view, self.dims), int(arr.chunks[ax]))
         cfg = range(*key[ax].indices(arr.shape[ax]))  # view position -> stored index
         rows = range(*key[s_ax].indices(arr.shape[s_ax]))
         # at most SUMS_BYTES of sums per task, and two groups or more (with few sample
@@ -351,7 +359,6 @@ def _plans(seed, stream, n_boot, n, sb, rule, keep):
     """Delayed :func:`._blocks.plan_group` of every group of seed blocks."""
     from dask import delayed
 
-    rule = delayed(rule, pure=True)
     return [delayed(K.plan_group, pure=True)(seed, stream, ks, n, sb, rule, keep)
             for ks in _seed_groups(n_boot, n, keep)]
 
@@ -378,7 +385,7 @@ def _bbc_by_samples(grid, offsets, edges, target, m, seed, n_boot, conf, sb, coo
     # of the target, as arguments. A shared dependency would draw every task to the
     # worker that holds it.
     groups = dask.compute(_plans(seed, "bbc", n_boot, target.n_samples, sb,
-                                 m.definedness(target).both, False))[0]
+                                 delayed(m.definedness(target), pure=True), False))[0]
     plans = [p for g in groups for p, _ in g]
     results = []
     for g, off in enumerate(offsets):
@@ -398,7 +405,9 @@ def bbc_over_blocks(blocks, offsets, y, *, metric, n_bootstraps, confidence_leve
     """BBC over configuration blocks holding every sample (ZarrBlocks, a study's
     CubeBlocks or Dask delayed arrays) whose configurations start at ``offsets``: one
     task prepares each block once, the counts of each group of seed blocks are drawn
-    once, one task scores a block against a group; a tree merges the winners."""
+    once, one task scores a block against a group (or, when the counts exceed
+    :data:`COUNTS_BYTES`, against every plan, drawing its counts); a tree merges the
+    winners."""
     import dask
     from dask import delayed
 
@@ -406,13 +415,22 @@ def bbc_over_blocks(blocks, offsets, y, *, metric, n_bootstraps, confidence_leve
     conf, n_boot, seed = _bbc_args(n_bootstraps, confidence_level, random_state, caller)
     y = y if isinstance(y, tuple) else np.asarray(y)
     target = V.as_target(y, m, caller, pos_label=pos_label)
-    sb = M.SAMPLE_BLOCK
-    plans = _plans(seed, "bbc", n_boot, target.n_samples, sb, m.definedness(target).both, True)
+    sb, n = M.SAMPLE_BLOCK, target.n_samples
+    rule = delayed(m.definedness(target), pure=True)
+    # Counts drawn once and shared while every worker can hold them all (B x N bytes);
+    # beyond, each block's task draws them again from the plans, one seed block at a
+    # time: more draws, but a worker's memory no longer grows with B x N.
+    keep = -(-n_boot // SEED_BLOCK) * SEED_BLOCK * n <= COUNTS_BYTES
+    plans = _plans(seed, "bbc", n_boot, n, sb, rule, keep)
     t_d = delayed(target, pure=True)
     preps = [delayed(K.prepare_block, pure=True, nout=2)(b, t_d, m.name, class_coord, sb, caller)
              for b in blocks]
-    per_group = [_tree([delayed(K.score_block, pure=True)(p, [pl], int(o))
-                        for p, o in zip(preps, offsets)], K.merge_winners) for pl in plans]
+    if keep:
+        per_group = [_tree([delayed(K.score_block, pure=True)(p, [pl], int(o))
+                            for p, o in zip(preps, offsets)], K.merge_winners) for pl in plans]
+    else:
+        per_group = [_tree([delayed(K.score_block, pure=True)(p, plans, int(o), (seed, "bbc", rule))
+                            for p, o in zip(preps, offsets)], K.merge_winners)]
     merged, fulls, attempts = dask.compute(
         per_group, [p[1] for p in preps], [delayed(_attempts, pure=True)(p) for p in plans])
     merged = tuple(np.concatenate(a) for a in zip(*merged))

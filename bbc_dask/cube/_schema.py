@@ -378,14 +378,12 @@ class Cube:
     def blocks(self, configs, chunk_bytes=None):
         """:class:`CubeBlock`s over ``configs`` (sorted), each about ``chunk_bytes`` as
         float64 and aligned to the stored configuration chunks; and their offsets."""
-        from ..chunked._dispatch import CHUNK_BYTES
+        from ..chunked._dispatch import config_width
 
-        chunk_bytes = CHUNK_BYTES if chunk_bytes is None else chunk_bytes
         configs = np.asarray(configs, dtype=np.int64)
         shape = self.reader().shape
         per = int(np.prod([s for i, s in enumerate(shape) if i != 1])) * 8
-        stored = self.config_chunk
-        width = max(stored, max(1, chunk_bytes // max(per, 1)) // stored * stored)
+        width = config_width(per, self.config_chunk, chunk_bytes)
         groups = np.split(configs, np.flatnonzero(np.diff(configs // width)) + 1)
         groups = [g for g in groups if g.size]
         offsets = np.cumsum([0] + [g.size for g in groups[:-1]]).tolist()

@@ -183,7 +183,14 @@ def _oob(counts):
 class Definedness:
     """Whether a metric is defined on bootstrap weights, from the counts and the target
     alone (no predictions). ``inbag(counts)`` / ``oob(counts)`` -> (B,) bool; the base
-    rule: some weight in bag, some sample out of bag."""
+    rule: some weight in bag, some sample out of bag.
+
+    Where ``streams`` is true, ``both`` can also be decided block by block of samples:
+    ``part(counts, lo, hi)`` summarises the counts of samples ``lo..hi-1`` as a (B, k)
+    float array, the parts of the blocks combine by ``np.maximum`` and ``decide(parts)``
+    gives ``both`` — so a plan over a million samples never holds the whole counts."""
+
+    streams = True
 
     def inbag(self, counts):
         return np.asarray(counts).any(axis=1)
@@ -193,6 +200,13 @@ class Definedness:
 
     def both(self, counts):
         return self.inbag(counts) & self.oob(counts)
+
+    def part(self, counts, lo, hi):
+        c = np.asarray(counts)
+        return np.stack([c.any(axis=1), (c == 0).any(axis=1)], axis=1).astype(np.float64)
+
+    def decide(self, parts):
+        return (parts[:, 0] > 0) & (parts[:, 1] > 0)
 
 
 class _Spread(Definedness):
@@ -210,9 +224,22 @@ class _Spread(Definedness):
     def oob(self, counts):
         return self.inbag(np.asarray(counts) == 0)
 
+    def part(self, counts, lo, hi):
+        # max and -min of y in bag and out of bag: the blocks combine by maximum
+        y = self.y[None, lo:hi]
+        c = np.asarray(counts) > 0
+        return np.stack([np.where(c, y, -np.inf).max(axis=1), -np.where(c, y, np.inf).min(axis=1),
+                         np.where(c, -np.inf, y).max(axis=1), -np.where(c, np.inf, y).min(axis=1)],
+                        axis=1)
+
+    def decide(self, parts):
+        return (parts[:, 0] > -parts[:, 1]) & (parts[:, 2] > -parts[:, 3])
+
 
 class _Classes(Definedness):
     """AUC: every positive-class mask has positive and negative weight."""
+
+    streams = False  # a ranking metric's counts are held whole anyway
 
     def __init__(self, pos):
         self.pos_f = pos.astype(np.float64)
@@ -232,6 +259,8 @@ class _Classes(Definedness):
 
 class _Pairs(Definedness):
     """Concordance index: some comparable pair of weighted samples."""
+
+    streams = False
 
     def __init__(self, target):
         t, e = target.time, target.event
@@ -336,6 +365,7 @@ class _Pointwise(_Prepared):
         return type(self).dtype == np.float32  # 0/1 features (see the class doc)
 
     PANEL = 64
+    ROWS = 32  # a multiple of any BLAS register tile's width
 
     def _panel_list(self, values):
         panels = self._panels.get(id(values))
@@ -350,20 +380,22 @@ class _Pointwise(_Prepared):
         return panels
 
     def _product(self, wr, values, panels=None):
-        """``wr @ values``, bit-identical for a column whatever the other columns are.
+        """``wr @ values``, bit-identical for a cell whatever the other rows and columns.
 
         float32 indicator sums are exact integers. float64 sums are rounded, and BLAS
-        picks other kernels (another summation order) for narrow matrices, so the columns
-        are multiplied in zero-padded panels of exactly ``PANEL`` columns: a configuration
-        then gets the same bits in the whole cube and in any chunk of it. A single row is
-        padded to two (a one-row product may take BLAS's matrix-vector path). ``panels``:
-        compute only these panel indices (the others are left NaN).
+        picks other kernels (another summation order) at the edges of its register
+        tiles, so the columns are multiplied in zero-padded panels of exactly ``PANEL``
+        columns and the rows (bootstraps) are zero-padded to a multiple of ``ROWS``: a
+        bootstrap and a configuration then get the same bits in the whole cube and in
+        any chunk, in any batch of bootstraps (measured: an unpadded row's bits change
+        with the number of rows). ``panels``: compute only these panel indices (the
+        others are left NaN).
         """
         if values.dtype == np.float32:
             return (wr @ values).astype(np.float64)
-        one = wr.shape[0] == 1
-        if one:
-            wr = np.concatenate([wr, wr])
+        m = wr.shape[0]
+        if m % self.ROWS:
+            wr = np.concatenate([wr, np.zeros((self.ROWS - m % self.ROWS, wr.shape[1]), wr.dtype)])
         out = np.full((wr.shape[0], values.shape[1]), np.nan)
         for i, blk in enumerate(self._panel_list(values)):
             if panels is not None and i not in panels:
@@ -371,7 +403,7 @@ class _Pointwise(_Prepared):
             p0 = i * self.PANEL
             w = min(self.PANEL, values.shape[1] - p0)
             out[:, p0 : p0 + w] = (wr @ blk)[:, :w]
-        return out[:1] if one else out
+        return out[:m]
 
     def _block_views(self):
         """Per sample block ``(lo, hi, [(rows, values)], g)``: views of the features of

@@ -42,6 +42,7 @@ __all__ = [
     "block_ranges",
     "counts_from_indices",
     "draw_counts",
+    "plan_counts",
     "plan_seed_block",
 ]
 
@@ -90,7 +91,7 @@ def _seed_block(root, stream, k, n, n_draw, is_defined):
     redrawn = np.zeros(SEED_BLOCK, dtype=np.int64)
     if is_defined is None:
         return counts, redrawn
-    bad = np.flatnonzero(~is_defined(counts))
+    bad = np.flatnonzero(~_defined_rows(is_defined, counts))
     for j in bad:  # in index order, each from the block's own generator: deterministic
         for attempt in range(1, MAX_REDRAWS + 1):
             c = counts_from_indices(_draw(gen, n, (1, n_draw)), n)
@@ -101,6 +102,20 @@ def _seed_block(root, stream, k, n, n_draw, is_defined):
         else:
             _give_up()
     return counts, redrawn
+
+
+#: Bytes of counts a definedness rule sees at once: its temporaries (masks, weights) are
+#: of this order, not of the seed block's (64 x N: 64 MB of uint8 at a million samples).
+_RULE_BYTES = 4 * 2**20
+
+
+def _defined_rows(is_defined, counts):
+    """``is_defined(counts)`` evaluated on slices of rows (every rule is per bootstrap)."""
+    step = max(1, _RULE_BYTES // max(counts[0].nbytes, 1))
+    if step >= counts.shape[0]:
+        return np.asarray(is_defined(counts), dtype=bool)
+    return np.concatenate([np.asarray(is_defined(counts[i : i + step]), dtype=bool)
+                           for i in range(0, counts.shape[0], step)])
 
 
 def _give_up():
@@ -137,6 +152,7 @@ class _OneBlock:
 
     k: int
     attempts: np.ndarray
+    n: int = 0
 
 
 def _totals(gen, n, sample_block, size):
@@ -171,42 +187,69 @@ def _store(out, lo, hi, c):
     return out
 
 
-def plan_seed_block(root, stream, k, n, is_defined=None, sample_block=None, small=False):
+def plan_seed_block(root, stream, k, n, is_defined=None, sample_block=None, small=False,
+                    keep=True):
     """``(plan, counts (SEED_BLOCK, n))`` of seed block ``k``: the draws, each undefined
-    one (``is_defined(counts) -> (B,) bool``) replaced by its first defined attempt.
+    one replaced by its first defined attempt. ``is_defined``: a callable ``(counts) ->
+    (B,) bool``, or a :class:`~bbc_dask.metrics.Definedness` (its ``both``).
 
     With one sample block the counts are the generator's stream (see the module doc)
     and the plan only records the attempts. ``small``: counts as uint8 when every count
-    fits (a quarter of the memory)."""
+    fits (a quarter of the memory). ``keep=False``: the plan alone (counts None); a rule
+    that ``streams`` is then decided block by block, and the whole counts (64 × n) are
+    never held."""
     sample_block = _block_size(sample_block)
+    check = getattr(is_defined, "both", is_defined)
     if n <= sample_block:
-        counts, red = _seed_block(root, stream, k, n, n, is_defined)
+        counts, red = _seed_block(root, stream, k, n, n, check)
         if small and counts.max() <= 255:
             counts = counts.astype(np.uint8)
-        return _OneBlock(k, red), counts
+        return _OneBlock(k, red, n), counts if keep else None
     edges = sample_blocks(n, sample_block)
     plan = SeedPlan(k, n, sample_block, _totals(child_generator(root, stream, k), n,
                                                  sample_block, SEED_BLOCK))
-    counts = np.empty((SEED_BLOCK, n), dtype=np.uint8 if small else np.int32)
+    streams = not keep and getattr(is_defined, "streams", False)
+    counts = None if streams else np.empty((SEED_BLOCK, n), dtype=np.uint8 if small else np.int32)
+    parts = None
     for j, (lo, hi) in enumerate(edges):
-        counts = _store(counts, lo, hi, block_counts(root, stream, plan, j))
-    if is_defined is None:
-        return plan, counts
+        c = block_counts(root, stream, plan, j)
+        if streams:
+            p = is_defined.part(c, lo, hi)
+            parts = p if parts is None else np.maximum(parts, p)
+        else:
+            counts = _store(counts, lo, hi, c)
+    if check is None:
+        return plan, counts if keep else None
+    defined = is_defined.decide(parts) if streams else _defined_rows(check, counts)
     redraws = []
-    for b in np.flatnonzero(~is_defined(counts)).tolist():
+    for b in np.flatnonzero(~defined).tolist():
         for a in range(1, MAX_REDRAWS + 1):
             t = _totals(child_generator(root, stream, k, _REDRAW, b, a), n, sample_block, 1)[0]
             row = np.concatenate([_redraw_block(root, stream, k, b, a, t, j, hi - lo)
                                   for j, (lo, hi) in enumerate(edges)])
-            if is_defined(row[None])[0]:
-                if counts.dtype == np.uint8 and row.max() > 255:
-                    counts = counts.astype(np.int32)
-                counts[b] = row
+            if check(row[None])[0]:
+                if counts is not None:
+                    if counts.dtype == np.uint8 and row.max() > 255:
+                        counts = counts.astype(np.int32)
+                    counts[b] = row
                 redraws.append((b, a, t))
                 break
         else:
             _give_up()
-    return SeedPlan(k, n, sample_block, plan.totals, tuple(redraws)), counts
+    return SeedPlan(k, n, sample_block, plan.totals, tuple(redraws)), counts if keep else None
+
+
+def plan_counts(root, stream, plan, is_defined=None):
+    """The counts (SEED_BLOCK, n) of a plan of :func:`plan_seed_block`, drawn again from
+    the same generators (uint8 when they fit): a task that was handed the plan alone.
+    A plan over one sample block needs ``is_defined`` (its redraws come from the
+    stream)."""
+    if isinstance(plan, SeedPlan):
+        counts = np.empty((SEED_BLOCK, plan.n), dtype=np.uint8)
+        for j, (lo, hi) in enumerate(sample_blocks(plan.n, plan.sample_block)):
+            counts = _store(counts, lo, hi, block_counts(root, stream, plan, j))
+        return counts
+    return plan_seed_block(root, stream, plan.k, plan.n, is_defined, plan.n, small=True)[1]
 
 
 def _block_size(sample_block):
