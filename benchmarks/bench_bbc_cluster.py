@@ -148,7 +148,7 @@ def speed(tmp, n, c, c_auc, B):
                 got, t = timed(lambda: bd.bbc(cube, y, metric=metric, n_bootstraps=B, random_state=0))
             print(f"   {metric:9s} cluster {workers} worker(s) {t:7.2f} s   ratio {t / t_mem:5.2f}"
                   f"   equal: {same(got, mem)}")
-        del arr
+        arr = None  # free it before the next cube
         shutil.rmtree(path)
 
 
@@ -166,7 +166,7 @@ def scale(stores, limit, B, where, storage_options=None):
             peaks = sorted(cli.run(_probe_read).values())
         arr = zarr.open_array(store, path="p", storage_options=storage_options)[...]
         want = bd.bbc(arr, y, metric=metric, n_bootstraps=B, random_state=0)
-        del arr
+        arr = None  # free it before the next cube
         print(f"   {where:5s} {metric:9s} N={n:8d} C={c:4d}  {gb:5.2f} GB float32  {t:7.1f} s  "
               f"worker peak RSS {', '.join(f'{p:.0f}' for p in peaks)} MiB  "
               f"{'no restart/pause' if ok else 'RESTARTED/PAUSED ' + str(seen['status'])}  "
@@ -184,15 +184,18 @@ def moto_server():
     endpoint = f"http://127.0.0.1:{port}"
     opts = {"key": "testing", "secret": "testing",
             "client_kwargs": {"endpoint_url": endpoint, "region_name": "us-east-1"}}
-    import s3fs
+    import boto3
 
-    fs = s3fs.S3FileSystem(**opts)
-    for _ in range(150):
+    for _ in range(150):  # the server takes a moment to listen
         try:
-            fs.mkdir("bench")
+            boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1",
+                         aws_access_key_id="testing", aws_secret_access_key="testing"
+                         ).create_bucket(Bucket="bench")
             break
         except Exception:
             time.sleep(0.2)
+    else:
+        raise RuntimeError(f"no S3 server at {endpoint}")
     return proc, opts
 
 
@@ -202,6 +205,7 @@ def main():
     ap.add_argument("--limit", default="400MB")
     ap.add_argument("--no-s3", action="store_true")
     ap.add_argument("--skip-speed", action="store_true")
+    ap.add_argument("--skip-local", action="store_true")
     args = ap.parse_args()
     _imports()
     n, c, c_auc, B = (40_000, 60, 20, 64) if args.quick else (50_000, 400, 100, 200)
@@ -212,8 +216,10 @@ def main():
     try:
         if not args.skip_speed:
             speed(tmp, n, c, c_auc, B)
-        print(f"2. scale: 2 workers of {args.limit}, B={B}")
-        scale({k: os.path.join(tmp, f"{v}.zarr") for k, v in big.items()}, args.limit, B, "local")
+        if not args.skip_local:
+            print(f"2. scale: 2 workers of {args.limit}, B={B}")
+            scale({k: os.path.join(tmp, f"{v}.zarr") for k, v in big.items()}, args.limit, B,
+                  "local")
         for v in big.values():
             shutil.rmtree(os.path.join(tmp, f"{v}.zarr"), ignore_errors=True)
         if not args.no_s3:

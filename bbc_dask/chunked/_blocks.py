@@ -31,8 +31,8 @@ from ..stats._dropping import DroppingScorer
 from ..stats._winner import select
 
 #: Bootstraps multiplied at once in a sample-block task (one product of this many rows):
-#: their float32 weights take BATCH x 32,768 x 4 bytes (16 MiB), large enough for BLAS.
-BATCH = 128
+#: their float32 weights take BATCH x 32,768 x 4 bytes (8 MiB), large enough for BLAS.
+BATCH = 64
 
 __all__ = ["BATCH", "ZarrBlock", "add_sums", "block_sums", "chunk_fold_matrix", "chunk_pooled",
            "finish_sums", "merge_winners", "plan_group", "prepare_block", "score_block"]

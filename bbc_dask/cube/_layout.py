@@ -149,21 +149,27 @@ class PredictionReader:
                 # consecutive (a stored block): a slice read, without Zarr's orthogonal
                 # indexing of every chunk (np.ix_ and a gather per chunk)
                 configs = slice(int(configs[0]), int(configs[-1]) + 1)
-        parts = []
-        for r in repeats:
-            try:
-                if isinstance(configs, slice):
-                    raw = self.array[r, :, :, configs]
-                else:
-                    raw = self.array.oindex[r, :, :, np.asarray(configs, dtype=np.int64)]
-            except (MemoryError, KeyboardInterrupt):
-                raise
-            except Exception as exc:
-                raise self._damaged(r, configs, exc) from None
-            raw = np.asarray(raw, dtype=np.float64)
-            flat = raw.reshape((raw.shape[0] * raw.shape[1],) + raw.shape[2:])
-            parts.append(flat[self._where[r]])
-        return np.stack(parts, axis=2)
+        n_folds, n_slots = self.array.shape[1], self.array.shape[2]
+        width = len(range(*configs.indices(self.array.shape[3]))) if isinstance(configs, slice) \
+            else configs.size
+        tail = tuple(self.array.shape[4:])
+        out = np.empty((self.n_samples, width, len(repeats)) + tail)
+        flat = np.empty((n_folds * n_slots, width) + tail)
+        for i, r in enumerate(repeats):
+            # one fold's chunk at a time: Zarr would decode every fold's chunk at once
+            for k in range(n_folds):
+                try:
+                    if isinstance(configs, slice):
+                        raw = self.array[r, k, :, configs]
+                    else:
+                        raw = self.array.oindex[r, k, :, configs]
+                except (MemoryError, KeyboardInterrupt):
+                    raise
+                except Exception as exc:
+                    raise self._damaged(r, configs, exc) from None
+                flat[k * n_slots:(k + 1) * n_slots] = raw
+            out[:, :, i] = flat[self._where[r]]
+        return out
 
     def _damaged(self, r, configs, exc):
         """The error of an unreadable read, naming the first chunk file that fails."""
