@@ -297,6 +297,20 @@ def encode_predictions(arr, class_coord, metric: Metric, target: Target, caller)
                 bad = arr[(arr < 0) | (arr >= len(classes))].flat[0]
                 raise InvalidParameterError(_label_error(metric, classes, caller, bad))
             return arr
+        if (arr.dtype.kind in "fb" and len(classes) <= 127
+                and np.array_equal(classes, np.arange(len(classes)))):
+            # Labels 0..K-1 stored as floats (a float32 cube): the cast is the code, and a
+            # value is valid iff it casts back to itself within range. Four cheap passes,
+            # ~8x faster than a masked assignment per class. The cast of NaN or of an
+            # out-of-range value is arbitrary: the round trip catches it.
+            with np.errstate(invalid="ignore"):
+                codes = arr.astype(np.int8)
+            bad = codes != arr
+            bad |= codes < 0
+            bad |= codes >= len(classes)
+            if bad.any():
+                raise InvalidParameterError(_label_error(metric, classes, caller, arr[bad].flat[0]))
+            return codes
         if arr.dtype.kind in "iufb" and classes.dtype.kind in "iufb" and len(classes) <= 64:
             # One comparison pass per class: much faster than searchsorted on big cubes.
             codes = np.full(arr.shape, -1, dtype=np.int8)

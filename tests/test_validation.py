@@ -74,3 +74,19 @@ def test_unreachable_redraw_is_reported():
     y = np.array([1] + [0] * 19)  # one positive: it can never be both in and out of bag
     with pytest.raises(ValueError, match=r"Could not draw a bootstrap whose score is defined"):
         bd.bbc(SCORES, y, metric="roc_auc", n_bootstraps=5, random_state=0)
+
+
+@pytest.mark.parametrize("bad", [2.0, -1.0, 0.5, np.nan, 256.0, 300.0, -129.0, 1e10])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_float_labels_outside_the_classes_are_named(bad, dtype):
+    # float labels 0..K-1 are encoded by a cast and a round trip: a value the cast wraps
+    # or cannot represent must still be caught and shown
+    pred = np.tile(Y[:, None], (1, 3)).astype(dtype)
+    pred[7, 2] = bad
+    with pytest.raises(ValueError, match=r"'accuracy' expects predicted class labels .* holds "
+                       + ("nan" if np.isnan(bad) else repr(float(dtype(bad))).replace(".", r"\.").replace("+", r"\+"))):
+        bd.bbc(pred, Y, metric="accuracy", n_bootstraps=10, random_state=0)
+    pred[7, 2] = 1.0  # valid again: the same call runs, and equals integer labels
+    a = bd.bbc(pred, Y, metric="accuracy", n_bootstraps=10, random_state=0)
+    b = bd.bbc(pred.astype(np.int64), Y, metric="accuracy", n_bootstraps=10, random_state=0)
+    assert np.array_equal(a.bootstrap_distribution, b.bootstrap_distribution)
