@@ -269,6 +269,31 @@ def test_several_sample_blocks_equal_in_memory(metric, client, tmp_path, monkeyp
     _same(bd.bbc(lazy, y, metric=metric, random_state=3, n_bootstraps=150), want)
 
 
+@pytest.mark.parametrize("metric", ["accuracy", "f1", "neg_log_loss", "r2"])
+def test_sample_block_groups_of_several_parts_equal_in_memory(metric, client, tmp_path,
+                                                              monkeypatch):
+    """Parts narrower than a stored chunk (two configurations of four), several per
+    group: a task stacks their features into one product, and the out-of-bag pass reads
+    the winners' columns from several windows; equal to in memory bit for bit."""
+    import bbc_dask.metrics as M
+
+    monkeypatch.setattr(M, "SAMPLE_BLOCK", 128)
+    per_config = 128 * 2 * 8 * (3 if metric == "neg_log_loss" else 1)
+    monkeypatch.setattr(L, "CHUNK_BYTES", 2 * per_config)
+    stacked = []
+    real = M.Metric.stacked
+    monkeypatch.setattr(M.Metric, "stacked", lambda self, parts, n: stacked.append(n) or real(self, parts, n))
+    p, y = _cube(metric, 700, 13, 2)
+    dims = ("sample", "config", "repeat", "class")[: p.ndim]
+    z = _to_zarr(tmp_path / "c.zarr", p, dims, chunk_cfg=4)
+    want = bd.bbc(p, y, metric=metric, random_state=3, n_bootstraps=150)
+    assert len(set(want.winners.tolist())) > 1
+    with dask.config.set(scheduler="sync"):  # in this process: the calls are seen
+        _same(bd.bbc(z, y, metric=metric, random_state=3, n_bootstraps=150), want)
+    assert stacked and max(stacked) >= 6, stacked  # groups of 6 configurations, 3 parts
+    _same(bd.bbc(z, y, metric=metric, random_state=3, n_bootstraps=150), want)
+
+
 def test_sample_blocks_redraw_undefined_bootstraps(client, tmp_path, monkeypatch):
     """Three positives in 700 samples: many draws leave none out of bag, are redrawn
     whole (new totals, new blocks), and the chunked path keeps the same attempts."""

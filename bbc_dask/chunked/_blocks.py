@@ -26,7 +26,7 @@ from .. import _validation as V
 from ..metrics import get_metric
 from ..stats._bbc import _full_scores
 from ..stats._bbc import prepare_inputs as _prepare
-from ..stats._bootstrap import block_counts, plan_counts, plan_seed_block
+from ..stats._bootstrap import SEED_BLOCK, block_counts, plan_counts, plan_seed_block
 from ..stats._dropping import DroppingScorer
 from ..stats._winner import select
 
@@ -35,7 +35,8 @@ from ..stats._winner import select
 BATCH = 64
 
 __all__ = ["BATCH", "ZarrBlock", "add_sums", "block_sums", "chunk_fold_matrix", "chunk_pooled",
-           "finish_sums", "merge_winners", "plan_group", "prepare_block", "score_block"]
+           "finish_oob", "finish_sums", "merge_winners", "oob_sums", "plan_group", "prepare_block",
+           "score_block"]
 
 
 class ZarrBlock:
@@ -147,11 +148,12 @@ def prepare_block(part, target, metric, class_coord, sample_block, caller="bbc")
     return prep, _full_scores(prep, prep.n_samples)
 
 
-def score_block(prepared, groups, offset, redraw=None):
+def score_block(prepared, groups, offset, n_boot, redraw=None):
     """Each bootstrap's winner in a configuration block: ``(best, config, oob)`` over the
-    seed blocks of ``groups`` (lists of ``(plan, counts)``), in order; ``config`` global
-    (``offset`` added). Counts that were not kept (None) are drawn here, one seed block
-    at a time, from ``redraw = (seed, stream, rule)``."""
+    seed blocks of ``groups`` (lists of ``(plan, counts)``), in order, bootstraps
+    ``0..n_boot-1`` only; ``config`` global (``offset`` added). Counts that were not kept
+    (None) are drawn here, one seed block at a time, from ``redraw = (seed, stream,
+    rule)``."""
     prep = prepared[0]
     best, cfg, oob = [], [], []
     for group in groups:
@@ -159,6 +161,9 @@ def score_block(prepared, groups, offset, redraw=None):
             if counts is None:
                 seed, stream, rule = redraw
                 counts = plan_counts(_root(seed), stream, plan, getattr(rule, "both", rule))
+            counts = counts[: n_boot - plan.k * SEED_BLOCK]
+            if not len(counts):
+                continue
             s = prep.scores(counts).mean(axis=2)
             w = select(s)
             best.append(s[np.arange(s.shape[0]), w])
@@ -169,15 +174,16 @@ def score_block(prepared, groups, offset, redraw=None):
 
 
 def merge_winners(a, b):
-    """Per bootstrap, the better of two chunk winners: higher in-bag score, then the lower
-    configuration index (the whole-matrix tie rule)."""
-    ba, ca, oa = a
-    bb, cb, ob = b
+    """Per bootstrap, the better of two chunk winners ``(best, config, *more)``: higher
+    in-bag score, then the lower configuration index (the whole-matrix tie rule); the
+    other arrays (e.g. the winner's out-of-bag score) follow the winner."""
+    ba, ca, *oa = a
+    bb, cb, *ob = b
     a_first = ca <= cb  # each pair in configuration order: select's tie rule applies as is
     pairs = np.stack([np.where(a_first, ba, bb), np.where(a_first, bb, ba)], axis=1)
     w = select(pairs)  # -1 (an undefined score) keeps a, as a comparison with NaN does
     take_b = np.where(a_first, w == 1, w == 0)
-    return np.where(take_b, bb, ba), np.where(take_b, cb, ca), np.where(take_b, ob, oa)
+    return tuple(np.where(take_b, x, y) for x, y in zip((bb, cb, *ob), (ba, ca, *oa)))
 
 
 def prepare_dropping(part, y, available, metric, pos_label, class_coord=None):
@@ -192,36 +198,79 @@ def score_dropping(scorer, groups):
 
 
 # -------------------------------------------------------------------- sample blocks
-def block_sums(parts, target, metric, class_coord, j, size, seed, stream, plans, caller="bbc"):
-    """The feature sums of sample block ``j`` (``size`` samples, whose target is
-    ``target``: :meth:`~bbc_dask.metrics.Target.subset`) of a group of configurations
-    (``parts``: its configuration chunks, in order), for every bootstrap of ``plans`` (in
-    bag and out of bag) and for unit weights.
+def _stacked(parts, target, m, class_coord, size, caller):
+    """One prepared metric over every configuration of ``parts`` (read, encoded and
+    prepared one part at a time; their features copied side by side)."""
+    def prep(part):
+        return m.prepare(target, _encode(part, target, m, class_coord, caller), size)
 
-    Returns ``{"in", "oob", "full": (fsums list of (B, c, R), gsums (B, n_g))}``. The
-    block's counts are drawn here from the block's own generators; every part is read
-    and encoded once and held (a group is sized for it), and the weights of
-    :data:`BATCH` bootstraps at a time multiply all of them."""
+    if len(parts) == 1:
+        return prep(parts[0])
+    return m.stacked((prep(part) for part in parts), sum(_width(part) for part in parts))
+
+
+def _width(part):
+    """Configurations in a part (a ZarrBlock, a CubeBlock or a Dask chunk)."""
+    configs = getattr(part, "configs", None)
+    if isinstance(configs, slice):
+        return len(range(*configs.indices(part.array.shape[part.config_axis])))
+    if configs is not None:
+        return len(configs)
+    return part.shape[1]
+
+
+def _block_batches(root, stream, plans, j, n_boot):
+    """The counts of sample block ``j`` for bootstraps ``0..n_boot-1`` of ``plans``,
+    :data:`BATCH` bootstraps at a time (uint8), drawn from the block's own generators.
+    The last seed block's draws beyond ``n_boot`` are not scored (the in-memory kernel
+    scores ``n_boot`` rows)."""
+    step = BATCH // SEED_BLOCK
+    for i in range(0, len(plans), step):
+        counts = np.concatenate([block_counts(root, stream, p, j) for p in plans[i : i + step]])
+        yield _small(counts[: n_boot - i * SEED_BLOCK])
+
+
+def block_sums(parts, target, metric, class_coord, j, size, seed, stream, plans, n_boot,
+               caller="bbc"):
+    """The in-bag feature sums of sample block ``j`` (``size`` samples, whose target is
+    ``target``: :meth:`~bbc_dask.metrics.Target.subset`) of a group of configurations
+    (``parts``: its configuration chunks, in order), for every bootstrap of ``plans``,
+    and for unit weights.
+
+    Returns ``{"in", "full": (fsums list of (B, c, R), gsums (B, n_g))}``. The block's
+    counts are drawn here from the block's own generators; the parts are read, encoded
+    and prepared one at a time into one feature matrix (a group is sized for it), which
+    the weights of :data:`BATCH` bootstraps at a time multiply in one product. Out of
+    bag only the winners are scored (:func:`oob_sums`), as the in-memory kernel does."""
     m = get_metric(metric)
-    root = _root(seed)
-    preps = [m.prepare(target, _encode(part, target, m, class_coord, caller), size)
-             for part in parts]
-    first = preps[0]
-    batches = [plans[i : i + BATCH // 64] for i in range(0, len(plans), BATCH // 64)]
-    batches = [_small(np.concatenate([block_counts(root, stream, p, j) for p in b]))
-               for b in batches]
-    batches.append(np.ones((1, size), dtype=np.int32))
-    out = {"in": ([], []), "oob": ([], []), "full": ([], [])}
-    for i, counts in enumerate(batches):
-        for name, oob in ((("full", False),) if i == len(batches) - 1 else
-                          (("in", False), ("oob", True))):
-            w = first.weights(counts, oob)
-            fs = [p.feature_sums(w) for p in preps]
-            out[name][0].append([np.concatenate(f, axis=1) for f in zip(*fs)])
-            out[name][1].append(first.config_free_sums(counts, oob))
-            del w
-    return {name: ([np.concatenate(f, axis=0) for f in zip(*fs)], np.concatenate(gs))
-            for name, (fs, gs) in out.items()}
+    prep = _stacked(parts, target, m, class_coord, size, caller)
+    ins = [(prep.feature_sums(prep.weights(c)), prep.config_free_sums(c))
+           for c in _block_batches(_root(seed), stream, plans, j, n_boot)]
+    ones = np.ones((1, size), dtype=np.int32)
+    full = (prep.feature_sums(prep.weights(ones)), prep.config_free_sums(ones))
+    fs, gs = zip(*ins)
+    return {"in": ([np.concatenate(f, axis=0) for f in zip(*fs)], np.concatenate(gs)),
+            "full": full}
+
+
+def oob_sums(parts, target, metric, class_coord, j, size, seed, stream, plans, pick,
+             caller="bbc"):
+    """The out-of-bag feature sums of sample block ``j`` of each bootstrap's winner:
+    ``parts`` hold the distinct winners (in order), ``pick[b]`` is bootstrap ``b``'s
+    among them (``b < n_boot = len(pick)``). Returns ``(fsums list of (B, 1, R), gsums (B, n_g))`` — the winners'
+    columns of the very products :meth:`~bbc_dask.metrics._Pointwise.winner_scores`
+    adds block by block."""
+    m = get_metric(metric)
+    prep = _stacked(parts, target, m, class_coord, size, caller)
+    pick = np.asarray(pick, dtype=np.int64)
+    fs, gs, at = [], [], 0
+    for c in _block_batches(_root(seed), stream, plans, j, len(pick)):
+        rows = np.arange(c.shape[0])
+        sel = pick[at : at + c.shape[0]]
+        fs.append([f[rows, sel][:, None, :] for f in prep.feature_sums(prep.weights(c, oob=True))])
+        gs.append(prep.config_free_sums(c, oob=True))
+        at += c.shape[0]
+    return [np.concatenate(f, axis=0) for f in zip(*fs)], np.concatenate(gs)
 
 
 def _small(counts):
@@ -230,22 +279,29 @@ def _small(counts):
 
 
 def add_sums(a, b):
-    """``a + b`` of two :func:`block_sums` results (blocks are added in block order)."""
-    return {name: ([x + y for x, y in zip(a[name][0], b[name][0])], a[name][1] + b[name][1])
-            for name in a}
+    """``a + b`` of two :func:`block_sums` (a dict) or :func:`oob_sums` (a pair)
+    results: blocks are added in block order, as the in-memory kernel adds them."""
+    if isinstance(a, dict):
+        return {name: add_sums(a[name], b[name]) for name in a}
+    return [x + y for x, y in zip(a[0], b[0])], a[1] + b[1]
 
 
-def finish_sums(total, metric, offset, n_boot):
-    """Winners ``(best, config, oob)`` and full scores (c,) of a group of configurations
-    from its summed features; ``config`` global."""
+def finish_sums(total, metric, offset):
+    """Winners ``(best, config)`` and full scores (c,) of a group of configurations from
+    its summed in-bag features; ``config`` global."""
     m = get_metric(metric)
     with np.errstate(divide="ignore", invalid="ignore"):
-        s = m.combine(*total["in"]).mean(axis=2)[:n_boot]
-        s_oob = m.combine(*total["oob"])[:n_boot]
+        s = m.combine(*total["in"]).mean(axis=2)
         full = m.combine(*total["full"])[0].mean(axis=1)
     w = select(s)
-    rows = np.arange(s.shape[0])
-    return (s[rows, w], w + offset, s_oob[rows, w].mean(axis=1)), full
+    return (s[np.arange(s.shape[0]), w], w + offset), full
+
+
+def finish_oob(total, metric):
+    """The winners' out-of-bag scores (n_boot,) from their summed features."""
+    m = get_metric(metric)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return m.combine(*total)[:, 0, :].mean(axis=1)
 
 
 # -------------------------------------------------------------------------- others

@@ -211,10 +211,12 @@ class _Source:
         width = config_width(_per_config_bytes(view, self.dims), int(arr.chunks[ax]))
         cfg = range(*key[ax].indices(arr.shape[ax]))  # view position -> stored index
         rows = range(*key[s_ax].indices(arr.shape[s_ax]))
-        # at most SUMS_BYTES of sums per task, and two groups or more (with few sample
-        # blocks, one group would leave a worker idle)
+        # at most SUMS_BYTES of sums per task; and enough groups that the tasks of a
+        # phase keep every worker thread busy twice over — only then, since each group
+        # draws every sample block's counts again (many sample blocks: one group)
+        n_groups = -(-2 * _slots() // len(edges))
         span = min(SUMS_BYTES // max(per_config_out, 1), HOLD_BYTES // max(per_config_held, 1),
-                   -(-self.c // 2))
+                   -(-self.c // n_groups))
         span = max(width, span // width * width)
         order = [self.dims.index(d) for d in _DIMS if d in self.dims]
         grid = []
@@ -231,6 +233,38 @@ class _Source:
                 row.append(part)
             grid.append(row)
         return grid, list(range(0, self.c, span))
+
+
+    def columns(self, lo, hi, configs):
+        """The parts (in order) holding samples ``lo:hi`` of the configurations
+        ``configs`` (sorted view positions): read chunk-aligned, a stored chunk window at
+        a time."""
+        if self.zarr is None:
+            data = self.data[lo:hi][:, np.asarray(configs)]
+            per = _per_config_bytes(data.shape, _DIMS[: data.ndim])
+            width = max(1, CHUNK_BYTES // max(per, 1))
+            data = data.rechunk({0: -1, 1: width} | {i: -1 for i in range(2, data.ndim)})
+            return list(data.to_delayed().ravel())
+        arr, key = self.zarr
+        s_ax = self.dims.index("sample")
+        rows = range(*key[s_ax].indices(arr.shape[s_ax]))
+        k = list(key)
+        k[s_ax] = slice(rows[lo], rows[hi - 1] + 1, rows.step)
+        return zarr_blocks(arr, self.dims, configs=configs, key=k)[0]
+
+
+def _slots():
+    """Worker threads of the current Dask client (else this machine's cores): how many
+    tasks run at once."""
+    import os
+
+    try:
+        from distributed import default_client
+
+        info = default_client().scheduler_info(n_workers=-1)["workers"]
+        return max(1, sum(w.get("nthreads", 1) for w in info.values()))
+    except (ImportError, ValueError, TypeError, KeyError):
+        return os.cpu_count() or 1
 
 
 def _offsets(chunks):
@@ -337,12 +371,8 @@ def lazy_bbc(predictions, y, *, metric, n_bootstraps, confidence_level, random_s
     sb = M.SAMPLE_BLOCK
     if m.kind == "pointwise" and src.n > sb:
         conf, n_boot, seed = _bbc_args(n_bootstraps, confidence_level, random_state, caller)
-        edges = M.sample_blocks(src.n, sb)
-        per = int(np.prod([s for d, s in zip(src.dims, src.x.shape) if d == "repeat"]))
-        out = -(-n_boot // SEED_BLOCK) * SEED_BLOCK * per * 8 * 4  # in, oob; concatenated
-        grid, offsets = src.sample_grid(edges, out, sb * per * m.feature_bytes)
-        return _bbc_by_samples(grid, offsets, edges, target, m, seed, n_boot, conf, sb,
-                               src.coord, caller)
+        return _bbc_by_samples(src, M.sample_blocks(src.n, sb), target, m, seed, n_boot, conf, sb,
+                               caller)
     parts, offsets = src.config_parts()
     return bbc_over_blocks(parts, offsets, y, metric=m.name, n_bootstraps=n_bootstraps,
                            confidence_level=confidence_level, random_state=random_state,
@@ -376,28 +406,44 @@ def _attempts(group):
     return np.concatenate([plan.attempts for plan, _ in group])
 
 
-def _bbc_by_samples(grid, offsets, edges, target, m, seed, n_boot, conf, sb, coord, caller):
-    """BBC of a pointwise metric over (sample block, configuration group) tasks."""
+def _bbc_by_samples(src, edges, target, m, seed, n_boot, conf, sb, caller):
+    """BBC of a pointwise metric over (sample block, configuration group) tasks, in two
+    passes as the in-memory kernel: every configuration in bag, then the winners alone
+    out of bag."""
     import dask
     from dask import delayed
 
+    per = int(np.prod([s for d, s in zip(src.dims, src.x.shape) if d == "repeat"]))
+    out = -(-n_boot // SEED_BLOCK) * SEED_BLOCK * per * 8 * 2  # in bag; concatenated
+    grid, offsets = src.sample_grid(edges, out, sb * per * m.feature_bytes)
     # The plans come back first (a few KB): each sum task then gets them, and its block
     # of the target, as arguments. A shared dependency would draw every task to the
     # worker that holds it.
     groups = dask.compute(_plans(seed, "bbc", n_boot, target.n_samples, sb,
                                  delayed(m.definedness(target), pure=True), False))[0]
     plans = [p for g in groups for p, _ in g]
+    subsets = [target.subset(lo, hi) for lo, hi in edges]
+    common = (m.name, src.coord)
     results = []
     for g, off in enumerate(offsets):
         acc = None
         for j, (lo, hi) in enumerate(edges):
-            s = delayed(K.block_sums, pure=True)(grid[j][g], target.subset(lo, hi), m.name, coord,
-                                                  j, hi - lo, seed, "bbc", plans, caller)
+            s = delayed(K.block_sums, pure=True)(grid[j][g], subsets[j], *common, j, hi - lo, seed,
+                                                  "bbc", plans, n_boot, caller)
             acc = s if acc is None else delayed(K.add_sums, pure=True)(acc, s)
-        results.append(delayed(K.finish_sums, pure=True, nout=2)(acc, m.name, int(off), n_boot))
-    merged, fulls = dask.compute(_tree([r[0] for r in results], K.merge_winners),
-                                 [r[1] for r in results])
-    return _summary(merged, fulls, [_attempts(g) for g in groups], n_boot, m.name, conf)
+        results.append(delayed(K.finish_sums, pure=True, nout=2)(acc, m.name, int(off)))
+    (best, cfg), fulls = dask.compute(_tree([r[0] for r in results], K.merge_winners),
+                                      [r[1] for r in results])
+    # Out of bag: the distinct winners' columns only, read again block by block (a few
+    # chunks), each bootstrap's winner picked from their products.
+    winners, pick = np.unique(cfg, return_inverse=True)
+    acc = None
+    for j, (lo, hi) in enumerate(edges):
+        s = delayed(K.oob_sums, pure=True)(src.columns(lo, hi, winners), subsets[j], *common, j,
+                                            hi - lo, seed, "bbc", plans, pick, caller)
+        acc = s if acc is None else delayed(K.add_sums, pure=True)(acc, s)
+    oob = dask.compute(delayed(K.finish_oob, pure=True)(acc, m.name))[0]
+    return _summary((best, cfg, oob), fulls, [_attempts(g) for g in groups], n_boot, m.name, conf)
 
 
 def bbc_over_blocks(blocks, offsets, y, *, metric, n_bootstraps, confidence_level, random_state,
@@ -426,10 +472,11 @@ def bbc_over_blocks(blocks, offsets, y, *, metric, n_bootstraps, confidence_leve
     preps = [delayed(K.prepare_block, pure=True, nout=2)(b, t_d, m.name, class_coord, sb, caller)
              for b in blocks]
     if keep:
-        per_group = [_tree([delayed(K.score_block, pure=True)(p, [pl], int(o))
+        per_group = [_tree([delayed(K.score_block, pure=True)(p, [pl], int(o), n_boot)
                             for p, o in zip(preps, offsets)], K.merge_winners) for pl in plans]
     else:
-        per_group = [_tree([delayed(K.score_block, pure=True)(p, plans, int(o), (seed, "bbc", rule))
+        per_group = [_tree([delayed(K.score_block, pure=True)(p, plans, int(o), n_boot,
+                                                           (seed, "bbc", rule))
                             for p, o in zip(preps, offsets)], K.merge_winners)]
     merged, fulls, attempts = dask.compute(
         per_group, [p[1] for p in preps], [delayed(_attempts, pure=True)(p) for p in plans])

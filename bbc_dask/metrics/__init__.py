@@ -19,6 +19,7 @@ Use :func:`get_metric` to look one up and :data:`METRICS` for the names.
 from __future__ import annotations
 
 import abc
+import copy
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -95,6 +96,11 @@ class Metric:
         ``sample_block``: the sample block size of the sums (default :data:`SAMPLE_BLOCK`).
         """
         return self._impl(self, target, predictions, sample_block=sample_block)
+
+    def stacked(self, parts, n_configs):
+        """One prepared (pointwise) metric over the configurations of prepared ``parts``
+        of the same samples, side by side (see ``_Pointwise.stacked``)."""
+        return self._impl.stacked(parts, n_configs)
 
     def definedness(self, target):
         """The rule that says, from the bootstrap counts alone, whether this metric is
@@ -451,6 +457,28 @@ class _Pointwise(_Prepared):
             fs.append(self._product(wr, values).reshape(weights.shape[0], self.n_configs,
                                                          self.n_repeats))
         return fs
+
+    @classmethod
+    def stacked(cls, parts, n_configs):
+        """One prepared metric over ``n_configs`` configurations from ``parts`` (an
+        iterable of prepared parts of the same samples and target, in configuration
+        order): their feature columns side by side in one matrix, so that one product
+        serves them all (narrow products waste BLAS, and stream the weights once per
+        part). Each part is copied as it arrives: it can be dropped at once."""
+        out, at = None, 0
+        for p in parts:
+            if out is None:
+                out = copy.copy(p)
+                out.__setstate__({"n_configs": n_configs, "features": [
+                    (rows, np.empty((v.shape[0], n_configs * p.n_repeats), v.dtype))
+                    for rows, v in p.features]})
+            w = p.n_configs * p.n_repeats
+            for (_, dst), (_, src) in zip(out.features, p.features):
+                dst[:, at : at + w] = src
+            at += w
+        if out is None or at != n_configs * out.n_repeats:
+            raise AssertionError(f"parts hold {at} columns, not {n_configs} configurations")
+        return out
 
     def config_free_sums(self, counts, oob=False):
         """Configuration-free sums (B, n_g) of these counts over this sample block."""
