@@ -215,6 +215,34 @@ def test_chunked_dropping_test_equals_in_memory(metric, client, tmp_path):
     assert 0 < got.drop.sum() < configs.size - 1  # the test has something to decide
 
 
+def test_chunked_dropping_test_draws_counts_again_when_too_large_to_share(client, tmp_path,
+                                                                         monkeypatch):
+    """Beyond COUNTS_BYTES the plans keep no counts: one scoring task per block draws
+    them again (redraws included), and the test decides the same."""
+    from distributed import get_task_stream
+
+    rng = np.random.default_rng(4)
+    y = np.zeros(400, int)
+    y[[5, 200, 350]] = 1  # many undefined draws: redrawn
+    p = rng.normal(size=(400, 12, 2)) + y[:, None, None]
+    avail = np.stack([rng.random(400) < 0.9, rng.random(400) < 0.8], axis=1)
+    avail[[5, 200, 350]] = True
+    want = bd.dropping_test(p, y, avail, metric="roc_auc", alpha=0.9, n_bootstraps=150,
+                            random_state=np.random.SeedSequence(8))
+    assert want.n_redrawn >= 5
+    z = _to_zarr(tmp_path / "d.zarr", p, ("sample", "config", "repeat"), chunk_cfg=4)
+    blocks, _ = L.zarr_blocks(z, ("sample", "config", "repeat"), chunk_bytes=4 * 400 * 2 * 8)
+    monkeypatch.setattr(L, "COUNTS_BYTES", 1)
+    with get_task_stream(client) as ts:
+        got = L.lazy_dropping_test(client, blocks, y, avail, metric="roc_auc", alpha=0.9,
+                                   n_bootstraps=150, seed=np.random.SeedSequence(8), key="redraw")
+    assert got.best == want.best and got.n_redrawn == want.n_redrawn
+    np.testing.assert_array_equal(got.p_hat, want.p_hat)
+    np.testing.assert_array_equal(got.drop, want.drop)
+    scored = sorted(t["key"] for t in ts.data if str(t["key"]).startswith("redraw-score"))
+    assert len(blocks) == 3 and scored == [f"redraw-score-{i}" for i in range(3)]
+
+
 # ----------------------------------------------------- cubes of several sample blocks
 def _cube(metric, n, c, r, seed=0):
     """Predictions (n, c, r[, k]) and y for any metric, with ties and a weak signal."""

@@ -156,20 +156,14 @@ def score_block(prepared, groups, offset, n_boot, redraw=None):
     rule)``."""
     prep = prepared[0]
     best, cfg, oob = [], [], []
-    for group in groups:
-        for plan, counts in group:
-            if counts is None:
-                seed, stream, rule = redraw
-                counts = plan_counts(_root(seed), stream, plan, getattr(rule, "both", rule))
-            counts = counts[: n_boot - plan.k * SEED_BLOCK]
-            if not len(counts):
-                continue
-            s = prep.scores(counts).mean(axis=2)
-            w = select(s)
-            best.append(s[np.arange(s.shape[0]), w])
-            cfg.append(w + offset)
-            oob.append(prep.winner_scores(counts, w, oob=True).mean(axis=1))
-            del counts
+    for plan, counts in _counts_of(groups, redraw):
+        counts = counts[: n_boot - plan.k * SEED_BLOCK]
+        s = prep.scores(counts).mean(axis=2)
+        w = select(s)
+        best.append(s[np.arange(s.shape[0]), w])
+        cfg.append(w + offset)
+        oob.append(prep.winner_scores(counts, w, oob=True).mean(axis=1))
+        del counts
     return np.concatenate(best), np.concatenate(cfg), np.concatenate(oob)
 
 
@@ -191,10 +185,21 @@ def prepare_dropping(part, y, available, metric, pos_label, class_coord=None):
     return DroppingScorer(_load(part), y, available, metric, pos_label, class_coord)
 
 
-def score_dropping(scorer, groups):
+def _counts_of(groups, redraw):
+    """Each ``(plan, counts)`` of ``groups`` in order, counts that were not kept (None)
+    drawn again from ``redraw = (seed, stream, rule)``, one seed block at a time."""
+    for group in groups:
+        for plan, counts in group:
+            if counts is None:
+                seed, stream, rule = redraw
+                counts = plan_counts(_root(seed), stream, plan, getattr(rule, "both", rule))
+            yield plan, counts
+
+
+def score_dropping(scorer, groups, redraw=None):
     """``(full (c,), scores (B, c))`` of a configuration block over the seed blocks of
-    ``groups``."""
-    return scorer.full, np.concatenate([scorer.scores(c) for g in groups for _, c in g])
+    ``groups`` (counts not kept are drawn here: see :func:`score_block`)."""
+    return scorer.full, np.concatenate([scorer.scores(c) for _, c in _counts_of(groups, redraw)])
 
 
 # -------------------------------------------------------------------- sample blocks

@@ -60,8 +60,11 @@ CHUNK_BYTES = 16 * 2**20
 COUNTS_BYTES = 32 * 2**20
 #: Feature sums a sample-block task returns (in bag and out of bag, every bootstrap).
 SUMS_BYTES = 32 * 2**20
-#: Prepared features a sample-block task holds (its group of configurations).
-HOLD_BYTES = 64 * 2**20
+#: Prepared features a sample-block task holds (its group of configurations, stacked):
+#: beyond, the configurations are split in groups (each draws the block's counts again).
+#: A worker's baseline is ~230 MiB (numba and its compiled kernels): the working set
+#: must stay small for a 400 MB worker.
+HOLD_BYTES = 16 * 2**20
 
 _DIMS = V.CUBE_DIMS
 
@@ -520,7 +523,8 @@ def lazy_dropping_test(client, blocks, y, available, *, metric, alpha, n_bootstr
                        pos_label=None, class_coord=None, key="bbc-dropping"):
     """The BBCD dropping test over configuration blocks on ``client``; equals
     :func:`bbc_dask.dropping_test` on the concatenated blocks bit for bit. Each block is
-    prepared once; the counts of each group of seed blocks are drawn once."""
+    prepared once; the counts of each group of seed blocks are drawn once and shared,
+    or, beyond :data:`COUNTS_BYTES`, drawn again by each block's task."""
     from ..stats._dropping import decide, dropping_rule
 
     m = get_metric(metric, caller="dropping_test")
@@ -531,15 +535,23 @@ def lazy_dropping_test(client, blocks, y, available, *, metric, alpha, n_bootstr
     n = target.n_samples
     rule = dropping_rule(m, target, available, available.shape[1] if available.ndim == 2 else 1)
     [rule_f, y_f, avail_f] = client.scatter([rule, y, available], broadcast=False)
-    plans = [client.submit(K.plan_group, seed, "dropping", ks, n, M.SAMPLE_BLOCK, rule_f, True,
+    # As in bbc_over_blocks: the counts are shared while they fit in COUNTS_BYTES (B x N
+    # bytes), else each block's task draws them again from the plans.
+    keep = -(-n_bootstraps // SEED_BLOCK) * SEED_BLOCK * n <= COUNTS_BYTES
+    plans = [client.submit(K.plan_group, seed, "dropping", ks, n, M.SAMPLE_BLOCK, rule_f, keep,
                            pure=False, retries=3, key=f"{key}-plan-{q}")
-             for q, ks in enumerate(_seed_groups(n_bootstraps, n, True))]
+             for q, ks in enumerate(_seed_groups(n_bootstraps, n, keep))]
     scorers = [client.submit(K.prepare_dropping, b, y_f, avail_f, m.name, pos_label, class_coord,
                              pure=False, retries=3, key=f"{key}-prep-{i}")
                for i, b in enumerate(blocks)]
-    scores = [[client.submit(K.score_dropping, sc, [pl], pure=False, retries=3,
-                             key=f"{key}-score-{i}-{q}") for q, pl in enumerate(plans)]
-              for i, sc in enumerate(scorers)]
+    if keep:
+        scores = [[client.submit(K.score_dropping, sc, [pl], pure=False, retries=3,
+                                 key=f"{key}-score-{i}-{q}") for q, pl in enumerate(plans)]
+                  for i, sc in enumerate(scorers)]
+    else:
+        scores = [[client.submit(K.score_dropping, sc, plans, (seed, "dropping", rule_f),
+                                 pure=False, retries=3, key=f"{key}-score-{i}")]
+                  for i, sc in enumerate(scorers)]
     attempts = [client.submit(_attempts, pl, pure=False, key=f"{key}-attempts-{q}")
                 for q, pl in enumerate(plans)]
     flat = [f for row in scores for f in row] + attempts

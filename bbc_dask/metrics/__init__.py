@@ -640,6 +640,22 @@ class _R2(_Pointwise):
         return 1.0 - fsums[0] / sstot[:, None, None]
 
 # -------------------------------------------------------------------- ranking family
+def _sorted_columns(cols):
+    """``(order (M, N) int32, starts (M, N) bool)`` of the columns ``cols`` (M, N): each
+    column's stable ascending order and where its tie groups start. Column by column:
+    the int64 argsort and the sorted copy exist for one column at a time, not for the
+    block (a worker's peak during preparation is the block's encoding, not 3x it)."""
+    m, n = cols.shape
+    order = np.empty((m, n), dtype=np.int32)
+    starts = np.empty((m, n), dtype=np.bool_)
+    for i in range(m):
+        col = np.ascontiguousarray(cols[i])
+        o = np.argsort(col, kind="stable")
+        order[i] = o
+        starts[i : i + 1] = K.tie_starts(col[o][None, :])
+    return order, starts
+
+
 class _RocAuc(_Prepared):
     """Binary AUC (``pos`` masks: one) or macro one-vs-rest AUC (one mask per class)."""
 
@@ -651,10 +667,8 @@ class _RocAuc(_Prepared):
             self.col_mask = np.tile(np.arange(self.n_sub), self.n_configs * self.n_repeats)
         else:
             self.col_mask = np.zeros(self.n_configs * self.n_repeats, dtype=np.int64)
-        cols = pred.reshape(self.n_samples, -1).T
         self.col_mask = self.col_mask.astype(np.int64)
-        self.order = np.argsort(cols, axis=1, kind="stable").astype(np.int32)
-        self.starts = K.tie_starts(np.take_along_axis(cols, self.order, axis=1))
+        self.order, self.starts = _sorted_columns(pred.reshape(self.n_samples, -1).T)
 
     @staticmethod
     def _masks(metric, target):
@@ -732,10 +746,8 @@ class _CIndex(_Prepared):
     def __init__(self, metric, target, pred, sample_block=None):
         super().__init__(metric, target, pred)
         self.visit, self.vstarts, self.event = self.rule.visit, self.rule.vstarts, self.rule.event
-        cols = pred.reshape(self.n_samples, -1).T
-        order = np.argsort(cols, axis=1, kind="stable")
-        starts = K.tie_starts(np.take_along_axis(cols, order, axis=1))
-        dense = np.cumsum(starts, axis=1).astype(np.int32)
+        order, starts = _sorted_columns(pred.reshape(self.n_samples, -1).T)
+        dense = np.cumsum(starts, axis=1, dtype=np.int32)
         self.ranks = np.empty_like(dense)
         np.put_along_axis(self.ranks, order, dense, axis=1)
         self.n_ranks = dense[:, -1].astype(np.int64)
