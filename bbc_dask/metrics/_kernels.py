@@ -14,7 +14,7 @@ Layout conventions shared by every kernel:
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
+from .._jit import njit, prange
 
 __all__ = [
     "auc_inbag",
@@ -354,10 +354,18 @@ def _weighted_sums(counts, g, oob, zero):
 
 
 def weighted_sums(counts, g, oob):
-    """``out[b, f] = sum_i w_bi g[f, i]`` (see :func:`_weighted_sums`): in integers for
-    indicator features, else in floats; the values are equal."""
+    """``out[b, f] = sum_i w_bi g[f, i]`` (see :func:`_weighted_sums`). Indicator
+    features are summed exactly in integers with NumPy (a process that only sums
+    indicators never loads numba: see :mod:`bbc_dask._jit`); real ones in floats by the
+    kernel."""
     if g.dtype == np.bool_ or np.array_equal(g, g.astype(np.bool_)):
-        return _weighted_sums(counts, np.ascontiguousarray(g, dtype=np.uint8), oob, 0)
+        w = (counts == 0) if oob else counts
+        out = np.empty((counts.shape[0], g.shape[0]), dtype=np.float64)
+        for f in range(g.shape[0]):
+            mask = g[f].astype(np.bool_)
+            picked = w if mask.all() else w[:, mask]
+            out[:, f] = picked.sum(axis=1, dtype=np.int64)
+        return out
     return _weighted_sums(counts, g, oob, 0.0)
 
 

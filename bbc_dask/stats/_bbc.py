@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
-from numba import njit
+from .._jit import njit
 
 from .. import _validation as V
 from .._random import as_seed_sequence

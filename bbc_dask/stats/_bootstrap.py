@@ -27,7 +27,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit
 
 from .._random import child_generator
 from ..exceptions import UndefinedScoreError
@@ -51,24 +50,23 @@ MAX_REDRAWS = 1000
 _REDRAW = 2**31 - 1  # a key no seed block index reaches
 
 
-@njit(cache=True)
+# Counting with np.bincount row by row (not a numba loop): the counts are the same
+# integers, the memory one row of int64 at a time, and drawing needs no numba (a worker
+# that draws and sums indicators never loads it: see bbc_dask._jit).
 def _bincount_rows(idx, n):
-    out = np.zeros((idx.shape[0], n), dtype=np.int32)
+    out = np.empty((idx.shape[0], n), dtype=np.int32)
     for b in range(idx.shape[0]):
-        for k in range(idx.shape[1]):
-            out[b, idx[b, k]] += 1
+        out[b] = np.bincount(idx[b], minlength=n)
     return out
 
 
-@njit(cache=True)
 def _bincount_segments(idx, lengths, n):
     """Row b counts ``idx`` positions ``sum(lengths[:b]) ..`` (``lengths[b]`` of them)."""
-    out = np.zeros((lengths.shape[0], n), dtype=np.int32)
+    out = np.empty((lengths.shape[0], n), dtype=np.int32)
     k = 0
     for b in range(lengths.shape[0]):
-        for _ in range(lengths[b]):
-            out[b, idx[k]] += 1
-            k += 1
+        out[b] = np.bincount(idx[k : k + lengths[b]], minlength=n)
+        k += lengths[b]
     return out
 
 

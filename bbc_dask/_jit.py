@@ -1,0 +1,64 @@
+"""Numba kernels bound on first call.
+
+Importing numba and loading its compiler costs a process ~140 MiB — more than half of
+what a Dask worker of the chunked bootstraps holds. With these decorators a module's
+kernels are plain Python objects until one is called: then numba is imported, every
+kernel of that module becomes a numba dispatcher (so that kernels calling kernels
+compile as numba functions) and ``prange`` becomes numba's. A worker whose tasks call no
+kernel (pointwise sums of integer features go through BLAS) never loads numba.
+Compiled code is cached on disk as before (``cache=True``).
+"""
+from __future__ import annotations
+
+import functools
+
+__all__ = ["njit", "prange"]
+
+#: ``range`` until a kernel of the module is bound: then ``numba.prange``.
+prange = range
+
+
+class _Kernel:
+    """A function to be compiled by ``numba.njit(**options)`` when first called."""
+
+    def __init__(self, fn, options):
+        self.fn, self.options, self._dispatcher = fn, options, None
+        functools.update_wrapper(self, fn)
+
+    def dispatcher(self):
+        if self._dispatcher is None:
+            import numba
+
+            self._dispatcher = numba.njit(**self.options)(self.fn)
+            _bind(self.fn.__globals__, numba)
+        return self._dispatcher
+
+    def __call__(self, *args):
+        return self.dispatcher()(*args)
+
+    def __reduce__(self):  # pickled by reference, as a module-level function
+        return getattr, (_module(self.fn), self.fn.__name__)
+
+
+def _module(fn):
+    import importlib
+
+    return importlib.import_module(fn.__module__)
+
+
+def _bind(namespace, numba):
+    """Every kernel of a module's ``namespace`` replaced by its dispatcher (created, not
+    yet compiled: numba compiles on the first call with given types)."""
+    if namespace.get("prange") is range:
+        namespace["prange"] = numba.prange
+    for name, value in list(namespace.items()):
+        if isinstance(value, _Kernel):
+            namespace[name] = value.dispatcher()
+
+
+def njit(**options):
+    """``numba.njit(**options)``, bound on first call (see the module doc)."""
+    def wrap(fn):
+        return _Kernel(fn, options)
+
+    return wrap
