@@ -146,21 +146,30 @@ def open_cube(store, storage_options=None):
 
 
 def speed(tmp, n, c, c_auc, B):
-    print(f"1. speed: N={n}, C={c} (accuracy) / {c_auc} (roc_auc), R=2 float32, B={B}")
+    print(f"1. speed: N={n}, C={c} (accuracy) / {c_auc} (roc_auc), R=2 float32, B={B}; "
+          "each time the better of two runs after a full-size warm-up")
     for metric, cc in (("accuracy", c), ("roc_auc", c_auc)):
         path = os.path.join(tmp, f"{metric}.zarr")
         y = make_cube(path, n, cc, 2, metric)
         arr, t_load = timed(lambda: zarr.open_array(path + "/p")[...])
-        bd.bbc(arr[:500, :2], y[:500], metric=metric, n_bootstraps=B, random_state=0)  # warm
-        mem, t_mem = timed(lambda: bd.bbc(arr, y, metric=metric, n_bootstraps=B, random_state=0))
+        # warm at full size, as the cluster below: the first call also loads numba's
+        # cached kernels and faults in its buffers; then the better of two runs, each side
+        mem = bd.bbc(arr, y, metric=metric, n_bootstraps=B, random_state=0)
+        t_mem = min(timed(lambda: bd.bbc(arr, y, metric=metric, n_bootstraps=B,
+                                         random_state=0))[1] for _ in range(2))
         cube = open_cube(path)
         print(f"   {metric:9s} in-memory kernel {t_mem:7.2f} s (load {t_load:.2f} s)")
         for workers in (1, 2):
             with LocalCluster(n_workers=workers, threads_per_worker=1, dashboard_address=":0") as cl, \
                     Client(cl) as cli:
                 bd.bbc(cube, y, metric=metric, n_bootstraps=B, random_state=0)  # warm (JIT, imports)
-                settle(cli)
-                got, t = timed(lambda: bd.bbc(cube, y, metric=metric, n_bootstraps=B, random_state=0))
+                t = []
+                for _ in range(2):
+                    settle(cli)
+                    got, ti = timed(lambda: bd.bbc(cube, y, metric=metric, n_bootstraps=B,
+                                                   random_state=0))
+                    t.append(ti)
+                t = min(t)
             print(f"   {metric:9s} cluster {workers} worker(s) {t:7.2f} s   ratio {t / t_mem:5.2f}"
                   f"   equal: {same(got, mem)}")
         arr = None  # free it before the next cube

@@ -429,3 +429,33 @@ def test_chunked_dropping_and_bbc_f_over_sample_blocks(metric, client, tmp_path,
     f_mem = bd.bbc_f(p, y, folds, metric=metric, random_state=1, n_bootstraps=200)
     f_lazy = bd.bbc_f(z, y, folds, metric=metric, random_state=1, n_bootstraps=200)
     np.testing.assert_array_equal(f_lazy.bootstrap_distribution, f_mem.bootstrap_distribution)
+
+
+def test_pointwise_sample_block_tasks_never_load_numba(tmp_path):
+    """Numba and its compiler cost a process ~140 MiB: the tasks of a pointwise metric
+    over sample blocks (draws, BLAS sums, integer config-free sums) run without it, and
+    a ranking metric's first kernel call loads it (bbc_dask._jit). In a fresh process,
+    with the synchronous scheduler (the tasks run there)."""
+    import subprocess
+    import sys
+
+    code = f"""
+import sys, dask, numpy as np, zarr
+import bbc_dask as bd, bbc_dask.metrics as M
+M.SAMPLE_BLOCK = 128
+rng = np.random.default_rng(0)
+y = rng.integers(0, 2, 700)
+p = np.where(rng.random((700, 6, 2)) < 0.7, y[:, None, None], 1 - y[:, None, None]).astype('f4')
+z = zarr.create_array(store={str(tmp_path / 'c.zarr')!r}, shape=p.shape, chunks=(128, 3, 2),
+                      dtype='f4', dimension_names=["sample", "config", "repeat"])
+z[...] = p
+with dask.config.set(scheduler="sync"):
+    r = bd.bbc(z, y, metric="accuracy", n_bootstraps=100, random_state=0)
+    assert np.isfinite(r.estimate)
+    print("numba" in sys.modules)
+    bd.bbc(p + rng.normal(size=p.shape), y, metric="roc_auc", n_bootstraps=20, random_state=0)
+    print("numba" in sys.modules)
+"""
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.split() == ["False", "True"]
