@@ -61,10 +61,10 @@ COUNTS_BYTES = 32 * 2**20
 #: Feature sums a sample-block task returns (in bag and out of bag, every bootstrap).
 SUMS_BYTES = 32 * 2**20
 #: Prepared features a sample-block task holds (its group of configurations, stacked):
-#: beyond, the configurations are split in groups (each draws the block's counts again).
-#: A worker's baseline is ~230 MiB (numba and its compiled kernels): the working set
-#: must stay small for a 400 MB worker.
-HOLD_BYTES = 16 * 2**20
+#: beyond, the configurations are split in groups, and each group draws the block's
+#: counts again (measured: 16 MiB groups of a 400-configuration cube made the draws
+#: the larger part of the time). These tasks never load numba (~140 MiB).
+HOLD_BYTES = 64 * 2**20
 
 _DIMS = V.CUBE_DIMS
 
