@@ -53,13 +53,6 @@ _REDRAW = 2**31 - 1  # a key no seed block index reaches
 # Counting with np.bincount row by row (not a numba loop): the counts are the same
 # integers, the memory one row of int64 at a time, and drawing needs no numba (a worker
 # that draws and sums indicators never loads it: see bbc_dask._jit).
-def _bincount_rows(idx, n):
-    out = np.empty((idx.shape[0], n), dtype=np.int32)
-    for b in range(idx.shape[0]):
-        out[b] = np.bincount(idx[b], minlength=n)
-    return out
-
-
 def _bincount_segments(idx, lengths, n):
     """Row b counts ``idx`` positions ``sum(lengths[:b]) ..`` (``lengths[b]`` of them)."""
     out = np.empty((lengths.shape[0], n), dtype=np.int32)
@@ -72,8 +65,8 @@ def _bincount_segments(idx, lengths, n):
 
 def counts_from_indices(idx: np.ndarray, n: int) -> np.ndarray:
     """``(B, n_draw)`` in-bag positions -> ``(B, n)`` int32 counts."""
-    dtype = np.int32 if idx.dtype == np.int32 else np.int64
-    return _bincount_rows(np.ascontiguousarray(idx, dtype=dtype), n)
+    idx = np.asarray(idx)
+    return _bincount_segments(idx.ravel(), np.full(idx.shape[0], idx.shape[1], dtype=np.int64), n)
 
 
 def _draw(gen, n, shape):
