@@ -378,6 +378,49 @@ def test_plans_decided_block_by_block_keep_the_same_attempts(client, tmp_path, m
     _same(bd.bbc(z, y, metric="r2", random_state=1, n_bootstraps=100), want)
 
 
+def test_counts_drawn_again_in_either_layout_widen_beyond_255(monkeypatch):
+    """Counts drawn again from a plan — rows of bootstraps, or samples first (the layout
+    the ranking kernels read) — are the plan's counts; a count above 255 widens the
+    uint8 counts to int32 in both layouts (every draw forced onto a block's first
+    sample)."""
+    from bbc_dask.stats import _bootstrap as Bs
+
+    root = np.random.SeedSequence(3)
+    for forced in (False, True):
+        if forced:
+            monkeypatch.setattr(Bs, "_draw", lambda gen, n, shape: np.zeros(shape, np.int32))
+        plan, want = Bs.plan_seed_block(root, "bbc", 1, 600, None, 300)
+        rows = Bs.plan_counts(root, "bbc", plan)
+        first = Bs.plan_counts(root, "bbc", plan, samples_first=True)
+        assert first.shape == (600, 64) and first.flags.c_contiguous
+        assert rows.dtype == first.dtype == (np.int32 if forced else np.uint8)
+        np.testing.assert_array_equal(rows, want)
+        np.testing.assert_array_equal(first, want.T)
+    assert want.max() > 255
+
+
+@pytest.mark.parametrize("metric", ["roc_auc", "roc_auc_ovr"])
+def test_ranking_winner_scores_samples_first_equal_per_bootstrap(metric):
+    """The winners' out-of-bag AUC from weights held samples first (the distinct winners'
+    columns scored for every bootstrap) equals the per-bootstrap kernel's, bit for bit;
+    so do the in-bag scores of either layout."""
+    import bbc_dask.metrics as M
+    from bbc_dask.stats._bbc import prepare_inputs
+
+    p, y = _cube(metric, 500, 7, 2, seed=3)
+    m, target, enc = prepare_inputs(p, y, metric, None, "test")
+    prep = m.prepare(target, enc)
+    counts = np.random.default_rng(1).poisson(1.0, (40, 500)).astype(np.uint8)
+    winners = np.random.default_rng(2).choice([0, 3, 6], 40)
+    c_t = np.ascontiguousarray(counts.T)
+    np.testing.assert_array_equal(prep.scores_t(c_t), prep.scores(counts))
+    oob_t = (c_t == 0).view(np.uint8)
+    got = prep.winner_scores_t(oob_t, winners)
+    want = prep.winner_scores(counts, winners, oob=True)
+    np.testing.assert_array_equal(got, want)
+    assert np.isfinite(want).all() and isinstance(prep.rule, M.Definedness)
+
+
 @pytest.mark.parametrize("sample_block", [128, 2**15])
 def test_counts_drawn_again_in_each_block_when_too_large_to_share(sample_block, client, tmp_path,
                                                                    monkeypatch):

@@ -45,3 +45,24 @@ def test_registry_lists_names_and_directions():
 def test_unknown_metric_lists_known_ones():
     with pytest.raises(ValueError, match=r"'metric' parameter of bbc must be one of .*roc_auc"):
         bd.bbc(np.zeros((4, 2)), [0, 1, 0, 1], metric="auc")
+
+
+def test_indicator_sums_are_exact_in_either_layout(monkeypatch):
+    """Weights summed over masks through BLAS in slices: uint8 counts (float32 products)
+    and wide int32 counts (float64) give the exact integer sums, in bag and out of bag,
+    rows of bootstraps or samples first."""
+    from bbc_dask.metrics import _kernels as K
+
+    monkeypatch.setattr(K, "_SLICE", 1000)  # several slices
+    rng = np.random.default_rng(0)
+    counts = rng.integers(0, 256, (5, 3500)).astype(np.uint8)
+    counts[:, :40] = 0
+    masks = rng.random((3, 3500)) < 0.4
+    masks[2] = True
+    for c in (counts, counts.astype(np.int32) * 70_000):  # the latter inexact in float32
+        for oob in (False, True):
+            w = (c == 0).astype(np.int64) if oob else c.astype(np.int64)
+            want = np.stack([w[:, m].sum(axis=1) for m in masks], axis=1)
+            np.testing.assert_array_equal(K.indicator_sums(c, masks, oob, 1), want)
+            np.testing.assert_array_equal(
+                K.indicator_sums(np.ascontiguousarray(c.T), masks, oob, 0), want)

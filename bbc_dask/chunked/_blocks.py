@@ -35,8 +35,8 @@ from ..stats._winner import select
 BATCH = 64
 
 __all__ = ["BATCH", "ZarrBlock", "add_sums", "block_sums", "chunk_fold_matrix", "chunk_pooled",
-           "finish_oob", "finish_sums", "merge_winners", "oob_sums", "plan_group", "prepare_block",
-           "score_block"]
+           "finish_oob", "finish_sums", "merge_winners", "oob_sums", "plan_group",
+           "prepare_and_score", "prepare_block", "score_block"]
 
 
 class ZarrBlock:
@@ -156,15 +156,48 @@ def score_block(prepared, groups, offset, n_boot, redraw=None):
     rule)``."""
     prep = prepared[0]
     best, cfg, oob = [], [], []
-    for plan, counts in _counts_of(groups, redraw):
-        counts = counts[: n_boot - plan.k * SEED_BLOCK]
-        s = prep.scores(counts).mean(axis=2)
-        w = select(s)
-        best.append(s[np.arange(s.shape[0]), w])
-        cfg.append(w + offset)
-        oob.append(prep.winner_scores(counts, w, oob=True).mean(axis=1))
-        del counts
+    for group in groups:
+        for plan, counts in group:
+            rows = n_boot - plan.k * SEED_BLOCK
+            if hasattr(prep, "scores_t"):
+                s, w, o = _ranking_scores(prep, plan, counts, rows, redraw)
+            else:
+                counts = (_redraw(redraw, plan) if counts is None else counts)[:rows]
+                s = prep.scores(counts).mean(axis=2)
+                w = select(s)
+                o = prep.winner_scores(counts, w, oob=True).mean(axis=1)
+            best.append(s[np.arange(s.shape[0]), w])
+            cfg.append(w + offset)
+            oob.append(o)
+            del counts
     return np.concatenate(best), np.concatenate(cfg), np.concatenate(oob)
+
+
+def _ranking_scores(prep, plan, counts, rows, redraw):
+    """``(in-bag scores (rows, c), winners, out-of-bag scores (rows,))`` of a ranking
+    metric from counts laid out samples first, the layout its kernels read: drawn so
+    (no transposed copy held beside them), or copied from shared counts. The
+    out-of-bag indicators then replace the counts in place."""
+    if counts is None:
+        c = np.ascontiguousarray(_redraw(redraw, plan, samples_first=True)[:, :rows])
+    else:
+        c = np.ascontiguousarray(counts[:rows].T)
+    s = prep.scores_t(c).mean(axis=2)
+    w = select(s)
+    if c.dtype == np.uint8:
+        np.equal(c, 0, out=c.view(np.bool_))
+    else:
+        c = (c == 0).view(np.uint8)
+    return s, w, prep.winner_scores_t(c, w).mean(axis=1)
+
+
+def prepare_and_score(part, target, metric, class_coord, sample_block, caller, groups, offset,
+                      n_boot, redraw):
+    """:func:`prepare_block` and :func:`score_block` in one task, returning ``(winners,
+    full scores)``: a block scored once (its task draws the counts) is then held by
+    that task alone, not kept on a worker while it waits for its scoring."""
+    prepared = prepare_block(part, target, metric, class_coord, sample_block, caller)
+    return score_block(prepared, groups, offset, n_boot, redraw), prepared[1]
 
 
 def merge_winners(a, b):
@@ -185,15 +218,18 @@ def prepare_dropping(part, y, available, metric, pos_label, class_coord=None):
     return DroppingScorer(_load(part), y, available, metric, pos_label, class_coord)
 
 
+def _redraw(redraw, plan, samples_first=False):
+    """The counts of ``plan`` drawn again from ``redraw = (seed, stream, rule)``."""
+    seed, stream, rule = redraw
+    return plan_counts(_root(seed), stream, plan, getattr(rule, "both", rule), samples_first)
+
+
 def _counts_of(groups, redraw):
     """Each ``(plan, counts)`` of ``groups`` in order, counts that were not kept (None)
-    drawn again from ``redraw = (seed, stream, rule)``, one seed block at a time."""
+    drawn again from ``redraw`` (see :func:`_redraw`), one seed block at a time."""
     for group in groups:
         for plan, counts in group:
-            if counts is None:
-                seed, stream, rule = redraw
-                counts = plan_counts(_root(seed), stream, plan, getattr(rule, "both", rule))
-            yield plan, counts
+            yield plan, _redraw(redraw, plan) if counts is None else counts
 
 
 def score_dropping(scorer, groups, redraw=None):

@@ -455,8 +455,8 @@ def bbc_over_blocks(blocks, offsets, y, *, metric, n_bootstraps, confidence_leve
     CubeBlocks or Dask delayed arrays) whose configurations start at ``offsets``: one
     task prepares each block once, the counts of each group of seed blocks are drawn
     once, one task scores a block against a group (or, when the counts exceed
-    :data:`COUNTS_BYTES`, against every plan, drawing its counts); a tree merges the
-    winners."""
+    :data:`COUNTS_BYTES`, one task prepares a block and scores it against every plan,
+    drawing its counts); a tree merges the winners."""
     import dask
     from dask import delayed
 
@@ -472,15 +472,16 @@ def bbc_over_blocks(blocks, offsets, y, *, metric, n_bootstraps, confidence_leve
     keep = -(-n_boot // SEED_BLOCK) * SEED_BLOCK * n <= COUNTS_BYTES
     plans = _plans(seed, "bbc", n_boot, n, sb, rule, keep)
     t_d = delayed(target, pure=True)
-    preps = [delayed(K.prepare_block, pure=True, nout=2)(b, t_d, m.name, class_coord, sb, caller)
-             for b in blocks]
     if keep:
+        preps = [delayed(K.prepare_block, pure=True, nout=2)(b, t_d, m.name, class_coord, sb,
+                                                             caller) for b in blocks]
         per_group = [_tree([delayed(K.score_block, pure=True)(p, [pl], int(o), n_boot)
                             for p, o in zip(preps, offsets)], K.merge_winners) for pl in plans]
-    else:
-        per_group = [_tree([delayed(K.score_block, pure=True)(p, plans, int(o), n_boot,
-                                                           (seed, "bbc", rule))
-                            for p, o in zip(preps, offsets)], K.merge_winners)]
+    else:  # one scoring per block: prepared and scored in one task
+        preps = [delayed(K.prepare_and_score, pure=True, nout=2)(
+            b, t_d, m.name, class_coord, sb, caller, plans, int(o), n_boot, (seed, "bbc", rule))
+            for b, o in zip(blocks, offsets)]
+        per_group = [_tree([p[0] for p in preps], K.merge_winners)]
     merged, fulls, attempts = dask.compute(
         per_group, [p[1] for p in preps], [delayed(_attempts, pure=True)(p) for p in plans])
     merged = tuple(np.concatenate(a) for a in zip(*merged))

@@ -181,10 +181,6 @@ def _as_counts(counts):
     return np.ascontiguousarray(counts, dtype=np.int32)
 
 
-def _oob(counts):
-    return (counts == 0).view(np.uint8)  # 0/1 weights, no copy
-
-
 # ------------------------------------------------------------------------ definedness
 class Definedness:
     """Whether a metric is defined on bootstrap weights, from the counts and the target
@@ -248,19 +244,22 @@ class _Classes(Definedness):
     streams = False  # a ranking metric's counts are held whole anyway
 
     def __init__(self, pos):
-        self.pos_f = pos.astype(np.float64)
+        # the masks and a mask of every sample (the total weight), summed in one pass
+        self.masks = np.vstack([pos.astype(np.bool_), np.ones((1, pos.shape[1]), dtype=np.bool_)])
 
-    def pn(self, wts):
-        """Twice positives × negatives per mask, (n_masks, B), exact integers."""
-        p = K.weighted_sums(wts, self.pos_f, False).T
-        n = wts.sum(axis=1)[None, :] - p
-        return 2.0 * p * n
+    def pn(self, counts, oob=False, axis=1):
+        """Twice positives × negatives per mask, (n_masks, B), exact integers, of the
+        weights ``counts`` (their out-of-bag indicators with ``oob``); ``axis``: the
+        samples axis (0: counts (N, B), samples first)."""
+        s = K.indicator_sums(counts, self.masks, oob, axis)
+        p = s[:, :-1].T
+        return 2.0 * p * (s[:, -1][None, :] - p)
 
     def inbag(self, counts):
         return np.all(self.pn(_as_counts(counts)) > 0, axis=0)
 
     def oob(self, counts):
-        return self.inbag(_oob(counts))
+        return np.all(self.pn(_as_counts(counts), oob=True) > 0, axis=0)
 
 
 class _Pairs(Definedness):
@@ -681,14 +680,14 @@ class _RocAuc(_Prepared):
     def rule_of(cls, metric, target):
         return _Classes(cls._masks(metric, target))
 
-    def _pn(self, wts):
-        return self.rule.pn(wts)
-
     def scores(self, counts):
-        counts = _as_counts(counts)
-        acc = K.auc_inbag(np.ascontiguousarray(counts.T), self.order, self.starts, self.pos,
-                          self.col_mask)
-        denom = self._pn(counts)[self.col_mask]  # (M, B)
+        return self.scores_t(np.ascontiguousarray(_as_counts(counts).T))
+
+    def scores_t(self, counts_t):
+        """:meth:`scores` of counts held samples first, (N, B): the layout the in-bag
+        kernel reads, so a task that draws them so holds no transposed copy."""
+        acc = K.auc_inbag(counts_t, self.order, self.starts, self.pos, self.col_mask)
+        denom = self.rule.pn(counts_t, axis=0)[self.col_mask]  # (M, B)
         return self._finish(acc, denom, self.n_configs, self.n_repeats, self.n_sub)
 
     @staticmethod
@@ -734,8 +733,26 @@ class _RocAuc(_Prepared):
         per = self.n_repeats * self.n_sub
         cols = np.asarray(winners, dtype=np.int64)[:, None] * per + np.arange(per)
         acc = K.auc_winners(counts, self.order, self.starts, self.pos, self.col_mask, cols, oob)
-        wts = _oob(counts) if oob else counts
-        denom = self._pn(wts).T[:, self.col_mask[:per]]  # (B, per)
+        return self._winner_auc(acc, self.rule.pn(counts, oob))
+
+    def winner_scores_t(self, weights_t, winners):
+        """:meth:`winner_scores` of weights held samples first, (N, B) (counts, or
+        out-of-bag indicators as 0/1): the distinct winners' columns are scored for every
+        bootstrap by the in-bag kernel, each bootstrap's own winner then picked — the
+        same integers as :func:`~._kernels.auc_winners`, read a row of B weights at a
+        time instead of one weight per sample and bootstrap."""
+        per = self.n_repeats * self.n_sub
+        distinct, pick = np.unique(np.asarray(winners, dtype=np.int64), return_inverse=True)
+        cols = (distinct[:, None] * per + np.arange(per)).ravel()
+        acc = K.auc_inbag(weights_t, self.order[cols], self.starts[cols], self.pos,
+                          self.col_mask[cols])  # (D * per, B)
+        n_boot = weights_t.shape[1]
+        acc = acc.reshape(distinct.size, per, n_boot)[pick.ravel(), :, np.arange(n_boot)]
+        return self._winner_auc(acc, self.rule.pn(weights_t, axis=0))
+
+    def _winner_auc(self, acc, pn):
+        """Winner scores (B, R) from numerators (B, per) and :meth:`_Classes.pn`."""
+        denom = pn.T[:, self.col_mask[: acc.shape[1]]]  # (B, per)
         with np.errstate(divide="ignore", invalid="ignore"):
             auc = np.where(denom > 0, acc / np.where(denom > 0, denom, 1.0), np.nan)
         return auc.reshape(-1, self.n_repeats, self.n_sub).mean(axis=2)

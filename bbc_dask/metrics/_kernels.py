@@ -24,6 +24,7 @@ __all__ = [
     "cindex_pairs",
     "cindex_winners",
     "feature_sums_winners",
+    "indicator_sums",
     "tie_starts",
     "weighted_sums",
 ]
@@ -353,20 +354,45 @@ def _weighted_sums(counts, g, oob, zero):
     return out
 
 
+#: Weights an indicator sum holds at once (float32): its temporaries are of this size,
+#: not of the counts' (64 x N bytes per seed block).
+_SLICE_BYTES = 4 * 2**20
+#: Samples per slice of an indicator sum: 65,793 weights of 255 stay below 2**24.
+_SLICE = 2**16
+
+
 def weighted_sums(counts, g, oob):
     """``out[b, f] = sum_i w_bi g[f, i]`` (see :func:`_weighted_sums`). Indicator
     features are summed exactly in integers with NumPy (a process that only sums
     indicators never loads numba: see :mod:`bbc_dask._jit`); real ones in floats by the
     kernel."""
     if g.dtype == np.bool_ or np.array_equal(g, g.astype(np.bool_)):
-        w = (counts == 0) if oob else counts
-        out = np.empty((counts.shape[0], g.shape[0]), dtype=np.float64)
-        for f in range(g.shape[0]):
-            mask = g[f].astype(np.bool_)
-            picked = w if mask.all() else w[:, mask]
-            out[:, f] = picked.sum(axis=1, dtype=np.int64)
-        return out
+        return indicator_sums(counts, g.astype(np.bool_), oob, axis=1)
     return _weighted_sums(counts, g, oob, 0.0)
+
+
+def indicator_sums(counts, masks, oob, axis):
+    """Exact integer sums of the weights (counts, or with ``oob`` their out-of-bag
+    indicators) over the samples of each mask: ``counts`` holds samples along ``axis``
+    (1: (B, N) rows of bootstraps; 0: (N, B), samples first). Returns (B, n_masks)
+    float64.
+
+    A product per slice of samples (BLAS), in float32 when the weights are at most 255
+    (indicators, uint8 counts): every partial sum is then an integer below 2**24 (at
+    most :data:`_SLICE` samples), exact whatever the order BLAS adds in; wider counts
+    in float64 (exact below 2**53). The slices add in int64, and bound the temporaries
+    (the weights as floats) to a few MiB."""
+    counts = np.asarray(counts)
+    n_boot, n = counts.shape[1 - axis], counts.shape[axis]
+    ftype = np.float32 if oob or counts.dtype in (np.bool_, np.uint8) else np.float64
+    out = np.zeros((n_boot, masks.shape[0]), dtype=np.int64)
+    step = max(1, min(_SLICE, _SLICE_BYTES // max(np.dtype(ftype).itemsize * n_boot, 1)))
+    for lo in range(0, n, step):
+        part = counts[:, lo : lo + step] if axis == 1 else counts[lo : lo + step]
+        w = ((part == 0) if oob else part).astype(ftype)
+        m = masks[:, lo : lo + step].astype(ftype)
+        out += ((w @ m.T) if axis == 1 else (m @ w).T).astype(np.int64)
+    return out.astype(np.float64)
 
 
 def feature_sums_winners(counts, rows, values_t, winners, n_rep, oob, indicator=False):

@@ -53,12 +53,17 @@ _REDRAW = 2**31 - 1  # a key no seed block index reaches
 # Counting with np.bincount row by row (not a numba loop): the counts are the same
 # integers, the memory one row of int64 at a time, and drawing needs no numba (a worker
 # that draws and sums indicators never loads it: see bbc_dask._jit).
-def _bincount_segments(idx, lengths, n):
-    """Row b counts ``idx`` positions ``sum(lengths[:b]) ..`` (``lengths[b]`` of them)."""
-    out = np.empty((lengths.shape[0], n), dtype=np.int32)
+def _bincount_segments(idx, lengths, n, out=None):
+    """Row b counts ``idx`` positions ``sum(lengths[:b]) ..`` (``lengths[b]`` of them).
+    ``out``: the (B, n) array (a view, uint8 or int32) to write the rows into; None is
+    returned, ``out`` partly written, when a count does not fit in uint8."""
+    out = np.empty((lengths.shape[0], n), dtype=np.int32) if out is None else out
     k = 0
     for b in range(lengths.shape[0]):
-        out[b] = np.bincount(idx[k : k + lengths[b]], minlength=n)
+        row = np.bincount(idx[k : k + lengths[b]], minlength=n)
+        if out.dtype == np.uint8 and row.max(initial=0) > 255:
+            return None
+        out[b] = row
         k += lengths[b]
     return out
 
@@ -151,30 +156,42 @@ def _totals(gen, n, sample_block, size):
     return gen.multinomial(n, sizes / n, size=size)
 
 
-def _block_draw(gen, lengths, size):
+def _block_draw(gen, lengths, size, out=None):
     lengths = np.ascontiguousarray(lengths, dtype=np.int64)
-    return _bincount_segments(_draw(gen, size, (int(lengths.sum()),)), lengths, size)
+    return _bincount_segments(_draw(gen, size, (int(lengths.sum()),)), lengths, size, out)
 
 
 def _redraw_block(root, stream, k, b, a, t, j, size):
     return _block_draw(child_generator(root, stream, k, _REDRAW, b, a, j), t[j : j + 1], size)[0]
 
 
-def block_counts(root, stream, plan, j):
+def block_counts(root, stream, plan, j, out=None):
     """Counts ``(SEED_BLOCK, size of block j)`` int32 of the plan's seed block on sample
-    block ``j``: drawn from the block's own generator, nothing else."""
+    block ``j``: drawn from the block's own generator, nothing else. ``out``: a (uint8
+    or int32) view to write them into instead — no int32 copy of the block is made —
+    and None is returned if a count exceeds 255 in a uint8 ``out``."""
     lo, hi = sample_blocks(plan.n, plan.sample_block)[j]
-    counts = _block_draw(child_generator(root, stream, plan.k, j), plan.totals[:, j], hi - lo)
+    counts = _block_draw(child_generator(root, stream, plan.k, j), plan.totals[:, j], hi - lo, out)
+    if counts is None:
+        return None
     for b, a, t in plan.redraws:
-        counts[b] = _redraw_block(root, stream, plan.k, b, a, t, j, hi - lo)
+        row = _redraw_block(root, stream, plan.k, b, a, t, j, hi - lo)
+        if counts.dtype == np.uint8 and row.max(initial=0) > 255:
+            return None
+        counts[b] = row
     return counts
 
 
-def _store(out, lo, hi, c):
-    """Write counts into ``out`` (uint8 or int32), widening it when a count exceeds 255."""
-    if out.dtype == np.uint8 and c.max() > 255:
+def _fill(out, root, stream, plan, j, lo, hi, samples_first=False):
+    """Block ``j``'s counts drawn straight into ``out`` (uint8 or int32) at samples
+    ``lo:hi`` — ``out`` (SEED_BLOCK, n), or (n, SEED_BLOCK) if ``samples_first`` —
+    widened to int32 (and the block drawn again) if a count exceeds 255."""
+    def at(a):  # samples first: each bootstrap's row is a strided column of ``out``
+        return a[lo:hi].T if samples_first else a[:, lo:hi]
+
+    if block_counts(root, stream, plan, j, at(out)) is None:
         out = out.astype(np.int32)
-    out[..., lo:hi] = c
+        block_counts(root, stream, plan, j, at(out))
     return out
 
 
@@ -203,12 +220,11 @@ def plan_seed_block(root, stream, k, n, is_defined=None, sample_block=None, smal
     counts = None if streams else np.empty((SEED_BLOCK, n), dtype=np.uint8 if small else np.int32)
     parts = None
     for j, (lo, hi) in enumerate(edges):
-        c = block_counts(root, stream, plan, j)
         if streams:
-            p = is_defined.part(c, lo, hi)
+            p = is_defined.part(block_counts(root, stream, plan, j), lo, hi)
             parts = p if parts is None else np.maximum(parts, p)
         else:
-            counts = _store(counts, lo, hi, c)
+            counts = _fill(counts, root, stream, plan, j, lo, hi)
     if check is None:
         return plan, counts if keep else None
     defined = is_defined.decide(parts) if streams else _defined_rows(check, counts)
@@ -230,17 +246,20 @@ def plan_seed_block(root, stream, k, n, is_defined=None, sample_block=None, smal
     return SeedPlan(k, n, sample_block, plan.totals, tuple(redraws)), counts if keep else None
 
 
-def plan_counts(root, stream, plan, is_defined=None):
+def plan_counts(root, stream, plan, is_defined=None, samples_first=False):
     """The counts (SEED_BLOCK, n) of a plan of :func:`plan_seed_block`, drawn again from
     the same generators (uint8 when they fit): a task that was handed the plan alone.
     A plan over one sample block needs ``is_defined`` (its redraws come from the
-    stream)."""
+    stream). ``samples_first``: the same counts laid out (n, SEED_BLOCK), written block
+    by block (no transposed copy of the whole)."""
     if isinstance(plan, SeedPlan):
-        counts = np.empty((SEED_BLOCK, plan.n), dtype=np.uint8)
+        shape = (plan.n, SEED_BLOCK) if samples_first else (SEED_BLOCK, plan.n)
+        counts = np.empty(shape, dtype=np.uint8)
         for j, (lo, hi) in enumerate(sample_blocks(plan.n, plan.sample_block)):
-            counts = _store(counts, lo, hi, block_counts(root, stream, plan, j))
+            counts = _fill(counts, root, stream, plan, j, lo, hi, samples_first)
         return counts
-    return plan_seed_block(root, stream, plan.k, plan.n, is_defined, plan.n, small=True)[1]
+    counts = plan_seed_block(root, stream, plan.k, plan.n, is_defined, plan.n, small=True)[1]
+    return np.ascontiguousarray(counts.T) if samples_first else counts
 
 
 def _block_size(sample_block):
