@@ -641,15 +641,19 @@ class _R2(_Pointwise):
 # -------------------------------------------------------------------- ranking family
 def _sorted_columns(cols):
     """``(order (M, N) int32, starts (M, N) bool)`` of the columns ``cols`` (M, N): each
-    column's stable ascending order and where its tie groups start. Column by column:
-    the int64 argsort and the sorted copy exist for one column at a time, not for the
-    block (a worker's peak during preparation is the block's encoding, not 3x it)."""
+    column's ascending order and where its tie groups start. Column by column: the
+    int64 argsort and the sorted copy exist for one column at a time, not for the block
+    (a worker's peak during preparation is the block's encoding, not 3x it).
+
+    The order within a tie group is not needed: the kernels add a group's weights
+    before using them (AUC) or give it one rank (concordance), so the sort need not be
+    stable — NumPy's introsort takes ~60% of a stable sort's time."""
     m, n = cols.shape
     order = np.empty((m, n), dtype=np.int32)
     starts = np.empty((m, n), dtype=np.bool_)
     for i in range(m):
         col = np.ascontiguousarray(cols[i])
-        o = np.argsort(col, kind="stable")
+        o = np.argsort(col)
         order[i] = o
         starts[i : i + 1] = K.tie_starts(col[o][None, :])
     return order, starts
