@@ -342,6 +342,29 @@ def test_sample_blocks_redraw_undefined_bootstraps(client, tmp_path, monkeypatch
                  metric="f1", random_state=1, n_bootstraps=130), want)
 
 
+def test_sample_blocks_plan_redraws_only_when_a_draw_is_undefined(client, tmp_path, monkeypatch):
+    """Sample-block tasks start from the plans of no redraw and report definedness: the
+    redraws are planned (a pass over every count) only if a draw is undefined — R² of a
+    y with two non-zero values, where many are — and the result is the same."""
+    import bbc_dask.metrics as M
+
+    monkeypatch.setattr(M, "SAMPLE_BLOCK", 128)
+    planned, real = [], L.K.plan_group
+    monkeypatch.setattr(L.K, "plan_group", lambda *a: planned.append(1) or real(*a))
+    rng = np.random.default_rng(6)
+    p = rng.normal(size=(300, 5, 2))
+    z = _to_zarr(tmp_path / "r2.zarr", p, ("sample", "config", "repeat"))
+    rare = np.zeros(300)
+    rare[[7, 250]] = 1.0
+    for y, redrawn in ((rare, True), (rng.normal(size=300), False)):
+        want = bd.bbc(p, y, metric="r2", random_state=1, n_bootstraps=100)
+        assert (want.n_redrawn > 0) == redrawn
+        planned.clear()
+        with dask.config.set(scheduler="sync"):  # in this process: the calls are seen
+            _same(bd.bbc(z, y, metric="r2", random_state=1, n_bootstraps=100), want)
+        assert bool(planned) == redrawn
+
+
 def test_plans_decided_block_by_block_keep_the_same_attempts(client, tmp_path, monkeypatch):
     """A plan that does not keep its counts decides definedness block by block (R²'s
     spread, the base rule): the same attempts as on the whole counts, and BBC of R² with

@@ -26,7 +26,8 @@ from .. import _validation as V
 from ..metrics import get_metric
 from ..stats._bbc import _full_scores
 from ..stats._bbc import prepare_inputs as _prepare
-from ..stats._bootstrap import SEED_BLOCK, block_counts, plan_counts, plan_seed_block
+from ..stats._bootstrap import (SEED_BLOCK, block_counts, defined_parts, first_plan, plan_counts,
+                                plan_seed_block)
 from ..stats._dropping import DroppingScorer
 from ..stats._winner import select
 
@@ -35,7 +36,7 @@ from ..stats._winner import select
 BATCH = 64
 
 __all__ = ["BATCH", "ZarrBlock", "add_sums", "block_sums", "chunk_fold_matrix", "chunk_pooled",
-           "finish_oob", "finish_sums", "merge_winners", "oob_sums", "plan_group",
+           "finish_oob", "finish_sums", "first_plans", "merge_winners", "oob_sums", "plan_group",
            "prepare_and_score", "prepare_block", "score_block"]
 
 
@@ -129,6 +130,15 @@ def plan_group(seed, stream, ks, n, sample_block, rule, keep):
     root = _root(seed)
     return [plan_seed_block(root, stream, k, n, rule, sample_block, small=True, keep=keep)
             for k in ks]
+
+
+def first_plans(seed, stream, n_boot, n, sample_block):
+    """The plans of every seed block of ``n_boot`` bootstraps before any redraw (their
+    totals alone: drawn on the client in microseconds). The sample-block tasks report
+    whether each draw is defined (the rule's parts); only if one is not are the plans
+    decided as :func:`plan_group` does, and the blocks summed again."""
+    root = _root(seed)
+    return [first_plan(root, stream, k, n, sample_block) for k in range(-(-n_boot // SEED_BLOCK))]
 
 
 def n_redrawn(plans, n_boot):
@@ -278,20 +288,24 @@ def block_sums(parts, target, metric, class_coord, j, size, seed, stream, plans,
     (``parts``: its configuration chunks, in order), for every bootstrap of ``plans``,
     and for unit weights.
 
-    Returns ``{"in", "full": (fsums list of (B, c, R), gsums (B, n_g))}``. The block's
+    Returns ``{"in", "full": (fsums list of (B, c, R), gsums (B, n_g)), "defined":
+    the block's definedness parts (B, k)}`` (see :func:`first_plans`). The block's
     counts are drawn here from the block's own generators; the parts are read, encoded
     and prepared one at a time into one feature matrix (a group is sized for it), which
     the weights of :data:`BATCH` bootstraps at a time multiply in one product. Out of
     bag only the winners are scored (:func:`oob_sums`), as the in-memory kernel does."""
     m = get_metric(metric)
     prep = _stacked(parts, target, m, class_coord, size, caller)
-    ins = [(prep.feature_sums(prep.weights(c)), prep.config_free_sums(c))
-           for c in _block_batches(_root(seed), stream, plans, j, n_boot)]
+    rule = m.definedness(target)  # of this block's samples: its parts combine by maximum
+    ins, defined = [], []
+    for c in _block_batches(_root(seed), stream, plans, j, n_boot):
+        ins.append((prep.feature_sums(prep.weights(c)), prep.config_free_sums(c)))
+        defined.append(defined_parts(rule, c, 0, size))
     ones = np.ones((1, size), dtype=np.int32)
     full = (prep.feature_sums(prep.weights(ones)), prep.config_free_sums(ones))
     fs, gs = zip(*ins)
     return {"in": ([np.concatenate(f, axis=0) for f in zip(*fs)], np.concatenate(gs)),
-            "full": full}
+            "full": full, "defined": np.concatenate(defined)}
 
 
 def oob_sums(parts, target, metric, class_coord, j, size, seed, stream, plans, pick,
@@ -321,21 +335,24 @@ def _small(counts):
 
 def add_sums(a, b):
     """``a + b`` of two :func:`block_sums` (a dict) or :func:`oob_sums` (a pair)
-    results: blocks are added in block order, as the in-memory kernel adds them."""
+    results: blocks are added in block order, as the in-memory kernel adds them; their
+    definedness parts combine by maximum."""
     if isinstance(a, dict):
-        return {name: add_sums(a[name], b[name]) for name in a}
+        return {name: np.maximum(a[name], b[name]) if name == "defined" else add_sums(a[name], b[name])
+                for name in a}
     return [x + y for x, y in zip(a[0], b[0])], a[1] + b[1]
 
 
 def finish_sums(total, metric, offset):
-    """Winners ``(best, config)`` and full scores (c,) of a group of configurations from
-    its summed in-bag features; ``config`` global."""
+    """Winners ``(best, config)``, full scores (c,) and the definedness parts (n_boot,
+    k) of a group of configurations from its summed in-bag features; ``config``
+    global."""
     m = get_metric(metric)
     with np.errstate(divide="ignore", invalid="ignore"):
         s = m.combine(*total["in"]).mean(axis=2)
         full = m.combine(*total["full"])[0].mean(axis=1)
     w = select(s)
-    return (s[np.arange(s.shape[0]), w], w + offset), full
+    return (s[np.arange(s.shape[0]), w], w + offset), full, total["defined"]
 
 
 def finish_oob(total, metric):

@@ -419,24 +419,35 @@ def _bbc_by_samples(src, edges, target, m, seed, n_boot, conf, sb, caller):
     per = int(np.prod([s for d, s in zip(src.dims, src.x.shape) if d == "repeat"]))
     out = -(-n_boot // SEED_BLOCK) * SEED_BLOCK * per * 8 * 2  # in bag; concatenated
     grid, offsets = src.sample_grid(edges, out, sb * per * m.feature_bytes)
-    # The plans come back first (a few KB): each sum task then gets them, and its block
-    # of the target, as arguments. A shared dependency would draw every task to the
-    # worker that holds it.
-    groups = dask.compute(_plans(seed, "bbc", n_boot, target.n_samples, sb,
-                                 delayed(m.definedness(target), pure=True), False))[0]
-    plans = [p for g in groups for p, _ in g]
+    # Each sum task gets the plans (a few KB) and its block of the target as arguments: a
+    # shared dependency would draw every task to the worker that holds it. The plans
+    # are first those of no redraw, drawn here; the tasks report whether each draw is
+    # defined, and only if one is not are the redraws planned on the cluster (a pass
+    # over every count) and the blocks summed again with them.
     subsets = [target.subset(lo, hi) for lo, hi in edges]
     common = (m.name, src.coord)
-    results = []
-    for g, off in enumerate(offsets):
-        acc = None
-        for j, (lo, hi) in enumerate(edges):
-            s = delayed(K.block_sums, pure=True)(grid[j][g], subsets[j], *common, j, hi - lo, seed,
-                                                  "bbc", plans, n_boot, caller)
-            acc = s if acc is None else delayed(K.add_sums, pure=True)(acc, s)
-        results.append(delayed(K.finish_sums, pure=True, nout=2)(acc, m.name, int(off)))
-    (best, cfg), fulls = dask.compute(_tree([r[0] for r in results], K.merge_winners),
-                                      [r[1] for r in results])
+
+    def in_bag(plans):
+        results = []
+        for g, off in enumerate(offsets):
+            acc = None
+            for j, (lo, hi) in enumerate(edges):
+                s = delayed(K.block_sums, pure=True)(grid[j][g], subsets[j], *common, j, hi - lo,
+                                                      seed, "bbc", plans, n_boot, caller)
+                acc = s if acc is None else delayed(K.add_sums, pure=True)(acc, s)
+            results.append(delayed(K.finish_sums, pure=True, nout=3)(acc, m.name, int(off)))
+        return dask.compute(_tree([r[0] for r in results], K.merge_winners),
+                            [r[1] for r in results], results[0][2])
+
+    plans = K.first_plans(seed, "bbc", n_boot, target.n_samples, sb)
+    (best, cfg), fulls, parts = in_bag(plans)
+    attempts = [np.zeros(1, dtype=np.int64)]
+    if not m.definedness(target).decide(parts).all():
+        groups = dask.compute(_plans(seed, "bbc", n_boot, target.n_samples, sb,
+                                     delayed(m.definedness(target), pure=True), False))[0]
+        plans = [p for g in groups for p, _ in g]
+        attempts = [_attempts(g) for g in groups]
+        (best, cfg), fulls, _ = in_bag(plans)
     # Out of bag: the distinct winners' columns only, read again block by block (a few
     # chunks), each bootstrap's winner picked from their products.
     winners, pick = np.unique(cfg, return_inverse=True)
@@ -446,7 +457,7 @@ def _bbc_by_samples(src, edges, target, m, seed, n_boot, conf, sb, caller):
                                             hi - lo, seed, "bbc", plans, pick, caller)
         acc = s if acc is None else delayed(K.add_sums, pure=True)(acc, s)
     oob = dask.compute(delayed(K.finish_oob, pure=True)(acc, m.name))[0]
-    return _summary((best, cfg, oob), fulls, [_attempts(g) for g in groups], n_boot, m.name, conf)
+    return _summary((best, cfg, oob), fulls, attempts, n_boot, m.name, conf)
 
 
 def bbc_over_blocks(blocks, offsets, y, *, metric, n_bootstraps, confidence_level, random_state,

@@ -40,7 +40,9 @@ __all__ = [
     "block_counts",
     "block_ranges",
     "counts_from_indices",
+    "defined_parts",
     "draw_counts",
+    "first_plan",
     "plan_counts",
     "plan_seed_block",
 ]
@@ -111,6 +113,15 @@ def _defined_rows(is_defined, counts):
     if step >= counts.shape[0]:
         return np.asarray(is_defined(counts), dtype=bool)
     return np.concatenate([np.asarray(is_defined(counts[i : i + step]), dtype=bool)
+                           for i in range(0, counts.shape[0], step)])
+
+
+def defined_parts(rule, counts, lo, hi):
+    """``rule.part(counts, lo, hi)`` (a streaming :class:`~bbc_dask.metrics.Definedness`
+    on samples ``lo..hi-1``) evaluated on slices of rows: its float temporaries are
+    :data:`_RULE_BYTES`, not 8 bytes per count."""
+    step = max(1, _RULE_BYTES // max(8 * counts.shape[1], 1))
+    return np.concatenate([rule.part(counts[i : i + step], lo, hi)
                            for i in range(0, counts.shape[0], step)])
 
 
@@ -195,6 +206,13 @@ def _fill(out, root, stream, plan, j, lo, hi, samples_first=False):
     return out
 
 
+def first_plan(root, stream, k, n, sample_block):
+    """The plan of seed block ``k`` before any redraw: its totals alone (one multinomial
+    draw per bootstrap). It is the plan whenever every draw is defined."""
+    return SeedPlan(k, n, sample_block, _totals(child_generator(root, stream, k), n,
+                                                 sample_block, SEED_BLOCK))
+
+
 def plan_seed_block(root, stream, k, n, is_defined=None, sample_block=None, small=False,
                     keep=True):
     """``(plan, counts (SEED_BLOCK, n))`` of seed block ``k``: the draws, each undefined
@@ -214,14 +232,13 @@ def plan_seed_block(root, stream, k, n, is_defined=None, sample_block=None, smal
             counts = counts.astype(np.uint8)
         return _OneBlock(k, red, n), counts if keep else None
     edges = sample_blocks(n, sample_block)
-    plan = SeedPlan(k, n, sample_block, _totals(child_generator(root, stream, k), n,
-                                                 sample_block, SEED_BLOCK))
+    plan = first_plan(root, stream, k, n, sample_block)
     streams = not keep and getattr(is_defined, "streams", False)
     counts = None if streams else np.empty((SEED_BLOCK, n), dtype=np.uint8 if small else np.int32)
     parts = None
     for j, (lo, hi) in enumerate(edges):
         if streams:
-            p = is_defined.part(block_counts(root, stream, plan, j), lo, hi)
+            p = defined_parts(is_defined, block_counts(root, stream, plan, j), lo, hi)
             parts = p if parts is None else np.maximum(parts, p)
         else:
             counts = _fill(counts, root, stream, plan, j, lo, hi)
