@@ -525,3 +525,26 @@ with dask.config.set(scheduler="sync"):
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr[-2000:]
     assert run.stdout.split() == ["False", "True"]
+
+
+def _kernel_threads():
+    """numba's threads for this thread after a parallel kernel ran here, and its pool."""
+    import numba
+
+    from bbc_dask.metrics import _kernels as K
+
+    K.auc_inbag(np.ones((4, 2), np.uint8), np.tile(np.arange(4, dtype=np.int32), (1, 1)),
+                np.ones((1, 4), bool), np.array([[True, False, True, False]]),
+                np.zeros(1, np.int64))
+    return numba.get_num_threads(), numba.config.NUMBA_NUM_THREADS
+
+
+def test_parallel_kernels_run_on_their_task_thread_in_dask_workers(client):
+    """In a Dask worker's task a parallel kernel uses that thread alone, as Dask has BLAS
+    and OpenMP do (the worker's threads are its parallelism); elsewhere numba's pool."""
+    import os
+
+    assert client.submit(_kernel_threads, pure=False).result()[0] == 1
+    if "NUMBA_NUM_THREADS" not in os.environ:
+        used, pool = _kernel_threads()
+        assert used == pool
