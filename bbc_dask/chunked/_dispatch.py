@@ -6,21 +6,23 @@ seed block of bootstraps has its own generator. Two splits (see :mod:`._blocks`)
 
 - **by sample blocks** — pointwise metrics on a Zarr- or Dask-backed cube of more than one
   sample block: one task per (sample block, group of configurations) draws that block's
-  counts alone and returns the block's feature sums, in bag and out of bag; a chain adds
-  the blocks in block order, then the group's winners are merged in a tree. A task holds
-  one sample block of a group's chunks: its memory does not grow with N.
+  counts alone and returns the block's in-bag feature sums; a chain adds the blocks in
+  block order, then the group's winners are merged in a tree; a second pass sums the
+  winners' columns out of bag. A task holds one sample block of a group's chunks: its
+  memory does not grow with N.
 - **by configuration blocks** — ranking metrics (they sort whole columns), BBC-F's fold
   matrix, the dropping test and a study's cube (stored by fold): one task prepares (reads
   along samples one stored chunk at a time, encodes, sorts) every sample of a block of
   configurations once — a block of :data:`CHUNK_BYTES`, fewer configurations as N
   grows. The counts of a group of seed blocks are drawn once per group (uint8) and
   shared by every block's scoring task while all of them fit in :data:`COUNTS_BYTES`
-  (B × N bytes); beyond, each block's task draws them again from the plans, one seed
-  block at a time, so that no worker holds B × N.
+  (B × N bytes); beyond, one task per block prepares and scores it, drawing them again
+  from the plans, one seed block at a time, so that no worker holds B × N.
 
 Which attempt of an undefined draw is kept is decided once per seed block, from the
-counts and the target alone. Results equal the in-memory path bit for bit, whatever the
-chunking and the number of workers.
+counts and the target alone — over sample blocks, only once a task has reported an
+undefined draw (the first pass starts from the plans of no redraw). Results equal the
+in-memory path bit for bit, whatever the chunking and the number of workers.
 
 Zarr-backed cubes (a ``zarr.Array``, an xarray object opened from Zarr, or a study's
 store) are read by the tasks with zarr alone, chunk-aligned: the workers never import
