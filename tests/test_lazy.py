@@ -444,6 +444,23 @@ def test_ranking_winner_scores_samples_first_equal_per_bootstrap(metric):
     assert np.isfinite(want).all() and isinstance(prep.rule, M.Definedness)
 
 
+def test_shared_counts_stay_unchanged_when_a_seed_block_scores_one_bootstrap(tmp_path):
+    """65 bootstraps: the last seed block scores one row of the counts every block's task
+    shares. Its out-of-bag indicators are written over a copy — a (N, 1) transpose of
+    one row would be a view of the shared counts — so every block scores the same draws
+    (in one process, where the tasks share the very array)."""
+    p, y = _cube("roc_auc", 300, 9, 2, seed=5)
+    dims = ("sample", "config", "repeat")
+    z = _to_zarr(tmp_path / "c.zarr", p, dims, chunk_cfg=2)
+    want = bd.bbc(p, y, metric="roc_auc", random_state=4, n_bootstraps=65)
+    blocks, offsets = L.zarr_blocks(z, dims, chunk_bytes=2 * 300 * 2 * 8)
+    assert len(blocks) == 5
+    with dask.config.set(scheduler="sync"):
+        _same(L.bbc_over_blocks(blocks, offsets, y, metric="roc_auc", n_bootstraps=65,
+                                confidence_level=0.95, random_state=4, pos_label=None,
+                                caller="bbc"), want)
+
+
 @pytest.mark.parametrize("sample_block", [128, 2**15])
 def test_counts_drawn_again_in_each_block_when_too_large_to_share(sample_block, client, tmp_path,
                                                                    monkeypatch):

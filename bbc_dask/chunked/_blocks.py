@@ -191,7 +191,9 @@ def _ranking_scores(prep, plan, counts, rows, redraw):
     if counts is None:
         c = np.ascontiguousarray(_redraw(redraw, plan, samples_first=True)[:, :rows])
     else:
-        c = np.ascontiguousarray(counts[:rows].T)
+        # always a copy, as it is overwritten below: one row's transpose is contiguous,
+        # and ascontiguousarray would return a view of the counts other tasks share
+        c = counts[:rows].T.copy()
     s = prep.scores_t(c).mean(axis=2)
     w = select(s)
     if c.dtype == np.uint8:
