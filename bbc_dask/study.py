@@ -209,10 +209,13 @@ class Study:
         Parameters
         ----------
         chunked : bool or None, default=None
-            Map the bootstraps over configuration chunks read from the store by Dask tasks
-            (on the active ``distributed.Client``, else Dask's local scheduler) instead of
-            loading the cube. None: chunked when the complete configurations exceed
-            ``IN_MEMORY_BYTES`` (1 GiB as float64). The result is identical either way.
+            Map the bootstraps over chunks read from the store by Dask tasks (on the
+            active ``distributed.Client``, else Dask's local scheduler) instead of loading
+            the cube: for a pointwise metric, runs of sample blocks of groups of
+            configurations (a worker's memory does not grow with the number of samples);
+            for a ranking metric, configuration chunks holding every sample. None: chunked
+            when the complete configurations exceed ``IN_MEMORY_BYTES`` (1 GiB as
+            float64). The result is identical either way.
         **kwargs
             Passed to :func:`bbc_dask.bbc` (``n_bootstraps``, ``confidence_level``,
             ``random_state``, ...). ``random_state`` defaults to :attr:`seed`, the
@@ -221,12 +224,13 @@ class Study:
         kwargs.setdefault("random_state", self.seed)
         idx = self.complete_configs()
         if idx.size and self._chunked(idx, chunked):
-            from .chunked import bbc_over_blocks
+            from .chunked import bbc_over_table
 
             y, opts = self._chunked_opts(S.bbc, kwargs, "Study.bbc(chunked=True)")
             opts.pop("block_size")  # per-task blocks are the seed blocks
             blocks, offsets = self._blocks(idx)
-            res = self._remap(bbc_over_blocks(blocks, offsets, y, metric=self.metric, **opts), idx)
+            res = self._remap(bbc_over_table(self._cube.sample_table(idx), blocks, offsets, y,
+                                             metric=self.metric, **opts), idx)
         else:
             idx, pred, y, folds, pos = self._inputs()
             kwargs.setdefault("pos_label", pos)

@@ -9,13 +9,17 @@ cube, in this same process.
 2. Scale. 1,000,000 x 100 x 2 float32 (accuracy) and 200,000 x 100 x 2 (ROC AUC) on 2
    workers of 400 MB each, while a watcher records worker restarts and pauses; printed:
    the time, each worker's peak RSS, and whether the result equals the in-memory one.
+2b. A study's store, 1,000,000 samples x 100 configurations x 2 repeats x 5 folds
+   (accuracy), written by the engine (predictions stored by fold): the same watch, on 2
+   workers of 400 MB; equal to the study's in-memory result.
 3. The same two cubes from an S3 store (a moto server started here).
 
 Stores are chunked (32,768 samples, 25 configurations, 2 repeats), compressed with LZ4 as
 the engine's own cubes: a chunk along samples is one sample block of the bootstrap draws,
 so each chunk is read once.
 
-Run: ``python benchmarks/bench_bbc_cluster.py [--quick] [--limit 400MB] [--no-s3]``.
+Run: ``python benchmarks/bench_bbc_cluster.py [--quick] [--limit 400MB] [--no-s3]
+[--skip-speed] [--skip-local] [--skip-study]``.
 """
 import argparse
 import os
@@ -197,6 +201,51 @@ def scale(stores, limit, B, where, storage_options=None):
               f"equal: {same(got, want)}")
 
 
+def _null_label():
+    """An estimator that learns nothing and labels by a feature mix per configuration:
+    a study of millions of samples is written in seconds, every column different."""
+    from sklearn.base import BaseEstimator, ClassifierMixin
+
+    class NullLabel(ClassifierMixin, BaseEstimator):
+        def __init__(self, c=0):
+            self.c = c
+
+        def fit(self, X, y):
+            self.classes_ = np.array([0, 1])
+            return self
+
+        def predict(self, X):
+            return (X[:, 0] + 0.02 * self.c * X[:, 1] > 0.05 * X[:, 2]).astype(int)
+
+    return NullLabel()
+
+
+def study_scale(tmp, n, c, limit, B):
+    """A study's store (predictions stored by fold, as the engine writes them): the
+    tasks read runs of sample blocks of groups of configurations."""
+    store = os.path.join(tmp, "study.zarr")
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(n, 3)).astype(np.float32)
+    y = (X[:, 0] + rng.normal(size=n) > 0).astype(int)
+    with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=":0") as cl, Client(cl) as cli:
+        _, t_build = timed(lambda: bd.run_study(
+            _null_label(), {"c": list(range(c))}, X, y, store=store, metric="accuracy", n_splits=5,
+            n_repeats=2, random_state=0, client=cli, progress=False, refit=False))
+    study = bd.open_study(store)
+    with LocalCluster(n_workers=2, threads_per_worker=1, memory_limit=limit,
+                      dashboard_address=":0") as cl, Client(cl) as cli:
+        cli.run(_probe_start)
+        (got, t), ok, seen = watched(
+            cli, lambda: timed(lambda: study.bbc(chunked=True, n_bootstraps=B, random_state=0)))
+        peaks = sorted(cli.run(_probe_read).values())
+    want = study.bbc(chunked=False, n_bootstraps=B, random_state=0)
+    print(f"   study accuracy N={n:8d} C={c:4d} R=2 K=5 (written in {t_build:.0f} s)  {t:7.1f} s  "
+          f"worker peak RSS {', '.join(f'{p:.0f}' for p in peaks)} MiB  "
+          f"{'no restart/pause' if ok else 'RESTARTED/PAUSED ' + str(seen['status'])}  "
+          f"equal: {same(got, want)}")
+    shutil.rmtree(store, ignore_errors=True)
+
+
 def moto_server():
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
@@ -230,6 +279,7 @@ def main():
     ap.add_argument("--no-s3", action="store_true")
     ap.add_argument("--skip-speed", action="store_true")
     ap.add_argument("--skip-local", action="store_true")
+    ap.add_argument("--skip-study", action="store_true")
     args = ap.parse_args()
     _imports()
     n, c, c_auc, B = (40_000, 60, 20, 64) if args.quick else (50_000, 400, 100, 200)
@@ -246,6 +296,9 @@ def main():
                   "local")
         for v in big.values():
             shutil.rmtree(os.path.join(tmp, f"{v}.zarr"), ignore_errors=True)
+        if not args.skip_study:
+            print(f"2b. a study's store (stored by fold): 2 workers of {args.limit}, B={B}")
+            study_scale(tmp, *((100_000, 20) if args.quick else (1_000_000, 100)), args.limit, B)
         if not args.no_s3:
             print(f"3. the same from S3 (moto server): 2 workers of {args.limit}, B={B}")
             proc, opts = moto_server()

@@ -565,3 +565,77 @@ def test_parallel_kernels_run_on_their_task_thread_in_dask_workers(client):
     if "NUMBA_NUM_THREADS" not in os.environ:
         used, pool = _kernel_threads()
         assert used == pool
+
+
+def _study_of(metric, store, client):
+    """A small study of a pointwise metric, stored by fold in chunks of two of six
+    configurations (three folds, two repeats)."""
+    from sklearn.datasets import load_breast_cancer, load_diabetes
+    from sklearn.linear_model import LogisticRegression, Ridge
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    if metric == "r2":
+        X, y = load_diabetes(return_X_y=True)
+        est, grid = Ridge(), {"alpha": [1e-3, 0.01, 0.1, 1.0, 10.0, 100.0]}
+    else:
+        X, y = load_breast_cancer(return_X_y=True)
+        est = make_pipeline(StandardScaler(), LogisticRegression(max_iter=2000))
+        grid = {"logisticregression__C": [0.05, 0.1, 0.2, 0.3, 0.5, 0.7]}
+    return bd.run_study(est, grid, X, y, store=store, metric=metric, n_splits=3, n_repeats=2,
+                        random_state=0, client=client, progress=False, refit=False,
+                        configs_per_task=2)
+
+
+@pytest.mark.parametrize("metric", ["accuracy", "neg_log_loss", "r2"])
+def test_study_cube_over_sample_runs_equals_in_memory(metric, client, tmp_path, monkeypatch):
+    """A study's cube is stored by fold: a pointwise metric of several sample blocks
+    (N = 569 or 442 in blocks of 128) is summed by tasks that each read some samples
+    of some configurations — a run of blocks (one group of six configurations) or one
+    block (a group per stored chunk) — never every sample; equal to in memory bit for
+    bit, in bag and out of bag."""
+    import bbc_dask.chunked._blocks as K
+    import bbc_dask.cube._layout as C
+    import bbc_dask.metrics as M
+
+    monkeypatch.setattr(M, "SAMPLE_BLOCK", 128)
+    s = _study_of(metric, tmp_path / "s.zarr", client)
+    want = s.bbc(chunked=False, n_bootstraps=150, random_state=3)
+    assert len(set(want.winners.tolist())) > 1
+    rows, runs = [], []
+    read = C.PredictionReader.read
+    monkeypatch.setattr(C.PredictionReader, "read",
+                        lambda self, configs, repeats=None, rows_=None, **kw:
+                        rows.append(kw.get("rows")) or read(self, configs, repeats, **kw))
+    for name in ("run_sums", "run_oob_sums"):
+        real = getattr(K, name)
+        monkeypatch.setattr(K, name, lambda *a, _f=real, **k: runs.append(len(a[4])) or _f(*a, **k))
+    cube = int(np.prod(s.cube["prediction"].shape)) * 8
+    n_blocks = -(-s.cube.sizes["sample"] // 128)
+    monkeypatch.setattr(L, "_slots", lambda: 1)  # at least two tasks per group
+    # one group of six, runs of half the blocks; a group per stored chunk, a block per task
+    for hold, longest in ((L.HOLD_BYTES, -(-n_blocks // 2)), (cube // 9, 1)):
+        monkeypatch.setattr(L, "HOLD_BYTES", hold)
+        rows.clear(), runs.clear()
+        with dask.config.set(scheduler="sync"):  # in this process: the reads are seen
+            _same(s.bbc(chunked=True, n_bootstraps=150, random_state=3), want)
+        assert rows and None not in rows  # no read of every sample
+        assert max(hi - lo for lo, hi in rows) == longest * 128, rows
+        assert (max(runs) if runs else 1) == longest
+    _same(s.bbc(chunked=True, n_bootstraps=150, random_state=3), want)  # on the workers
+
+
+def test_study_reader_reads_some_samples_of_any_configurations(client, tmp_path, monkeypatch):
+    """Samples lo:hi of consecutive or scattered configurations, read a stored chunk or
+    several at a time, equal those rows of the whole read."""
+    import bbc_dask.cube._layout as C
+
+    s = _study_of("neg_log_loss", tmp_path / "s.zarr", client)
+    reader = s._cube.reader()
+    whole = reader.read(slice(0, 6))
+    for budget in (1, C.READ_BYTES):
+        monkeypatch.setattr(C, "READ_BYTES", budget)
+        for configs in (slice(1, 5), np.array([0, 3, 4]), np.array([5])):
+            for lo, hi in ((0, 569), (100, 229), (568, 569)):
+                got = reader.read(configs, rows=(lo, hi))
+                np.testing.assert_array_equal(got, whole[lo:hi][:, configs])

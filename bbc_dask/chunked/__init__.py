@@ -11,6 +11,7 @@ from ._dispatch import (
     bbc_f,
     bbc_f_over_blocks,
     bbc_over_blocks,
+    bbc_over_table,
     is_lazy,
     lazy_bbc,
     lazy_bbc_f,
@@ -18,5 +19,5 @@ from ._dispatch import (
     zarr_blocks,
 )
 
-__all__ = ["CHUNK_BYTES", "bbc", "bbc_f", "bbc_f_over_blocks", "bbc_over_blocks", "is_lazy",
-           "lazy_bbc", "lazy_bbc_f", "lazy_dropping_test", "zarr_blocks"]
+__all__ = ["CHUNK_BYTES", "bbc", "bbc_f", "bbc_f_over_blocks", "bbc_over_blocks", "bbc_over_table",
+           "is_lazy", "lazy_bbc", "lazy_bbc_f", "lazy_dropping_test", "zarr_blocks"]

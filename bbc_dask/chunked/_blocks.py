@@ -7,9 +7,11 @@ Two ways to split a cube, both equal to the in-memory result bit for bit:
   returns the feature sums of the block (:func:`block_sums`); the sums of the blocks are
   added in block order (:func:`add_sums`), as the in-memory kernel adds them, and turned
   into scores, winners and out-of-bag scores (:func:`finish_sums`). A task's memory does
-  not depend on the number of samples.
-- **configuration blocks** (ranking metrics, which sort whole columns; and the cube of a
-  study, stored by fold): a task prepares every sample of a block of configurations once
+  not depend on the number of samples. A study's cube, stored by fold, is read in runs of
+  consecutive blocks (:func:`run_sums`, :func:`run_oob_sums`): the same sums of each
+  block, added by :func:`add_run` in the same order.
+- **configuration blocks** (ranking metrics, which sort whole columns): a task prepares
+  every sample of a block of configurations once
   (:func:`prepare_block`) and scores it against the counts of a group of seed blocks,
   drawn once per group on the cluster (:func:`plan_group`), not per chunk
   (:func:`score_block`).
@@ -35,9 +37,9 @@ from ..stats._winner import select
 #: their float32 weights take BATCH x 32,768 x 4 bytes (8 MiB), large enough for BLAS.
 BATCH = 64
 
-__all__ = ["BATCH", "ZarrBlock", "add_sums", "block_sums", "chunk_fold_matrix", "chunk_pooled",
+__all__ = ["BATCH", "ZarrBlock", "add_run", "add_sums", "block_sums", "chunk_fold_matrix", "chunk_pooled",
            "finish_oob", "finish_sums", "first_plans", "merge_winners", "oob_sums", "plan_group",
-           "prepare_and_score", "prepare_block", "score_block"]
+           "prepare_and_score", "prepare_block", "run_oob_sums", "run_sums", "score_block"]
 
 
 class ZarrBlock:
@@ -328,6 +330,38 @@ def oob_sums(parts, target, metric, class_coord, j, size, seed, stream, plans, p
         gs.append(prep.config_free_sums(c, oob=True))
         at += c.shape[0]
     return [np.concatenate(f, axis=0) for f in zip(*fs)], np.concatenate(gs)
+
+
+def _run_parts(parts, blocks):
+    """Per block ``(j, lo, hi)`` of a run, ``parts`` (read once, all of the run's rows)
+    cut to the block's rows."""
+    data, base = [np.asarray(_load(p)) for p in parts], blocks[0][1]
+    for j, lo, hi in blocks:
+        yield j, hi - lo, [d[lo - base : hi - base] for d in data]
+
+
+def run_sums(parts, targets, metric, class_coord, blocks, seed, stream, plans, n_boot,
+             caller="bbc"):
+    """:func:`block_sums` of each sample block ``(j, lo, hi)`` of a run of consecutive
+    ``blocks`` (``targets`` theirs), whose rows ``parts`` hold: read once for the run
+    (a read of a study's cube decodes whole folds). Returns their list, in order."""
+    return [block_sums(p, t, metric, class_coord, j, size, seed, stream, plans, n_boot, caller)
+            for (j, size, p), t in zip(_run_parts(parts, blocks), targets)]
+
+
+def run_oob_sums(parts, targets, metric, class_coord, blocks, seed, stream, plans, pick,
+                 caller="bbc"):
+    """:func:`oob_sums` of each sample block of a run (see :func:`run_sums`)."""
+    return [oob_sums(p, t, metric, class_coord, j, size, seed, stream, plans, pick, caller)
+            for (j, size, p), t in zip(_run_parts(parts, blocks), targets)]
+
+
+def add_run(acc, sums):
+    """``acc`` (None: nothing yet) plus the sums of a run's blocks, one at a time in
+    block order (:func:`add_sums`): the additions of a block-by-block chain."""
+    for s in sums:
+        acc = s if acc is None else add_sums(acc, s)
+    return acc
 
 
 def _small(counts):

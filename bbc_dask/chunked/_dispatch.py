@@ -10,8 +10,15 @@ seed block of bootstraps has its own generator. Two splits (see :mod:`._blocks`)
   block order, then the group's winners are merged in a tree; a second pass sums the
   winners' columns out of bag. A task holds one sample block of a group's chunks: its
   memory does not grow with N.
+- **by sample runs** — pointwise metrics on a study's cube, stored by fold: a stored
+  chunk holds a fold's samples (all of N), so any read decodes whole folds. A task reads
+  a run of consecutive sample blocks of a group of stored chunks (at most
+  :data:`HOLD_BYTES` as read, a few chunks decoded at a time) and sums each block as
+  above; about sqrt(cube / HOLD_BYTES) groups balance the draws (each group draws every
+  block's counts) against the decoding (each run decodes its group's chunks whole).
+  Memory is bounded by HOLD_BYTES and the stored chunk, not by N x the group.
 - **by configuration blocks** — ranking metrics (they sort whole columns), BBC-F's fold
-  matrix, the dropping test and a study's cube (stored by fold): one task prepares (reads
+  matrix, the dropping test and a study's cube with a ranking metric: one task prepares (reads
   along samples one stored chunk at a time, encodes, sorts) every sample of a block of
   configurations once — a block of :data:`CHUNK_BYTES`, fewer configurations as N
   grows. The counts of a group of seed blocks are drawn once per group (uint8) and
@@ -52,8 +59,8 @@ from ..stats._result import summarise
 from ..stats._winner import select
 from . import _blocks as K
 
-__all__ = ["CHUNK_BYTES", "COUNTS_BYTES", "SUMS_BYTES", "bbc", "bbc_f", "bbc_f_over_blocks", "bbc_over_blocks", "is_lazy",
-           "lazy_bbc", "lazy_bbc_f", "lazy_dropping_test", "zarr_blocks"]
+__all__ = ["CHUNK_BYTES", "COUNTS_BYTES", "SUMS_BYTES", "bbc", "bbc_f", "bbc_f_over_blocks",
+           "bbc_over_blocks", "bbc_over_table", "is_lazy", "lazy_bbc", "lazy_bbc_f", "lazy_dropping_test", "zarr_blocks"]
 
 #: Target size of one chunk a task reads, in float64 (its encoded size on the worker).
 CHUNK_BYTES = 16 * 2**20
@@ -183,9 +190,15 @@ def _class_coord(x):
 class _Source:
     """A lazy cube: its size, class coordinate and how to cut it into task inputs."""
 
-    def __init__(self, x, dims, n, c, coord, zarr=None, data=None):
+    def __init__(self, x, dims, n, c, coord, zarr=None, data=None, table=None):
         self.x, self.dims, self.n, self.c, self.coord = x, dims, n, c, coord
-        self.zarr, self.data = zarr, data  # (array, key) | dask array (N, C, R[, K])
+        # (array, key) | dask array (N, C, R[, K]) | a study's SampleTable
+        self.zarr, self.data, self.table = zarr, data, table
+
+    @classmethod
+    def of_table(cls, table):
+        """The source of a study cube's :class:`~bbc_dask.cube.SampleTable`."""
+        return cls(table, table.dims, table.shape[0], table.shape[1], None, table=table)
 
     def config_parts(self):
         """Parts holding every sample of a block of configurations, and their offsets."""
@@ -239,6 +252,64 @@ class _Source:
             grid.append(row)
         return grid, list(range(0, self.c, span))
 
+
+    def sample_runs(self, edges, per_config_out, per_config_held):
+        """``(runs, offsets)``: ``runs[g]`` the tasks of configuration group ``g`` (starting
+        at ``offsets[g]``), in sample order, each ``(blocks, parts)``: the consecutive
+        sample blocks ``blocks`` (a list of ``(j, lo, hi)``) that ``parts`` (in
+        configuration order) hold. One block per task, except where a read decodes whole
+        columns (a study's cube, stored by fold): there a task reads a run of blocks."""
+        if self.table is None:
+            grid, offsets = self.sample_grid(edges, per_config_out, per_config_held)
+            return [[([(j, lo, hi)], grid[j][g]) for j, (lo, hi) in enumerate(edges)]
+                    for g in range(len(offsets))], offsets
+        t = self.table
+        groups = self._table_groups()
+        runs = self._runs(edges, max(g.size for g in groups), len(groups))
+        return ([[(blocks, [t.part(slice(int(g[0]), int(g[-1]) + 1), blocks[0][1], blocks[-1][2])])
+                  for blocks in runs] for g in groups], [int(g[0]) for g in groups])
+
+    def column_runs(self, edges, configs):
+        """The ``(blocks, parts)`` (see :meth:`sample_runs`) of the configurations
+        ``configs`` (sorted view positions), in sample order."""
+        if self.table is None:
+            return [([(j, lo, hi)], self.columns(lo, hi, configs)) for j, (lo, hi) in enumerate(edges)]
+        configs = np.asarray(configs, dtype=np.int64)
+        return [(blocks, [self.table.part(configs, blocks[0][1], blocks[-1][2])])
+                for blocks in self._runs(edges, configs.size, 1)]
+
+    def _table_groups(self):
+        """The configurations of a study's cube in groups of whole stored chunks. Every
+        group draws every sample block's counts; every run of sample blocks decodes its
+        group's stored chunks whole (a chunk holds a fold). Groups of c/g configurations
+        in runs of :data:`HOLD_BYTES` take about g draws and (cube / g / HOLD_BYTES)
+        decodings of the cube: about as many groups as runs, g = sqrt(cube / HOLD_BYTES),
+        balances the two (measured, 10^6 samples: a draw of every count, 256 bootstraps,
+        and a decoding of the cube's float64 are seconds each)."""
+        t = self.table
+        cube = self.n * self.c * int(np.prod(t.shape[2:])) * 8
+        n_groups = max(1, min(self.c, round(float(np.sqrt(cube / HOLD_BYTES)))))
+        stored = t.configs // t.chunk_width
+        chunks = np.split(np.arange(self.c), np.flatnonzero(np.diff(stored)) + 1)
+        size, groups, cur = -(-self.c // n_groups), [], []
+        for ch in chunks:  # consecutive stored chunks, at most c / n_groups configurations
+            if cur and sum(x.size for x in cur) + ch.size > size:
+                groups.append(np.concatenate(cur))
+                cur = []
+            cur.append(ch)
+        return groups + [np.concatenate(cur)]
+
+    def _runs(self, edges, width, n_groups):
+        """Consecutive sample blocks in runs: as many as :data:`HOLD_BYTES` of ``width``
+        configurations as read (float64) allow — each run decodes the stored chunks of its
+        configurations whole, so the fewer runs the less decoding — yet enough runs that
+        the tasks keep every worker thread busy twice over."""
+        per_row = width * int(np.prod(self.table.shape[2:])) * 8
+        size = edges[0][1] - edges[0][0]
+        per_run = max(1, HOLD_BYTES // max(per_row * size, 1))
+        per_run = min(per_run, -(-len(edges) // -(-2 * _slots() // n_groups)))
+        return [[(j, *edges[j]) for j in range(a, min(a + per_run, len(edges)))]
+                for a in range(0, len(edges), per_run)]
 
     def columns(self, lo, hi, configs):
         """The parts (in order) holding samples ``lo:hi`` of the configurations
@@ -420,7 +491,7 @@ def _bbc_by_samples(src, edges, target, m, seed, n_boot, conf, sb, caller):
 
     per = int(np.prod([s for d, s in zip(src.dims, src.x.shape) if d == "repeat"]))
     out = -(-n_boot // SEED_BLOCK) * SEED_BLOCK * per * 8 * 2  # in bag; concatenated
-    grid, offsets = src.sample_grid(edges, out, sb * per * m.feature_bytes)
+    runs, offsets = src.sample_runs(edges, out, sb * per * m.feature_bytes)
     # Each sum task gets the plans (a few KB) and its block of the target as arguments: a
     # shared dependency would draw every task to the worker that holds it. The plans
     # are first those of no redraw, drawn here; the tasks report whether each draw is
@@ -429,14 +500,25 @@ def _bbc_by_samples(src, edges, target, m, seed, n_boot, conf, sb, caller):
     subsets = [target.subset(lo, hi) for lo, hi in edges]
     common = (m.name, src.coord)
 
+    def chain(task_runs, one, many, *args):
+        """The sums of ``task_runs`` added in block order: a task per run (``one`` for a
+        block alone, ``many`` for a run, which gives a list of its blocks' sums)."""
+        acc = None
+        for blocks, parts in task_runs:
+            if len(blocks) == 1:
+                (j, lo, hi), = blocks
+                s = delayed(one, pure=True)(parts, subsets[j], *common, j, hi - lo, *args)
+                acc = s if acc is None else delayed(K.add_sums, pure=True)(acc, s)
+            else:
+                s = delayed(many, pure=True)(parts, [subsets[j] for j, _, _ in blocks], *common,
+                                             blocks, *args)
+                acc = delayed(K.add_run, pure=True)(acc, s)
+        return acc
+
     def in_bag(plans):
         results = []
         for g, off in enumerate(offsets):
-            acc = None
-            for j, (lo, hi) in enumerate(edges):
-                s = delayed(K.block_sums, pure=True)(grid[j][g], subsets[j], *common, j, hi - lo,
-                                                      seed, "bbc", plans, n_boot, caller)
-                acc = s if acc is None else delayed(K.add_sums, pure=True)(acc, s)
+            acc = chain(runs[g], K.block_sums, K.run_sums, seed, "bbc", plans, n_boot, caller)
             results.append(delayed(K.finish_sums, pure=True, nout=3)(acc, m.name, int(off)))
         return dask.compute(_tree([r[0] for r in results], K.merge_winners),
                             [r[1] for r in results], results[0][2])
@@ -453,13 +535,29 @@ def _bbc_by_samples(src, edges, target, m, seed, n_boot, conf, sb, caller):
     # Out of bag: the distinct winners' columns only, read again block by block (a few
     # chunks), each bootstrap's winner picked from their products.
     winners, pick = np.unique(cfg, return_inverse=True)
-    acc = None
-    for j, (lo, hi) in enumerate(edges):
-        s = delayed(K.oob_sums, pure=True)(src.columns(lo, hi, winners), subsets[j], *common, j,
-                                            hi - lo, seed, "bbc", plans, pick, caller)
-        acc = s if acc is None else delayed(K.add_sums, pure=True)(acc, s)
+    acc = chain(src.column_runs(edges, winners), K.oob_sums, K.run_oob_sums, seed, "bbc", plans,
+                pick, caller)
     oob = dask.compute(delayed(K.finish_oob, pure=True)(acc, m.name))[0]
     return _summary((best, cfg, oob), fulls, attempts, n_boot, m.name, conf)
+
+
+def bbc_over_table(table, blocks, offsets, y, *, metric, n_bootstraps, confidence_level,
+                   random_state, pos_label, caller="bbc"):
+    """BBC of a study's cube: over (sample run, configuration chunk) tasks reading
+    ``table`` (a :class:`~bbc_dask.cube.SampleTable`) for a pointwise metric of more
+    than one sample block — a worker's memory then does not grow with N — else over the
+    configuration ``blocks`` at ``offsets`` (:func:`bbc_over_blocks`)."""
+    m = get_metric(metric, caller=caller)
+    sb = M.SAMPLE_BLOCK
+    if m.kind == "pointwise" and table.shape[0] > sb:
+        src = _Source.of_table(table)
+        y, target = _target(y, src.n, m, pos_label, caller)
+        conf, n_boot, seed = _bbc_args(n_bootstraps, confidence_level, random_state, caller)
+        return _bbc_by_samples(src, M.sample_blocks(src.n, sb), target, m, seed, n_boot, conf, sb,
+                               caller)
+    return bbc_over_blocks(blocks, offsets, y, metric=m.name, n_bootstraps=n_bootstraps,
+                           confidence_level=confidence_level, random_state=random_state,
+                           pos_label=pos_label, caller=caller)
 
 
 def bbc_over_blocks(blocks, offsets, y, *, metric, n_bootstraps, confidence_level, random_state,

@@ -46,6 +46,7 @@ from ._layout import (
     CubeBlock,
     PredictionReader,
     SampleOrderView,
+    SampleTable,
     digest,
     slot_layout,
 )
@@ -389,6 +390,11 @@ class Cube:
         offsets = np.cumsum([0] + [g.size for g in groups[:-1]]).tolist()
         reader = self.reader()
         return [CubeBlock(reader, g) for g in groups], offsets
+
+    def sample_table(self, configs):
+        """The configurations ``configs`` (sorted) as a :class:`SampleTable`: parts of
+        any samples of any of them, for the chunked bootstraps' sample blocks."""
+        return SampleTable(self.reader(), configs, self.config_chunk)
 
     def dataset(self):
         """The user's view: an xarray Dataset with ``prediction`` [sample, config,
