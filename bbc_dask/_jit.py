@@ -10,12 +10,13 @@ Compiled code is cached on disk as before (``cache=True``).
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import sys
 import threading
 
-__all__ = ["njit", "prange"]
+__all__ = ["njit", "one_blas_thread", "prange"]
 
 #: ``range`` until a kernel of the module is bound: then ``numba.prange``.
 prange = range
@@ -92,3 +93,38 @@ def njit(**options):
         return _Kernel(fn, options)
 
     return wrap
+
+
+_BLAS = {"lock": threading.Lock(), "users": 0, "limiter": None, "controller": None}
+
+
+@contextlib.contextmanager
+def one_blas_thread():
+    """BLAS at one thread while any caller is inside (threads of this process may enter
+    at once: the first sets it, the last restores it).
+
+    A float64 product's bits depend on how many threads BLAS splits it over (measured,
+    OpenBLAS: 1 of 150 log-loss bootstraps differed by an ulp between 1 and 2 threads),
+    so the pointwise sums run at one thread everywhere — in memory as in Dask's workers,
+    which hold BLAS at one thread already — and give the same bits on any machine and
+    any number of workers. The cost, measured on 2 idle cores for 500 bootstraps of
+    70,000 samples x 2 repeats: log loss (12 configurations) 0.73 against 0.59 s at two
+    threads; R^2 (40 configurations) 1.99 against 2.25 s — panels of 64 columns split
+    poorly over threads."""
+    b = _BLAS
+    with b["lock"]:
+        if b["users"] == 0:
+            if b["controller"] is None:
+                from threadpoolctl import ThreadpoolController
+
+                b["controller"] = ThreadpoolController()
+            b["limiter"] = b["controller"].limit(limits=1, user_api="blas")
+        b["users"] += 1
+    try:
+        yield
+    finally:
+        with b["lock"]:
+            b["users"] -= 1
+            if b["users"] == 0:
+                b["limiter"].restore_original_limits()
+                b["limiter"] = None

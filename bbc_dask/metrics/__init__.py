@@ -393,8 +393,9 @@ class _Pointwise(_Prepared):
         columns and the rows (bootstraps) are zero-padded to a multiple of ``ROWS``: a
         bootstrap and a configuration then get the same bits in the whole cube and in
         any chunk, in any batch of bootstraps (measured: an unpadded row's bits change
-        with the number of rows). ``panels``: compute only these panel indices (the
-        others are left NaN).
+        with the number of rows) — at one BLAS thread, as Dask's workers run it
+        (:func:`~bbc_dask._jit.one_blas_thread`). ``panels``: compute only these panel
+        indices (the others are left NaN).
         """
         if values.dtype == np.float32:
             return (wr @ values).astype(np.float64)
@@ -402,12 +403,13 @@ class _Pointwise(_Prepared):
         if m % self.ROWS:
             wr = np.concatenate([wr, np.zeros((self.ROWS - m % self.ROWS, wr.shape[1]), wr.dtype)])
         out = np.full((wr.shape[0], values.shape[1]), np.nan)
-        for i, blk in enumerate(self._panel_list(values)):
-            if panels is not None and i not in panels:
-                continue
-            p0 = i * self.PANEL
-            w = min(self.PANEL, values.shape[1] - p0)
-            out[:, p0 : p0 + w] = (wr @ blk)[:, :w]
+        with K.one_blas_thread():  # the bits also depend on BLAS's threads
+            for i, blk in enumerate(self._panel_list(values)):
+                if panels is not None and i not in panels:
+                    continue
+                p0 = i * self.PANEL
+                w = min(self.PANEL, values.shape[1] - p0)
+                out[:, p0 : p0 + w] = (wr @ blk)[:, :w]
         return out[:m]
 
     def _block_views(self):
