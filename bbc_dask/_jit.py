@@ -16,7 +16,7 @@ import os
 import sys
 import threading
 
-__all__ = ["njit", "one_blas_thread", "prange"]
+__all__ = ["njit", "one_blas_thread", "pin_blas_thread", "prange"]
 
 #: ``range`` until a kernel of the module is bound: then ``numba.prange``.
 prange = range
@@ -95,13 +95,34 @@ def njit(**options):
     return wrap
 
 
-_BLAS = {"lock": threading.Lock(), "users": 0, "limiter": None, "controller": None}
+_BLAS = {"lock": threading.Lock(), "users": 0, "saved": {}, "libs": None}
+
+
+def _blas_libs():
+    if _BLAS["libs"] is None:
+        from threadpoolctl import ThreadpoolController
+
+        _BLAS["libs"] = ThreadpoolController().select(user_api="blas").lib_controllers
+    return _BLAS["libs"]
+
+
+def pin_blas_thread():
+    """Set every BLAS library back to one thread if something changed it (another
+    thread's own limit ending, say) while :func:`one_blas_thread` holds: called before
+    each product. A library already at one thread — as in Dask's workers — is left
+    untouched, so nothing is set there at all."""
+    with _BLAS["lock"]:
+        for lib in _blas_libs():
+            n = lib.num_threads
+            if n != 1:
+                _BLAS["saved"].setdefault(id(lib), (lib, n))
+                lib.set_num_threads(1)
 
 
 @contextlib.contextmanager
 def one_blas_thread():
     """BLAS at one thread while any caller is inside (threads of this process may enter
-    at once: the first sets it, the last restores it).
+    at once: the first sets it, the last restores what it changed — BLAS alone).
 
     A float64 product's bits depend on how many threads BLAS splits it over (measured,
     OpenBLAS: 1 of 150 log-loss bootstraps differed by an ulp between 1 and 2 threads),
@@ -110,21 +131,20 @@ def one_blas_thread():
     any number of workers. The cost, measured on 2 idle cores for 500 bootstraps of
     70,000 samples x 2 repeats: log loss (12 configurations) 0.73 against 0.59 s at two
     threads; R^2 (40 configurations) 1.99 against 2.25 s — panels of 64 columns split
-    poorly over threads."""
-    b = _BLAS
-    with b["lock"]:
-        if b["users"] == 0:
-            if b["controller"] is None:
-                from threadpoolctl import ThreadpoolController
-
-                b["controller"] = ThreadpoolController()
-            b["limiter"] = b["controller"].limit(limits=1, user_api="blas")
-        b["users"] += 1
+    poorly over threads. As with any thread limit (threadpoolctl's caveat), a BLAS call
+    another thread of the process makes meanwhile runs at one thread too."""
+    entered = False
     try:
+        with _BLAS["lock"]:
+            _BLAS["users"] += 1
+            entered = True
+        pin_blas_thread()
         yield
     finally:
-        with b["lock"]:
-            b["users"] -= 1
-            if b["users"] == 0:
-                b["limiter"].restore_original_limits()
-                b["limiter"] = None
+        if entered:
+            with _BLAS["lock"]:
+                _BLAS["users"] -= 1
+                if _BLAS["users"] == 0:
+                    for lib, n in _BLAS["saved"].values():
+                        lib.set_num_threads(n)
+                    _BLAS["saved"].clear()

@@ -226,3 +226,16 @@ def test_real_feature_sums_do_not_depend_on_blas_threads():
         [t.start() for t in runs]
         [t.join() for t in runs]
         assert {i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"} == {2}
+        # another limit that ends while the sums hold one thread: set back to one before
+        # the next product; what the sums changed is restored when they end
+        from threadpoolctl import ThreadpoolController
+
+        from bbc_dask._jit import one_blas_thread, pin_blas_thread
+
+        blas = lambda: {i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"}  # noqa: E731
+        other = ThreadpoolController().limit(limits=1, user_api="blas")
+        with one_blas_thread():
+            other.restore_original_limits()
+            pin_blas_thread()
+            assert blas() == {1}
+        assert blas() == {2}

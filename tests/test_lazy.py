@@ -639,3 +639,37 @@ def test_study_reader_reads_some_samples_of_any_configurations(client, tmp_path,
             for lo, hi in ((0, 569), (100, 229), (568, 569)):
                 got = reader.read(configs, rows=(lo, hi))
                 np.testing.assert_array_equal(got, whole[lo:hi][:, configs])
+    assert reader.read(np.array([], dtype=np.int64), rows=(0, 5)).shape == (5, 0, 2, 2)
+
+
+@pytest.mark.parametrize("n, c, r, b", [(40_000, 600, 2, 200), (40_000, 2000, 1, 200),
+                                        (100_000, 5000, 1, 200), (1_000_000, 100, 2, 200),
+                                        (1_000_000, 100, 2, 10_000), (70_000, 7, 3, 200)])
+def test_study_sample_runs_hold_at_most_their_budget(n, c, r, b, monkeypatch):
+    """Whatever the shape, a task of a study's sample runs reads at most HOLD_BYTES (a
+    group narrows, splitting a stored chunk, until one block fits) and returns at most
+    SUMS_BYTES of sums; every configuration is in exactly one group, in order."""
+    import bbc_dask.metrics as M
+    from bbc_dask.cube._layout import SampleTable
+
+    class Reader:  # the shape is all the plan reads
+        shape = (n, c, r)
+
+    monkeypatch.setattr(L, "_slots", lambda: 2)
+    table = SampleTable(Reader(), np.arange(c), chunk_width=10)
+    src = L._Source.of_table(table)
+    edges = M.sample_blocks(n, M.SAMPLE_BLOCK)
+    out = -(-b // 64) * 64 * r * 8 * 2  # as _bbc_by_samples sizes a configuration's sums
+    runs, offsets = src.sample_runs(edges, out, 0)
+    seen = []
+    for g, off in zip(runs, offsets):
+        widths = {p.configs.size for _, parts in g for p in parts}
+        (width,) = widths
+        assert [j for blocks, _ in g for j, _, _ in blocks] == list(range(len(edges)))
+        for blocks, parts in g:
+            rows = blocks[-1][2] - blocks[0][1]
+            assert rows * width * r * 8 <= L.HOLD_BYTES
+            assert len(blocks) * width * out <= L.SUMS_BYTES
+        seen.extend(g[0][1][0].configs.tolist())
+        assert g[0][1][0].configs[0] == off
+    assert seen == list(range(c))

@@ -16,7 +16,9 @@ seed block of bootstraps has its own generator. Two splits (see :mod:`._blocks`)
   :data:`HOLD_BYTES` as read, a few chunks decoded at a time) and sums each block as
   above; about sqrt(cube / HOLD_BYTES) groups balance the draws (each group draws every
   block's counts) against the decoding (each run decodes its group's chunks whole).
-  Memory is bounded by HOLD_BYTES and the stored chunk, not by N x the group.
+  A task holds at most HOLD_BYTES as read (a group narrows until one block fits) and
+  :data:`~bbc_dask.cube._layout.READ_BYTES` of decoded stored chunks (at least one, whose
+  size grows with N/K).
 - **by configuration blocks** — ranking metrics (they sort whole columns), BBC-F's fold
   matrix, the dropping test and a study's cube with a ranking metric: one task prepares (reads
   along samples one stored chunk at a time, encodes, sorts) every sample of a block of
@@ -264,8 +266,8 @@ class _Source:
             return [[([(j, lo, hi)], grid[j][g]) for j, (lo, hi) in enumerate(edges)]
                     for g in range(len(offsets))], offsets
         t = self.table
-        groups = self._table_groups()
-        runs = self._runs(edges, max(g.size for g in groups), len(groups))
+        groups = self._table_groups(edges, per_config_out)
+        runs = self._runs(edges, max(g.size for g in groups), len(groups), per_config_out)
         return ([[(blocks, [t.part(slice(int(g[0]), int(g[-1]) + 1), blocks[0][1], blocks[-1][2])])
                   for blocks in runs] for g in groups], [int(g[0]) for g in groups])
 
@@ -278,35 +280,46 @@ class _Source:
         return [(blocks, [self.table.part(configs, blocks[0][1], blocks[-1][2])])
                 for blocks in self._runs(edges, configs.size, 1)]
 
-    def _table_groups(self):
-        """The configurations of a study's cube in groups of whole stored chunks. Every
-        group draws every sample block's counts; every run of sample blocks decodes its
-        group's stored chunks whole (a chunk holds a fold). Groups of c/g configurations
-        in runs of :data:`HOLD_BYTES` take about g draws and (cube / g / HOLD_BYTES)
-        decodings of the cube: about as many groups as runs, g = sqrt(cube / HOLD_BYTES),
-        balances the two (measured, 10^6 samples: a draw of every count, 256 bootstraps,
-        and a decoding of the cube's float64 are seconds each)."""
+    def _table_groups(self, edges, per_config_out):
+        """The configurations of a study's cube in groups of consecutive stored chunks
+        (or parts of one). Every group draws every sample block's counts; every run of
+        sample blocks decodes its group's stored chunks whole (a chunk holds a fold).
+        Groups of c/g configurations in runs of :data:`HOLD_BYTES` take about g draws
+        and (cube / g / HOLD_BYTES) decodings of the cube: about as many groups as runs,
+        g = sqrt(cube / HOLD_BYTES), balances the two (measured, 10^6 samples: a draw of
+        every count, 256 bootstraps, and a decoding of the cube's float64 are seconds
+        each). A group is narrower still where one sample block of it as read would
+        exceed HOLD_BYTES, or its sums (``per_config_out`` bytes per configuration)
+        :data:`SUMS_BYTES`: many configurations of few samples."""
         t = self.table
-        cube = self.n * self.c * int(np.prod(t.shape[2:])) * 8
+        per = int(np.prod(t.shape[2:])) * 8  # bytes per sample and configuration, as read
+        cube = self.n * self.c * per
         n_groups = max(1, min(self.c, round(float(np.sqrt(cube / HOLD_BYTES)))))
+        cap = min(HOLD_BYTES // ((edges[0][1] - edges[0][0]) * per),
+                  SUMS_BYTES // max(per_config_out, 1))
+        size = max(1, min(-(-self.c // n_groups), cap))
         stored = t.configs // t.chunk_width
-        chunks = np.split(np.arange(self.c), np.flatnonzero(np.diff(stored)) + 1)
-        size, groups, cur = -(-self.c // n_groups), [], []
-        for ch in chunks:  # consecutive stored chunks, at most c / n_groups configurations
+        pieces = [ch[i : i + size] for ch in np.split(np.arange(self.c), np.flatnonzero(np.diff(stored)) + 1)
+                  for i in range(0, ch.size, size)]
+        groups, cur = [], []
+        for ch in pieces:  # consecutive stored chunks (or parts), at most `size` configurations
             if cur and sum(x.size for x in cur) + ch.size > size:
                 groups.append(np.concatenate(cur))
                 cur = []
             cur.append(ch)
         return groups + [np.concatenate(cur)]
 
-    def _runs(self, edges, width, n_groups):
+    def _runs(self, edges, width, n_groups, per_config_out=0):
         """Consecutive sample blocks in runs: as many as :data:`HOLD_BYTES` of ``width``
-        configurations as read (float64) allow — each run decodes the stored chunks of its
-        configurations whole, so the fewer runs the less decoding — yet enough runs that
-        the tasks keep every worker thread busy twice over."""
+        configurations as read (float64), and their blocks' sums :data:`SUMS_BYTES`
+        (``per_config_out`` bytes per configuration and block), allow — each run decodes
+        the stored chunks of its configurations whole, so the fewer runs the less
+        decoding — yet enough runs that the tasks keep every worker thread busy twice
+        over."""
         per_row = width * int(np.prod(self.table.shape[2:])) * 8
         size = edges[0][1] - edges[0][0]
-        per_run = max(1, HOLD_BYTES // max(per_row * size, 1))
+        per_run = max(1, min(HOLD_BYTES // max(per_row * size, 1),
+                             SUMS_BYTES // max(width * per_config_out, 1)))
         per_run = min(per_run, -(-len(edges) // -(-2 * _slots() // n_groups)))
         return [[(j, *edges[j]) for j in range(a, min(a + per_run, len(edges)))]
                 for a in range(0, len(edges), per_run)]
@@ -543,10 +556,10 @@ def _bbc_by_samples(src, edges, target, m, seed, n_boot, conf, sb, caller):
 
 def bbc_over_table(table, blocks, offsets, y, *, metric, n_bootstraps, confidence_level,
                    random_state, pos_label, caller="bbc"):
-    """BBC of a study's cube: over (sample run, configuration chunk) tasks reading
+    """BBC of a study's cube: over (sample run, group of stored chunks) tasks reading
     ``table`` (a :class:`~bbc_dask.cube.SampleTable`) for a pointwise metric of more
-    than one sample block — a worker's memory then does not grow with N — else over the
-    configuration ``blocks`` at ``offsets`` (:func:`bbc_over_blocks`)."""
+    than one sample block — a task's memory then does not grow with N x its group —
+    else over the configuration ``blocks`` at ``offsets`` (:func:`bbc_over_blocks`)."""
     m = get_metric(metric, caller=caller)
     sb = M.SAMPLE_BLOCK
     if m.kind == "pointwise" and table.shape[0] > sb:

@@ -2,7 +2,7 @@
 
 Schema, create/open, the fold-aligned prediction layout and its readers, the writer the
 tasks use, the batched ledger, the run lock."""
-from ._layout import ChunkWriter, CubeBlock, PredictionReader
+from ._layout import ChunkWriter, CubeBlock, PredictionReader, SampleTable
 from ._location import StoreLocation, as_location, writing
 from ._lock import LockToken, ObjectStoreLock, StoreLock
 from ._model import load_model, save_model
@@ -33,6 +33,7 @@ __all__ = [
     "LockToken",
     "ObjectStoreLock",
     "PredictionReader",
+    "SampleTable",
     "StoreLocation",
     "StoreLock",
     "VerifyReport",

@@ -191,6 +191,8 @@ class PredictionReader:
         stored = cfg // (w * max(1, READ_BYTES // per_chunk))
         windows = np.split(np.arange(cfg.size), np.flatnonzero(np.diff(stored)) + 1)
         out = np.empty((hi - lo, width, len(repeats)) + tail)
+        if cfg.size == 0 or hi <= lo:
+            return out
         for i, r in enumerate(repeats):
             for k in range(self.array.shape[1]):
                 slots = self.slot_sample[r, k, : self._fold_n[r, k]]  # -1 pads the fold's end
@@ -262,9 +264,6 @@ class SampleTable:
     bootstraps' sample-block source: :meth:`part` reads samples ``lo:hi`` of some of
     them. Reading any samples of a configuration decodes its stored chunks whole (a
     chunk holds a fold), so the tasks read long runs of samples at once."""
-
-    #: every read decodes the stored chunks of its configurations whole
-    whole_columns = True
 
     def __init__(self, reader, configs, chunk_width):
         self.reader = reader

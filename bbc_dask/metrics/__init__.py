@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .._jit import one_blas_thread, pin_blas_thread
 from ..exceptions import InvalidParameterError
 from . import _kernels as K
 
@@ -403,12 +404,13 @@ class _Pointwise(_Prepared):
         if m % self.ROWS:
             wr = np.concatenate([wr, np.zeros((self.ROWS - m % self.ROWS, wr.shape[1]), wr.dtype)])
         out = np.full((wr.shape[0], values.shape[1]), np.nan)
-        with K.one_blas_thread():  # the bits also depend on BLAS's threads
+        with one_blas_thread():  # the bits also depend on BLAS's threads
             for i, blk in enumerate(self._panel_list(values)):
                 if panels is not None and i not in panels:
                     continue
                 p0 = i * self.PANEL
                 w = min(self.PANEL, values.shape[1] - p0)
+                pin_blas_thread()
                 out[:, p0 : p0 + w] = (wr @ blk)[:, :w]
         return out[:m]
 

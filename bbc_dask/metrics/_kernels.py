@@ -14,7 +14,7 @@ Layout conventions shared by every kernel:
 from __future__ import annotations
 
 import numpy as np
-from .._jit import njit, one_blas_thread, prange
+from .._jit import njit, prange
 
 __all__ = [
     "auc_inbag",
