@@ -79,8 +79,10 @@ def deferred_interrupts():
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-    if held:
-        previous[held[0]](held[0], None)
+        if held:
+            # also when the call raised: the interrupt then wins (chained to its error),
+            # else a Ctrl-C inside a call that fails would be lost and the run go on
+            previous[held[0]](held[0], None)
 
 
 def wait_done(futures):

@@ -137,7 +137,8 @@ def test_a_million_configurations_plan_lazily_and_start_at_once(tmp_path, cancer
     store = tmp_path / "huge.zarr"
     proc = psutil.Process()
     base = proc.memory_info().rss
-    seen = {"peak": base, "first": None}
+    seen = {"peak": base, "first": None, "signals": 0}
+    stopped = threading.Event()
 
     def watch():
         t0 = time.time()
@@ -155,17 +156,28 @@ def test_a_million_configurations_plan_lazily_and_start_at_once(tmp_path, cancer
                         break
                 time.sleep(0.05)
         finally:
-            # whatever happened here, the run is stopped: else it goes on for 5,000,000 fits
-            os.kill(os.getpid(), signal.SIGINT)
+            # whatever happened here, the run is stopped: else it goes on for 5,000,000
+            # fits. A signal the run lost is sent again after a minute (as a user would
+            # press Ctrl-C again), and counted: the test then fails instead of hanging.
+            for _ in range(3):
+                seen["signals"] += 1
+                os.kill(os.getpid(), signal.SIGINT)
+                if stopped.wait(60):
+                    break
 
     w = threading.Thread(target=watch, daemon=True)
     w.start()
     from sklearn.linear_model import LogisticRegression
 
-    with pytest.raises(StudyInterrupted, match=r"interrupted: \d+ of 5000000 cells saved") as info:
-        bd.run_study(LogisticRegression(max_iter=1000), grid, X[:200], y[:200], store=store,
-                     metric="accuracy", n_splits=5, random_state=0, client=client, progress=True)
+    try:
+        with pytest.raises(StudyInterrupted, match=r"interrupted: \d+ of 5000000 cells saved") as info:
+            bd.run_study(LogisticRegression(max_iter=1000), grid, X[:200], y[:200], store=store,
+                         metric="accuracy", n_splits=5, random_state=0, client=client,
+                         progress=True)
+    finally:
+        stopped.set()
     w.join(10)
+    assert seen["signals"] == 1, "the run lost the first SIGINT"
     assert info.value.exit_code == 130 and info.value.done > 0
     assert seen["first"] is not None, "no cell was written"
     grown = (seen["peak"] - base) / 2**20
@@ -313,6 +325,14 @@ def test_an_interrupt_inside_a_client_call_acts_when_the_call_ends(foreground_si
             time.sleep(0.2)
             reached.append("end of the second call")
     assert info.value.exit_code == 143 and reached[-1] == "end of the second call"
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    # a call that fails after the signal: the interrupt is not lost with its error
+    with pytest.raises(KeyboardInterrupt) as stopped:
+        with deferred_interrupts():
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.2)
+            raise ConnectionError("the call failed")
+    assert isinstance(stopped.value.__context__, ConnectionError)
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
 
