@@ -12,7 +12,7 @@ cube, in this same process.
 2b. A study's store, 1,000,000 samples x 100 configurations x 2 repeats x 5 folds
    (accuracy), written by the engine (predictions stored by fold): the same watch, on 2
    workers of 400 MB; equal to the study's in-memory result.
-3. The same two cubes from an S3 store (a moto server started here).
+3. The same two cubes, and the study, from an S3 store (a moto server started here).
 
 Stores are chunked (32,768 samples, 25 configurations, 2 repeats), compressed with LZ4 as
 the engine's own cubes: a chunk along samples is one sample block of the bootstrap draws,
@@ -220,18 +220,18 @@ def _null_label():
     return NullLabel()
 
 
-def study_scale(tmp, n, c, limit, B):
+def study_scale(store, n, c, limit, B, where, storage_options=None):
     """A study's store (predictions stored by fold, as the engine writes them): the
     tasks read runs of sample blocks of groups of configurations."""
-    store = os.path.join(tmp, "study.zarr")
     rng = np.random.default_rng(0)
     X = rng.normal(size=(n, 3)).astype(np.float32)
     y = (X[:, 0] + rng.normal(size=n) > 0).astype(int)
     with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=":0") as cl, Client(cl) as cli:
         _, t_build = timed(lambda: bd.run_study(
             _null_label(), {"c": list(range(c))}, X, y, store=store, metric="accuracy", n_splits=5,
-            n_repeats=2, random_state=0, client=cli, progress=False, refit=False))
-    study = bd.open_study(store)
+            n_repeats=2, random_state=0, client=cli, progress=False, refit=False,
+            storage_options=storage_options))
+    study = bd.open_study(store, storage_options=storage_options)
     with LocalCluster(n_workers=2, threads_per_worker=1, memory_limit=limit,
                       dashboard_address=":0") as cl, Client(cl) as cli:
         cli.run(_probe_start)
@@ -239,11 +239,10 @@ def study_scale(tmp, n, c, limit, B):
             cli, lambda: timed(lambda: study.bbc(chunked=True, n_bootstraps=B, random_state=0)))
         peaks = sorted(cli.run(_probe_read).values())
     want = study.bbc(chunked=False, n_bootstraps=B, random_state=0)
-    print(f"   study accuracy N={n:8d} C={c:4d} R=2 K=5 (written in {t_build:.0f} s)  {t:7.1f} s  "
-          f"worker peak RSS {', '.join(f'{p:.0f}' for p in peaks)} MiB  "
+    print(f"   {where:5s} study accuracy N={n:8d} C={c:4d} R=2 K=5 (written in {t_build:.0f} s)  "
+          f"{t:7.1f} s  worker peak RSS {', '.join(f'{p:.0f}' for p in peaks)} MiB  "
           f"{'no restart/pause' if ok else 'RESTARTED/PAUSED ' + str(seen['status'])}  "
           f"equal: {same(got, want)}")
-    shutil.rmtree(store, ignore_errors=True)
 
 
 def moto_server():
@@ -296,15 +295,19 @@ def main():
                   "local")
         for v in big.values():
             shutil.rmtree(os.path.join(tmp, f"{v}.zarr"), ignore_errors=True)
+        study = (100_000, 20) if args.quick else (1_000_000, 100)
         if not args.skip_study:
             print(f"2b. a study's store (stored by fold): 2 workers of {args.limit}, B={B}")
-            study_scale(tmp, *((100_000, 20) if args.quick else (1_000_000, 100)), args.limit, B)
+            study_scale(os.path.join(tmp, "study.zarr"), *study, args.limit, B, "local")
+            shutil.rmtree(os.path.join(tmp, "study.zarr"), ignore_errors=True)
         if not args.no_s3:
             print(f"3. the same from S3 (moto server): 2 workers of {args.limit}, B={B}")
             proc, opts = moto_server()
             try:
                 scale({k: f"s3://bench/{v}.zarr" for k, v in big.items()}, args.limit, B, "s3",
                       storage_options=opts)
+                if not args.skip_study:
+                    study_scale("s3://bench/study.zarr", *study, args.limit, B, "s3", opts)
             finally:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
