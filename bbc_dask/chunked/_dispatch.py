@@ -280,6 +280,12 @@ class _Source:
         return [(blocks, [self.table.part(configs, blocks[0][1], blocks[-1][2])])
                 for blocks in self._runs(edges, configs.size, 1)]
 
+    @property
+    def _cell_bytes(self):
+        """Bytes of one sample of one configuration of a study's cube, as read (float64,
+        every repeat and class)."""
+        return int(np.prod(self.table.shape[2:])) * 8
+
     def _table_groups(self, edges, per_config_out):
         """The configurations of a study's cube in groups of consecutive stored chunks
         (or parts of one). Every group draws every sample block's counts; every run of
@@ -291,8 +297,7 @@ class _Source:
         each). A group is narrower still where one sample block of it as read would
         exceed HOLD_BYTES, or its sums (``per_config_out`` bytes per configuration)
         :data:`SUMS_BYTES`: many configurations of few samples."""
-        t = self.table
-        per = int(np.prod(t.shape[2:])) * 8  # bytes per sample and configuration, as read
+        t, per = self.table, self._cell_bytes
         cube = self.n * self.c * per
         n_groups = max(1, min(self.c, round(float(np.sqrt(cube / HOLD_BYTES)))))
         cap = min(HOLD_BYTES // ((edges[0][1] - edges[0][0]) * per),
@@ -301,12 +306,13 @@ class _Source:
         stored = t.configs // t.chunk_width
         pieces = [ch[i : i + size] for ch in np.split(np.arange(self.c), np.flatnonzero(np.diff(stored)) + 1)
                   for i in range(0, ch.size, size)]
-        groups, cur = [], []
+        groups, cur, held = [], [], 0
         for ch in pieces:  # consecutive stored chunks (or parts), at most `size` configurations
-            if cur and sum(x.size for x in cur) + ch.size > size:
+            if cur and held + ch.size > size:
                 groups.append(np.concatenate(cur))
-                cur = []
+                cur, held = [], 0
             cur.append(ch)
+            held += ch.size
         return groups + [np.concatenate(cur)]
 
     def _runs(self, edges, width, n_groups, per_config_out=0):
@@ -316,7 +322,7 @@ class _Source:
         the stored chunks of its configurations whole, so the fewer runs the less
         decoding — yet enough runs that the tasks keep every worker thread busy twice
         over."""
-        per_row = width * int(np.prod(self.table.shape[2:])) * 8
+        per_row = width * self._cell_bytes
         size = edges[0][1] - edges[0][0]
         per_run = max(1, min(HOLD_BYTES // max(per_row * size, 1),
                              SUMS_BYTES // max(width * per_config_out, 1)))
@@ -457,15 +463,26 @@ def lazy_bbc(predictions, y, *, metric, n_bootstraps, confidence_level, random_s
     m = get_metric(metric, caller=caller)
     src = _sources(predictions, m, caller)
     y, target = _target(y, src.n, m, pos_label, caller)
-    sb = M.SAMPLE_BLOCK
-    if m.kind == "pointwise" and src.n > sb:
-        conf, n_boot, seed = _bbc_args(n_bootstraps, confidence_level, random_state, caller)
-        return _bbc_by_samples(src, M.sample_blocks(src.n, sb), target, m, seed, n_boot, conf, sb,
-                               caller)
+    if _by_samples(m, src):
+        return _bbc_pointwise(src, target, m, n_bootstraps, confidence_level, random_state, caller)
     parts, offsets = src.config_parts()
     return bbc_over_blocks(parts, offsets, y, metric=m.name, n_bootstraps=n_bootstraps,
                            confidence_level=confidence_level, random_state=random_state,
                            pos_label=pos_label, class_coord=src.coord, caller=caller)
+
+
+def _by_samples(m, src):
+    """Whether BBC of metric ``m`` goes along samples: a pointwise metric of more than one
+    sample block."""
+    return m.kind == "pointwise" and src.n > M.SAMPLE_BLOCK
+
+
+def _bbc_pointwise(src, target, m, n_bootstraps, confidence_level, random_state, caller):
+    """:func:`_bbc_by_samples` over the sample blocks of ``src``, its arguments checked."""
+    conf, n_boot, seed = _bbc_args(n_bootstraps, confidence_level, random_state, caller)
+    sb = M.SAMPLE_BLOCK
+    return _bbc_by_samples(src, M.sample_blocks(src.n, sb), target, m, seed, n_boot, conf, sb,
+                           caller)
 
 
 def _bbc_args(n_bootstraps, confidence_level, random_state, caller):
@@ -561,13 +578,10 @@ def bbc_over_table(table, blocks, offsets, y, *, metric, n_bootstraps, confidenc
     than one sample block — a task's memory then does not grow with N x its group —
     else over the configuration ``blocks`` at ``offsets`` (:func:`bbc_over_blocks`)."""
     m = get_metric(metric, caller=caller)
-    sb = M.SAMPLE_BLOCK
-    if m.kind == "pointwise" and table.shape[0] > sb:
-        src = _Source.of_table(table)
-        y, target = _target(y, src.n, m, pos_label, caller)
-        conf, n_boot, seed = _bbc_args(n_bootstraps, confidence_level, random_state, caller)
-        return _bbc_by_samples(src, M.sample_blocks(src.n, sb), target, m, seed, n_boot, conf, sb,
-                               caller)
+    src = _Source.of_table(table)
+    if _by_samples(m, src):
+        _, target = _target(y, src.n, m, pos_label, caller)
+        return _bbc_pointwise(src, target, m, n_bootstraps, confidence_level, random_state, caller)
     return bbc_over_blocks(blocks, offsets, y, metric=m.name, n_bootstraps=n_bootstraps,
                            confidence_level=confidence_level, random_state=random_state,
                            pos_label=pos_label, caller=caller)

@@ -166,16 +166,7 @@ class PredictionReader:
         for i, r in enumerate(repeats):
             # one fold's chunk at a time: Zarr would decode every fold's chunk at once
             for k in range(n_folds):
-                try:
-                    if isinstance(configs, slice):
-                        raw = self.array[r, k, :, configs]
-                    else:
-                        raw = self.array.oindex[r, k, :, configs]
-                except (MemoryError, KeyboardInterrupt):
-                    raise
-                except Exception as exc:
-                    raise self._damaged(r, configs, exc) from None
-                flat[k * n_slots:(k + 1) * n_slots] = raw
+                flat[k * n_slots:(k + 1) * n_slots] = self._fetch(r, k, slice(None), configs)
             out[:, :, i] = flat[self._where[r]]
         return out
 
@@ -202,17 +193,22 @@ class PredictionReader:
                 at = slots[s0:s1] - lo
                 for win in windows:
                     sel = cfg[win]
-                    try:
-                        if sel[-1] - sel[0] == sel.size - 1:
-                            raw = self.array[r, k, s0:s1, int(sel[0]):int(sel[-1]) + 1]
-                        else:
-                            raw = self.array.oindex[r, k, slice(s0, s1), sel]
-                    except (MemoryError, KeyboardInterrupt):
-                        raise
-                    except Exception as exc:
-                        raise self._damaged(r, configs, exc) from None
-                    out[at, win[0]:win[-1] + 1, i] = raw
+                    if sel[-1] - sel[0] == sel.size - 1:  # consecutive: a slice read
+                        sel = slice(int(sel[0]), int(sel[-1]) + 1)
+                    out[at, win[0]:win[-1] + 1, i] = self._fetch(r, k, slice(s0, s1), sel)
         return out
+
+    def _fetch(self, r, k, slots, configs):
+        """``prediction[r, k, slots, configs]`` (``configs`` a slice or sorted indices);
+        a chunk that cannot be read is reported as damage, naming its file."""
+        try:
+            if isinstance(configs, slice):
+                return self.array[r, k, slots, configs]
+            return self.array.oindex[r, k, slots, configs]
+        except (MemoryError, KeyboardInterrupt):
+            raise
+        except Exception as exc:
+            raise self._damaged(r, configs, exc) from None
 
     def _damaged(self, r, configs, exc):
         """The error of an unreadable read, naming the first chunk file that fails."""
