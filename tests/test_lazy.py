@@ -322,6 +322,32 @@ def test_sample_block_groups_of_several_parts_equal_in_memory(metric, client, tm
     _same(bd.bbc(z, y, metric=metric, random_state=3, n_bootstraps=150), want)
 
 
+def test_a_dask_array_goes_in_the_groups_of_a_store(client, tmp_path, monkeypatch):
+    """A Dask-backed cube (persisted on the workers, say) is summed in the same
+    configuration groups as a Zarr store of it — several parts per task — not a task
+    per part: each task draws its sample block's counts, so a task per part drew them
+    once per part (measured: 13 times per block at 50,000 x 400, 2.2x the time)."""
+    import bbc_dask.metrics as M
+
+    monkeypatch.setattr(M, "SAMPLE_BLOCK", 128)
+    monkeypatch.setattr(L, "CHUNK_BYTES", 128 * 2 * 8 * 2)  # two configurations a part
+    monkeypatch.setattr(L, "_slots", lambda: 1)
+    p, y = _small("accuracy", n=700, c=13)
+    m = M.get_metric("accuracy")
+    edges = M.sample_blocks(700, 128)
+    z = _to_zarr(tmp_path / "c.zarr", p, ("sample", "config", "repeat"), chunk_cfg=2)
+    lazy = xr.DataArray(da.from_array(p, chunks=(100, 3, 2)), dims=("sample", "config", "repeat"))
+    groups = {}
+    for name, x in (("zarr", z), ("dask", lazy)):
+        runs, offsets = L._sources(x, m, "bbc").sample_runs(edges, 4 * 64 * 2 * 8 * 2, 128 * 2 * 4)
+        groups[name] = (offsets, [[len(parts) for _, parts in g] for g in runs])
+    assert groups["dask"] == groups["zarr"]
+    # 13 configurations: a group of 6 parts (whole parts: 12), then the last part
+    assert groups["dask"] == ([0, 12], [[6] * 6, [1] * 6])
+    want = bd.bbc(p, y, metric="accuracy", random_state=3, n_bootstraps=150)
+    _same(bd.bbc(lazy.persist(), y, metric="accuracy", random_state=3, n_bootstraps=150), want)
+
+
 def test_sample_blocks_redraw_undefined_bootstraps(client, tmp_path, monkeypatch):
     """Three positives in 700 samples: many draws leave none out of bag, are redrawn
     whole (new totals, new blocks), and the chunked path keeps the same attempts."""

@@ -221,16 +221,12 @@ class _Source:
         if self.zarr is None:
             per = _per_config_bytes((size,) + self.data.shape[1:], _DIMS[: self.data.ndim])
             width = max(1, min(self.c, CHUNK_BYTES // max(per, 1)))
-            data = self.data.rechunk({0: size, 1: width} | {i: -1 for i in range(2, self.data.ndim)})
-            d = data.to_delayed().reshape(len(edges), -1)
-            return [[[part] for part in row] for row in d], _offsets(data.chunks[1])
-        arr, key = self.zarr
-        ax, s_ax = self.dims.index("config"), self.dims.index("sample")
-        view = [len(range(*k.indices(n))) for k, n in zip(key, arr.shape)]
-        view[s_ax] = size
-        width = config_width(_per_config_bytes(view, self.dims), int(arr.chunks[ax]))
-        cfg = range(*key[ax].indices(arr.shape[ax]))  # view position -> stored index
-        rows = range(*key[s_ax].indices(arr.shape[s_ax]))
+        else:
+            arr, key = self.zarr
+            ax, s_ax = self.dims.index("config"), self.dims.index("sample")
+            view = [len(range(*k.indices(n))) for k, n in zip(key, arr.shape)]
+            view[s_ax] = size
+            width = config_width(_per_config_bytes(view, self.dims), int(arr.chunks[ax]))
         # at most SUMS_BYTES of sums per task; and enough groups that the tasks of a
         # phase keep every worker thread busy twice over — only then, since each group
         # draws every sample block's counts again (many sample blocks: one group)
@@ -238,6 +234,17 @@ class _Source:
         span = min(SUMS_BYTES // max(per_config_out, 1), HOLD_BYTES // max(per_config_held, 1),
                    -(-self.c // n_groups))
         span = max(width, span // width * width)
+        if self.zarr is None:
+            # a Dask array (persisted, say): parts of `width` configurations, a group of
+            # them per task as for a store — a part per task would draw the counts again
+            # for every part
+            data = self.data.rechunk({0: size, 1: width} | {i: -1 for i in range(2, self.data.ndim)})
+            d = data.to_delayed().reshape(len(edges), -1)
+            per_group = span // width
+            return ([[list(row[g : g + per_group]) for g in range(0, len(row), per_group)]
+                     for row in d], list(range(0, self.c, span)))
+        cfg = range(*key[ax].indices(arr.shape[ax]))  # view position -> stored index
+        rows = range(*key[s_ax].indices(arr.shape[s_ax]))
         order = [self.dims.index(d) for d in _DIMS if d in self.dims]
         grid = []
         for lo, hi in edges:
