@@ -391,6 +391,42 @@ def test_sample_blocks_plan_redraws_only_when_a_draw_is_undefined(client, tmp_pa
         assert bool(planned) == redrawn
 
 
+@pytest.mark.parametrize("y_kind", ["rare", "normal"])
+@pytest.mark.parametrize("share", [True, False])
+def test_sample_block_counts_drawn_once_while_they_fit(share, y_kind, client, tmp_path,
+                                                        monkeypatch):
+    """While every block's counts fit in COUNTS_BYTES, a sample block's counts are drawn
+    once — shared by its task in every configuration group and by the out-of-bag pass
+    — (once more after a redraw plan); beyond, every task draws its block's again. The
+    result is the same bits either way, redraws (R² of a y with two non-zero values) or
+    none."""
+    import bbc_dask.metrics as M
+    from bbc_dask.stats import _bootstrap as BS
+
+    monkeypatch.setattr(M, "SAMPLE_BLOCK", 128)
+    monkeypatch.setattr(L, "CHUNK_BYTES", 128 * 2 * 8 * 2)  # parts of 2 configurations
+    monkeypatch.setattr(L, "SUMS_BYTES", 1)  # a group per part: 3 groups
+    if not share:
+        monkeypatch.setattr(L, "COUNTS_BYTES", 0)
+    draws, real = [], BS.block_counts
+    monkeypatch.setattr(L.K, "block_counts", lambda *a: draws.append(1) or real(*a))
+    rng = np.random.default_rng(6)
+    p = rng.normal(size=(300, 5, 2))
+    z = _to_zarr(tmp_path / "r2.zarr", p, ("sample", "config", "repeat"), chunk_cfg=2)
+    y = rng.normal(size=300)
+    if y_kind == "rare":
+        y = np.zeros(300)
+        y[[7, 250]] = 1.0
+    want = bd.bbc(p, y, metric="r2", random_state=1, n_bootstraps=100)
+    assert (want.n_redrawn > 0) == (y_kind == "rare")
+    with dask.config.set(scheduler="sync"):  # in this process: the draws are seen
+        _same(bd.bbc(z, y, metric="r2", random_state=1, n_bootstraps=100), want)
+    passes = 2 if y_kind == "rare" else 1  # in-bag passes (a second with the redraws)
+    per_pass = 3 * 2  # 3 sample blocks x 2 seed blocks
+    assert len(draws) == (passes * per_pass if share else (passes * 3 + 1) * per_pass)
+    _same(bd.bbc(z, y, metric="r2", random_state=1, n_bootstraps=100), want)  # on workers
+
+
 def test_plans_decided_block_by_block_keep_the_same_attempts(client, tmp_path, monkeypatch):
     """A plan that does not keep its counts decides definedness block by block (R²'s
     spread, the base rule): the same attempts as on the whole counts, and BBC of R² with

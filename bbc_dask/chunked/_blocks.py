@@ -285,8 +285,20 @@ def _block_batches(root, stream, plans, j, n_boot):
         yield _small(counts[: n_boot - i * SEED_BLOCK])
 
 
+def block_batches(seed, stream, plans, j, n_boot):
+    """The counts of sample block ``j`` in the batches of :func:`_block_batches`, as a
+    list: drawn once and shared by every group's task of the block and by the
+    out-of-bag pass, while every block's counts fit in the dispatcher's COUNTS_BYTES."""
+    return list(_block_batches(_root(seed), stream, plans, j, n_boot))
+
+
+def _batches(counts, seed, stream, plans, j, n_boot):
+    """The batches ``counts`` (:func:`block_batches`), or drawn here if None."""
+    return _block_batches(_root(seed), stream, plans, j, n_boot) if counts is None else iter(counts)
+
+
 def block_sums(parts, target, metric, class_coord, j, size, seed, stream, plans, n_boot,
-               caller="bbc"):
+               caller="bbc", counts=None):
     """The in-bag feature sums of sample block ``j`` (``size`` samples, whose target is
     ``target``: :meth:`~bbc_dask.metrics.Target.subset`) of a group of configurations
     (``parts``: its configuration chunks, in order), for every bootstrap of ``plans``,
@@ -294,7 +306,8 @@ def block_sums(parts, target, metric, class_coord, j, size, seed, stream, plans,
 
     Returns ``{"in", "full": (fsums list of (B, c, R), gsums (B, n_g)), "defined":
     the block's definedness parts (B, k)}`` (see :func:`first_plans`). The block's
-    counts are drawn here from the block's own generators; the parts are read, encoded
+    counts are drawn here from the block's own generators (or are ``counts``, of
+    :func:`block_batches`); the parts are read, encoded
     and prepared one at a time into one feature matrix (a group is sized for it), which
     the weights of :data:`BATCH` bootstraps at a time multiply in one product. Out of
     bag only the winners are scored (:func:`oob_sums`), as the in-memory kernel does."""
@@ -302,7 +315,7 @@ def block_sums(parts, target, metric, class_coord, j, size, seed, stream, plans,
     prep = _stacked(parts, target, m, class_coord, size, caller)
     rule = m.definedness(target)  # of this block's samples: its parts combine by maximum
     ins, defined = [], []
-    for c in _block_batches(_root(seed), stream, plans, j, n_boot):
+    for c in _batches(counts, seed, stream, plans, j, n_boot):
         ins.append((prep.feature_sums(prep.weights(c)), prep.config_free_sums(c)))
         defined.append(defined_parts(rule, c, 0, size))
     ones = np.ones((1, size), dtype=np.int32)
@@ -313,17 +326,17 @@ def block_sums(parts, target, metric, class_coord, j, size, seed, stream, plans,
 
 
 def oob_sums(parts, target, metric, class_coord, j, size, seed, stream, plans, pick,
-             caller="bbc"):
+             caller="bbc", counts=None):
     """The out-of-bag feature sums of sample block ``j`` of each bootstrap's winner:
     ``parts`` hold the distinct winners (in order), ``pick[b]`` is bootstrap ``b``'s
     among them (``b < n_boot = len(pick)``). Returns ``(fsums list of (B, 1, R), gsums (B, n_g))`` — the winners'
     columns of the very products :meth:`~bbc_dask.metrics._Pointwise.winner_scores`
-    adds block by block."""
+    adds block by block. ``counts``: as for :func:`block_sums`."""
     m = get_metric(metric)
     prep = _stacked(parts, target, m, class_coord, size, caller)
     pick = np.asarray(pick, dtype=np.int64)
     fs, gs, at = [], [], 0
-    for c in _block_batches(_root(seed), stream, plans, j, len(pick)):
+    for c in _batches(counts, seed, stream, plans, j, len(pick)):
         rows = np.arange(c.shape[0])
         sel = pick[at : at + c.shape[0]]
         fs.append([f[rows, sel][:, None, :] for f in prep.feature_sums(prep.weights(c, oob=True))])
@@ -341,19 +354,22 @@ def _run_parts(parts, blocks):
 
 
 def run_sums(parts, targets, metric, class_coord, blocks, seed, stream, plans, n_boot,
-             caller="bbc"):
+             caller="bbc", counts=None):
     """:func:`block_sums` of each sample block ``(j, lo, hi)`` of a run of consecutive
-    ``blocks`` (``targets`` theirs), whose rows ``parts`` hold: read once for the run
-    (a read of a study's cube decodes whole folds). Returns their list, in order."""
-    return [block_sums(p, t, metric, class_coord, j, size, seed, stream, plans, n_boot, caller)
-            for (j, size, p), t in zip(_run_parts(parts, blocks), targets)]
+    ``blocks`` (``targets`` theirs; ``counts`` theirs, or None), whose rows ``parts``
+    hold: read once for the run (a read of a study's cube decodes whole folds). Returns
+    their list, in order."""
+    counts = [None] * len(blocks) if counts is None else counts
+    return [block_sums(p, t, metric, class_coord, j, size, seed, stream, plans, n_boot, caller, c)
+            for (j, size, p), t, c in zip(_run_parts(parts, blocks), targets, counts)]
 
 
 def run_oob_sums(parts, targets, metric, class_coord, blocks, seed, stream, plans, pick,
-                 caller="bbc"):
+                 caller="bbc", counts=None):
     """:func:`oob_sums` of each sample block of a run (see :func:`run_sums`)."""
-    return [oob_sums(p, t, metric, class_coord, j, size, seed, stream, plans, pick, caller)
-            for (j, size, p), t in zip(_run_parts(parts, blocks), targets)]
+    counts = [None] * len(blocks) if counts is None else counts
+    return [oob_sums(p, t, metric, class_coord, j, size, seed, stream, plans, pick, caller, c)
+            for (j, size, p), t, c in zip(_run_parts(parts, blocks), targets, counts)]
 
 
 def add_run(acc, sums):

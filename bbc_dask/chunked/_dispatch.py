@@ -9,7 +9,9 @@ seed block of bootstraps has its own generator. Two splits (see :mod:`._blocks`)
   counts alone and returns the block's in-bag feature sums; a chain adds the blocks in
   block order, then the group's winners are merged in a tree; a second pass sums the
   winners' columns out of bag. A task holds one sample block of a group's chunks: its
-  memory does not grow with N.
+  memory does not grow with N. While all the counts fit in :data:`COUNTS_BYTES` (B × N
+  bytes) a block's are drawn once, kept on the cluster and shared by its task in every
+  group and by the out-of-bag pass; beyond, each task draws its block's again.
 - **by sample runs** — pointwise metrics on a study's cube, stored by fold: a stored
   chunk holds a fold's samples (all of N), so any read decodes whole folds. A task reads
   a run of consecutive sample blocks of a group of stored chunks (at most
@@ -536,44 +538,61 @@ def _bbc_by_samples(src, edges, target, m, seed, n_boot, conf, sb, caller):
     # over every count) and the blocks summed again with them.
     subsets = [target.subset(lo, hi) for lo, hi in edges]
     common = (m.name, src.coord)
+    # While every block's counts fit in COUNTS_BYTES (B x N bytes) each block's are
+    # drawn once, kept on the cluster, and shared by the block's task of every group
+    # and by the out-of-bag pass — as the in-memory kernel draws them once; beyond,
+    # each task draws its block's again, so that no worker holds B x N.
+    keep = -(-n_boot // SEED_BLOCK) * SEED_BLOCK * target.n_samples <= COUNTS_BYTES
 
-    def chain(task_runs, one, many, *args):
+    def shared(plans):
+        if not keep:
+            return None
+        return dask.persist(*[delayed(K.block_batches, pure=True)(seed, "bbc", plans, j, n_boot)
+                              for j in range(len(edges))])
+
+    def chain(task_runs, one, many, *args, counts=None):
         """The sums of ``task_runs`` added in block order: a task per run (``one`` for a
         block alone, ``many`` for a run, which gives a list of its blocks' sums)."""
         acc = None
         for blocks, parts in task_runs:
             if len(blocks) == 1:
                 (j, lo, hi), = blocks
-                s = delayed(one, pure=True)(parts, subsets[j], *common, j, hi - lo, *args)
+                kw = {} if counts is None else {"counts": counts[j]}
+                s = delayed(one, pure=True)(parts, subsets[j], *common, j, hi - lo, *args, **kw)
                 acc = s if acc is None else delayed(K.add_sums, pure=True)(acc, s)
             else:
+                kw = {} if counts is None else {"counts": [counts[j] for j, _, _ in blocks]}
                 s = delayed(many, pure=True)(parts, [subsets[j] for j, _, _ in blocks], *common,
-                                             blocks, *args)
+                                             blocks, *args, **kw)
                 acc = delayed(K.add_run, pure=True)(acc, s)
         return acc
 
-    def in_bag(plans):
+    def in_bag(plans, counts):
         results = []
         for g, off in enumerate(offsets):
-            acc = chain(runs[g], K.block_sums, K.run_sums, seed, "bbc", plans, n_boot, caller)
+            acc = chain(runs[g], K.block_sums, K.run_sums, seed, "bbc", plans, n_boot, caller,
+                        counts=counts)
             results.append(delayed(K.finish_sums, pure=True, nout=3)(acc, m.name, int(off)))
         return dask.compute(_tree([r[0] for r in results], K.merge_winners),
                             [r[1] for r in results], results[0][2])
 
     plans = K.first_plans(seed, "bbc", n_boot, target.n_samples, sb)
-    (best, cfg), fulls, parts = in_bag(plans)
+    counts = shared(plans)
+    (best, cfg), fulls, parts = in_bag(plans, counts)
     attempts = [np.zeros(1, dtype=np.int64)]
     if not m.definedness(target).decide(parts).all():
         groups = dask.compute(_plans(seed, "bbc", n_boot, target.n_samples, sb,
                                      delayed(m.definedness(target), pure=True), False))[0]
         plans = [p for g in groups for p, _ in g]
         attempts = [_attempts(g) for g in groups]
-        (best, cfg), fulls, _ = in_bag(plans)
+        counts = None  # released before the redrawn ones are drawn
+        counts = shared(plans)
+        (best, cfg), fulls, _ = in_bag(plans, counts)
     # Out of bag: the distinct winners' columns only, read again block by block (a few
     # chunks), each bootstrap's winner picked from their products.
     winners, pick = np.unique(cfg, return_inverse=True)
     acc = chain(src.column_runs(edges, winners), K.oob_sums, K.run_oob_sums, seed, "bbc", plans,
-                pick, caller)
+                pick, caller, counts=counts)
     oob = dask.compute(delayed(K.finish_oob, pure=True)(acc, m.name))[0]
     return _summary((best, cfg, oob), fulls, attempts, n_boot, m.name, conf)
 
