@@ -174,9 +174,16 @@ def as_security(security, caller="bbc_dask"):
 #: glibc malloc thresholds of the workers bbc_dask starts (bytes). distributed sets
 #: ``MALLOC_TRIM_THRESHOLD_=65536`` so that workers hand freed memory back at once; that
 #: also fixes the mmap threshold at 128 kB, so every buffer of a task (a 1.6 MB chunk, a
-#: 16 MB block) is mapped and faulted in afresh: a pooled-score task took 127 instead of
-#: 80 ms (measured, N = 200,000). At 64 MiB a worker keeps at most that much freed memory.
-MALLOC_THRESHOLD = 64 * 2**20
+#: 16 MB block, a 256 kB row of bootstrap counts) is mapped and faulted in afresh: a
+#: pooled-score task took 127 instead of 80 ms (N = 200,000), a sample block of the
+#: chunked BBC 0.23 instead of 0.14 s. 4 MiB keeps the speed (measured on 2 workers:
+#: the engine at N = 200,000 556-575 config-folds/s, against 570-599 at 64 MiB and 404 at
+#: distributed's setting; the chunked BBC's speed and scale runs of
+#: ``benchmarks/bench_bbc_cluster.py`` 20-50% faster than at distributed's setting, at
+#: the same peak memory), while a worker keeps at most 4 MiB freed per arena: at 64 MiB,
+#: workers of 400 MB paused (past 80% of their memory) in the chunked BBC of 1,000,000
+#: samples, which at 4 MiB peaks at 148 MiB.
+MALLOC_THRESHOLD = 4 * 2**20
 #: The environment of every worker this module starts (locally through the nanny's
 #: ``pre-spawn-environ``, on Kubernetes in the worker containers; the image sets it too).
 #: A nanny takes ``MALLOC_TRIM_THRESHOLD_`` from its own environment over its config.

@@ -3,11 +3,13 @@ cube, in this same process.
 
 1. Speed. Accuracy on N x C x 2 repeats float32 (default 50,000 x 400), B = 200, and
    ROC AUC on N x 100 x 2: the in-memory ``bbc`` on the loaded arrays against ``bbc`` on
-   the cube opened with xarray, with 1 and 2 workers (one thread each). Printed: seconds
-   and the ratio cluster / in-memory (the load from Zarr is timed apart and is not in
-   the in-memory time; the cluster reads the store itself, inside its time).
+   the cube opened with xarray, with 1 and 2 workers (one thread each) of the cluster
+   bbc_dask starts (``bd.make_client``), and 2 workers of a plain ``LocalCluster``
+   (distributed's malloc settings, as a user's own cluster). Printed: seconds and the
+   ratio cluster / in-memory (the load from Zarr is timed apart and is not in the
+   in-memory time; the cluster reads the store itself, inside its time).
 2. Scale. 1,000,000 x 100 x 2 float32 (accuracy) and 200,000 x 100 x 2 (ROC AUC) on 2
-   workers of 400 MB each, while a watcher records worker restarts and pauses; printed:
+   workers of 400 MB each (bbc_dask's cluster), while a watcher records worker restarts and pauses; printed:
    the time, each worker's peak RSS, and whether the result equals the in-memory one.
 2b. A study's store, 1,000,000 samples x 100 configurations x 2 repeats x 5 folds
    (accuracy), written by the engine (predictions stored by fold): the same watch, on 2
@@ -70,6 +72,19 @@ def make_cube(store, n, c, r, metric, seed=0, storage_options=None):
             else:
                 z[s0:s0 + ys.shape[0], c0:c0 + w, :] = rng.normal(size=(ys.shape[0], w, r)) + ys * q
     return y
+
+
+def cluster(workers, limit=None, plain=False):
+    """A client of ``workers`` single-threaded local workers (``limit`` bytes each): the
+    cluster bbc_dask starts (``bd.make_client``, its workers' malloc thresholds: see
+    ``bbc_dask.cluster.MALLOC_THRESHOLD``), or with ``plain`` a ``LocalCluster`` with
+    distributed's own settings, as a user's cluster would be."""
+    opts = dict(n_workers=workers, threads_per_worker=1, dashboard_address=":0")
+    if limit is not None:
+        opts["memory_limit"] = limit
+    if plain:
+        return Client(LocalCluster(**opts))  # closing the client closes this cluster
+    return bd.make_client("local", **opts)
 
 
 def _probe_start():
@@ -163,9 +178,8 @@ def speed(tmp, n, c, c_auc, B):
                                          random_state=0))[1] for _ in range(2))
         cube = open_cube(path)
         print(f"   {metric:9s} in-memory kernel {t_mem:7.2f} s (load {t_load:.2f} s)")
-        for workers in (1, 2):
-            with LocalCluster(n_workers=workers, threads_per_worker=1, dashboard_address=":0") as cl, \
-                    Client(cl) as cli:
+        for workers, plain in ((1, False), (2, False), (2, True)):
+            with cluster(workers, plain=plain) as cli:
                 bd.bbc(cube, y, metric=metric, n_bootstraps=B, random_state=0)  # warm (JIT, imports)
                 t = []
                 for _ in range(2):
@@ -174,8 +188,9 @@ def speed(tmp, n, c, c_auc, B):
                                                    random_state=0))
                     t.append(ti)
                 t = min(t)
+            kind = "distributed's malloc" if plain else "bbc_dask's cluster"
             print(f"   {metric:9s} cluster {workers} worker(s) {t:7.2f} s   ratio {t / t_mem:5.2f}"
-                  f"   equal: {same(got, mem)}")
+                  f"   equal: {same(got, mem)}   ({kind})")
         arr = None  # free it before the next cube
         shutil.rmtree(path)
 
@@ -184,8 +199,7 @@ def scale(stores, limit, B, where, storage_options=None):
     for (metric, n, c), store in stores.items():
         y = make_cube(store, n, c, 2, metric, storage_options=storage_options)
         gb = n * c * 2 * 4 / 1e9
-        with LocalCluster(n_workers=2, threads_per_worker=1, memory_limit=limit,
-                          dashboard_address=":0") as cl, Client(cl) as cli:
+        with cluster(2, limit) as cli:
             cli.run(_probe_start)
             cube = open_cube(store, storage_options)
             (got, t), ok, seen = watched(
@@ -226,14 +240,13 @@ def study_scale(store, n, c, limit, B, where, storage_options=None):
     rng = np.random.default_rng(0)
     X = rng.normal(size=(n, 3)).astype(np.float32)
     y = (X[:, 0] + rng.normal(size=n) > 0).astype(int)
-    with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=":0") as cl, Client(cl) as cli:
+    with cluster(2) as cli:
         _, t_build = timed(lambda: bd.run_study(
             _null_label(), {"c": list(range(c))}, X, y, store=store, metric="accuracy", n_splits=5,
             n_repeats=2, random_state=0, client=cli, progress=False, refit=False,
             storage_options=storage_options))
     study = bd.open_study(store, storage_options=storage_options)
-    with LocalCluster(n_workers=2, threads_per_worker=1, memory_limit=limit,
-                      dashboard_address=":0") as cl, Client(cl) as cli:
+    with cluster(2, limit) as cli:
         cli.run(_probe_start)
         (got, t), ok, seen = watched(
             cli, lambda: timed(lambda: study.bbc(chunked=True, n_bootstraps=B, random_state=0)))
