@@ -174,26 +174,28 @@ def as_security(security, caller="bbc_dask"):
 #: glibc malloc thresholds of the workers bbc_dask starts (bytes). distributed sets
 #: ``MALLOC_TRIM_THRESHOLD_=65536`` so that workers hand freed memory back at once; that
 #: also fixes the mmap threshold at 128 kB, so every buffer of a task (a 1.6 MB chunk, a
-#: 16 MB block, a 256 kB row of bootstrap counts) is mapped and faulted in afresh: a
+#: 400 kB argsort, a 256 kB row of bootstrap counts) is mapped and faulted in afresh: a
 #: pooled-score task took 127 instead of 80 ms (N = 200,000), a sample block of the
-#: chunked BBC 0.23 instead of 0.14 s. 4 MiB keeps the speed (measured on 2 workers:
-#: the engine at N = 200,000 556-575 config-folds/s, against 570-599 at 64 MiB and 404 at
-#: distributed's setting; the chunked BBC's speed and scale runs of
-#: ``benchmarks/bench_bbc_cluster.py`` 20-50% faster than at distributed's setting, at
-#: the same peak memory), while a worker keeps at most 4 MiB freed per arena: at 64 MiB,
-#: workers of 400 MB paused (past 80% of their memory) in the chunked BBC of 1,000,000
-#: samples, which at 4 MiB peaks at 148 MiB.
-MALLOC_THRESHOLD = 4 * 2**20
+#: chunked BBC 0.23 instead of 0.14 s. Buffers under 1 MiB come from the heap instead,
+#: and a worker keeps at most 4 MiB freed at the top of a heap. Measured on 2 workers
+#: (mmap / trim thresholds): the engine at N = 200,000 ran 547-577 config-folds/s at
+#: 1 MiB / 4 MiB, 570-599 at 64 / 64 MiB, 404 at distributed's setting; the chunked BBC
+#: of a 1,000,000-sample study on workers of 400 MB took 16.8 s with peaks of 246 MiB at
+#: 1 / 4 MiB, 16.5 s and 288 MiB at 4 / 4 MiB, 25.8 s and 218 MiB at distributed's; and
+#: at 64 / 64 MiB those workers stalled past 300 MB (the pause threshold is 320 MB) in
+#: the chunked BBC of 1,000,000 x 100 x 2.
+MALLOC_MMAP_THRESHOLD = 2**20
+MALLOC_TRIM_THRESHOLD = 4 * 2**20
 #: The environment of every worker this module starts (locally through the nanny's
 #: ``pre-spawn-environ``, on Kubernetes in the worker containers; the image sets it too).
 #: A nanny takes ``MALLOC_TRIM_THRESHOLD_`` from its own environment over its config.
-WORKER_ENV = {"MALLOC_TRIM_THRESHOLD_": str(MALLOC_THRESHOLD),
-              "MALLOC_MMAP_THRESHOLD_": str(MALLOC_THRESHOLD)}
+WORKER_ENV = {"MALLOC_TRIM_THRESHOLD_": str(MALLOC_TRIM_THRESHOLD),
+              "MALLOC_MMAP_THRESHOLD_": str(MALLOC_MMAP_THRESHOLD)}
 
 
 @contextlib.contextmanager
 def _malloc_thresholds():
-    """Workers spawned inside get :data:`MALLOC_THRESHOLD` unless the user configured
+    """Workers spawned inside get :data:`WORKER_ENV` unless the user configured
     ``distributed.nanny.pre-spawn-environ`` differently from distributed's default."""
     import dask
 

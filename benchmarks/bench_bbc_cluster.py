@@ -77,7 +77,7 @@ def make_cube(store, n, c, r, metric, seed=0, storage_options=None):
 def cluster(workers, limit=None, plain=False):
     """A client of ``workers`` single-threaded local workers (``limit`` bytes each): the
     cluster bbc_dask starts (``bd.make_client``, its workers' malloc thresholds: see
-    ``bbc_dask.cluster.MALLOC_THRESHOLD``), or with ``plain`` a ``LocalCluster`` with
+    ``bbc_dask.cluster.WORKER_ENV``), or with ``plain`` a ``LocalCluster`` with
     distributed's own settings, as a user's cluster would be."""
     opts = dict(n_workers=workers, threads_per_worker=1, dashboard_address=":0")
     if limit is not None:
