@@ -34,18 +34,18 @@ import tempfile
 import threading
 import time
 
-np = xr = zarr = BloscCodec = Client = LocalCluster = bd = SAMPLE_BLOCK = None  # _imports()
+np = xr = zarr = BloscCodec = Client = bd = SAMPLE_BLOCK = None  # _imports()
 
 
 def _imports():
     """The heavy imports, in the client process only: the workers (spawned processes that
     import this module as their ``__main__``) then hold what a worker needs, not xarray
     and pandas — their memory is what is measured."""
-    global np, xr, zarr, BloscCodec, Client, LocalCluster, bd, SAMPLE_BLOCK
+    global np, xr, zarr, BloscCodec, Client, bd, SAMPLE_BLOCK
     import numpy as np
     import xarray as xr
     import zarr
-    from distributed import Client, LocalCluster
+    from distributed import Client
     from zarr.codecs import BloscCodec
 
     import bbc_dask as bd
@@ -83,7 +83,7 @@ def cluster(workers, limit=None, plain=False):
     if limit is not None:
         opts["memory_limit"] = limit
     if plain:
-        return Client(LocalCluster(**opts))  # closing the client closes this cluster
+        return Client(**opts)  # a LocalCluster of the client's own: closed with it
     return bd.make_client("local", **opts)
 
 

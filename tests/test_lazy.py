@@ -344,6 +344,16 @@ def test_a_dask_array_goes_in_the_groups_of_a_store(client, tmp_path, monkeypatc
     assert groups["dask"] == groups["zarr"]
     # 13 configurations: a group of 6 parts (whole parts: 12), then the last part
     assert groups["dask"] == ([0, 12], [[6] * 6, [1] * 6])
+    # a Dask task gets its parts loaded at once: their raw bytes (float64 labels here,
+    # twice the features' float32) keep to HOLD_BYTES too — 2 parts where a store's
+    # task has 4
+    monkeypatch.setattr(L, "HOLD_BYTES", 2 * (2 * 128 * 2 * 8))
+    lazy64 = xr.DataArray(da.from_array(p.astype(np.float64), chunks=(100, 3, 2)),
+                          dims=("sample", "config", "repeat"))
+    for name, x in (("zarr", z), ("dask", lazy64)):
+        runs, offsets = L._sources(x, m, "bbc").sample_runs(edges, 4 * 64 * 2 * 8 * 2, 128 * 2 * 4)
+        groups[name] = (offsets, [max(len(parts) for _, parts in g) for g in runs])
+    assert groups["zarr"] == ([0, 8], [4, 3]) and groups["dask"] == ([0, 4, 8, 12], [2, 2, 2, 1])
     want = bd.bbc(p, y, metric="accuracy", random_state=3, n_bootstraps=150)
     _same(bd.bbc(lazy.persist(), y, metric="accuracy", random_state=3, n_bootstraps=150), want)
 
@@ -424,7 +434,20 @@ def test_sample_block_counts_drawn_once_while_they_fit(share, y_kind, client, tm
     passes = 2 if y_kind == "rare" else 1  # in-bag passes (a second with the redraws)
     per_pass = 3 * 2  # 3 sample blocks x 2 seed blocks
     assert len(draws) == (passes * per_pass if share else (passes * 3 + 1) * per_pass)
-    _same(bd.bbc(z, y, metric="r2", random_state=1, n_bootstraps=100), want)  # on workers
+    # on the two workers: the shared counts are copied to both (else every task of a
+    # block would be tied to the worker that drew its counts)
+    held, real_replicate = [], L._replicate
+
+    def replicate(persisted):
+        real_replicate(persisted)
+        from distributed import futures_of
+
+        futures = futures_of(persisted)
+        held.extend(len(w) for w in client.who_has(futures).values())
+
+    monkeypatch.setattr(L, "_replicate", replicate)
+    _same(bd.bbc(z, y, metric="r2", random_state=1, n_bootstraps=100), want)
+    assert held == ([2] * 3 * passes if share else []), held
 
 
 def test_plans_decided_block_by_block_keep_the_same_attempts(client, tmp_path, monkeypatch):

@@ -289,7 +289,10 @@ def block_batches(seed, stream, plans, j, n_boot):
     """The counts of sample block ``j`` in the batches of :func:`_block_batches`, as a
     list: drawn once and shared by every group's task of the block and by the
     out-of-bag pass, while every block's counts fit in the dispatcher's COUNTS_BYTES."""
-    return list(_block_batches(_root(seed), stream, plans, j, n_boot))
+    out = list(_block_batches(_root(seed), stream, plans, j, n_boot))
+    for c in out:  # shared by tasks in this process too: none may write into them
+        c.flags.writeable = False
+    return out
 
 
 def _batches(counts, seed, stream, plans, j, n_boot):

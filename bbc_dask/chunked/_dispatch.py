@@ -16,8 +16,9 @@ seed block of bootstraps has its own generator. Two splits (see :mod:`._blocks`)
   chunk holds a fold's samples (all of N), so any read decodes whole folds. A task reads
   a run of consecutive sample blocks of a group of stored chunks (at most
   :data:`HOLD_BYTES` as read, a few chunks decoded at a time) and sums each block as
-  above; about sqrt(cube / HOLD_BYTES) groups balance the draws (each group draws every
-  block's counts) against the decoding (each run decodes its group's chunks whole).
+  above; about sqrt(cube / HOLD_BYTES) groups balance the draws (beyond COUNTS_BYTES each
+  group draws every block's counts) against the decoding (each run decodes its group's
+  chunks whole).
   A task holds at most HOLD_BYTES as read (a group narrows until one block fits) and
   :data:`~bbc_dask.cube._layout.READ_BYTES` of decoded stored chunks (at least one, whose
   size grows with N/K).
@@ -75,8 +76,9 @@ COUNTS_BYTES = 32 * 2**20
 SUMS_BYTES = 32 * 2**20
 #: Prepared features a sample-block task holds (its group of configurations, stacked):
 #: beyond, the configurations are split in groups, and each group draws the block's
-#: counts again (measured: 16 MiB groups of a 400-configuration cube made the draws
-#: the larger part of the time). These tasks never load numba (~140 MiB).
+#: counts again unless they are shared (measured: 16 MiB groups of a 400-configuration
+#: cube made the draws the larger part of the time). These tasks never load numba
+#: (~140 MiB).
 HOLD_BYTES = 64 * 2**20
 
 _DIMS = V.CUBE_DIMS
@@ -231,18 +233,22 @@ class _Source:
             width = config_width(_per_config_bytes(view, self.dims), int(arr.chunks[ax]))
         # at most SUMS_BYTES of sums per task; and enough groups that the tasks of a
         # phase keep every worker thread busy twice over — only then, since each group
-        # draws every sample block's counts again (many sample blocks: one group)
+        # reads (and, beyond COUNTS_BYTES, draws) every sample block's counts again
+        # (many sample blocks: one group)
         n_groups = -(-2 * _slots() // len(edges))
         span = min(SUMS_BYTES // max(per_config_out, 1), HOLD_BYTES // max(per_config_held, 1),
                    -(-self.c // n_groups))
         span = max(width, span // width * width)
         if self.zarr is None:
             # a Dask array (persisted, say): parts of `width` configurations, a group of
-            # them per task as for a store — a part per task would draw the counts again
-            # for every part
+            # them per task as for a store — a part per task would read (or draw) the
+            # counts again for every part. A task gets its parts loaded, all at once
+            # (a store's are read one at a time): they too take at most HOLD_BYTES.
             data = self.data.rechunk({0: size, 1: width} | {i: -1 for i in range(2, self.data.ndim)})
             d = data.to_delayed().reshape(len(edges), -1)
-            per_group = span // width
+            raw = size * int(np.prod(self.data.shape[2:])) * self.data.dtype.itemsize
+            per_group = max(1, min(span // width, HOLD_BYTES // max(width * raw, 1)))
+            span = per_group * width
             return ([[list(row[g : g + per_group]) for g in range(0, len(row), per_group)]
                      for row in d], list(range(0, self.c, span)))
         cfg = range(*key[ax].indices(arr.shape[ax]))  # view position -> stored index
@@ -521,6 +527,18 @@ def _attempts(group):
     return np.concatenate([plan.attempts for plan, _ in group])
 
 
+def _replicate(persisted):
+    """Copy persisted results to every worker of their distributed cluster (nothing for
+    a local scheduler: they are in this process)."""
+    try:
+        from distributed import futures_of
+    except ImportError:  # pragma: no cover - distributed is a dependency
+        return
+    futures = futures_of(persisted)
+    if futures and len(futures[0].client.scheduler_info()["workers"]) > 1:
+        futures[0].client.replicate(futures)
+
+
 def _bbc_by_samples(src, edges, target, m, seed, n_boot, conf, sb, caller):
     """BBC of a pointwise metric over (sample block, configuration group) tasks, in two
     passes as the in-memory kernel: every configuration in bag, then the winners alone
@@ -538,17 +556,22 @@ def _bbc_by_samples(src, edges, target, m, seed, n_boot, conf, sb, caller):
     # over every count) and the blocks summed again with them.
     subsets = [target.subset(lo, hi) for lo, hi in edges]
     common = (m.name, src.coord)
-    # While every block's counts fit in COUNTS_BYTES (B x N bytes) each block's are
-    # drawn once, kept on the cluster, and shared by the block's task of every group
-    # and by the out-of-bag pass — as the in-memory kernel draws them once; beyond,
-    # each task draws its block's again, so that no worker holds B x N.
+    # While every block's counts fit in COUNTS_BYTES (B x N bytes, B rounded up to
+    # whole seed blocks) each block's are drawn once, kept on the cluster and shared by
+    # the block's task of every group and by the out-of-bag pass — as the in-memory
+    # kernel draws them once; beyond, each task draws its block's again, so that no
+    # worker holds B x N. On a distributed cluster the shared counts are copied to
+    # every worker (at most COUNTS_BYTES each): a task's only dependency would
+    # otherwise tie it to the worker that drew them, and leave other workers idle.
     keep = -(-n_boot // SEED_BLOCK) * SEED_BLOCK * target.n_samples <= COUNTS_BYTES
 
     def shared(plans):
         if not keep:
             return None
-        return dask.persist(*[delayed(K.block_batches, pure=True)(seed, "bbc", plans, j, n_boot)
-                              for j in range(len(edges))])
+        counts = dask.persist(*[delayed(K.block_batches, pure=True)(seed, "bbc", plans, j, n_boot)
+                                for j in range(len(edges))])
+        _replicate(counts)
+        return counts
 
     def chain(task_runs, one, many, *args, counts=None):
         """The sums of ``task_runs`` added in block order: a task per run (``one`` for a
@@ -581,11 +604,11 @@ def _bbc_by_samples(src, edges, target, m, seed, n_boot, conf, sb, caller):
     (best, cfg), fulls, parts = in_bag(plans, counts)
     attempts = [np.zeros(1, dtype=np.int64)]
     if not m.definedness(target).decide(parts).all():
+        counts = None  # released before the plans' pass over every count, and the redraws
         groups = dask.compute(_plans(seed, "bbc", n_boot, target.n_samples, sb,
                                      delayed(m.definedness(target), pure=True), False))[0]
         plans = [p for g in groups for p, _ in g]
         attempts = [_attempts(g) for g in groups]
-        counts = None  # released before the redrawn ones are drawn
         counts = shared(plans)
         (best, cfg), fulls, _ = in_bag(plans, counts)
     # Out of bag: the distinct winners' columns only, read again block by block (a few
