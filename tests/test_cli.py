@@ -221,3 +221,26 @@ def test_run_on_an_existing_scheduler(tmp_path, make_local_client):
         # the fits ran on this scheduler (not on a cluster of the file's 7 workers)
         prefixes = set(cl.scheduler.task_prefixes)
         assert any(p.startswith("bbc-fit") for p in prefixes), prefixes
+
+
+def test_cli_local_workers_log_nothing_below_critical():
+    """The command's local workers print nothing below CRITICAL unless --debug: at ERROR a
+    worker whose heartbeat met the scheduler closing, after a run stopped on a full
+    disk, printed a 30-line traceback under the command's one-line error (seen once in
+    CI). With --debug (the driver's Dask logging left as it is) they keep ERROR."""
+    import logging
+
+    from bbc_dask.cli._commands import _client
+
+    spec = {"cluster": {"kind": "local", "n_workers": 1}}
+    log = logging.getLogger("distributed")
+    level = log.level
+    try:
+        log.setLevel(logging.ERROR)  # as the command sets it without --debug
+        assert _client(spec, None)["silence_logs"] == logging.CRITICAL
+        log.setLevel(logging.NOTSET)
+        assert _client(spec, None)["silence_logs"] == logging.ERROR
+        spec["cluster"]["silence_logs"] = logging.INFO  # a study file's own choice wins
+        assert _client(spec, None)["silence_logs"] == logging.INFO
+    finally:
+        log.setLevel(level)

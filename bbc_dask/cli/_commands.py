@@ -130,7 +130,12 @@ def _client(spec, scheduler):
     if kind == "local":
         import logging
 
-        cluster.setdefault("silence_logs", logging.ERROR)  # the workers' warnings too
+        # The workers' lines are noise on a terminal that gets this command's own, even
+        # at ERROR: a worker whose heartbeat meets the scheduler closing — after a run
+        # stopped on an error — logs a traceback of 30 lines. Unless --debug (which
+        # leaves the driver's Dask logging as it is), workers say nothing below CRITICAL.
+        quiet = logging.getLogger("distributed").level >= logging.ERROR
+        cluster.setdefault("silence_logs", logging.CRITICAL if quiet else logging.ERROR)
     return {"kind": kind, **cluster}
 
 
