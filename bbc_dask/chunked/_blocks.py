@@ -348,12 +348,14 @@ def oob_sums(parts, target, metric, class_coord, j, size, seed, stream, plans, p
     return [np.concatenate(f, axis=0) for f in zip(*fs)], np.concatenate(gs)
 
 
-def _run_parts(parts, blocks):
-    """Per block ``(j, lo, hi)`` of a run, ``parts`` (read once, all of the run's rows)
-    cut to the block's rows."""
+def _run_parts(parts, blocks, counts):
+    """Per block ``(j, lo, hi)`` of a run: ``j``, its size, ``parts`` (read once, all of
+    the run's rows) cut to the block's rows, and its shared counts (``counts``, one per
+    block, or None: drawn by the task)."""
     data, base = [np.asarray(_load(p)) for p in parts], blocks[0][1]
-    for j, lo, hi in blocks:
-        yield j, hi - lo, [d[lo - base : hi - base] for d in data]
+    counts = [None] * len(blocks) if counts is None else counts
+    for (j, lo, hi), c in zip(blocks, counts):
+        yield j, hi - lo, [d[lo - base : hi - base] for d in data], c
 
 
 def run_sums(parts, targets, metric, class_coord, blocks, seed, stream, plans, n_boot,
@@ -362,17 +364,15 @@ def run_sums(parts, targets, metric, class_coord, blocks, seed, stream, plans, n
     ``blocks`` (``targets`` theirs; ``counts`` theirs, or None), whose rows ``parts``
     hold: read once for the run (a read of a study's cube decodes whole folds). Returns
     their list, in order."""
-    counts = [None] * len(blocks) if counts is None else counts
     return [block_sums(p, t, metric, class_coord, j, size, seed, stream, plans, n_boot, caller, c)
-            for (j, size, p), t, c in zip(_run_parts(parts, blocks), targets, counts)]
+            for (j, size, p, c), t in zip(_run_parts(parts, blocks, counts), targets)]
 
 
 def run_oob_sums(parts, targets, metric, class_coord, blocks, seed, stream, plans, pick,
                  caller="bbc", counts=None):
     """:func:`oob_sums` of each sample block of a run (see :func:`run_sums`)."""
-    counts = [None] * len(blocks) if counts is None else counts
     return [oob_sums(p, t, metric, class_coord, j, size, seed, stream, plans, pick, caller, c)
-            for (j, size, p), t, c in zip(_run_parts(parts, blocks), targets, counts)]
+            for (j, size, p, c), t in zip(_run_parts(parts, blocks, counts), targets)]
 
 
 def add_run(acc, sums):

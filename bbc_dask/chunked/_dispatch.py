@@ -530,10 +530,8 @@ def _attempts(group):
 def _replicate(persisted):
     """Copy persisted results to every worker of their distributed cluster (nothing for
     a local scheduler: they are in this process)."""
-    try:
-        from distributed import futures_of
-    except ImportError:  # pragma: no cover - distributed is a dependency
-        return
+    from distributed import futures_of
+
     futures = futures_of(persisted)
     if futures and len(futures[0].client.scheduler_info()["workers"]) > 1:
         futures[0].client.replicate(futures)
