@@ -37,9 +37,10 @@ from ..stats._winner import select
 #: their float32 weights take BATCH x 32,768 x 4 bytes (8 MiB), large enough for BLAS.
 BATCH = 64
 
-__all__ = ["BATCH", "ZarrBlock", "add_run", "add_sums", "block_sums", "chunk_fold_matrix", "chunk_pooled",
-           "finish_oob", "finish_sums", "first_plans", "merge_winners", "oob_sums", "plan_group",
-           "prepare_and_score", "prepare_block", "run_oob_sums", "run_sums", "score_block"]
+__all__ = ["BATCH", "ZarrBlock", "add_run", "add_sums", "block_sums", "chunk_fold_matrix",
+           "chunk_pooled", "dropping_sums", "finish_dropping", "finish_oob", "finish_sums",
+           "first_plans", "merge_winners", "oob_sums", "plan_group", "prepare_and_score",
+           "prepare_block", "run_dropping_sums", "run_oob_sums", "run_sums", "score_block"]
 
 
 class ZarrBlock:
@@ -393,8 +394,11 @@ def add_sums(a, b):
     results: blocks are added in block order, as the in-memory kernel adds them; their
     definedness parts combine by maximum."""
     if isinstance(a, dict):
-        return {name: np.maximum(a[name], b[name]) if name == "defined" else add_sums(a[name], b[name])
-                for name in a}
+        # a name one of them lacks (a repeat of which a block of the dropping test has no
+        # sample available: its weights there are all zero) adds nothing
+        return {name: a[name] if name not in b else b[name] if name not in a
+                else np.maximum(a[name], b[name]) if name == "defined" else add_sums(a[name], b[name])
+                for name in list(a) + [k for k in b if k not in a]}
     return [x + y for x, y in zip(a[0], b[0])], a[1] + b[1]
 
 
@@ -415,6 +419,100 @@ def finish_oob(total, metric):
     m = get_metric(metric)
     with np.errstate(divide="ignore", invalid="ignore"):
         return m.combine(*total)[:, 0, :].mean(axis=1)
+
+
+# ------------------------------------------------- the dropping test by sample blocks
+def _dropping_preps(parts, target, avail, m, class_coord, size, caller):
+    """Per repeat, the prepared metric of a sample block of a group's configurations
+    (``parts``, every repeat) on that repeat alone, as :class:`DroppingScorer` prepares
+    each repeat; None where no sample of the block is available in the repeat (its
+    weights there are all zero: the in-memory sums add zeros). A sample not available
+    in a repeat takes the values of the block's first one that is: its weight is zero
+    in that repeat, so any valid prediction gives the same sums."""
+    data = [np.asarray(_load(p)) for p in parts]
+    preps = []
+    for r in range(avail.shape[1]):
+        ok = avail[:, r]
+        if not ok.any():
+            preps.append(None)
+            continue
+        first = int(np.flatnonzero(ok)[0])
+        filled = []
+        for d in data:
+            x = d[:, :, r : r + 1]
+            if x.dtype.kind == "f" and not ok.all():
+                x = x.copy()
+                x[~ok] = x[first]
+            filled.append(x)
+        preps.append(_stacked(filled, target, m, class_coord, size, caller))
+        del filled
+    return preps
+
+
+def dropping_sums(parts, block, metric, class_coord, j, size, seed, plans, n_boot,
+                  caller="dropping_test", counts=None):
+    """The dropping test's in-bag feature sums of sample block ``j`` (``size`` samples;
+    ``block = (target, available (size, R) bool)`` of its samples) of a group of
+    configurations, per repeat ``r`` with the weights ``counts x available[:, r]`` (the
+    products :class:`DroppingScorer` adds block by block), and for unit weights.
+
+    Returns ``{"in": {r: (fsums, gsums)}, "full": {r: ...}, "defined": the block's
+    parts of the :class:`MaskedRule` (B, k)}``; a repeat with no sample available in the
+    block is left out. Counts as for :func:`block_sums` (stream ``"dropping"``)."""
+    target, avail = block
+    m = get_metric(metric)
+    preps = _dropping_preps(parts, target, avail, m, class_coord, size, caller)
+    mask = np.ascontiguousarray(avail.T, dtype=np.int32)  # (R, size), as DroppingScorer's
+    rule = m.definedness(target)
+    ins = {r: [] for r, p in enumerate(preps) if p is not None}
+    defined = []
+    for c in _batches(counts, seed, "dropping", plans, j, n_boot):
+        parts = []
+        for r in range(mask.shape[0]):
+            w = c * mask[r]  # int32, as the in-memory counts times the mask
+            # the MaskedRule's parts (each repeat's, side by side) of the masked counts
+            # at hand, not of another product
+            parts.append(defined_parts(rule, w, 0, size))
+            if r in ins:
+                ins[r].append((preps[r].feature_sums(preps[r].weights(w)),
+                               preps[r].config_free_sums(w)))
+        defined.append(np.concatenate(parts, axis=1))
+    full = {}
+    for r in ins:
+        w = mask[r : r + 1]  # unit weights times the mask
+        full[r] = (preps[r].feature_sums(preps[r].weights(w)), preps[r].config_free_sums(w))
+    return {"in": {r: _joined(got) for r, got in ins.items()}, "full": full,
+            "defined": np.concatenate(defined)}
+
+
+def _joined(batches):
+    """The ``(fsums list, gsums)`` of batches of bootstraps, joined in bootstrap order."""
+    fs, gs = zip(*batches)
+    return [np.concatenate(f, axis=0) for f in zip(*fs)], np.concatenate(gs)
+
+
+def run_dropping_sums(parts, blocks_in, metric, class_coord, blocks, seed, plans, n_boot,
+                      caller="dropping_test", counts=None):
+    """:func:`dropping_sums` of each sample block of a run (see :func:`run_sums`);
+    ``blocks_in`` their ``(target, available)``."""
+    return [dropping_sums(p, b, metric, class_coord, j, size, seed, plans, n_boot, caller, c)
+            for (j, size, p, c), b in zip(_run_parts(parts, blocks, counts), blocks_in)]
+
+
+def finish_dropping(total, metric, shape):
+    """``(full (c,), scores (n_boot, c), definedness parts)`` of a group of
+    configurations from its summed :func:`dropping_sums`: per repeat the metric of the
+    sums, then their mean over repeats — as :meth:`DroppingScorer.scores`. A repeat
+    with no sample available anywhere scores NaN (every draw is then undefined)."""
+    m = get_metric(metric)
+    n_rep = shape[2]
+
+    def scores(part, rows):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.mean([m.combine(*part[r])[:, :, 0] if r in part
+                            else np.full((rows, shape[1]), np.nan) for r in range(n_rep)], axis=0)
+
+    return scores(total["full"], 1)[0], scores(total["in"], shape[0]), total["defined"]
 
 
 # -------------------------------------------------------------------------- others

@@ -270,18 +270,19 @@ class _Source:
         return grid, list(range(0, self.c, span))
 
 
-    def sample_runs(self, edges, per_config_out, per_config_held):
+    def sample_runs(self, edges, per_config_out, per_config_held, n_boot=0):
         """``(runs, offsets)``: ``runs[g]`` the tasks of configuration group ``g`` (starting
         at ``offsets[g]``), in sample order, each ``(blocks, parts)``: the consecutive
         sample blocks ``blocks`` (a list of ``(j, lo, hi)``) that ``parts`` (in
         configuration order) hold. One block per task, except where a read decodes whole
-        columns (a study's cube, stored by fold): there a task reads a run of blocks."""
+        columns (a study's cube, stored by fold): there a task reads a run of blocks;
+        ``n_boot`` bootstraps (see :meth:`_table_groups`)."""
         if self.table is None:
             grid, offsets = self.sample_grid(edges, per_config_out, per_config_held)
             return [[([(j, lo, hi)], grid[j][g]) for j, (lo, hi) in enumerate(edges)]
                     for g in range(len(offsets))], offsets
         t = self.table
-        groups = self._table_groups(edges, per_config_out)
+        groups = self._table_groups(edges, per_config_out, n_boot)
         runs = self._runs(edges, max(g.size for g in groups), len(groups), per_config_out)
         return ([[(blocks, [t.part(slice(int(g[0]), int(g[-1]) + 1), blocks[0][1], blocks[-1][2])])
                   for blocks in runs] for g in groups], [int(g[0]) for g in groups])
@@ -301,7 +302,7 @@ class _Source:
         every repeat and class)."""
         return int(np.prod(self.table.shape[2:])) * 8
 
-    def _table_groups(self, edges, per_config_out):
+    def _table_groups(self, edges, per_config_out, n_boot=0):
         """The configurations of a study's cube in groups of consecutive stored chunks
         (or parts of one). Every group draws every sample block's counts; every run of
         sample blocks decodes its group's stored chunks whole (a chunk holds a fold).
@@ -309,12 +310,15 @@ class _Source:
         and (cube / g / HOLD_BYTES) decodings of the cube: about as many groups as runs,
         g = sqrt(cube / HOLD_BYTES), balances the two (measured, 10^6 samples: a draw of
         every count, 256 bootstraps, and a decoding of the cube's float64 are seconds
-        each). A group is narrower still where one sample block of it as read would
+        each); with more bootstraps (``n_boot``) a draw costs more, and g shrinks as
+        sqrt(256 / n_boot) (the dropping test's 1,000: about half as many groups). A
+        group is narrower still where one sample block of it as read would
         exceed HOLD_BYTES, or its sums (``per_config_out`` bytes per configuration)
         :data:`SUMS_BYTES`: many configurations of few samples."""
         t, per = self.table, self._cell_bytes
         cube = self.n * self.c * per
-        n_groups = max(1, min(self.c, round(float(np.sqrt(cube / HOLD_BYTES)))))
+        draws = min(1.0, 256 / max(n_boot, 1))
+        n_groups = max(1, min(self.c, round(float(np.sqrt(cube / HOLD_BYTES * draws)))))
         cap = min(HOLD_BYTES // ((edges[0][1] - edges[0][0]) * per),
                   SUMS_BYTES // max(per_config_out, 1))
         size = max(1, min(-(-self.c // n_groups), cap))
@@ -537,6 +541,48 @@ def _replicate(persisted):
         futures[0].client.replicate(futures)
 
 
+def _shared_counts(keep, seed, stream, plans, n_blocks, n_boot, client=None):
+    """While every block's counts fit in COUNTS_BYTES (``keep``; B x N bytes, B rounded
+    up to whole seed blocks) each block's are drawn once, kept on the cluster and shared
+    by the block's task of every group (and by the out-of-bag pass) — as the in-memory
+    kernel draws them once; beyond (None), each task draws its block's again, so that
+    no worker holds B x N. On a distributed cluster the shared counts are copied to
+    every worker (at most COUNTS_BYTES each): a task's only dependency would otherwise
+    tie it to the worker that drew them, and leave other workers idle."""
+    if not keep:
+        return None
+    import dask
+    from dask import delayed
+
+    items = [delayed(K.block_batches, pure=True)(seed, stream, plans, j, n_boot)
+             for j in range(n_blocks)]
+    counts = dask.persist(*items) if client is None else tuple(client.persist(items))
+    _replicate(counts)
+    return counts
+
+
+def _chain(task_runs, one, many, blocks_in, common, *args, counts=None):
+    """The sums of ``task_runs`` added in block order: a task per run (``one`` for a
+    block alone, ``many`` for a run, which gives a list of its blocks' sums). Each task
+    gets its blocks' ``blocks_in`` (their target, a few KB) as arguments, not as a
+    shared dependency, which would draw every task to the worker that holds it."""
+    from dask import delayed
+
+    acc = None
+    for blocks, parts in task_runs:
+        if len(blocks) == 1:
+            (j, lo, hi), = blocks
+            kw = {} if counts is None else {"counts": counts[j]}
+            s = delayed(one, pure=True)(parts, blocks_in[j], *common, j, hi - lo, *args, **kw)
+            acc = s if acc is None else delayed(K.add_sums, pure=True)(acc, s)
+        else:
+            kw = {} if counts is None else {"counts": [counts[j] for j, _, _ in blocks]}
+            s = delayed(many, pure=True)(parts, [blocks_in[j] for j, _, _ in blocks], *common,
+                                         blocks, *args, **kw)
+            acc = delayed(K.add_run, pure=True)(acc, s)
+    return acc
+
+
 def _bbc_by_samples(src, edges, target, m, seed, n_boot, conf, sb, caller):
     """BBC of a pointwise metric over (sample block, configuration group) tasks, in two
     passes as the in-memory kernel: every configuration in bag, then the winners alone
@@ -546,59 +592,25 @@ def _bbc_by_samples(src, edges, target, m, seed, n_boot, conf, sb, caller):
 
     per = int(np.prod([s for d, s in zip(src.dims, src.x.shape) if d == "repeat"]))
     out = -(-n_boot // SEED_BLOCK) * SEED_BLOCK * per * 8 * 2  # in bag; concatenated
-    runs, offsets = src.sample_runs(edges, out, sb * per * m.feature_bytes)
-    # Each sum task gets the plans (a few KB) and its block of the target as arguments: a
-    # shared dependency would draw every task to the worker that holds it. The plans
-    # are first those of no redraw, drawn here; the tasks report whether each draw is
-    # defined, and only if one is not are the redraws planned on the cluster (a pass
-    # over every count) and the blocks summed again with them.
+    runs, offsets = src.sample_runs(edges, out, sb * per * m.feature_bytes, n_boot)
+    # The plans are first those of no redraw, drawn here; the tasks report whether each
+    # draw is defined, and only if one is not are the redraws planned on the cluster (a
+    # pass over every count) and the blocks summed again with them.
     subsets = [target.subset(lo, hi) for lo, hi in edges]
     common = (m.name, src.coord)
-    # While every block's counts fit in COUNTS_BYTES (B x N bytes, B rounded up to
-    # whole seed blocks) each block's are drawn once, kept on the cluster and shared by
-    # the block's task of every group and by the out-of-bag pass — as the in-memory
-    # kernel draws them once; beyond, each task draws its block's again, so that no
-    # worker holds B x N. On a distributed cluster the shared counts are copied to
-    # every worker (at most COUNTS_BYTES each): a task's only dependency would
-    # otherwise tie it to the worker that drew them, and leave other workers idle.
     keep = -(-n_boot // SEED_BLOCK) * SEED_BLOCK * target.n_samples <= COUNTS_BYTES
-
-    def shared(plans):
-        if not keep:
-            return None
-        counts = dask.persist(*[delayed(K.block_batches, pure=True)(seed, "bbc", plans, j, n_boot)
-                                for j in range(len(edges))])
-        _replicate(counts)
-        return counts
-
-    def chain(task_runs, one, many, *args, counts=None):
-        """The sums of ``task_runs`` added in block order: a task per run (``one`` for a
-        block alone, ``many`` for a run, which gives a list of its blocks' sums)."""
-        acc = None
-        for blocks, parts in task_runs:
-            if len(blocks) == 1:
-                (j, lo, hi), = blocks
-                kw = {} if counts is None else {"counts": counts[j]}
-                s = delayed(one, pure=True)(parts, subsets[j], *common, j, hi - lo, *args, **kw)
-                acc = s if acc is None else delayed(K.add_sums, pure=True)(acc, s)
-            else:
-                kw = {} if counts is None else {"counts": [counts[j] for j, _, _ in blocks]}
-                s = delayed(many, pure=True)(parts, [subsets[j] for j, _, _ in blocks], *common,
-                                             blocks, *args, **kw)
-                acc = delayed(K.add_run, pure=True)(acc, s)
-        return acc
 
     def in_bag(plans, counts):
         results = []
         for g, off in enumerate(offsets):
-            acc = chain(runs[g], K.block_sums, K.run_sums, seed, "bbc", plans, n_boot, caller,
-                        counts=counts)
+            acc = _chain(runs[g], K.block_sums, K.run_sums, subsets, common, seed, "bbc", plans,
+                         n_boot, caller, counts=counts)
             results.append(delayed(K.finish_sums, pure=True, nout=3)(acc, m.name, int(off)))
         return dask.compute(_tree([r[0] for r in results], K.merge_winners),
                             [r[1] for r in results], results[0][2])
 
     plans = K.first_plans(seed, "bbc", n_boot, target.n_samples, sb)
-    counts = shared(plans)
+    counts = _shared_counts(keep, seed, "bbc", plans, len(edges), n_boot)
     (best, cfg), fulls, parts = in_bag(plans, counts)
     attempts = [np.zeros(1, dtype=np.int64)]
     if not m.definedness(target).decide(parts).all():
@@ -607,13 +619,13 @@ def _bbc_by_samples(src, edges, target, m, seed, n_boot, conf, sb, caller):
                                      delayed(m.definedness(target), pure=True), False))[0]
         plans = [p for g in groups for p, _ in g]
         attempts = [_attempts(g) for g in groups]
-        counts = shared(plans)
+        counts = _shared_counts(keep, seed, "bbc", plans, len(edges), n_boot)
         (best, cfg), fulls, _ = in_bag(plans, counts)
     # Out of bag: the distinct winners' columns only, read again block by block (a few
     # chunks), each bootstrap's winner picked from their products.
     winners, pick = np.unique(cfg, return_inverse=True)
-    acc = chain(src.column_runs(edges, winners), K.oob_sums, K.run_oob_sums, seed, "bbc", plans,
-                pick, caller, counts=counts)
+    acc = _chain(src.column_runs(edges, winners), K.oob_sums, K.run_oob_sums, subsets, common,
+                 seed, "bbc", plans, pick, caller, counts=counts)
     oob = dask.compute(delayed(K.finish_oob, pure=True)(acc, m.name))[0]
     return _summary((best, cfg, oob), fulls, attempts, n_boot, m.name, conf)
 
@@ -706,11 +718,17 @@ def bbc_f_over_blocks(blocks, y, folds, *, metric, n_bootstraps, confidence_leve
 
 
 def lazy_dropping_test(client, blocks, y, available, *, metric, alpha, n_bootstraps, seed,
-                       pos_label=None, class_coord=None, key="bbc-dropping"):
-    """The BBCD dropping test over configuration blocks on ``client``; equals
-    :func:`bbc_dask.dropping_test` on the concatenated blocks bit for bit. Each block is
-    prepared once; the counts of each group of seed blocks are drawn once and shared,
-    or, beyond :data:`COUNTS_BYTES`, drawn again by each block's task."""
+                       pos_label=None, class_coord=None, key="bbc-dropping", source=None):
+    """The BBCD dropping test on ``client``; equals :func:`bbc_dask.dropping_test` on the
+    concatenated blocks bit for bit.
+
+    With ``source`` — the same configurations as a sample source: a study's
+    :class:`~bbc_dask.cube.SampleTable`, or a :class:`_Source` — and a pointwise metric of
+    more than one sample block, the test goes by sample blocks (:func:`_dropping_by_samples`):
+    a task's memory does not grow with N. Otherwise over the configuration ``blocks``
+    (every sample): each block is prepared once; the counts of each group of seed blocks
+    are drawn once and shared, or, beyond :data:`COUNTS_BYTES`, drawn again by each
+    block's task."""
     from ..stats._dropping import decide, dropping_rule
 
     m = get_metric(metric, caller="dropping_test")
@@ -719,6 +737,11 @@ def lazy_dropping_test(client, blocks, y, available, *, metric, alpha, n_bootstr
     target = V.as_target(y, m, "dropping_test", pos_label=pos_label)
     available = np.asarray(available, dtype=bool)
     n = target.n_samples
+    if source is not None:
+        src = source if isinstance(source, _Source) else _Source.of_table(source)
+        if _by_samples(m, src):
+            return _dropping_by_samples(client, src, target, available, m, alpha, n_bootstraps,
+                                        seed)
     rule = dropping_rule(m, target, available, available.shape[1] if available.ndim == 2 else 1)
     [rule_f, y_f, avail_f] = client.scatter([rule, y, available], broadcast=False)
     # As in bbc_over_blocks: the counts are shared while they fit in COUNTS_BYTES (B x N
@@ -748,6 +771,69 @@ def lazy_dropping_test(client, blocks, y, available, *, metric, alpha, n_bootstr
     full = np.concatenate([row[0][0] for row in got])
     S = np.concatenate([np.concatenate([s for _, s in row], axis=0) for row in got], axis=1)
     return decide(full, S[:n_bootstraps], alpha, int(np.concatenate(att)[:n_bootstraps].sum()))
+
+
+def _gathered(client, graph):
+    """``graph`` (a list of delayed) computed on ``client`` with retries (a worker lost
+    to its memory limit costs its tasks, not the test), waited for outside the client
+    (a Ctrl-C then leaves the client usable) and gathered; on Dask's default scheduler
+    without a client."""
+    if client is None:
+        import dask
+
+        return dask.compute(graph)[0]
+    futures = client.compute(graph, retries=3)
+    wait_done(futures)
+    with deferred_interrupts():
+        return client.gather(futures)
+
+
+def _dropping_by_samples(client, src, target, available, m, alpha, n_boot, seed):
+    """The dropping test of a pointwise metric over (sample block, configuration group)
+    tasks (or runs of blocks of a study's cube, as :func:`_bbc_by_samples` reads them):
+    each returns its block's in-bag feature sums per repeat, masked by the samples
+    available there; a chain adds them in block order, as :class:`DroppingScorer` does,
+    and each group's task turns them into its configurations' scores (B, c). The draws
+    and their redraws follow :func:`_bbc_by_samples` (stream ``"dropping"``, the
+    :class:`MaskedRule` streamed block by block)."""
+    from dask import delayed
+
+    from ..stats._dropping import _available, decide, dropping_rule
+
+    caller = "dropping_test"
+    sb = M.SAMPLE_BLOCK
+    edges = M.sample_blocks(src.n, sb)
+    n_rep = int(np.prod([s for d, s in zip(src.dims, src.x.shape) if d == "repeat"]))
+    avail = _available(available, src.n, n_rep, caller)
+    out = -(-n_boot // SEED_BLOCK) * SEED_BLOCK * n_rep * 8 * 2  # per repeat; concatenated
+    runs, offsets = src.sample_runs(edges, out, sb * n_rep * m.feature_bytes, n_boot)
+    widths = np.diff(offsets + [src.c]).tolist()
+    blocks_in = [(target.subset(lo, hi), avail[lo:hi]) for lo, hi in edges]
+    common = (m.name, src.coord)
+    keep = -(-n_boot // SEED_BLOCK) * SEED_BLOCK * target.n_samples <= COUNTS_BYTES
+
+    def scored(plans, counts):
+        return _gathered(client, [
+            delayed(K.finish_dropping, pure=True)(
+                _chain(runs[g], K.dropping_sums, K.run_dropping_sums, blocks_in, common, seed,
+                       plans, n_boot, caller, counts=counts),
+                m.name, (n_boot, widths[g], n_rep))
+            for g in range(len(offsets))])
+
+    plans = K.first_plans(seed, "dropping", n_boot, target.n_samples, sb)
+    got = scored(plans, _shared_counts(keep, seed, "dropping", plans, len(edges), n_boot, client))
+    attempts = [np.zeros(1, dtype=np.int64)]
+    rule = dropping_rule(m, target, avail, n_rep)
+    if not rule.decide(got[0][2]).all():
+        groups = _gathered(client, _plans(seed, "dropping", n_boot, target.n_samples, sb,
+                                          delayed(rule, pure=True), False))
+        plans = [p for g in groups for p, _ in g]
+        attempts = [_attempts(g) for g in groups]
+        got = scored(plans, _shared_counts(keep, seed, "dropping", plans, len(edges), n_boot,
+                                           client))
+    full = np.concatenate([g[0] for g in got])
+    S = np.concatenate([g[1] for g in got], axis=1)
+    return decide(full, S, alpha, int(np.concatenate(attempts)[:n_boot].sum()))
 
 
 _COMMON = ("predictions", "y", "metric", "n_bootstraps", "confidence_level", "random_state",

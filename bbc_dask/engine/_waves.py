@@ -140,12 +140,14 @@ def _decide(cube, client, root, dropping, k, state, active, m, target):
         cube.record_decision(entry)
         return active
     # Chunked over the tested configurations, each task reading its chunks from the
-    # store: the cube never has to fit one worker (or the driver).
+    # store: the cube never has to fit one worker (or the driver). A pointwise metric goes
+    # by runs of sample blocks (the table), so that a task's memory does not grow with N.
     blocks, _ = cube.blocks(idx)
     res = lazy_dropping_test(
         client, blocks, cube.y(), avail, metric=m.name, alpha=dropping.alpha,
         n_bootstraps=dropping.n_bootstraps, seed=child_seed(root, "dropping", k),
         pos_label=target.pos_code, key=f"bbc-dropping-k{k}-{uuid.uuid4().hex[:8]}",
+        source=cube.sample_table(idx),
     )
     gone = idx[res.drop]
     new = active.copy()

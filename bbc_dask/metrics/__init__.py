@@ -211,6 +211,10 @@ class Definedness:
     def decide(self, parts):
         return (parts[:, 0] > 0) & (parts[:, 1] > 0)
 
+    def decide_inbag(self, parts):
+        """``inbag`` from the combined parts (the in-bag half of :meth:`decide`)."""
+        return parts[:, 0] > 0
+
 
 class _Spread(Definedness):
     """R²: the weighted y must not be constant."""
@@ -236,7 +240,10 @@ class _Spread(Definedness):
                         axis=1)
 
     def decide(self, parts):
-        return (parts[:, 0] > -parts[:, 1]) & (parts[:, 2] > -parts[:, 3])
+        return self.decide_inbag(parts) & (parts[:, 2] > -parts[:, 3])
+
+    def decide_inbag(self, parts):
+        return parts[:, 0] > -parts[:, 1]
 
 
 class _Classes(Definedness):

@@ -134,13 +134,28 @@ def decide(full, S, alpha, n_redrawn):
 
 class MaskedRule:
     """The dropping test's definedness: in bag on the samples available in every repeat
-    (``mask`` (R, N) int32), from the counts and the target alone."""
+    (``mask`` (R, N) int32), from the counts and the target alone.
+
+    Where the metric's rule streams (pointwise metrics), so does this one: ``part(counts,
+    lo, hi)`` gives the rule's parts of samples ``lo..hi-1`` for each repeat's masked
+    counts, side by side; parts of blocks combine by maximum and ``decide(parts)`` equals
+    the call on the whole counts — so a sample-block task reports it, and a plan decides
+    it block by block."""
 
     def __init__(self, rule, mask):
         self.rule, self.mask = rule, mask
+        self.streams = bool(getattr(rule, "streams", False)) and hasattr(rule, "decide_inbag")
 
     def __call__(self, counts):
         return np.all([self.rule.inbag(counts * m) for m in self.mask], axis=0)
+
+    def part(self, counts, lo, hi):
+        return np.concatenate([self.rule.part(counts * m[lo:hi], lo, hi) for m in self.mask],
+                              axis=1)
+
+    def decide(self, parts):
+        per = np.split(parts, len(self.mask), axis=1)
+        return np.all([self.rule.decide_inbag(p) for p in per], axis=0)
 
 
 def _available(available, n, n_rep, caller):
@@ -169,11 +184,15 @@ class DroppingScorer:
         n, _, n_rep = pred.shape[:3]
         avail = _available(available, n, n_rep, caller)
         filled = pred.copy()
-        if filled.dtype.kind == "f":  # unavailable rows are never weighted; make them valid
-            fill = filled[avail.all(axis=1)][:1]
+        if filled.dtype.kind == "f":
+            # Unavailable rows are never weighted (their weight is zero in that repeat):
+            # make them valid with the repeat's first available row — any valid
+            # prediction gives the same sums, so a task holding one sample block, which
+            # fills from its own first available row, adds the very same terms.
             for r in range(n_rep):
-                if fill.size:
-                    filled[~avail[:, r], :, r] = fill[0, :, r]
+                ok = avail[:, r]
+                if ok.any() and not ok.all():
+                    filled[~ok, :, r] = filled[int(np.flatnonzero(ok)[0]), :, r]
         m, target, enc = prepare_inputs(filled, y, metric, pos_label, caller, class_coord)
         del filled
         self.n, self.n_configs = n, enc.shape[1]
