@@ -13,7 +13,9 @@ cube, in this same process.
    the time, each worker's peak RSS, and whether the result equals the in-memory one.
 2b. A study's store, 1,000,000 samples x 100 configurations x 2 repeats x 5 folds
    (accuracy), written by the engine (predictions stored by fold): the same watch, on 2
-   workers of 400 MB; equal to the study's in-memory result.
+   workers of 400 MB; equal to the study's in-memory result. Then the BBCD dropping test
+   of the same store after wave 1 (folds 0 and 1 available, B = 1,000, as a study runs
+   it between waves), against the in-memory test on the loaded cube.
 3. The same two cubes, and the study, from an S3 store (a moto server started here).
 
 Stores are chunked (32,768 samples, 25 configurations, 2 repeats), compressed with LZ4 as
@@ -256,6 +258,38 @@ def study_scale(store, n, c, limit, B, where, storage_options=None):
           f"{t:7.1f} s  worker peak RSS {', '.join(f'{p:.0f}' for p in peaks)} MiB  "
           f"{'no restart/pause' if ok else 'RESTARTED/PAUSED ' + str(seen['status'])}  "
           f"equal: {same(got, want)}")
+    dropping_scale(study, limit, where)
+
+
+def dropping_scale(study, limit, where, n_boot=1000):
+    """The BBCD dropping test of the same store after wave 1 (folds 0 and 1 of every
+    repeat available, the rest not yet written), as a study runs it between waves:
+    runs of sample blocks of groups of configurations; equal to the in-memory test."""
+    from bbc_dask.chunked import lazy_dropping_test
+
+    cube = study._cube
+    idx = study.complete_configs()
+    avail = cube.folds() <= 1
+
+    def run():
+        blocks, _ = cube.blocks(idx)
+        return lazy_dropping_test(cli, blocks, cube.y(), avail, metric="accuracy", alpha=0.99,
+                                  n_bootstraps=n_boot, seed=0, source=cube.sample_table(idx))
+
+    with cluster(2, limit) as cli:
+        cli.run(_probe_start)
+        (got, t), ok, seen = watched(cli, lambda: timed(run))
+        peaks = sorted(cli.run(_probe_read).values())
+    pred = study.cube["prediction"].values[:, idx]
+    want, t_mem = timed(lambda: bd.dropping_test(pred, cube.y(), avail, metric="accuracy",
+                                                 alpha=0.99, n_bootstraps=n_boot, random_state=0))
+    del pred
+    equal = (got.best == want.best and np.array_equal(got.p_hat, want.p_hat)
+             and np.array_equal(got.drop, want.drop))
+    print(f"   {where:5s} study dropping test after wave 1, B={n_boot}  {t:7.1f} s (in memory "
+          f"{t_mem:.1f} s)  worker peak RSS {', '.join(f'{p:.0f}' for p in peaks)} MiB  "
+          f"{'no restart/pause' if ok else 'RESTARTED/PAUSED ' + str(seen['status'])}  "
+          f"dropped {int(got.drop.sum())} of {idx.size}  equal: {equal}")
 
 
 def moto_server():

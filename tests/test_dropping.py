@@ -177,3 +177,34 @@ def test_kill_and_resume_reproduces_decisions(tmp_path, client, kill_at):
     np.testing.assert_array_equal(resumed.state, ref.state)
     assert resumed.dropped == ref.dropped
     assert [e for e in resumed.dropping_log] == [e for e in ref.dropping_log]
+
+
+def test_a_study_tests_a_pointwise_metric_by_sample_blocks(tmp_path, client, monkeypatch):
+    """Between waves, a study's dropping test of a pointwise metric over more than one
+    sample block reads runs of sample blocks of the store (a task's memory does not grow
+    with N); its decisions, and so the study, equal those of the test over
+    configuration blocks holding every sample."""
+    from sklearn.datasets import make_classification
+    from sklearn.tree import DecisionTreeClassifier
+
+    import bbc_dask.chunked._dispatch as L
+    import bbc_dask.metrics as M
+
+    monkeypatch.setattr(M, "SAMPLE_BLOCK", 128)  # 600 samples: 5 blocks
+    calls, real = [], L._dropping_by_samples
+    monkeypatch.setattr(L, "_dropping_by_samples", lambda *a: calls.append(1) or real(*a))
+    X, y = make_classification(600, 10, random_state=0)
+    grid = {"max_depth": [1, 2, 3, 5, 8], "min_samples_leaf": [1, 5, 10, 20]}
+    out = []
+    for name in ("samples", "configurations"):
+        if name == "configurations":
+            monkeypatch.setattr(L, "_by_samples", lambda m, src: False)
+        out.append(bd.run_study(
+            DecisionTreeClassifier(random_state=0), grid, X, y, store=tmp_path / f"{name}.zarr",
+            metric="accuracy", n_splits=5, random_state=0, client=client, progress=False,
+            refit=False, dropping=bd.Dropping(alpha=0.8, n_bootstraps=200, min_predictions=50)))
+    a, b = out
+    tested = sum(e["tested"] for e in a.dropping_log)
+    assert tested >= 3 and len(calls) == tested  # the first run only, every test
+    assert a.dropped and a.dropping_log == b.dropping_log
+    np.testing.assert_array_equal(a.state, b.state)

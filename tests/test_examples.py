@@ -55,6 +55,7 @@ def test_cluster_benchmark_runs_in_quick_mode():
         capture_output=True, text=True, timeout=600, check=True,
     ).stdout
     # speed: 2 metrics x (1, 2 workers of bbc_dask's cluster, 2 of a plain one); scale: 2
-    # cubes and a study's store (stored by fold), from local disk and from S3
-    assert out.count("equal: True") == 6 + 3 + 3 and "equal: False" not in out
-    assert out.count("no restart/pause") == 3 + 3
+    # cubes, a study's store (stored by fold) and its dropping test, from local disk and
+    # from S3
+    assert out.count("equal: True") == 6 + 4 + 4 and "equal: False" not in out
+    assert out.count("no restart/pause") == 4 + 4

@@ -10,6 +10,7 @@ import zarr
 
 import bbc_dask as bd
 import bbc_dask.chunked._dispatch as L
+from bbc_dask.metrics import get_metric
 
 
 def _small(metric, seed=0, n=600, c=23, r=2):
@@ -597,6 +598,124 @@ def test_chunked_dropping_and_bbc_f_over_sample_blocks(metric, client, tmp_path,
     f_mem = bd.bbc_f(p, y, folds, metric=metric, random_state=1, n_bootstraps=200)
     f_lazy = bd.bbc_f(z, y, folds, metric=metric, random_state=1, n_bootstraps=200)
     np.testing.assert_array_equal(f_lazy.bootstrap_distribution, f_mem.bootstrap_distribution)
+
+
+def _dropping_cube(metric, tmp_path, n=700, c=13):
+    """A cube with unavailable predictions NaN (as a study's between waves), one sample
+    block (128..255) with no sample available in repeat 1, and its Zarr source."""
+    p, y = _cube(metric, n, c, 2, seed=3)
+    rng = np.random.default_rng(1)
+    avail = np.stack([rng.random(n) < 0.6, rng.random(n) < 0.5], axis=1)
+    avail[128:256, 1] = False
+    p = p.copy()
+    p[np.broadcast_to(~avail[:, None, :], p.shape[:3])] = np.nan
+    dims = ("sample", "config", "repeat", "class")[: p.ndim]
+    z = _to_zarr(tmp_path / f"{metric}.zarr", p, dims, chunk_cfg=4)
+    return p, y, avail, L._sources(z, get_metric(metric), "test")
+
+
+def _same_decision(got, want):
+    assert (got.best, got.n_redrawn) == (want.best, want.n_redrawn)
+    np.testing.assert_array_equal(got.p_hat, want.p_hat)
+    np.testing.assert_array_equal(got.drop, want.drop)
+
+
+@pytest.mark.parametrize("metric", POINTWISE)
+def test_dropping_test_over_sample_blocks_equals_in_memory(metric, client, tmp_path, monkeypatch):
+    """Given a sample source, a pointwise metric's dropping test runs as (sample block,
+    configuration group) tasks — each block's in-bag sums per repeat, masked by the
+    samples available there — and decides exactly as the in-memory test: unavailable
+    predictions NaN, a block with no sample available in a repeat, several groups."""
+    import bbc_dask.metrics as M
+    from distributed import get_task_stream
+
+    monkeypatch.setattr(M, "SAMPLE_BLOCK", 128)
+    p, y, avail, src = _dropping_cube(metric, tmp_path)
+    per = 128 * int(np.prod(p.shape[2:])) * 8  # a configuration of a sample block
+    monkeypatch.setattr(L, "CHUNK_BYTES", 4 * per)  # parts of a stored chunk (4)
+    monkeypatch.setattr(L, "SUMS_BYTES", 1)  # a group per part: 4 groups
+    want = bd.dropping_test(p, y, avail, metric=metric, alpha=0.9, n_bootstraps=150,
+                            random_state=np.random.SeedSequence(8))
+    with get_task_stream(client) as ts:
+        got = L.lazy_dropping_test(client, [], y, avail, metric=metric, alpha=0.9,
+                                   n_bootstraps=150, seed=np.random.SeedSequence(8), source=src)
+    _same_decision(got, want)
+    names = [str(t["key"]) for t in ts.data]
+    assert sum("dropping_sums" in k for k in names) == 6 * 4  # 6 sample blocks x 4 groups
+    assert sum("finish_dropping" in k for k in names) == 4
+
+
+@pytest.mark.parametrize("share", [True, False])
+def test_dropping_test_over_sample_blocks_redraws_as_in_memory(share, client, tmp_path,
+                                                              monkeypatch):
+    """R² of a y with two non-zero values: many draws are undefined in bag. The tasks
+    report the MaskedRule's parts, the redraws are planned block by block, and the
+    decision (attempts included) equals the in-memory one — counts shared while they
+    fit in COUNTS_BYTES, or drawn again by every task."""
+    import bbc_dask.metrics as M
+
+    monkeypatch.setattr(M, "SAMPLE_BLOCK", 128)
+    if not share:
+        monkeypatch.setattr(L, "COUNTS_BYTES", 0)
+    rng = np.random.default_rng(6)
+    p = rng.normal(size=(300, 5, 2))
+    y = np.zeros(300)
+    y[[7, 250]] = 1.0
+    avail = np.stack([rng.random(300) < 0.8, rng.random(300) < 0.7], axis=1)
+    avail[[7, 250]] = True
+    z = _to_zarr(tmp_path / "r2.zarr", p, ("sample", "config", "repeat"), chunk_cfg=2)
+    want = bd.dropping_test(p, y, avail, metric="r2", alpha=0.6, n_bootstraps=150,
+                            random_state=np.random.SeedSequence(8))
+    assert want.n_redrawn > 5 and 0 < want.drop.sum() < 4
+    got = L.lazy_dropping_test(client, [], y, avail, metric="r2", alpha=0.6, n_bootstraps=150,
+                               seed=np.random.SeedSequence(8),
+                               source=L._sources(z, get_metric("r2"), "test"))
+    _same_decision(got, want)
+
+
+def test_study_groups_shrink_with_more_bootstraps():
+    """A study's cube goes in about sqrt(cube / HOLD_BYTES) configuration groups (each
+    draws every count, each run decodes its group's folds): with more than 256
+    bootstraps a draw costs more, and the groups shrink as sqrt(256 / B) — 1,000,000 x
+    100 x 2: 5 groups for B = 200, 2 for the dropping test's 1,000."""
+    import bbc_dask.metrics as M
+
+    class Table:
+        shape, dims = (1_000_000, 100, 2), ("sample", "config", "repeat")
+        configs, chunk_width = np.arange(100), 10
+
+    src = L._Source.of_table(Table())
+    edges = M.sample_blocks(1_000_000, M.SAMPLE_BLOCK)
+    sizes = {b: [g.size for g in src._table_groups(edges, 0, b)] for b in (0, 200, 256, 1000)}
+    assert sizes[0] == sizes[200] == sizes[256] == [20] * 5
+    assert sizes[1000] == [50, 50]
+
+
+def test_masked_rule_decided_block_by_block_equals_the_whole():
+    """The dropping test's definedness, streamed (parts of sample blocks combined by
+    maximum), equals the rule on the whole counts — R²'s spread and the base rule."""
+    from bbc_dask.stats._dropping import dropping_rule
+
+    rng = np.random.default_rng(2)
+    y = np.zeros(300)
+    y[[7, 250]] = 1.0
+    avail = np.stack([rng.random(300) < 0.8, rng.random(300) < 0.3], axis=1)
+    counts = rng.poisson(0.5, size=(400, 300)).astype(np.int32)
+    for metric in ("r2", "accuracy"):
+        yy = y if metric == "r2" else (y > 0).astype(int)
+        m = get_metric(metric)
+        from bbc_dask import _validation as V
+
+        rule = dropping_rule(m, V.as_target(yy, m, "test"), avail, 2)
+        assert rule.streams
+        parts = None
+        for lo in range(0, 300, 128):
+            hi = min(lo + 128, 300)
+            p = rule.part(counts[:, lo:hi], lo, hi)
+            parts = p if parts is None else np.maximum(parts, p)
+        whole = rule(counts)
+        np.testing.assert_array_equal(rule.decide(parts), whole)
+        assert 0 < whole.sum() < 400 or metric == "accuracy"
 
 
 def test_pointwise_sample_block_tasks_never_load_numba(tmp_path):

@@ -9,7 +9,9 @@ Two ways to split a cube, both equal to the in-memory result bit for bit:
   into scores, winners and out-of-bag scores (:func:`finish_sums`). A task's memory does
   not depend on the number of samples. A study's cube, stored by fold, is read in runs of
   consecutive blocks (:func:`run_sums`, :func:`run_oob_sums`): the same sums of each
-  block, added by :func:`add_run` in the same order.
+  block, added by :func:`add_run` in the same order. The dropping test of a pointwise
+  metric goes the same way (:func:`dropping_sums`, :func:`finish_dropping`): per repeat,
+  the counts masked by the samples available there.
 - **configuration blocks** (ranking metrics, which sort whole columns): a task prepares
   every sample of a block of configurations once
   (:func:`prepare_block`) and scores it against the counts of a group of seed blocks,

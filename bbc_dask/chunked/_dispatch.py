@@ -2,7 +2,7 @@
 
 Bootstraps are drawn on the workers from spawned seeds (never a B × N matrix from the
 client), in the draw scheme of :mod:`bbc_dask.stats._bootstrap`: each sample block of a
-seed block of bootstraps has its own generator. Two splits (see :mod:`._blocks`):
+seed block of bootstraps has its own generator. The splits (see :mod:`._blocks`):
 
 - **by sample blocks** — pointwise metrics on a Zarr- or Dask-backed cube of more than one
   sample block: one task per (sample block, group of configurations) draws that block's
@@ -22,8 +22,13 @@ seed block of bootstraps has its own generator. Two splits (see :mod:`._blocks`)
   A task holds at most HOLD_BYTES as read (a group narrows until one block fits) and
   :data:`~bbc_dask.cube._layout.READ_BYTES` of decoded stored chunks (at least one, whose
   size grows with N/K).
+- **the dropping test by sample blocks** — a pointwise metric given a sample source (a
+  study's store between waves): the same tasks and runs, each returning its block's
+  in-bag sums per repeat with the counts masked by the samples available there; a chain
+  adds them in block order and a task per group gives its configurations' scores (B, c).
 - **by configuration blocks** — ranking metrics (they sort whole columns), BBC-F's fold
-  matrix, the dropping test and a study's cube with a ranking metric: one task prepares (reads
+  matrix, the dropping test of a ranking metric (or without a sample source) and a
+  study's cube with a ranking metric: one task prepares (reads
   along samples one stored chunk at a time, encodes, sorts) every sample of a block of
   configurations once — a block of :data:`CHUNK_BYTES`, fewer configurations as N
   grows. The counts of a group of seed blocks are drawn once per group (uint8) and
