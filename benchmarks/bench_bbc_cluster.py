@@ -284,8 +284,8 @@ def dropping_scale(study, limit, where, n_boot=1000):
     want, t_mem = timed(lambda: bd.dropping_test(pred, cube.y(), avail, metric="accuracy",
                                                  alpha=0.99, n_bootstraps=n_boot, random_state=0))
     del pred
-    equal = (got.best == want.best and np.array_equal(got.p_hat, want.p_hat)
-             and np.array_equal(got.drop, want.drop))
+    equal = (got.best == want.best and got.n_redrawn == want.n_redrawn
+             and np.array_equal(got.p_hat, want.p_hat) and np.array_equal(got.drop, want.drop))
     print(f"   {where:5s} study dropping test after wave 1, B={n_boot}  {t:7.1f} s (in memory "
           f"{t_mem:.1f} s)  worker peak RSS {', '.join(f'{p:.0f}' for p in peaks)} MiB  "
           f"{'no restart/pause' if ok else 'RESTARTED/PAUSED ' + str(seen['status'])}  "

@@ -600,12 +600,12 @@ def test_chunked_dropping_and_bbc_f_over_sample_blocks(metric, client, tmp_path,
     np.testing.assert_array_equal(f_lazy.bootstrap_distribution, f_mem.bootstrap_distribution)
 
 
-def _dropping_cube(metric, tmp_path, n=700, c=13):
+def _dropping_cube(metric, tmp_path, n=700, c=13, r=2):
     """A cube with unavailable predictions NaN (as a study's between waves), one sample
     block (128..255) with no sample available in repeat 1, and its Zarr source."""
-    p, y = _cube(metric, n, c, 2, seed=3)
+    p, y = _cube(metric, n, c, r, seed=3)
     rng = np.random.default_rng(1)
-    avail = np.stack([rng.random(n) < 0.6, rng.random(n) < 0.5], axis=1)
+    avail = rng.random((n, r)) < np.linspace(0.6, 0.5, r)
     avail[128:256, 1] = False
     p = p.copy()
     p[np.broadcast_to(~avail[:, None, :], p.shape[:3])] = np.nan
@@ -620,26 +620,37 @@ def _same_decision(got, want):
     np.testing.assert_array_equal(got.drop, want.drop)
 
 
-@pytest.mark.parametrize("metric", POINTWISE)
-def test_dropping_test_over_sample_blocks_equals_in_memory(metric, client, tmp_path, monkeypatch):
+@pytest.mark.parametrize("metric,r", [(m, 2) for m in POINTWISE] + [("neg_mean_squared_error", 9)])
+def test_dropping_test_over_sample_blocks_equals_in_memory(metric, r, client, tmp_path,
+                                                           monkeypatch):
     """Given a sample source, a pointwise metric's dropping test runs as (sample block,
     configuration group) tasks — each block's in-bag sums per repeat, masked by the
     samples available there — and decides exactly as the in-memory test: unavailable
-    predictions NaN, a block with no sample available in a repeat, several groups."""
+    predictions NaN, a block with no sample available in a repeat, several groups (the
+    last of one configuration, whose mean over 9 repeats adds them in the same order)."""
     import bbc_dask.metrics as M
     from distributed import get_task_stream
 
     monkeypatch.setattr(M, "SAMPLE_BLOCK", 128)
-    p, y, avail, src = _dropping_cube(metric, tmp_path)
+    from bbc_dask.stats import _dropping as D
+
+    p, y, avail, src = _dropping_cube(metric, tmp_path, r=r)
     per = 128 * int(np.prod(p.shape[2:])) * 8  # a configuration of a sample block
     monkeypatch.setattr(L, "CHUNK_BYTES", 4 * per)  # parts of a stored chunk (4)
     monkeypatch.setattr(L, "SUMS_BYTES", 1)  # a group per part: 4 groups
     want = bd.dropping_test(p, y, avail, metric=metric, alpha=0.9, n_bootstraps=150,
                             random_state=np.random.SeedSequence(8))
+    full, S, _ = D.dropping_scores(p, y, avail, metric=metric, n_boot=150,
+                                   root=np.random.SeedSequence(8))
+    seen, real = [], D.decide
+    monkeypatch.setattr(D, "decide", lambda *a: seen.append(a) or real(*a))
     with get_task_stream(client) as ts:
         got = L.lazy_dropping_test(client, [], y, avail, metric=metric, alpha=0.9,
                                    n_bootstraps=150, seed=np.random.SeedSequence(8), source=src)
     _same_decision(got, want)
+    (got_full, got_S, *_), = seen  # the very scores, not only the decision
+    np.testing.assert_array_equal(got_full, full)
+    np.testing.assert_array_equal(got_S, S)
     names = [str(t["key"]) for t in ts.data]
     assert sum("dropping_sums" in k for k in names) == 6 * 4  # 6 sample blocks x 4 groups
     assert sum("finish_dropping" in k for k in names) == 4

@@ -32,7 +32,7 @@ from ..stats._bbc import _full_scores
 from ..stats._bbc import prepare_inputs as _prepare
 from ..stats._bootstrap import (SEED_BLOCK, block_counts, defined_parts, first_plan, plan_counts,
                                 plan_seed_block)
-from ..stats._dropping import DroppingScorer
+from ..stats._dropping import DroppingScorer, mean_over_repeats
 from ..stats._winner import select
 
 #: Bootstraps multiplied at once in a sample-block task (one product of this many rows):
@@ -430,24 +430,27 @@ def _dropping_preps(parts, target, avail, m, class_coord, size, caller):
     each repeat; None where no sample of the block is available in the repeat (its
     weights there are all zero: the in-memory sums add zeros). A sample not available
     in a repeat takes the values of the block's first one that is: its weight is zero
-    in that repeat, so any valid prediction gives the same sums."""
-    data = [np.asarray(_load(p)) for p in parts]
-    preps = []
-    for r in range(avail.shape[1]):
-        ok = avail[:, r]
-        if not ok.any():
-            preps.append(None)
-            continue
-        first = int(np.flatnonzero(ok)[0])
-        filled = []
-        for d in data:
-            x = d[:, :, r : r + 1]
-            if x.dtype.kind == "f" and not ok.all():
+    in that repeat, so any valid prediction gives the same sums. The parts are read one
+    at a time (as :func:`_stacked` reads them); each repeat's are stacked once all are
+    prepared, and dropped as they are copied."""
+    firsts = [np.flatnonzero(avail[:, r])[:1] for r in range(avail.shape[1])]
+    prepared = [[] for _ in firsts]
+    for part in parts:
+        data = np.asarray(_load(part))
+        for r, first in enumerate(firsts):
+            if not first.size:
+                continue
+            x = data[:, :, r : r + 1]
+            if x.dtype.kind == "f" and not avail[:, r].all():
                 x = x.copy()
-                x[~ok] = x[first]
-            filled.append(x)
-        preps.append(_stacked(filled, target, m, class_coord, size, caller))
-        del filled
+                x[~avail[:, r]] = x[first[0]]
+            prepared[r].append(m.prepare(target, _encode(x, target, m, class_coord, caller), size))
+        del data
+    preps = []
+    for got in prepared:
+        n_cfg = sum(p.n_configs for p in got)
+        preps.append(None if not got else got[0] if len(got) == 1 else
+                     m.stacked((got.pop(0) for _ in range(len(got))), n_cfg))
     return preps
 
 
@@ -459,8 +462,9 @@ def dropping_sums(parts, block, metric, class_coord, j, size, seed, plans, n_boo
     products :class:`DroppingScorer` adds block by block), and for unit weights.
 
     Returns ``{"in": {r: (fsums, gsums)}, "full": {r: ...}, "defined": the block's
-    parts of the :class:`MaskedRule` (B, k)}``; a repeat with no sample available in the
-    block is left out. Counts as for :func:`block_sums` (stream ``"dropping"``)."""
+    parts of the :class:`~bbc_dask.stats._dropping.MaskedRule` (B, k·R)}``; a repeat with
+    no sample available in the block is left out. Counts as for :func:`block_sums`
+    (stream ``"dropping"``)."""
     target, avail = block
     m = get_metric(metric)
     preps = _dropping_preps(parts, target, avail, m, class_coord, size, caller)
@@ -469,16 +473,16 @@ def dropping_sums(parts, block, metric, class_coord, j, size, seed, plans, n_boo
     ins = {r: [] for r, p in enumerate(preps) if p is not None}
     defined = []
     for c in _batches(counts, seed, "dropping", plans, j, n_boot):
-        parts = []
+        row = []
         for r in range(mask.shape[0]):
             w = c * mask[r]  # int32, as the in-memory counts times the mask
             # the MaskedRule's parts (each repeat's, side by side) of the masked counts
             # at hand, not of another product
-            parts.append(defined_parts(rule, w, 0, size))
+            row.append(defined_parts(rule, w, 0, size))
             if r in ins:
                 ins[r].append((preps[r].feature_sums(preps[r].weights(w)),
                                preps[r].config_free_sums(w)))
-        defined.append(np.concatenate(parts, axis=1))
+        defined.append(np.concatenate(row, axis=1))
     full = {}
     for r in ins:
         w = mask[r : r + 1]  # unit weights times the mask
@@ -511,8 +515,8 @@ def finish_dropping(total, metric, shape):
 
     def scores(part, rows):
         with np.errstate(divide="ignore", invalid="ignore"):
-            return np.mean([m.combine(*part[r])[:, :, 0] if r in part
-                            else np.full((rows, shape[1]), np.nan) for r in range(n_rep)], axis=0)
+            return mean_over_repeats([m.combine(*part[r])[:, :, 0] if r in part
+                                      else np.full((rows, shape[1]), np.nan) for r in range(n_rep)])
 
     return scores(total["full"], 1)[0], scores(total["in"], shape[0]), total["defined"]
 

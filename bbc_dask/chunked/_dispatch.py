@@ -52,6 +52,7 @@ statistics never import Dask).
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 
@@ -562,15 +563,41 @@ def _shared_counts(keep, seed, stream, plans, n_blocks, n_boot, client=None):
     items = [delayed(K.block_batches, pure=True)(seed, stream, plans, j, n_boot)
              for j in range(n_blocks)]
     counts = dask.persist(*items) if client is None else tuple(client.persist(items))
-    _replicate(counts)
+    with deferred_interrupts():  # a blocking client call: a Ctrl-C inside could break it
+        _replicate(counts)
     return counts
+
+
+def _nbytes(x):
+    """Bytes of the arrays in ``x`` (arrays, tuples, lists, dataclasses of them)."""
+    if isinstance(x, np.ndarray):
+        return x.nbytes
+    if isinstance(x, (tuple, list)):
+        return sum(_nbytes(v) for v in x)
+    return sum(_nbytes(v) for v in vars(x).values()) if hasattr(x, "__dataclass_fields__") else 0
+
+
+@contextlib.contextmanager
+def _carrying(blocks_in):
+    """Dask's warning of a large graph, raised by the bytes of ``blocks_in``: each sample
+    block's target travels with its tasks by design (see :func:`_chain`) — ~10 bytes per
+    sample, 10 MB at a million samples, in which the warning would otherwise print its
+    advice to load the data with Dask, which does not apply."""
+    import dask
+    from dask.utils import parse_bytes
+
+    key = "distributed.admin.large-graph-warning-threshold"
+    limit = parse_bytes(dask.config.get(key, "10MB")) + _nbytes(blocks_in)
+    with dask.config.set({key: limit}):
+        yield
 
 
 def _chain(task_runs, one, many, blocks_in, common, *args, counts=None):
     """The sums of ``task_runs`` added in block order: a task per run (``one`` for a
     block alone, ``many`` for a run, which gives a list of its blocks' sums). Each task
-    gets its blocks' ``blocks_in`` (their target, a few KB) as arguments, not as a
-    shared dependency, which would draw every task to the worker that holds it."""
+    gets its blocks' ``blocks_in`` (their target: ~10 bytes per sample) and the plans
+    (8 × B × J bytes of totals for J sample blocks) as arguments, not as a shared
+    dependency, which would draw every task to the worker that holds it."""
     from dask import delayed
 
     acc = None
@@ -595,7 +622,7 @@ def _bbc_by_samples(src, edges, target, m, seed, n_boot, conf, sb, caller):
     import dask
     from dask import delayed
 
-    per = int(np.prod([s for d, s in zip(src.dims, src.x.shape) if d == "repeat"]))
+    per = _n_repeats(src)
     out = -(-n_boot // SEED_BLOCK) * SEED_BLOCK * per * 8 * 2  # in bag; concatenated
     runs, offsets = src.sample_runs(edges, out, sb * per * m.feature_bytes, n_boot)
     # The plans are first those of no redraw, drawn here; the tasks report whether each
@@ -611,8 +638,9 @@ def _bbc_by_samples(src, edges, target, m, seed, n_boot, conf, sb, caller):
             acc = _chain(runs[g], K.block_sums, K.run_sums, subsets, common, seed, "bbc", plans,
                          n_boot, caller, counts=counts)
             results.append(delayed(K.finish_sums, pure=True, nout=3)(acc, m.name, int(off)))
-        return dask.compute(_tree([r[0] for r in results], K.merge_winners),
-                            [r[1] for r in results], results[0][2])
+        with _carrying(subsets):
+            return dask.compute(_tree([r[0] for r in results], K.merge_winners),
+                                [r[1] for r in results], results[0][2])
 
     plans = K.first_plans(seed, "bbc", n_boot, target.n_samples, sb)
     counts = _shared_counts(keep, seed, "bbc", plans, len(edges), n_boot)
@@ -631,7 +659,8 @@ def _bbc_by_samples(src, edges, target, m, seed, n_boot, conf, sb, caller):
     winners, pick = np.unique(cfg, return_inverse=True)
     acc = _chain(src.column_runs(edges, winners), K.oob_sums, K.run_oob_sums, subsets, common,
                  seed, "bbc", plans, pick, caller, counts=counts)
-    oob = dask.compute(delayed(K.finish_oob, pure=True)(acc, m.name))[0]
+    with _carrying(subsets):
+        oob = dask.compute(delayed(K.finish_oob, pure=True)(acc, m.name))[0]
     return _summary((best, cfg, oob), fulls, attempts, n_boot, m.name, conf)
 
 
@@ -731,9 +760,10 @@ def lazy_dropping_test(client, blocks, y, available, *, metric, alpha, n_bootstr
     :class:`~bbc_dask.cube.SampleTable`, or a :class:`_Source` — and a pointwise metric of
     more than one sample block, the test goes by sample blocks (:func:`_dropping_by_samples`):
     a task's memory does not grow with N. Otherwise over the configuration ``blocks``
-    (every sample): each block is prepared once; the counts of each group of seed blocks
-    are drawn once and shared, or, beyond :data:`COUNTS_BYTES`, drawn again by each
-    block's task."""
+    (every sample), whose tasks ``key`` names: each block is prepared once; the counts of
+    each group of seed blocks are drawn once and shared, or, beyond :data:`COUNTS_BYTES`,
+    drawn again by each block's task. A repeat with no sample available at all goes
+    that way too, to fail as the in-memory test does."""
     from ..stats._dropping import decide, dropping_rule
 
     m = get_metric(metric, caller="dropping_test")
@@ -743,10 +773,12 @@ def lazy_dropping_test(client, blocks, y, available, *, metric, alpha, n_bootstr
     available = np.asarray(available, dtype=bool)
     n = target.n_samples
     if source is not None:
+        from ..stats._dropping import _available
+
         src = source if isinstance(source, _Source) else _Source.of_table(source)
-        if _by_samples(m, src):
-            return _dropping_by_samples(client, src, target, available, m, alpha, n_bootstraps,
-                                        seed)
+        avail = _available(available, n, _n_repeats(src), "dropping_test")
+        if _by_samples(m, src) and avail.any(axis=0).all():
+            return _dropping_by_samples(client, src, target, avail, m, alpha, n_bootstraps, seed)
     rule = dropping_rule(m, target, available, available.shape[1] if available.ndim == 2 else 1)
     [rule_f, y_f, avail_f] = client.scatter([rule, y, available], broadcast=False)
     # As in bbc_over_blocks: the counts are shared while they fit in COUNTS_BYTES (B x N
@@ -779,18 +811,18 @@ def lazy_dropping_test(client, blocks, y, available, *, metric, alpha, n_bootstr
 
 
 def _gathered(client, graph):
-    """``graph`` (a list of delayed) computed on ``client`` with retries (a worker lost
-    to its memory limit costs its tasks, not the test), waited for outside the client
-    (a Ctrl-C then leaves the client usable) and gathered; on Dask's default scheduler
-    without a client."""
-    if client is None:
-        import dask
-
-        return dask.compute(graph)[0]
+    """``graph`` (a list of delayed) computed on ``client`` — a task that raises (a read
+    from object storage that failed, say) is run again up to 3 times; a lost worker's
+    tasks the scheduler reschedules — waited for outside the client (a Ctrl-C then
+    leaves the client usable) and gathered."""
     futures = client.compute(graph, retries=3)
     wait_done(futures)
     with deferred_interrupts():
         return client.gather(futures)
+
+
+def _n_repeats(src):
+    return int(np.prod([s for d, s in zip(src.dims, src.x.shape) if d == "repeat"]))
 
 
 def _dropping_by_samples(client, src, target, available, m, alpha, n_boot, seed):
@@ -803,13 +835,12 @@ def _dropping_by_samples(client, src, target, available, m, alpha, n_boot, seed)
     :class:`MaskedRule` streamed block by block)."""
     from dask import delayed
 
-    from ..stats._dropping import _available, decide, dropping_rule
+    from ..stats._dropping import decide, dropping_rule
 
     caller = "dropping_test"
     sb = M.SAMPLE_BLOCK
     edges = M.sample_blocks(src.n, sb)
-    n_rep = int(np.prod([s for d, s in zip(src.dims, src.x.shape) if d == "repeat"]))
-    avail = _available(available, src.n, n_rep, caller)
+    n_rep, avail = _n_repeats(src), available
     out = -(-n_boot // SEED_BLOCK) * SEED_BLOCK * n_rep * 8 * 2  # per repeat; concatenated
     runs, offsets = src.sample_runs(edges, out, sb * n_rep * m.feature_bytes, n_boot)
     widths = np.diff(offsets + [src.c]).tolist()
@@ -818,12 +849,13 @@ def _dropping_by_samples(client, src, target, available, m, alpha, n_boot, seed)
     keep = -(-n_boot // SEED_BLOCK) * SEED_BLOCK * target.n_samples <= COUNTS_BYTES
 
     def scored(plans, counts):
-        return _gathered(client, [
-            delayed(K.finish_dropping, pure=True)(
-                _chain(runs[g], K.dropping_sums, K.run_dropping_sums, blocks_in, common, seed,
-                       plans, n_boot, caller, counts=counts),
-                m.name, (n_boot, widths[g], n_rep))
-            for g in range(len(offsets))])
+        with _carrying(blocks_in):
+            return _gathered(client, [
+                delayed(K.finish_dropping, pure=True)(
+                    _chain(runs[g], K.dropping_sums, K.run_dropping_sums, blocks_in, common,
+                           seed, plans, n_boot, caller, counts=counts),
+                    m.name, (n_boot, widths[g], n_rep))
+                for g in range(len(offsets))])
 
     plans = K.first_plans(seed, "dropping", n_boot, target.n_samples, sb)
     got = scored(plans, _shared_counts(keep, seed, "dropping", plans, len(edges), n_boot, client))

@@ -19,7 +19,7 @@ from ._bootstrap import CountBlocks
 from ._winner import select
 
 __all__ = ["Dropping", "DroppingResult", "DroppingScorer", "MaskedRule", "dropping_rule",
-           "dropping_test"]
+           "dropping_test", "mean_over_repeats"]
 
 
 @dataclass(frozen=True)
@@ -202,8 +202,20 @@ class DroppingScorer:
         self.full = self.scores(np.ones((1, n), dtype=np.int32))[0]
 
     def scores(self, counts):
-        return np.mean([p.scores(counts * self.mask[r])[:, :, 0] for r, p in enumerate(self.preps)],
-                       axis=0)
+        return mean_over_repeats([p.scores(counts * self.mask[r])[:, :, 0]
+                                  for r, p in enumerate(self.preps)])
+
+
+def mean_over_repeats(scores):
+    """The mean of a list of (B, C) score arrays, one per repeat, added in repeat order.
+
+    Spelled out because ``np.mean(..., axis=0)`` adds a (R, 1, 1) stack — one
+    configuration's full score — pairwise, and a wider one row by row: the chunked test,
+    whose groups can hold one configuration, would then differ in the last bit."""
+    total = scores[0]
+    for s in scores[1:]:
+        total = total + s
+    return total / len(scores)
 
 
 def dropping_scores(predictions, y, available, *, metric, pos_label=None, root=None, idx=None,
