@@ -179,7 +179,8 @@ def as_security(security, caller="bbc_dask"):
 #: chunked BBC 0.23 instead of 0.14 s. Buffers under 1 MiB come from the heap instead,
 #: and a worker keeps at most 4 MiB freed at the top of a heap. Measured on 2 workers
 #: (mmap / trim thresholds): the engine at N = 200,000 ran 469 and 483 config-folds/s at
-#: 1 / 4 MiB against 528 and 541 at 64 / 64 MiB (interleaved runs) and 404 at
+#: 1 / 4 MiB against 528 and 541 at 64 / 64 MiB (interleaved runs; the next session's
+#: interleaved runs, 515-584 against 535-572, within the noise) and 404 at
 #: distributed's setting; the chunked BBC of a 1,000,000-sample study on workers of
 #: 400 MB took 16.8 s with peaks of 246 MiB at 1 / 4 MiB, 16.5 s and 288 MiB at 4 / 4 MiB
 #: (2 MiB under the pause threshold from S3), 25.8 s and 218 MiB at distributed's; at
