@@ -216,6 +216,35 @@ def test_chunked_dropping_test_equals_in_memory(metric, client, tmp_path):
     assert 0 < got.drop.sum() < configs.size - 1  # the test has something to decide
 
 
+def test_chunked_dropping_test_survives_losing_every_worker(make_local_client, tmp_path,
+                                                           monkeypatch):
+    """The test's inputs (its rule, y, the available samples) are tasks that hold their
+    values, not scattered data: every worker restarted once all is submitted (all their
+    data lost, as a worker restarted at its memory limit loses its own) computes them
+    again, and the decision is the same."""
+    p, y = _small("roc_auc", n=400, c=12)
+    rng = np.random.default_rng(1)
+    avail = np.stack([rng.random(400) < 0.6, rng.random(400) < 0.5], axis=1)
+    z = _to_zarr(tmp_path / "d.zarr", p, ("sample", "config", "repeat"), chunk_cfg=4)
+    want = bd.dropping_test(p, y, avail, metric="roc_auc", alpha=0.9, n_bootstraps=150,
+                            random_state=np.random.SeedSequence(8))
+    blocks, _ = L.zarr_blocks(z, ("sample", "config", "repeat"), chunk_bytes=4 * 400 * 2 * 8)
+    with make_local_client() as c:
+        real, restarted = L.wait_done, []
+
+        def restart_then_wait(futures):
+            if not restarted:
+                c.restart_workers(list(c.scheduler_info()["workers"]))
+                restarted.append(1)
+            real(futures)
+
+        monkeypatch.setattr(L, "wait_done", restart_then_wait)
+        got = L.lazy_dropping_test(c, blocks, y, avail, metric="roc_auc", alpha=0.9,
+                                   n_bootstraps=150, seed=np.random.SeedSequence(8))
+    assert restarted
+    _same_decision(got, want)
+
+
 def test_chunked_dropping_test_draws_counts_again_when_too_large_to_share(client, tmp_path,
                                                                          monkeypatch):
     """Beyond COUNTS_BYTES the plans keep no counts: one scoring task per block draws

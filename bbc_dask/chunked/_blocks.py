@@ -41,7 +41,7 @@ BATCH = 64
 
 __all__ = ["BATCH", "ZarrBlock", "add_run", "add_sums", "block_sums", "chunk_fold_matrix",
            "chunk_pooled", "dropping_sums", "finish_dropping", "finish_oob", "finish_sums",
-           "first_plans", "merge_winners", "oob_sums", "plan_group", "prepare_and_score",
+           "first_plans", "held", "merge_winners", "oob_sums", "plan_group", "prepare_and_score",
            "prepare_block", "run_dropping_sums", "run_oob_sums", "run_sums", "score_block"]
 
 
@@ -522,6 +522,14 @@ def finish_dropping(total, metric, shape):
 
 
 # -------------------------------------------------------------------------- others
+def held(value):
+    """``value`` itself: submitted as a task (``client.submit(held, value)``), data the
+    tasks share stays recomputable — the scheduler holds the task and runs it again if
+    the worker holding its result is lost, where scattered data is gone with the worker
+    and every task needing it is cancelled."""
+    return value
+
+
 def chunk_fold_matrix(pred, y, folds, metric, pos_label, class_coord=None):
     """The BBC-F fold × configuration score matrix of one chunk, (R*K, c)."""
     from ..stats._bbc import _fold_matrix

@@ -780,7 +780,12 @@ def lazy_dropping_test(client, blocks, y, available, *, metric, alpha, n_bootstr
         if _by_samples(m, src) and avail.any(axis=0).all():
             return _dropping_by_samples(client, src, target, avail, m, alpha, n_bootstraps, seed)
     rule = dropping_rule(m, target, available, available.shape[1] if available.ndim == 2 else 1)
-    [rule_f, y_f, avail_f] = client.scatter([rule, y, available], broadcast=False)
+    # Submitted as tasks holding their values, not scattered: the scheduler computes them
+    # again if the worker holding them is lost (restarted at its memory limit, say),
+    # where scattered data would be gone with it and every task needing it cancelled.
+    with _carrying([y, available, rule.mask, getattr(rule.rule, "y", None)]):
+        rule_f, y_f, avail_f = (client.submit(K.held, v, pure=False, key=f"{key}-{name}")
+                                for name, v in (("rule", rule), ("y", y), ("available", available)))
     # As in bbc_over_blocks: the counts are shared while they fit in COUNTS_BYTES (B x N
     # bytes), else each block's task draws them again from the plans.
     keep = -(-n_bootstraps // SEED_BLOCK) * SEED_BLOCK * n <= COUNTS_BYTES

@@ -161,7 +161,7 @@ def _decide(cube, client, root, dropping, k, state, active, m, target):
 def _pooled_pass(cube, client, m, target):
     """Pooled scores of complete configurations that have none yet, as tasks reading
     their chunks (the driver never loads predictions)."""
-    from ..chunked._blocks import chunk_pooled
+    from ..chunked._blocks import chunk_pooled, held
 
     state = cube.state()
     complete = np.all(state == DONE, axis=(1, 2))
@@ -170,7 +170,9 @@ def _pooled_pass(cube, client, m, target):
         return
     blocks, _ = cube.blocks(need)
     y = cube.y()
-    y_f = client.scatter(y, broadcast=False, hash=False) if len(blocks) > 1 else y
+    # a task holding y, not scattered data: computed again if its worker is lost
+    y_f = (client.submit(held, y, pure=False, key=f"bbc-pooled-y-{uuid.uuid4().hex[:8]}")
+           if len(blocks) > 1 else y)
     futures = [client.submit(chunk_pooled, b, y_f, m.name, target.pos_code, pure=False,
                              key=f"bbc-pooled-{b.configs[0]}-{uuid.uuid4().hex[:8]}")
                for b in blocks]
