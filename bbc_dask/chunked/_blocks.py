@@ -32,7 +32,7 @@ from ..stats._bbc import _full_scores
 from ..stats._bbc import prepare_inputs as _prepare
 from ..stats._bootstrap import (SEED_BLOCK, block_counts, defined_parts, first_plan, plan_counts,
                                 plan_seed_block)
-from ..stats._dropping import DroppingScorer, mean_over_repeats
+from ..stats._dropping import DroppingScorer, fill_unavailable, mean_over_repeats
 from ..stats._winner import select
 
 #: Bootstraps multiplied at once in a sample-block task (one product of this many rows):
@@ -427,31 +427,25 @@ def finish_oob(total, metric):
 def _dropping_preps(parts, target, avail, m, class_coord, size, caller):
     """Per repeat, the prepared metric of a sample block of a group's configurations
     (``parts``, every repeat) on that repeat alone, as :class:`DroppingScorer` prepares
-    each repeat; None where no sample of the block is available in the repeat (its
-    weights there are all zero: the in-memory sums add zeros). A sample not available
-    in a repeat takes the values of the block's first one that is: its weight is zero
-    in that repeat, so any valid prediction gives the same sums. The parts are read one
-    at a time (as :func:`_stacked` reads them); each repeat's are stacked once all are
-    prepared, and dropped as they are copied."""
-    firsts = [np.flatnonzero(avail[:, r])[:1] for r in range(avail.shape[1])]
-    prepared = [[] for _ in firsts]
+    each repeat, its unavailable rows filled as there (:func:`fill_unavailable`); None
+    where no sample of the block is available in the repeat (its weights there are all
+    zero: the in-memory sums add zeros). The parts are read one at a time (as
+    :func:`_stacked` reads them); each repeat's are stacked once all are prepared, and
+    dropped as they are copied."""
+    prepared = [[] for _ in range(avail.shape[1])]
     for part in parts:
         data = np.asarray(_load(part))
-        for r, first in enumerate(firsts):
-            if not first.size:
+        for r, got in enumerate(prepared):
+            ok = avail[:, r]
+            if not ok.any():
                 continue
-            x = data[:, :, r : r + 1]
-            if x.dtype.kind == "f" and not avail[:, r].all():
-                x = x.copy()
-                x[~avail[:, r]] = x[first[0]]
-            prepared[r].append(m.prepare(target, _encode(x, target, m, class_coord, caller), size))
+            x = data[:, :, r : r + 1] if ok.all() else data[:, :, r : r + 1].copy()
+            fill_unavailable(x, ok)
+            got.append(m.prepare(target, _encode(x, target, m, class_coord, caller), size))
         del data
-    preps = []
-    for got in prepared:
-        n_cfg = sum(p.n_configs for p in got)
-        preps.append(None if not got else got[0] if len(got) == 1 else
-                     m.stacked((got.pop(0) for _ in range(len(got))), n_cfg))
-    return preps
+    return [None if not got else got[0] if len(got) == 1 else
+            m.stacked((got.pop(0) for _ in range(len(got))), sum(p.n_configs for p in got))
+            for got in prepared]
 
 
 def dropping_sums(parts, block, metric, class_coord, j, size, seed, plans, n_boot,
@@ -505,20 +499,18 @@ def run_dropping_sums(parts, blocks_in, metric, class_coord, blocks, seed, plans
             for (j, size, p, c), b in zip(_run_parts(parts, blocks, counts), blocks_in)]
 
 
-def finish_dropping(total, metric, shape):
+def finish_dropping(total, metric, n_rep):
     """``(full (c,), scores (n_boot, c), definedness parts)`` of a group of
     configurations from its summed :func:`dropping_sums`: per repeat the metric of the
-    sums, then their mean over repeats — as :meth:`DroppingScorer.scores`. A repeat
-    with no sample available anywhere scores NaN (every draw is then undefined)."""
+    sums, then their mean over repeats — as :meth:`DroppingScorer.scores`. Every repeat
+    has a sample available somewhere (the dispatcher sends the test here only then)."""
     m = get_metric(metric)
-    n_rep = shape[2]
 
-    def scores(part, rows):
+    def scores(part):
         with np.errstate(divide="ignore", invalid="ignore"):
-            return mean_over_repeats([m.combine(*part[r])[:, :, 0] if r in part
-                                      else np.full((rows, shape[1]), np.nan) for r in range(n_rep)])
+            return mean_over_repeats([m.combine(*part[r])[:, :, 0] for r in range(n_rep)])
 
-    return scores(total["full"], 1)[0], scores(total["in"], shape[0]), total["defined"]
+    return scores(total["full"])[0], scores(total["in"]), total["defined"]
 
 
 # -------------------------------------------------------------------------- others

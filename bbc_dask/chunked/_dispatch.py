@@ -547,6 +547,12 @@ def _replicate(persisted):
         futures[0].client.replicate(futures)
 
 
+def _keeps_counts(n_boot, n):
+    """Whether every count of ``n_boot`` bootstraps of ``n`` samples (uint8, whole seed
+    blocks) fits in :data:`COUNTS_BYTES`: then they are drawn once and shared."""
+    return -(-n_boot // SEED_BLOCK) * SEED_BLOCK * n <= COUNTS_BYTES
+
+
 def _shared_counts(keep, seed, stream, plans, n_blocks, n_boot, client=None):
     """While every block's counts fit in COUNTS_BYTES (``keep``; B x N bytes, B rounded
     up to whole seed blocks) each block's are drawn once, kept on the cluster and shared
@@ -630,7 +636,7 @@ def _bbc_by_samples(src, edges, target, m, seed, n_boot, conf, sb, caller):
     # pass over every count) and the blocks summed again with them.
     subsets = [target.subset(lo, hi) for lo, hi in edges]
     common = (m.name, src.coord)
-    keep = -(-n_boot // SEED_BLOCK) * SEED_BLOCK * target.n_samples <= COUNTS_BYTES
+    keep = _keeps_counts(n_boot, target.n_samples)
 
     def in_bag(plans, counts):
         results = []
@@ -700,7 +706,7 @@ def bbc_over_blocks(blocks, offsets, y, *, metric, n_bootstraps, confidence_leve
     # Counts drawn once and shared while every worker can hold them all (B x N bytes);
     # beyond, each block's task draws them again from the plans, one seed block at a
     # time: more draws, but a worker's memory no longer grows with B x N.
-    keep = -(-n_boot // SEED_BLOCK) * SEED_BLOCK * n <= COUNTS_BYTES
+    keep = _keeps_counts(n_boot, n)
     plans = _plans(seed, "bbc", n_boot, n, sb, rule, keep)
     t_d = delayed(target, pure=True)
     if keep:
@@ -788,7 +794,7 @@ def lazy_dropping_test(client, blocks, y, available, *, metric, alpha, n_bootstr
                                 for name, v in (("rule", rule), ("y", y), ("available", available)))
     # As in bbc_over_blocks: the counts are shared while they fit in COUNTS_BYTES (B x N
     # bytes), else each block's task draws them again from the plans.
-    keep = -(-n_bootstraps // SEED_BLOCK) * SEED_BLOCK * n <= COUNTS_BYTES
+    keep = _keeps_counts(n_bootstraps, n)
     plans = [client.submit(K.plan_group, seed, "dropping", ks, n, M.SAMPLE_BLOCK, rule_f, keep,
                            pure=False, retries=3, key=f"{key}-plan-{q}")
              for q, ks in enumerate(_seed_groups(n_bootstraps, n, keep))]
@@ -845,13 +851,13 @@ def _dropping_by_samples(client, src, target, available, m, alpha, n_boot, seed)
     caller = "dropping_test"
     sb = M.SAMPLE_BLOCK
     edges = M.sample_blocks(src.n, sb)
-    n_rep, avail = _n_repeats(src), available
+    avail = available  # (N, R), checked
+    n_rep = avail.shape[1]
     out = -(-n_boot // SEED_BLOCK) * SEED_BLOCK * n_rep * 8 * 2  # per repeat; concatenated
     runs, offsets = src.sample_runs(edges, out, sb * n_rep * m.feature_bytes, n_boot)
-    widths = np.diff(offsets + [src.c]).tolist()
     blocks_in = [(target.subset(lo, hi), avail[lo:hi]) for lo, hi in edges]
     common = (m.name, src.coord)
-    keep = -(-n_boot // SEED_BLOCK) * SEED_BLOCK * target.n_samples <= COUNTS_BYTES
+    keep = _keeps_counts(n_boot, target.n_samples)
 
     def scored(plans, counts):
         with _carrying(blocks_in):
@@ -859,7 +865,7 @@ def _dropping_by_samples(client, src, target, available, m, alpha, n_boot, seed)
                 delayed(K.finish_dropping, pure=True)(
                     _chain(runs[g], K.dropping_sums, K.run_dropping_sums, blocks_in, common,
                            seed, plans, n_boot, caller, counts=counts),
-                    m.name, (n_boot, widths[g], n_rep))
+                    m.name, n_rep)
                 for g in range(len(offsets))])
 
     plans = K.first_plans(seed, "dropping", n_boot, target.n_samples, sb)

@@ -19,7 +19,7 @@ from ._bootstrap import CountBlocks
 from ._winner import select
 
 __all__ = ["Dropping", "DroppingResult", "DroppingScorer", "MaskedRule", "dropping_rule",
-           "dropping_test", "mean_over_repeats"]
+           "dropping_test", "fill_unavailable", "mean_over_repeats"]
 
 
 @dataclass(frozen=True)
@@ -184,15 +184,8 @@ class DroppingScorer:
         n, _, n_rep = pred.shape[:3]
         avail = _available(available, n, n_rep, caller)
         filled = pred.copy()
-        if filled.dtype.kind == "f":
-            # Unavailable rows are never weighted (their weight is zero in that repeat):
-            # make them valid with the repeat's first available row — any valid
-            # prediction gives the same sums, so a task holding one sample block, which
-            # fills from its own first available row, adds the very same terms.
-            for r in range(n_rep):
-                ok = avail[:, r]
-                if ok.any() and not ok.all():
-                    filled[~ok, :, r] = filled[int(np.flatnonzero(ok)[0]), :, r]
+        for r in range(n_rep):
+            fill_unavailable(filled[:, :, r], avail[:, r])
         m, target, enc = prepare_inputs(filled, y, metric, pos_label, caller, class_coord)
         del filled
         self.n, self.n_configs = n, enc.shape[1]
@@ -204,6 +197,17 @@ class DroppingScorer:
     def scores(self, counts):
         return mean_over_repeats([p.scores(counts * self.mask[r])[:, :, 0]
                                   for r, p in enumerate(self.preps)])
+
+
+def fill_unavailable(values, ok):
+    """Give the rows of ``values`` (one repeat's predictions, samples first) that are not
+    ``ok`` the values of the first that is, in place (float predictions: a sample not
+    yet predicted is NaN). Those rows are never weighted (their weight is zero in that
+    repeat), so any valid prediction gives the same sums: a task holding one sample
+    block, filling from its own first available row, adds the very terms the whole
+    sample's test adds."""
+    if values.dtype.kind == "f" and ok.any() and not ok.all():
+        values[~ok] = values[int(np.flatnonzero(ok)[0])]
 
 
 def mean_over_repeats(scores):
