@@ -17,13 +17,18 @@ cube, in this same process.
    of the same store after wave 1 (folds 0 and 1 available, B = 1,000, as a study runs
    it between waves), against the in-memory test on the loaded cube.
 3. The same two cubes, and the study, from an S3 store (a moto server started here).
+4. A ranking metric beyond ``RANK_SAMPLES`` (2**20): ROC AUC on 2,000,000 x 20 x 2, by
+   pairs of sample tiles (``bbc_dask.chunked._dispatch._bbc_by_tiles``), on 2 workers of
+   400 MB — where the configuration-block path, a task holding every sample, has its
+   workers killed. With ``--quick``: 100,000 x 5 x 2 with the thresholds lowered to one
+   sample block (4 tiles).
 
 Stores are chunked (32,768 samples, 25 configurations, 2 repeats), compressed with LZ4 as
 the engine's own cubes: a chunk along samples is one sample block of the bootstrap draws,
 so each chunk is read once.
 
 Run: ``python benchmarks/bench_bbc_cluster.py [--quick] [--limit 400MB] [--no-s3]
-[--skip-speed] [--skip-local] [--skip-study]``.
+[--skip-speed] [--skip-local] [--skip-study] [--skip-tiles]``.
 """
 import argparse
 import os
@@ -292,6 +297,17 @@ def dropping_scale(study, limit, where, n_boot=1000):
           f"dropped {int(got.drop.sum())} of {idx.size}  equal: {equal}")
 
 
+def tiles_scale(tmp, limit, B, quick):
+    import bbc_dask.chunked._dispatch as L
+
+    n, c = (100_000, 5) if quick else (2_000_000, 20)
+    if quick:  # the dispatch is decided in this process: its thresholds are the ones read
+        L.RANK_SAMPLES = L.RANK_TILE = SAMPLE_BLOCK
+    print(f"4. a ranking metric by pairs of sample tiles of {L.RANK_TILE} (beyond "
+          f"{L.RANK_SAMPLES} samples): 2 workers of {limit}, B={B}")
+    scale({("roc_auc", n, c): os.path.join(tmp, "tiles.zarr")}, limit, B, "local")
+
+
 def moto_server():
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
@@ -326,6 +342,7 @@ def main():
     ap.add_argument("--skip-speed", action="store_true")
     ap.add_argument("--skip-local", action="store_true")
     ap.add_argument("--skip-study", action="store_true")
+    ap.add_argument("--skip-tiles", action="store_true")
     args = ap.parse_args()
     _imports()
     n, c, c_auc, B = (40_000, 60, 20, 64) if args.quick else (50_000, 400, 100, 200)
@@ -358,6 +375,8 @@ def main():
             finally:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
+        if not args.skip_tiles:
+            tiles_scale(tmp, args.limit, B, args.quick)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

@@ -56,6 +56,6 @@ def test_cluster_benchmark_runs_in_quick_mode():
     ).stdout
     # speed: 2 metrics x (1, 2 workers of bbc_dask's cluster, 2 of a plain one); scale: 2
     # cubes, a study's store (stored by fold) and its dropping test, from local disk and
-    # from S3
-    assert out.count("equal: True") == 6 + 4 + 4 and "equal: False" not in out
-    assert out.count("no restart/pause") == 4 + 4
+    # from S3; a ranking metric by pairs of sample tiles
+    assert out.count("equal: True") == 6 + 4 + 4 + 1 and "equal: False" not in out
+    assert out.count("no restart/pause") == 4 + 4 + 1

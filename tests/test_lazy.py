@@ -492,9 +492,19 @@ def test_plans_decided_block_by_block_keep_the_same_attempts(client, tmp_path, m
     y[[7, 250]] = 1.0  # R² needs both values in bag and out of bag: many redraws
     root = np.random.SeedSequence(5)
     redrawn = 0
+    rare = np.zeros(300, dtype=np.int64)
+    rare[[7, 250]] = 1
+    three = rare.copy()
+    three[[3, 4, 200]] = 2
     for rule in (M.get_metric("r2").definedness(M.Target(values=y)),
-                 M.get_metric("accuracy").definedness(M.Target(codes=np.zeros(3, np.int64)))):
-        n = y.size if rule.__class__.__name__ == "_Spread" else 3
+                 M.get_metric("accuracy").definedness(M.Target(codes=np.zeros(3, np.int64))),
+                 # the ranking rules stream too: AUC's classes, one-vs-rest masks, and the
+                 # concordance's comparable pairs (two events, ties of time)
+                 M.get_metric("roc_auc").definedness(M.Target.of_codes(rare, 2)),
+                 M.get_metric("roc_auc_ovr").definedness(M.Target.of_codes(three, 3)),
+                 M.get_metric("concordance_index").definedness(
+                     M.Target(time=np.arange(300) % 7 * 1.0, event=rare.astype(bool)))):
+        n = 3 if rule.__class__.__name__ == "Definedness" else y.size
         for sb in (1, 2, 128) if n == 3 else (128, 100):
             for k in range(3):
                 whole, counts = plan_seed_block(root, "bbc", k, n, rule, sb)
@@ -507,7 +517,7 @@ def test_plans_decided_block_by_block_keep_the_same_attempts(client, tmp_path, m
                 np.testing.assert_array_equal(whole.attempts, alone.attempts)
                 assert rule.both(counts).all()
                 redrawn += int(whole.attempts.sum())
-    assert redrawn > 50
+    assert redrawn > 250
     rng = np.random.default_rng(2)
     p = y[:, None, None] + rng.normal(scale=0.3, size=(300, 5, 2))
     want = bd.bbc(p, y, metric="r2", random_state=1, n_bootstraps=100)
@@ -917,3 +927,85 @@ def test_study_sample_runs_hold_at_most_their_budget(n, c, r, b, monkeypatch):
         seen.extend(g[0][1][0].configs.tolist())
         assert g[0][1][0].configs[0] == off
     assert seen == list(range(c))
+
+
+@pytest.mark.parametrize("metric", RANKING)
+@pytest.mark.parametrize("n", [700, 1100])
+def test_ranking_metric_by_pairs_of_tiles_equals_in_memory(metric, n, client, tmp_path,
+                                                           monkeypatch):
+    """Beyond two tiles of samples a ranking metric's BBC goes by pairs of tiles: N = 700
+    or 1,100 in blocks of 128 and tiles of 256 (3 or 5 tiles; the last shorter), groups
+    of 3 configurations — equal to the in-memory result bit for bit (in bag, out of
+    bag, full scores), from a Zarr store and a Dask array. Every task holds two tiles'
+    samples at most: its counts and sorted columns do not grow with N."""
+    import bbc_dask.chunked._blocks as K
+    import bbc_dask.metrics as M
+
+    monkeypatch.setattr(M, "SAMPLE_BLOCK", 128)
+    monkeypatch.setattr(L, "RANK_TILE", 256)
+    monkeypatch.setattr(L, "RANK_SAMPLES", 512)
+    per = 3 if metric == "roc_auc_ovr" else 1
+    monkeypatch.setattr(L, "HOLD_BYTES", 3 * 2 * 256 * 2 * per * L.RANK_CELL_BYTES)
+    p, y = _cube(metric, n, 13, 2)
+    dims = ("sample", "config", "repeat", "class")[: p.ndim]
+    z = _to_zarr(tmp_path / "c.zarr", p, dims, chunk_cfg=4)
+    want = bd.bbc(p, y, metric=metric, random_state=3, n_bootstraps=150)
+    assert len(set(want.winners.tolist())) > 3
+    held = []
+    real = K.tile_sums
+    monkeypatch.setattr(K, "tile_sums", lambda tiles, *a, **k: held.append(
+        (sum(hi - lo for bl, _ in tiles for _, lo, hi in bl), len(tiles), a[-3], a[-2]))
+        or real(tiles, *a, **k))
+    with dask.config.set(scheduler="sync"):  # in this process: the tasks are seen
+        _same(bd.bbc(z, y, metric=metric, random_state=3, n_bootstraps=150), want)
+    t = -(-n // 256)
+    distinct = len(set(want.winners.tolist()))
+    jobs = t * (t - 1) // 2 + t
+    assert len(held) == jobs * (-(-13 // 3) + -(-distinct // 3)), len(held)
+    assert max(h[0] for h in held) <= 2 * 256
+    assert sorted({(h[1], h[2]) for h in held}) == [(1, 2 - t), (2, 1)]  # weights
+    lazy = xr.DataArray(da.from_array(p, chunks=(100,) + p.shape[1:]), dims=dims)
+    _same(bd.bbc(lazy, y, metric=metric, random_state=3, n_bootstraps=150), want)
+
+
+@pytest.mark.parametrize("metric", ["roc_auc", "concordance_index"])
+def test_ranking_metric_by_tiles_redraws_as_in_memory(metric, client, tmp_path, monkeypatch):
+    """Few positives (or events): many draws are undefined out of bag. The plans are
+    decided block by block before the tiles are summed: the same redraws, the same
+    result as in memory, on the workers."""
+    import bbc_dask.metrics as M
+
+    monkeypatch.setattr(M, "SAMPLE_BLOCK", 128)
+    monkeypatch.setattr(L, "RANK_TILE", 256)
+    monkeypatch.setattr(L, "RANK_SAMPLES", 512)
+    p, y = _cube(metric, 900, 6, 2)
+    rare = np.zeros(900, dtype=bool)
+    rare[np.random.default_rng(1).choice(900, 3, replace=False)] = True
+    y = (y[0], rare) if metric == "concordance_index" else rare.astype(int)
+    want = bd.bbc(p, y, metric=metric, random_state=3, n_bootstraps=100)
+    assert want.n_redrawn > 20
+    z = _to_zarr(tmp_path / "c.zarr", p, ("sample", "config", "repeat"), chunk_cfg=4)
+    _same(bd.bbc(z, y, metric=metric, random_state=3, n_bootstraps=100), want)
+
+
+def test_study_cube_ranking_metric_by_pairs_of_tiles(client, tmp_path, monkeypatch):
+    """A study's cube with AUC over 5 tiles (569 samples in tiles of 128): its reads are
+    of one tile's samples at most, and the result equals the in-memory one bit for bit."""
+    import bbc_dask.cube._layout as C
+    import bbc_dask.metrics as M
+
+    monkeypatch.setattr(M, "SAMPLE_BLOCK", 64)
+    monkeypatch.setattr(L, "RANK_TILE", 128)
+    monkeypatch.setattr(L, "RANK_SAMPLES", 256)
+    s = _study_of("roc_auc", tmp_path / "s.zarr", client)
+    want = s.bbc(chunked=False, n_bootstraps=150, random_state=3)
+    rows = []
+    read = C.PredictionReader.read
+    monkeypatch.setattr(C.PredictionReader, "read",
+                        lambda self, configs, repeats=None, **kw:
+                        rows.append(kw.get("rows")) or read(self, configs, repeats, **kw))
+    with dask.config.set(scheduler="sync"):
+        _same(s.bbc(chunked=True, n_bootstraps=150, random_state=3), want)
+    assert rows and None not in rows
+    assert max(hi - lo for lo, hi in rows) == 128
+    _same(s.bbc(chunked=True, n_bootstraps=150, random_state=3), want)  # on the workers

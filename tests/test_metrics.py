@@ -5,6 +5,7 @@ from _cases import make_case
 from _reference import score_rows
 
 import bbc_dask as bd
+import bbc_dask.metrics as M
 from bbc_dask.stats._bbc import prepare_inputs
 
 
@@ -66,3 +67,30 @@ def test_indicator_sums_are_exact_in_either_layout(monkeypatch):
             np.testing.assert_array_equal(K.indicator_sums(c, masks, oob, 1), want)
             np.testing.assert_array_equal(
                 K.indicator_sums(np.ascontiguousarray(c.T), masks, oob, 0), want)
+
+
+@pytest.mark.parametrize("metric", ["roc_auc", "roc_auc_ovr", "concordance_index"])
+def test_ranking_definedness_decided_from_block_parts_equals_the_whole(metric):
+    """A ranking metric's rule streams: its parts of two sample blocks, combined by
+    maximum, decide exactly what ``both`` and ``inbag`` decide on the whole counts —
+    over small samples where every case occurs (a class with no weight on one side, an
+    event whose only comparable sample is censored at its very time)."""
+    rng = np.random.default_rng(0)
+    seen = set()
+    for _ in range(400):
+        n = int(rng.integers(2, 9))
+        counts = rng.multinomial(n, np.ones(n) / n, size=40).astype(np.int32)
+        if metric == "concordance_index":
+            target = M.Target(time=rng.integers(0, 3, n).astype(float), event=rng.random(n) < 0.5)
+        else:
+            k = 3 if metric == "roc_auc_ovr" else 2
+            target = M.Target.of_codes(rng.integers(0, k, n), k)
+        rule = M.get_metric(metric).definedness(target)
+        assert rule.streams
+        cut = n // 2
+        parts = np.maximum(rule.part(counts[:, :cut], 0, cut), rule.part(counts[:, cut:], cut, n))
+        both, inbag = rule.both(counts), rule.inbag(counts)
+        np.testing.assert_array_equal(rule.decide(parts), both)
+        np.testing.assert_array_equal(rule.decide_inbag(parts), inbag)
+        seen.update(zip(both.tolist(), inbag.tolist()))
+    assert seen == {(True, True), (False, True), (False, False)}

@@ -30,8 +30,8 @@ from .. import _validation as V
 from ..metrics import get_metric
 from ..stats._bbc import _full_scores
 from ..stats._bbc import prepare_inputs as _prepare
-from ..stats._bootstrap import (SEED_BLOCK, block_counts, defined_parts, first_plan, plan_counts,
-                                plan_seed_block)
+from ..stats._bootstrap import (SEED_BLOCK, block_counts, defined_parts, fill_counts,
+                                first_plan, plan_counts, plan_seed_block)
 from ..stats._dropping import DroppingScorer, fill_unavailable, mean_over_repeats
 from ..stats._winner import select
 
@@ -39,10 +39,12 @@ from ..stats._winner import select
 #: their float32 weights take BATCH x 32,768 x 4 bytes (8 MiB), large enough for BLAS.
 BATCH = 64
 
-__all__ = ["BATCH", "ZarrBlock", "add_run", "add_sums", "block_sums", "chunk_fold_matrix",
-           "chunk_pooled", "dropping_sums", "finish_dropping", "finish_oob", "finish_sums",
-           "first_plans", "held", "merge_winners", "oob_sums", "plan_group", "prepare_and_score",
-           "prepare_block", "run_dropping_sums", "run_oob_sums", "run_sums", "score_block"]
+__all__ = ["BATCH", "ZarrBlock", "add_run", "add_sums", "add_tiles", "block_sums",
+           "chunk_fold_matrix", "chunk_pooled", "dropping_sums", "finish_dropping",
+           "finish_oob", "finish_sums", "finish_tile_oob", "finish_tiles", "first_plans",
+           "held", "merge_winners", "oob_sums", "plan_group", "prepare_and_score",
+           "prepare_block", "run_dropping_sums", "run_oob_sums", "run_sums", "score_block",
+           "tile_sums"]
 
 
 class ZarrBlock:
@@ -514,6 +516,90 @@ def finish_dropping(total, metric, n_rep):
 
 
 # -------------------------------------------------------------------------- others
+# --------------------------------------------------------------------- sample tiles
+# A ranking metric's statistics are integer sums over pairs of samples, S(X) =
+# sum over i, j in X of f(i, j) w_i w_j. Over tiles X_1..X_t of the samples,
+# S = sum_{a<b} S(X_a u X_b) - (t - 2) sum_a S(X_a): exact in integers, so a task holds
+# the samples of two tiles at most, whatever N, and the scores are the in-memory bits.
+
+def _joined_target(targets):
+    """The target of the samples of ``targets`` (subsets of one target), in order."""
+    if len(targets) == 1:
+        return targets[0]
+    import dataclasses
+
+    return dataclasses.replace(targets[0], **{
+        f: np.concatenate([getattr(t, f) for t in targets])
+        for f in ("codes", "values", "time", "event") if getattr(targets[0], f) is not None})
+
+
+def tile_sums(tiles, targets, metric, class_coord, seed, stream, plans, n_boot, weight,
+              oob=False, caller="bbc"):
+    """``weight`` x the pair sums (:meth:`~bbc_dask.metrics._RocAuc.pair_sums_t`) of the
+    samples of one or two tiles — ``tiles``: ``(blocks, parts)``, the tile's sample
+    blocks ``(j, lo, hi)`` and its parts (a group of configurations, in order);
+    ``targets`` theirs — for the bootstraps ``0..n_boot-1`` of ``plans``, each seed
+    block's counts drawn here, block by block, from the blocks' own generators (or their
+    out-of-bag indicators, with ``oob``). Returns ``{"num": (M, B), "den": (k, B)}`` int64,
+    and in bag ``"full"``: the pair sums of unit weights. The tiles' predictions are
+    read, encoded and sorted once; the counts are held one seed block at a time."""
+    m = get_metric(metric)
+    target = _joined_target(list(targets))
+    enc = [np.concatenate([_encode(p, t, m, class_coord, caller) for p in parts], axis=1)
+           for (_, parts), t in zip(tiles, targets)]
+    enc = enc[0] if len(enc) == 1 else np.concatenate(enc, axis=0)
+    prep = m.prepare(target, enc)
+    del enc
+    blocks = [b for bl, _ in tiles for b in bl]
+    n = sum(hi - lo for _, lo, hi in blocks)
+    root = _root(seed)
+    nums, dens = [], []
+    for plan in plans:
+        w = np.empty((n, SEED_BLOCK), dtype=np.uint8)
+        at = 0
+        for j, lo, hi in blocks:
+            w = fill_counts(w, root, stream, plan, j, at, at + hi - lo, samples_first=True)
+            at += hi - lo
+        rows = min(SEED_BLOCK, n_boot - plan.k * SEED_BLOCK)
+        w = np.ascontiguousarray(w[:, :rows])
+        if oob:
+            w = (w == 0).view(np.uint8)
+        num, den = prep.pair_sums_t(w)
+        del w
+        nums.append(num)
+        dens.append(den)
+    out = {"num": weight * np.concatenate(nums, axis=1), "den": weight * np.concatenate(dens, axis=1)}
+    if not oob:
+        out["full"] = tuple(weight * a for a in prep.pair_sums_t(np.ones((n, 1), dtype=np.uint8)))
+    return out
+
+
+def add_tiles(a, b):
+    """The sum of two :func:`tile_sums` results (int64: exact in any order)."""
+    return {k: tuple(x + y for x, y in zip(a[k], b[k])) if isinstance(a[k], tuple) else a[k] + b[k]
+            for k in a}
+
+
+def finish_tiles(total, metric, offset, n_configs, n_repeats, n_sub):
+    """Winners ``(best, config)`` (``config`` global) and full scores (c,) of a group of
+    configurations from its summed :func:`tile_sums`: the in-memory scores' bits."""
+    fam = get_metric(metric).pairwise
+    s = fam.finish_pairs(total["num"], total["den"], n_configs, n_repeats, n_sub).mean(axis=2)
+    w = select(s)
+    full = fam.finish_pairs(*total["full"], n_configs, n_repeats, n_sub)[0].mean(axis=1)
+    return (s[np.arange(s.shape[0]), w], w + offset), full
+
+
+def finish_tile_oob(num, den, pick, metric, n_repeats, n_sub):
+    """The winners' out-of-bag scores (B,): ``num`` (D x per, B) summed over the distinct
+    winners' columns, ``pick[b]`` bootstrap ``b``'s winner among them."""
+    fam = get_metric(metric).pairwise
+    n_boot = num.shape[1]
+    per = n_repeats * n_sub
+    mine = num.reshape(-1, per, n_boot)[np.asarray(pick), :, np.arange(n_boot)]  # (B, per)
+    return fam.finish_winner_pairs(mine, den, n_repeats, n_sub).mean(axis=1)
+
+
 def held(value):
     """``value`` itself: submitted as a task (``client.submit(held, value)``), data the
     tasks share stays recomputable — the scheduler holds the task and runs it again if

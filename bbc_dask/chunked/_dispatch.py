@@ -26,6 +26,11 @@ seed block of bootstraps has its own generator. The splits (see :mod:`._blocks`)
   study's store between waves): the same tasks and runs, each returning its block's
   in-bag sums per repeat with the counts masked by the samples available there; a chain
   adds them in block order and a task per group gives its configurations' scores (B, c).
+- **by pairs of sample tiles** — BBC of a ranking metric beyond :data:`RANK_SAMPLES`:
+  its statistics are integer sums over pairs of samples, so the whole sample's follow
+  exactly from those of every tile and every union of two tiles; a task holds two tiles
+  of one group of configurations (:func:`_bbc_by_tiles`), at about N / RANK_TILE times
+  the in-memory kernel's work.
 - **by configuration blocks** — ranking metrics (they sort whole columns), BBC-F's fold
   matrix, the dropping test of a ranking metric (or without a sample source) and a
   study's cube with a ranking metric: one task prepares (reads
@@ -86,6 +91,22 @@ SUMS_BYTES = 32 * 2**20
 #: cube made the draws the larger part of the time). These tasks never load numba
 #: (~140 MiB).
 HOLD_BYTES = 64 * 2**20
+#: Samples beyond which a ranking metric's BBC goes by pairs of sample *tiles*
+#: (:func:`_bbc_by_tiles`): up to it a configuration block's task holds every sample
+#: (a seed block of counts, 64 bytes a sample, and a column or more; measured: 2,000,000
+#: samples killed 400 MB workers), beyond it a task holds two tiles' samples, whatever N.
+RANK_SAMPLES = 2**20
+#: Samples of a tile (whole sample blocks). A pair task holds 2 x RANK_TILE samples: a
+#: seed block of counts (17 MiB) and its group's sorted columns (HOLD_BYTES; measured:
+#: 42 MiB at its peak for 10 columns), in a worker that holds numba's kernels (~145
+#: MiB): peaks of 284 and 289 MiB at 2,000,000 x 20 x 2, below the 400 MB worker's pause
+#: (2**19 paused it at 341 MiB). Larger tiles mean fewer pairs (the work is about
+#: N / RANK_TILE times the in-memory kernel's) but narrower groups, each drawing its
+#: tiles' counts again.
+RANK_TILE = 2**17
+#: Bytes a tile task holds per sample and column (float64 encoded, int32 order, bool
+#: tie starts, the float32 read and the sort's temporaries).
+RANK_CELL_BYTES = 24
 
 _DIMS = V.CUBE_DIMS
 
@@ -355,6 +376,13 @@ class _Source:
         return [[(j, *edges[j]) for j in range(a, min(a + per_run, len(edges)))]
                 for a in range(0, len(edges), per_run)]
 
+    def tile_parts(self, lo, hi, configs):
+        """The parts holding samples ``lo:hi`` of ``configs`` (sorted view positions):
+        a study's cube in one read, else :meth:`columns`."""
+        if self.table is not None:
+            return [self.table.part(np.asarray(configs, dtype=np.int64), lo, hi)]
+        return self.columns(lo, hi, configs)
+
     def columns(self, lo, hi, configs):
         """The parts (in order) holding samples ``lo:hi`` of the configurations
         ``configs`` (sorted view positions): read chunk-aligned, a stored chunk window at
@@ -490,6 +518,9 @@ def lazy_bbc(predictions, y, *, metric, n_bootstraps, confidence_level, random_s
     y, target = _target(y, src.n, m, pos_label, caller)
     if _by_samples(m, src):
         return _bbc_pointwise(src, target, m, n_bootstraps, confidence_level, random_state, caller)
+    if _by_tiles(m, src.n):
+        return _bbc_by_tiles(src, target, m, *_bbc_args(n_bootstraps, confidence_level,
+                                                        random_state, caller), caller)
     parts, offsets = src.config_parts()
     return bbc_over_blocks(parts, offsets, y, metric=m.name, n_bootstraps=n_bootstraps,
                            confidence_level=confidence_level, random_state=random_state,
@@ -670,6 +701,79 @@ def _bbc_by_samples(src, edges, target, m, seed, n_boot, conf, sb, caller):
     return _summary((best, cfg, oob), fulls, attempts, n_boot, m.name, conf)
 
 
+def _tiles(n):
+    """The tiles of ``n`` samples: lists of consecutive sample blocks ``(j, lo, hi)``,
+    :data:`RANK_TILE` samples each (at least one block)."""
+    edges = M.sample_blocks(n)
+    q = max(1, RANK_TILE // M.SAMPLE_BLOCK)
+    return [[(j, *edges[j]) for j in range(a, min(a + q, len(edges)))]
+            for a in range(0, len(edges), q)]
+
+
+def _by_tiles(m, n):
+    """Whether BBC of metric ``m`` goes by pairs of sample tiles: a ranking metric of more
+    than :data:`RANK_SAMPLES` samples, over more than two tiles (with two, a pair is the
+    whole sample)."""
+    return m.pairwise is not None and n > RANK_SAMPLES and len(_tiles(n)) > 2
+
+
+def _bbc_by_tiles(src, target, m, conf, n_boot, seed, caller):
+    """BBC of a ranking metric, a task holding two tiles of samples at most.
+
+    A ranking metric's statistics (AUC's Mann-Whitney numerator and positives x
+    negatives; the concordance numerator and comparable pairs) are integer sums over
+    pairs of samples, so over tiles X_1..X_t, S = sum_{a<b} S(X_a u X_b) - (t - 2)
+    sum_a S(X_a): a task per pair of tiles (and per tile) and group of configurations
+    sorts its samples' columns, draws its blocks' counts seed block by seed block and
+    returns its sums, which add exactly, in any order, to the whole sample's — the
+    in-memory scores bit for bit. The price is the pairs: about t times the in-memory
+    kernel's work (t = N / RANK_TILE), each tile's counts drawn about t times per group.
+    The plans (redraws) are decided first, block by block; out of bag, the distinct
+    winners' columns are summed the same way."""
+    import dask
+    from dask import delayed
+
+    tiles = _tiles(src.n)
+    t = len(tiles)
+    jobs = [((a, b), 1) for a in range(t) for b in range(a + 1, t)] + [((a,), 2 - t) for a in range(t)]
+    span = [(bl[0][1], bl[-1][2]) for bl in tiles]
+    subsets = [target.subset(lo, hi) for lo, hi in span]
+    rule = delayed(m.definedness(target), pure=True)
+    groups = dask.compute(_plans(seed, "bbc", n_boot, src.n, M.SAMPLE_BLOCK, rule, False))[0]
+    plans = [p for g in groups for p, _ in g]
+    n_rep = _n_repeats(src)
+    n_sub = len(target.classes) if m.needs_class_axis else 1
+    width = max(1, HOLD_BYTES // (2 * M.SAMPLE_BLOCK * len(tiles[0]) * n_rep * n_sub
+                                  * RANK_CELL_BYTES))
+
+    # Each tile's target and the plans are tasks of their own, on which the tasks depend:
+    # as arguments they would be copied into every task of the graph (a tile's target
+    # into ~t x groups tasks: 1 GB of graph at 2,000,000 samples).
+    shared = [delayed(K.held, pure=True)(x) for x in subsets + [plans]]
+
+    def summed(configs, oob):
+        parts = [src.tile_parts(lo, hi, configs) for lo, hi in span]
+        return _tree([delayed(K.tile_sums, pure=True)(
+            [(tiles[a], parts[a]) for a in which], [shared[a] for a in which], m.name,
+            src.coord, seed, "bbc", shared[-1], n_boot, weight, oob, caller)
+            for which, weight in jobs], K.add_tiles)
+
+    results = [delayed(K.finish_tiles, pure=True, nout=2)(
+        summed(np.arange(g0, min(g0 + width, src.c)), False), m.name, g0,
+        min(width, src.c - g0), n_rep, n_sub) for g0 in range(0, src.c, width)]
+    (best, cfg), fulls = dask.compute(_tree([r[0] for r in results], K.merge_winners),
+                                      [r[1] for r in results])
+    # Out of bag: the distinct winners' columns only, in groups, each bootstrap's winner
+    # picked from their sums.
+    winners, pick = np.unique(cfg, return_inverse=True)
+    totals = dask.compute([summed(winners[i : i + width], True)
+                           for i in range(0, winners.size, width)])[0]
+    num = np.concatenate([tt["num"] for tt in totals])
+    oob = K.finish_tile_oob(num, totals[0]["den"], pick, m.name, n_rep, n_sub)
+    return _summary((best, cfg, oob), fulls, [_attempts(g) for g in groups], n_boot, m.name,
+                    conf)
+
+
 def bbc_over_table(table, blocks, offsets, y, *, metric, n_bootstraps, confidence_level,
                    random_state, pos_label, caller="bbc"):
     """BBC of a study's cube: over (sample run, group of stored chunks) tasks reading
@@ -678,8 +782,11 @@ def bbc_over_table(table, blocks, offsets, y, *, metric, n_bootstraps, confidenc
     else over the configuration ``blocks`` at ``offsets`` (:func:`bbc_over_blocks`)."""
     m = get_metric(metric, caller=caller)
     src = _Source.of_table(table)
-    if _by_samples(m, src):
+    if _by_samples(m, src) or _by_tiles(m, src.n):
         _, target = _target(y, src.n, m, pos_label, caller)
+        if _by_tiles(m, src.n):
+            return _bbc_by_tiles(src, target, m, *_bbc_args(n_bootstraps, confidence_level,
+                                                            random_state, caller), caller)
         return _bbc_pointwise(src, target, m, n_bootstraps, confidence_level, random_state, caller)
     return bbc_over_blocks(blocks, offsets, y, metric=m.name, n_bootstraps=n_bootstraps,
                            confidence_level=confidence_level, random_state=random_state,

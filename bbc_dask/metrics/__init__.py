@@ -86,6 +86,13 @@ class Metric:
         return 4 if getattr(self._impl, "dtype", None) == np.float32 else 16
 
     @property
+    def pairwise(self):
+        """The prepared family of a ranking metric, whose bootstrap statistics are exact
+        integer sums over pairs of samples (``pair_sums_t``, ``finish_pairs``,
+        ``finish_winner_pairs``); None for a pointwise metric."""
+        return self._impl if hasattr(self._impl, "pair_sums_t") else None
+
+    @property
     def is_classification(self) -> bool:
         return self.task in ("binary", "classification", "multiclass")
 
@@ -247,13 +254,29 @@ class _Spread(Definedness):
 
 
 class _Classes(Definedness):
-    """AUC: every positive-class mask has positive and negative weight."""
-
-    streams = False  # a ranking metric's counts are held whole anyway
+    """AUC: every positive-class mask has positive and negative weight. It streams:
+    whether some weight falls on each side of each mask, in bag and out of bag, combines
+    over sample blocks by maximum."""
 
     def __init__(self, pos):
         # the masks and a mask of every sample (the total weight), summed in one pass
         self.masks = np.vstack([pos.astype(np.bool_), np.ones((1, pos.shape[1]), dtype=np.bool_)])
+
+    def part(self, counts, lo, hi):
+        # (B, 4 k): positive weight, negative weight of each of the k masks, in bag then
+        # out of bag: 2 p (t - p) > 0 exactly when both are
+        masks = np.ascontiguousarray(self.masks[:, lo:hi])
+        out = []
+        for oob in (False, True):
+            s = K.indicator_sums(counts, masks, oob, axis=1)
+            out += [s[:, :-1] > 0, (s[:, -1:] - s[:, :-1]) > 0]
+        return np.concatenate(out, axis=1).astype(np.float64)
+
+    def decide(self, parts):
+        return self.decide_inbag(parts) & np.all(parts[:, parts.shape[1] // 2 :] > 0, axis=1)
+
+    def decide_inbag(self, parts):
+        return np.all(parts[:, : parts.shape[1] // 2] > 0, axis=1)
 
     def pn(self, counts, oob=False, axis=1):
         """Twice positives × negatives per mask, (n_masks, B), exact integers, of the
@@ -271,12 +294,15 @@ class _Classes(Definedness):
 
 
 class _Pairs(Definedness):
-    """Concordance index: some comparable pair of weighted samples."""
-
-    streams = False
+    """Concordance index: some comparable pair of weighted samples. It streams: with e*
+    the earliest weighted event time, a pair exists exactly when some weighted sample
+    outlives e* (time > e*) or is censored at e* or later — so the parts, per block,
+    are the largest of -(event time), time and censored time over weighted samples, in
+    bag and out of bag, and blocks combine by maximum."""
 
     def __init__(self, target):
         t, e = target.time, target.event
+        self.time = np.asarray(t, dtype=np.float64)
         # Visit in decreasing (time, censored) key: at equal times the censored come first,
         # because they are comparable with the events at that time.
         self.visit = np.lexsort((e.astype(np.int8), -t)).astype(np.int64)
@@ -295,6 +321,26 @@ class _Pairs(Definedness):
 
     def oob(self, counts):
         return self.pairs(counts, True) > 0
+
+    def part(self, counts, lo, hi):
+        t, e = self.time[None, lo:hi], self.event[None, lo:hi]
+        c = np.asarray(counts)
+        out = []
+        for w in (c > 0, c == 0):
+            out += [np.where(w & e, -t, -np.inf).max(axis=1), np.where(w, t, -np.inf).max(axis=1),
+                    np.where(w & ~e, t, -np.inf).max(axis=1)]
+        return np.stack(out, axis=1)
+
+    @staticmethod
+    def _some_pair(p):
+        first = -p[:, 0]  # the earliest weighted event (+inf: none)
+        return (p[:, 1] > first) | (p[:, 2] >= first)
+
+    def decide(self, parts):
+        return self._some_pair(parts[:, :3]) & self._some_pair(parts[:, 3:])
+
+    def decide_inbag(self, parts):
+        return self._some_pair(parts[:, :3])
 
 
 class _Prepared(abc.ABC):
@@ -750,6 +796,28 @@ class _RocAuc(_Prepared):
         acc = K.auc_winners(counts, self.order, self.starts, self.pos, self.col_mask, cols, oob)
         return self._winner_auc(acc, self.rule.pn(counts, oob))
 
+    def pair_sums_t(self, weights_t):
+        """Sums over pairs of samples, of weights held samples first (N, B): ``(num (M,
+        B), den (n_masks, B))`` int64 — twice the Mann-Whitney numerator of every column,
+        twice positives x negatives of every mask. Exact integers, so the sums over a
+        union of sample sets follow from those of the sets and of their unions two by
+        two (the chunked path's sample tiles), and :meth:`finish_pairs` gives the very
+        bits of :meth:`scores`."""
+        return (K.auc_inbag(weights_t, self.order, self.starts, self.pos, self.col_mask),
+                self.rule.pn(weights_t, axis=0).astype(np.int64))
+
+    @classmethod
+    def finish_pairs(cls, num, den, n_configs, n_repeats, n_sub):
+        """Scores (B, C, R) from :meth:`pair_sums_t`, summed (C configurations)."""
+        mask = np.tile(np.arange(n_sub), n_configs * n_repeats)
+        return cls._finish(num, den.astype(np.float64)[mask], n_configs, n_repeats, n_sub)
+
+    @classmethod
+    def finish_winner_pairs(cls, num, den, n_repeats, n_sub):
+        """Winner scores (B, R) from their :meth:`pair_sums_t` numerators (B, R x n_sub),
+        each bootstrap's own winner's, and the denominators (n_masks, B)."""
+        return cls._winner_of(num, den.astype(np.float64), n_repeats, n_sub)
+
     def winner_scores_t(self, weights_t, winners):
         """:meth:`winner_scores` of weights held samples first, (N, B) (counts, or
         out-of-bag indicators as 0/1): the distinct winners' columns are scored for every
@@ -767,10 +835,14 @@ class _RocAuc(_Prepared):
 
     def _winner_auc(self, acc, pn):
         """Winner scores (B, R) from numerators (B, per) and :meth:`_Classes.pn`."""
-        denom = pn.T[:, self.col_mask[: acc.shape[1]]]  # (B, per)
+        return self._winner_of(acc, pn, self.n_repeats, self.n_sub)
+
+    @staticmethod
+    def _winner_of(acc, pn, n_repeats, n_sub):
+        denom = pn.T[:, np.tile(np.arange(n_sub), n_repeats)]  # (B, per): columns (r, k)
         with np.errstate(divide="ignore", invalid="ignore"):
             auc = np.where(denom > 0, acc / np.where(denom > 0, denom, 1.0), np.nan)
-        return auc.reshape(-1, self.n_repeats, self.n_sub).mean(axis=2)
+        return auc.reshape(-1, n_repeats, n_sub).mean(axis=2)
 
 
 
@@ -795,10 +867,8 @@ class _CIndex(_Prepared):
         counts = _as_counts(counts)
         num = K.cindex_inbag(np.ascontiguousarray(counts.T), self.ranks, self.n_ranks,
                              self.visit, self.vstarts, self.event)
-        den = self._pairs(counts)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            c = np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan)
-        return c.T.reshape(-1, self.n_configs, self.n_repeats)
+        return self.finish_pairs(num, self._pairs(counts)[None, :], self.n_configs,
+                                 self.n_repeats)
 
     def winner_scores(self, counts, winners, oob=True):
         counts = _as_counts(counts)
@@ -807,7 +877,30 @@ class _CIndex(_Prepared):
         num = K.cindex_winners(
             counts, self.ranks, self.n_ranks, self.visit, self.vstarts, self.event, cols, oob
         )
-        den = self._pairs(counts, oob)[:, None]
+        return self.finish_winner_pairs(num, self._pairs(counts, oob)[None, :], R)
+
+    def pair_sums_t(self, weights_t):
+        """``(num (M, B), den (1, B))`` int64: twice the concordance numerator of every
+        column and twice the comparable pairs, of weights held samples first (N, B) —
+        sums over pairs of samples, as :meth:`_RocAuc.pair_sums_t`."""
+        num = K.cindex_inbag(weights_t, self.ranks, self.n_ranks, self.visit, self.vstarts,
+                             self.event)
+        den = K.cindex_pairs(np.ascontiguousarray(weights_t.T), self.visit, self.vstarts,
+                             self.event, False)
+        return num, den[None, :]
+
+    @staticmethod
+    def finish_pairs(num, den, n_configs, n_repeats, n_sub=1):
+        """Scores (B, C, R) from numerators (M, B) and comparable pairs (1, B)."""
+        den = den[0].astype(np.float64)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            c = np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan)
+        return c.T.reshape(-1, n_configs, n_repeats)
+
+    @staticmethod
+    def finish_winner_pairs(num, den, n_repeats, n_sub=1):
+        """Winner scores (B, R) from numerators (B, R) and comparable pairs (1, B)."""
+        den = den[0].astype(np.float64)[:, None]
         with np.errstate(divide="ignore", invalid="ignore"):
             return np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan)
 

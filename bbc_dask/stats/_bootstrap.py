@@ -42,6 +42,7 @@ __all__ = [
     "counts_from_indices",
     "defined_parts",
     "draw_counts",
+    "fill_counts",
     "first_plan",
     "plan_counts",
     "plan_seed_block",
@@ -193,10 +194,12 @@ def block_counts(root, stream, plan, j, out=None):
     return counts
 
 
-def _fill(out, root, stream, plan, j, lo, hi, samples_first=False):
-    """Block ``j``'s counts drawn straight into ``out`` (uint8 or int32) at samples
-    ``lo:hi`` — ``out`` (SEED_BLOCK, n), or (n, SEED_BLOCK) if ``samples_first`` —
-    widened to int32 (and the block drawn again) if a count exceeds 255."""
+def fill_counts(out, root, stream, plan, j, lo, hi, samples_first=False):
+    """Block ``j``'s counts drawn straight into ``out`` (uint8 or int32) at positions
+    ``lo:hi`` of its samples axis (the block's size apart, anywhere: a task holding
+    several blocks places each) — ``out`` (SEED_BLOCK, n), or (n, SEED_BLOCK) if
+    ``samples_first`` — widened to int32 (and the block drawn again) if a count exceeds
+    255."""
     def at(a):  # samples first: each bootstrap's row is a strided column of ``out``
         return a[lo:hi].T if samples_first else a[:, lo:hi]
 
@@ -241,7 +244,7 @@ def plan_seed_block(root, stream, k, n, is_defined=None, sample_block=None, smal
             p = defined_parts(is_defined, block_counts(root, stream, plan, j), lo, hi)
             parts = p if parts is None else np.maximum(parts, p)
         else:
-            counts = _fill(counts, root, stream, plan, j, lo, hi)
+            counts = fill_counts(counts, root, stream, plan, j, lo, hi)
     if check is None:
         return plan, counts if keep else None
     defined = is_defined.decide(parts) if streams else _defined_rows(check, counts)
@@ -273,7 +276,7 @@ def plan_counts(root, stream, plan, is_defined=None, samples_first=False):
         shape = (plan.n, SEED_BLOCK) if samples_first else (SEED_BLOCK, plan.n)
         counts = np.empty(shape, dtype=np.uint8)
         for j, (lo, hi) in enumerate(sample_blocks(plan.n, plan.sample_block)):
-            counts = _fill(counts, root, stream, plan, j, lo, hi, samples_first)
+            counts = fill_counts(counts, root, stream, plan, j, lo, hi, samples_first)
         return counts
     counts = plan_seed_block(root, stream, plan.k, plan.n, is_defined, plan.n, small=True)[1]
     return np.ascontiguousarray(counts.T) if samples_first else counts
