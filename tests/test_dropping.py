@@ -208,3 +208,35 @@ def test_a_study_tests_a_pointwise_metric_by_sample_blocks(tmp_path, client, mon
     assert tested >= 3 and len(calls) == tested  # the first run only, every test
     assert a.dropped and a.dropping_log == b.dropping_log
     np.testing.assert_array_equal(a.state, b.state)
+
+
+def test_a_study_tests_a_ranking_metric_by_pairs_of_tiles(tmp_path, client, monkeypatch):
+    """Between waves, a study's dropping test of AUC beyond RANK_SAMPLES goes by pairs of
+    sample tiles (600 samples in tiles of 128); its decisions, and so the study, equal
+    those of the test over configuration blocks holding every sample."""
+    from sklearn.datasets import make_classification
+    from sklearn.tree import DecisionTreeClassifier
+
+    import bbc_dask.chunked._dispatch as L
+    import bbc_dask.metrics as M
+
+    monkeypatch.setattr(M, "SAMPLE_BLOCK", 64)
+    monkeypatch.setattr(L, "RANK_TILE", 128)
+    monkeypatch.setattr(L, "RANK_SAMPLES", 256)
+    calls, real = [], L._dropping_by_tiles
+    monkeypatch.setattr(L, "_dropping_by_tiles", lambda *a: calls.append(1) or real(*a))
+    X, y = make_classification(600, 10, random_state=0)
+    grid = {"max_depth": [1, 2, 3, 5, 8], "min_samples_leaf": [1, 5, 10, 20]}
+    out = []
+    for name in ("tiles", "configurations"):
+        if name == "configurations":
+            monkeypatch.setattr(L, "_by_tiles", lambda m, n: False)
+        out.append(bd.run_study(
+            DecisionTreeClassifier(random_state=0), grid, X, y, store=tmp_path / f"{name}.zarr",
+            metric="roc_auc", n_splits=5, random_state=0, client=client, progress=False,
+            refit=False, dropping=bd.Dropping(alpha=0.99, n_bootstraps=200, min_predictions=50)))
+    a, b = out
+    tested = sum(e["tested"] for e in a.dropping_log)
+    assert tested >= 3 and len(calls) == tested  # the first run only, every test
+    assert a.dropped and a.dropping_log == b.dropping_log
+    np.testing.assert_array_equal(a.state, b.state)

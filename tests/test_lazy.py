@@ -954,7 +954,7 @@ def test_ranking_metric_by_pairs_of_tiles_equals_in_memory(metric, n, client, tm
     held = []
     real = K.tile_sums
     monkeypatch.setattr(K, "tile_sums", lambda tiles, *a, **k: held.append(
-        (sum(hi - lo for bl, _ in tiles for _, lo, hi in bl), len(tiles), a[-3], a[-2]))
+        (sum(hi - lo for bl, _ in tiles for _, lo, hi in bl), len(tiles), k["weight"], k["oob"]))
         or real(tiles, *a, **k))
     with dask.config.set(scheduler="sync"):  # in this process: the tasks are seen
         _same(bd.bbc(z, y, metric=metric, random_state=3, n_bootstraps=150), want)
@@ -1009,3 +1009,63 @@ def test_study_cube_ranking_metric_by_pairs_of_tiles(client, tmp_path, monkeypat
     assert rows and None not in rows
     assert max(hi - lo for lo, hi in rows) == 128
     _same(s.bbc(chunked=True, n_bootstraps=150, random_state=3), want)  # on the workers
+
+
+@pytest.mark.parametrize("metric", RANKING)
+def test_dropping_test_of_a_ranking_metric_by_pairs_of_tiles(metric, client, tmp_path,
+                                                             monkeypatch):
+    """Given a sample source, a ranking metric's dropping test beyond RANK_SAMPLES goes by
+    pairs of tiles (700 samples in tiles of 128: 6 tiles, one with no sample available in
+    repeat 1; unavailable predictions NaN; groups of 3 configurations): the very scores
+    of the in-memory test, and its decision."""
+    import bbc_dask.metrics as M
+    from bbc_dask.stats import _dropping as D
+
+    monkeypatch.setattr(M, "SAMPLE_BLOCK", 64)
+    monkeypatch.setattr(L, "RANK_TILE", 128)
+    monkeypatch.setattr(L, "RANK_SAMPLES", 256)
+    per = 3 if metric == "roc_auc_ovr" else 1
+    monkeypatch.setattr(L, "HOLD_BYTES", 3 * 2 * 128 * 2 * per * L.RANK_CELL_BYTES)
+    p, y, avail, src = _dropping_cube(metric, tmp_path)
+    want = bd.dropping_test(p, y, avail, metric=metric, alpha=0.9, n_bootstraps=150,
+                            random_state=np.random.SeedSequence(8))
+    full, S, _ = D.dropping_scores(p, y, avail, metric=metric, n_boot=150,
+                                   root=np.random.SeedSequence(8))
+    seen, real = [], D.decide
+    monkeypatch.setattr(D, "decide", lambda *a: seen.append(a) or real(*a))
+    from distributed import get_task_stream
+
+    with get_task_stream(client) as ts:
+            got = L.lazy_dropping_test(client, [], y, avail, metric=metric, alpha=0.9,
+                                   n_bootstraps=150, seed=np.random.SeedSequence(8), source=src)
+    _same_decision(got, want)
+    (got_full, got_S, *_), = seen
+    np.testing.assert_array_equal(got_full, full)
+    np.testing.assert_array_equal(got_S, S)
+    names = [str(t["key"]) for t in ts.data]
+    assert sum("tile_dropping_sums" in k for k in names) == (15 + 6) * 5  # jobs x groups
+
+
+def test_dropping_test_of_auc_by_tiles_redraws_as_in_memory(client, tmp_path, monkeypatch):
+    """Three positives, some unavailable: many draws have no positive in bag in a repeat.
+    The plans are decided by the MaskedRule block by block, as in memory."""
+    import bbc_dask.metrics as M
+
+    monkeypatch.setattr(M, "SAMPLE_BLOCK", 64)
+    monkeypatch.setattr(L, "RANK_TILE", 128)
+    monkeypatch.setattr(L, "RANK_SAMPLES", 256)
+    rng = np.random.default_rng(6)
+    p = rng.normal(size=(500, 5, 2))
+    y = np.zeros(500, dtype=int)
+    y[[7, 250, 400]] = 1
+    p[y == 1] += 1.0
+    avail = np.stack([rng.random(500) < 0.8, rng.random(500) < 0.7], axis=1)
+    avail[[7, 250, 400]] = True
+    z = _to_zarr(tmp_path / "auc.zarr", p, ("sample", "config", "repeat"), chunk_cfg=2)
+    want = bd.dropping_test(p, y, avail, metric="roc_auc", alpha=0.6, n_bootstraps=150,
+                            random_state=np.random.SeedSequence(8))
+    assert want.n_redrawn > 5
+    got = L.lazy_dropping_test(client, [], y, avail, metric="roc_auc", alpha=0.6,
+                               n_bootstraps=150, seed=np.random.SeedSequence(8),
+                               source=L._sources(z, get_metric("roc_auc"), "test"))
+    _same_decision(got, want)

@@ -41,10 +41,10 @@ BATCH = 64
 
 __all__ = ["BATCH", "ZarrBlock", "add_run", "add_sums", "add_tiles", "block_sums",
            "chunk_fold_matrix", "chunk_pooled", "dropping_sums", "finish_dropping",
-           "finish_oob", "finish_sums", "finish_tile_oob", "finish_tiles", "first_plans",
-           "held", "merge_winners", "oob_sums", "plan_group", "prepare_and_score",
-           "prepare_block", "run_dropping_sums", "run_oob_sums", "run_sums", "score_block",
-           "tile_sums"]
+           "finish_oob", "finish_sums", "finish_tile_dropping", "finish_tile_oob",
+           "finish_tiles", "first_plans", "held", "merge_winners", "oob_sums", "plan_group",
+           "prepare_and_score", "prepare_block", "run_dropping_sums", "run_oob_sums",
+           "run_sums", "score_block", "tile_dropping_sums", "tile_sums"]
 
 
 class ZarrBlock:
@@ -515,7 +515,6 @@ def finish_dropping(total, metric, n_rep):
     return scores(total["full"])[0], scores(total["in"]), total["defined"]
 
 
-# -------------------------------------------------------------------------- others
 # --------------------------------------------------------------------- sample tiles
 # A ranking metric's statistics are integer sums over pairs of samples, S(X) =
 # sum over i, j in X of f(i, j) w_i w_j. Over tiles X_1..X_t of the samples,
@@ -550,34 +549,44 @@ def tile_sums(tiles, targets, metric, class_coord, seed, stream, plans, n_boot, 
     enc = enc[0] if len(enc) == 1 else np.concatenate(enc, axis=0)
     prep = m.prepare(target, enc)
     del enc
-    blocks = [b for bl, _ in tiles for b in bl]
-    n = sum(hi - lo for _, lo, hi in blocks)
-    root = _root(seed)
     nums, dens = [], []
+    for w in _tile_counts([b for bl, _ in tiles for b in bl], seed, stream, plans, n_boot):
+        num, den = prep.pair_sums_t((w == 0).view(np.uint8) if oob else w)
+        nums.append(num)
+        dens.append(den)
+    out = {"num": weight * np.concatenate(nums, axis=1), "den": weight * np.concatenate(dens, axis=1)}
+    if not oob:
+        ones = np.ones((prep.n_samples, 1), dtype=np.uint8)
+        out["full"] = tuple(weight * a for a in prep.pair_sums_t(ones))
+    return out
+
+
+def _tile_counts(blocks, seed, stream, plans, n_boot):
+    """The counts of the sample ``blocks`` ``(j, lo, hi)`` (in this order) for each seed
+    block of ``plans``, samples first ``(n, rows)`` (uint8, int32 if a count exceeds 255;
+    rows: its bootstraps below ``n_boot``), drawn one seed block at a time from each
+    block's own generators."""
+    root = _root(seed)
+    n = sum(hi - lo for _, lo, hi in blocks)
     for plan in plans:
         w = np.empty((n, SEED_BLOCK), dtype=np.uint8)
         at = 0
         for j, lo, hi in blocks:
             w = fill_counts(w, root, stream, plan, j, at, at + hi - lo, samples_first=True)
             at += hi - lo
-        rows = min(SEED_BLOCK, n_boot - plan.k * SEED_BLOCK)
-        w = np.ascontiguousarray(w[:, :rows])
-        if oob:
-            w = (w == 0).view(np.uint8)
-        num, den = prep.pair_sums_t(w)
-        del w
-        nums.append(num)
-        dens.append(den)
-    out = {"num": weight * np.concatenate(nums, axis=1), "den": weight * np.concatenate(dens, axis=1)}
-    if not oob:
-        out["full"] = tuple(weight * a for a in prep.pair_sums_t(np.ones((n, 1), dtype=np.uint8)))
-    return out
+        yield np.ascontiguousarray(w[:, : min(SEED_BLOCK, n_boot - plan.k * SEED_BLOCK)])
 
 
 def add_tiles(a, b):
-    """The sum of two :func:`tile_sums` results (int64: exact in any order)."""
-    return {k: tuple(x + y for x, y in zip(a[k], b[k])) if isinstance(a[k], tuple) else a[k] + b[k]
-            for k in a}
+    """The sum of two :func:`tile_sums` (or :func:`tile_dropping_sums`) results: int64,
+    exact in any order; a repeat one of them lacks (none of its samples available there)
+    adds nothing."""
+    if isinstance(a, dict):
+        return {k: add_tiles(a[k], b[k]) if k in a and k in b else a[k] if k in a else b[k]
+                for k in list(a) + [k for k in b if k not in a]}
+    if isinstance(a, tuple):
+        return tuple(add_tiles(x, y) for x, y in zip(a, b))
+    return a + b
 
 
 def finish_tiles(total, metric, offset, n_configs, n_repeats, n_sub):
@@ -600,6 +609,55 @@ def finish_tile_oob(num, den, pick, metric, n_repeats, n_sub):
     return fam.finish_winner_pairs(mine, den, n_repeats, n_sub).mean(axis=1)
 
 
+def tile_dropping_sums(tiles, blocks_in, metric, class_coord, seed, plans, n_boot, weight,
+                       caller="dropping_test"):
+    """The dropping test's :func:`tile_sums`: per repeat ``r`` the pair sums of the
+    weights ``counts x available[:, r]`` (as :class:`DroppingScorer` weighs each repeat),
+    and of unit weights times the mask; ``blocks_in`` each tile's ``(target, available
+    (size, R) bool)``. A repeat's unavailable predictions take the values of the first
+    available in these tiles (:func:`fill_unavailable`: weighed zero, any valid value
+    adds nothing); a repeat with none available here is left out (its sums are zero).
+    Returns ``{"num": {r: (c x n_sub, B)}, "den": {r: (k, B)}, "full": {r: (num, den)}}``."""
+    m = get_metric(metric)
+    target = _joined_target([t for t, _ in blocks_in])
+    avail = np.concatenate([a for _, a in blocks_in])
+    data = np.concatenate([np.concatenate([np.asarray(_load(p)) for p in parts], axis=1)
+                           for _, parts in tiles])
+    preps = {}
+    for r in range(avail.shape[1]):
+        if avail[:, r].any():
+            x = data[:, :, r : r + 1].copy()
+            fill_unavailable(x, avail[:, r])
+            preps[r] = m.prepare(target, _encode(x, target, m, class_coord, caller))
+    del data
+    out = {"num": {r: [] for r in preps}, "den": {r: [] for r in preps}}
+    for w in _tile_counts([b for bl, _ in tiles for b in bl], seed, "dropping", plans, n_boot):
+        for r, prep in preps.items():
+            num, den = prep.pair_sums_t(w * avail[:, r : r + 1].astype(w.dtype))
+            out["num"][r].append(num)
+            out["den"][r].append(den)
+    out = {k: {r: weight * np.concatenate(v, axis=1) for r, v in part.items()}
+           for k, part in out.items()}
+    out["full"] = {r: tuple(weight * a for a in prep.pair_sums_t(
+        np.ascontiguousarray(avail[:, r : r + 1], dtype=np.uint8))) for r, prep in preps.items()}
+    return out
+
+
+def finish_tile_dropping(total, metric, n_configs, n_rep, n_sub):
+    """``(full (c,), scores (B, c))`` of a group of configurations from its summed
+    :func:`tile_dropping_sums`: per repeat the metric of the sums, then their mean over
+    repeats in repeat order — as :meth:`DroppingScorer.scores`."""
+    fam = get_metric(metric).pairwise
+
+    def scores(num, den):
+        return mean_over_repeats([fam.finish_pairs(num[r], den[r], n_configs, 1, n_sub)[:, :, 0]
+                                  for r in range(n_rep)])
+
+    full = {k: {r: total["full"][r][i] for r in total["full"]} for i, k in enumerate(("num", "den"))}
+    return scores(full["num"], full["den"])[0], scores(total["num"], total["den"])
+
+
+# -------------------------------------------------------------------------- others
 def held(value):
     """``value`` itself: submitted as a task (``client.submit(held, value)``), data the
     tasks share stays recomputable — the scheduler holds the task and runs it again if

@@ -26,14 +26,15 @@ seed block of bootstraps has its own generator. The splits (see :mod:`._blocks`)
   study's store between waves): the same tasks and runs, each returning its block's
   in-bag sums per repeat with the counts masked by the samples available there; a chain
   adds them in block order and a task per group gives its configurations' scores (B, c).
-- **by pairs of sample tiles** — BBC of a ranking metric beyond :data:`RANK_SAMPLES`:
-  its statistics are integer sums over pairs of samples, so the whole sample's follow
-  exactly from those of every tile and every union of two tiles; a task holds two tiles
-  of one group of configurations (:func:`_bbc_by_tiles`), at about N / RANK_TILE times
-  the in-memory kernel's work.
+- **by pairs of sample tiles** — BBC, and the dropping test given a sample source, of a
+  ranking metric beyond :data:`RANK_SAMPLES`: its statistics are integer sums over pairs
+  of samples, so the whole sample's follow exactly from those of every tile and every
+  union of two tiles; a task holds two tiles of one group of configurations
+  (:func:`_bbc_by_tiles`, :func:`_dropping_by_tiles`), at about N / RANK_TILE times the
+  in-memory kernel's work.
 - **by configuration blocks** — ranking metrics (they sort whole columns), BBC-F's fold
-  matrix, the dropping test of a ranking metric (or without a sample source) and a
-  study's cube with a ranking metric: one task prepares (reads
+  matrix, the dropping test of a ranking metric up to RANK_SAMPLES (or without a sample
+  source) and a study's cube with a ranking metric up to RANK_SAMPLES: one task prepares (reads
   along samples one stored chunk at a time, encodes, sorts) every sample of a block of
   configurations once — a block of :data:`CHUNK_BYTES`, fewer configurations as N
   grows. The counts of a group of seed blocks are drawn once per group (uint8) and
@@ -717,6 +718,45 @@ def _by_tiles(m, n):
     return m.pairwise is not None and n > RANK_SAMPLES and len(_tiles(n)) > 2
 
 
+class _TileLayout:
+    """The tiles of a source, their jobs — ``(tiles, weight)``: each pair of tiles with
+    weight 1, each tile alone with weight 2 - t (none with two tiles) — and the width of
+    a group of configurations a job holds (:data:`HOLD_BYTES` of sorted columns of two
+    tiles)."""
+
+    def __init__(self, src, target, m):
+        self.src = src
+        self.tiles = _tiles(src.n)
+        t = len(self.tiles)
+        self.jobs = ([((a, b), 1) for a in range(t) for b in range(a + 1, t)]
+                     + ([((a,), 2 - t) for a in range(t)] if t > 2 else []))
+        self.span = [(bl[0][1], bl[-1][2]) for bl in self.tiles]
+        self.n_rep = _n_repeats(src)
+        self.n_sub = len(target.classes) if m.needs_class_axis else 1
+        per = 2 * (self.span[0][1] - self.span[0][0]) * self.n_rep * self.n_sub * RANK_CELL_BYTES
+        self.width = max(1, HOLD_BYTES // per)
+
+    @staticmethod
+    def shared(per_tile, plans):
+        """Each tile's inputs and the plans as tasks of their own, on which the jobs
+        depend: as arguments they would be copied into every job of the graph (a tile's
+        target into ~t x groups jobs: 1 GB of graph at 2,000,000 samples)."""
+        from dask import delayed
+
+        return [delayed(K.held, pure=True)(x) for x in list(per_tile) + [plans]]
+
+    def summed(self, fn, configs, shared, *args, **kwargs):
+        """The sum of ``fn`` (:func:`~._blocks.tile_sums`, say) over the jobs, for the
+        configurations ``configs``: ``fn(tiles, per-tile inputs, *args, weight,
+        **kwargs)``."""
+        from dask import delayed
+
+        parts = [self.src.tile_parts(lo, hi, configs) for lo, hi in self.span]
+        return _tree([delayed(fn, pure=True)(
+            [(self.tiles[a], parts[a]) for a in which], [shared[a] for a in which], *args,
+            weight=weight, **kwargs) for which, weight in self.jobs], K.add_tiles)
+
+
 def _bbc_by_tiles(src, target, m, conf, n_boot, seed, caller):
     """BBC of a ranking metric, a task holding two tiles of samples at most.
 
@@ -733,30 +773,16 @@ def _bbc_by_tiles(src, target, m, conf, n_boot, seed, caller):
     import dask
     from dask import delayed
 
-    tiles = _tiles(src.n)
-    t = len(tiles)
-    jobs = [((a, b), 1) for a in range(t) for b in range(a + 1, t)] + [((a,), 2 - t) for a in range(t)]
-    span = [(bl[0][1], bl[-1][2]) for bl in tiles]
-    subsets = [target.subset(lo, hi) for lo, hi in span]
+    lay = _TileLayout(src, target, m)
     rule = delayed(m.definedness(target), pure=True)
     groups = dask.compute(_plans(seed, "bbc", n_boot, src.n, M.SAMPLE_BLOCK, rule, False))[0]
     plans = [p for g in groups for p, _ in g]
-    n_rep = _n_repeats(src)
-    n_sub = len(target.classes) if m.needs_class_axis else 1
-    width = max(1, HOLD_BYTES // (2 * M.SAMPLE_BLOCK * len(tiles[0]) * n_rep * n_sub
-                                  * RANK_CELL_BYTES))
-
-    # Each tile's target and the plans are tasks of their own, on which the tasks depend:
-    # as arguments they would be copied into every task of the graph (a tile's target
-    # into ~t x groups tasks: 1 GB of graph at 2,000,000 samples).
-    shared = [delayed(K.held, pure=True)(x) for x in subsets + [plans]]
+    n_rep, n_sub, width = lay.n_rep, lay.n_sub, lay.width
+    shared = lay.shared([target.subset(lo, hi) for lo, hi in lay.span], plans)
 
     def summed(configs, oob):
-        parts = [src.tile_parts(lo, hi, configs) for lo, hi in span]
-        return _tree([delayed(K.tile_sums, pure=True)(
-            [(tiles[a], parts[a]) for a in which], [shared[a] for a in which], m.name,
-            src.coord, seed, "bbc", shared[-1], n_boot, weight, oob, caller)
-            for which, weight in jobs], K.add_tiles)
+        return lay.summed(K.tile_sums, configs, shared, m.name, src.coord, seed, "bbc",
+                          shared[-1], n_boot, oob=oob, caller=caller)
 
     results = [delayed(K.finish_tiles, pure=True, nout=2)(
         summed(np.arange(g0, min(g0 + width, src.c)), False), m.name, g0,
@@ -871,8 +897,9 @@ def lazy_dropping_test(client, blocks, y, available, *, metric, alpha, n_bootstr
 
     With ``source`` — the same configurations as a sample source: a study's
     :class:`~bbc_dask.cube.SampleTable`, or a :class:`_Source` — and a pointwise metric of
-    more than one sample block, the test goes by sample blocks (:func:`_dropping_by_samples`):
-    a task's memory does not grow with N. Otherwise over the configuration ``blocks``
+    more than one sample block, the test goes by sample blocks (:func:`_dropping_by_samples`),
+    and with a ranking metric beyond :data:`RANK_SAMPLES` by pairs of sample tiles
+    (:func:`_dropping_by_tiles`): a task's memory does not grow with N. Otherwise over the configuration ``blocks``
     (every sample), whose tasks ``key`` names: each block is prepared once; the counts of
     each group of seed blocks are drawn once and shared, or, beyond :data:`COUNTS_BYTES`,
     drawn again by each block's task. A repeat with no sample available at all goes
@@ -892,6 +919,8 @@ def lazy_dropping_test(client, blocks, y, available, *, metric, alpha, n_bootstr
         avail = _available(available, n, _n_repeats(src), "dropping_test")
         if _by_samples(m, src) and avail.any(axis=0).all():
             return _dropping_by_samples(client, src, target, avail, m, alpha, n_bootstraps, seed)
+        if _by_tiles(m, n) and avail.any(axis=0).all():
+            return _dropping_by_tiles(client, src, target, avail, m, alpha, n_bootstraps, seed)
     rule = dropping_rule(m, target, available, available.shape[1] if available.ndim == 2 else 1)
     # Submitted as tasks holding their values, not scattered: the scheduler computes them
     # again if the worker holding them is lost (restarted at its memory limit, say),
@@ -989,6 +1018,33 @@ def _dropping_by_samples(client, src, target, available, m, alpha, n_boot, seed)
     full = np.concatenate([g[0] for g in got])
     S = np.concatenate([g[1] for g in got], axis=1)
     return decide(full, S, alpha, int(np.concatenate(attempts)[:n_boot].sum()))
+
+
+def _dropping_by_tiles(client, src, target, available, m, alpha, n_boot, seed):
+    """The dropping test of a ranking metric by pairs of sample tiles (as
+    :func:`_bbc_by_tiles`): per repeat, the pair sums of the counts masked by the samples
+    available there, added over the jobs; each group's task turns them into its
+    configurations' scores (B, c) as :class:`DroppingScorer` does. The plans are decided
+    first, by the :class:`MaskedRule` streamed block by block."""
+    from dask import delayed
+
+    from ..stats._dropping import decide, dropping_rule
+
+    lay = _TileLayout(src, target, m)
+    rule = dropping_rule(m, target, available, lay.n_rep)
+    groups = _gathered(client, _plans(seed, "dropping", n_boot, src.n, M.SAMPLE_BLOCK,
+                                      delayed(rule, pure=True), False))
+    plans = [p for g in groups for p, _ in g]
+    shared = lay.shared([(target.subset(lo, hi), available[lo:hi]) for lo, hi in lay.span], plans)
+    got = _gathered(client, [delayed(K.finish_tile_dropping, pure=True)(
+        lay.summed(K.tile_dropping_sums, np.arange(g0, min(g0 + lay.width, src.c)), shared,
+                   m.name, src.coord, seed, shared[-1], n_boot),
+        m.name, min(lay.width, src.c - g0), lay.n_rep, lay.n_sub)
+        for g0 in range(0, src.c, lay.width)])
+    full = np.concatenate([g[0] for g in got])
+    S = np.concatenate([g[1] for g in got], axis=1)
+    n_redrawn = int(np.concatenate([_attempts(g) for g in groups])[:n_boot].sum())
+    return decide(full, S, alpha, n_redrawn)
 
 
 _COMMON = ("predictions", "y", "metric", "n_bootstraps", "confidence_level", "random_state",
