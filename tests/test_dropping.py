@@ -179,64 +179,56 @@ def test_kill_and_resume_reproduces_decisions(tmp_path, client, kill_at):
     assert [e for e in resumed.dropping_log] == [e for e in ref.dropping_log]
 
 
-def test_a_study_tests_a_pointwise_metric_by_sample_blocks(tmp_path, client, monkeypatch):
-    """Between waves, a study's dropping test of a pointwise metric over more than one
-    sample block reads runs of sample blocks of the store (a task's memory does not grow
-    with N); its decisions, and so the study, equal those of the test over
-    configuration blocks holding every sample."""
+def _studies_alike(tmp_path, client, monkeypatch, metric, alpha, path, off):
+    """A BBCD study run twice — its dropping test by ``path`` (a function of the chunked
+    dispatcher, spied on), then with ``off`` (the dispatcher's switch to it) made false,
+    over configuration blocks: the test ran by ``path`` every time, and the two studies
+    dropped the same configurations at the same waves."""
     from sklearn.datasets import make_classification
     from sklearn.tree import DecisionTreeClassifier
 
     import bbc_dask.chunked._dispatch as L
-    import bbc_dask.metrics as M
 
-    monkeypatch.setattr(M, "SAMPLE_BLOCK", 128)  # 600 samples: 5 blocks
-    calls, real = [], L._dropping_by_samples
-    monkeypatch.setattr(L, "_dropping_by_samples", lambda *a: calls.append(1) or real(*a))
+    calls, real = [], getattr(L, path)
+    monkeypatch.setattr(L, path, lambda *a: calls.append(1) or real(*a))
     X, y = make_classification(600, 10, random_state=0)
     grid = {"max_depth": [1, 2, 3, 5, 8], "min_samples_leaf": [1, 5, 10, 20]}
     out = []
-    for name in ("samples", "configurations"):
+    for name in ("chunked", "configurations"):
         if name == "configurations":
-            monkeypatch.setattr(L, "_by_samples", lambda m, src: False)
+            monkeypatch.setattr(L, off, lambda *a: False)
         out.append(bd.run_study(
             DecisionTreeClassifier(random_state=0), grid, X, y, store=tmp_path / f"{name}.zarr",
-            metric="accuracy", n_splits=5, random_state=0, client=client, progress=False,
-            refit=False, dropping=bd.Dropping(alpha=0.8, n_bootstraps=200, min_predictions=50)))
+            metric=metric, n_splits=5, random_state=0, client=client, progress=False,
+            refit=False, dropping=bd.Dropping(alpha=alpha, n_bootstraps=200, min_predictions=50)))
     a, b = out
     tested = sum(e["tested"] for e in a.dropping_log)
     assert tested >= 3 and len(calls) == tested  # the first run only, every test
     assert a.dropped and a.dropping_log == b.dropping_log
     np.testing.assert_array_equal(a.state, b.state)
+
+
+def test_a_study_tests_a_pointwise_metric_by_sample_blocks(tmp_path, client, monkeypatch):
+    """Between waves, a study's dropping test of a pointwise metric over more than one
+    sample block reads runs of sample blocks of the store (a task's memory does not grow
+    with N); its decisions, and so the study, equal those of the test over
+    configuration blocks holding every sample."""
+    import bbc_dask.metrics as M
+
+    monkeypatch.setattr(M, "SAMPLE_BLOCK", 128)  # 600 samples: 5 blocks
+    _studies_alike(tmp_path, client, monkeypatch, "accuracy", 0.8, "_dropping_by_samples",
+                   "_by_samples")
 
 
 def test_a_study_tests_a_ranking_metric_by_pairs_of_tiles(tmp_path, client, monkeypatch):
     """Between waves, a study's dropping test of AUC beyond RANK_SAMPLES goes by pairs of
     sample tiles (600 samples in tiles of 128); its decisions, and so the study, equal
     those of the test over configuration blocks holding every sample."""
-    from sklearn.datasets import make_classification
-    from sklearn.tree import DecisionTreeClassifier
-
     import bbc_dask.chunked._dispatch as L
     import bbc_dask.metrics as M
 
     monkeypatch.setattr(M, "SAMPLE_BLOCK", 64)
     monkeypatch.setattr(L, "RANK_TILE", 128)
     monkeypatch.setattr(L, "RANK_SAMPLES", 256)
-    calls, real = [], L._dropping_by_tiles
-    monkeypatch.setattr(L, "_dropping_by_tiles", lambda *a: calls.append(1) or real(*a))
-    X, y = make_classification(600, 10, random_state=0)
-    grid = {"max_depth": [1, 2, 3, 5, 8], "min_samples_leaf": [1, 5, 10, 20]}
-    out = []
-    for name in ("tiles", "configurations"):
-        if name == "configurations":
-            monkeypatch.setattr(L, "_by_tiles", lambda m, n: False)
-        out.append(bd.run_study(
-            DecisionTreeClassifier(random_state=0), grid, X, y, store=tmp_path / f"{name}.zarr",
-            metric="roc_auc", n_splits=5, random_state=0, client=client, progress=False,
-            refit=False, dropping=bd.Dropping(alpha=0.99, n_bootstraps=200, min_predictions=50)))
-    a, b = out
-    tested = sum(e["tested"] for e in a.dropping_log)
-    assert tested >= 3 and len(calls) == tested  # the first run only, every test
-    assert a.dropped and a.dropping_log == b.dropping_log
-    np.testing.assert_array_equal(a.state, b.state)
+    _studies_alike(tmp_path, client, monkeypatch, "roc_auc", 0.99, "_dropping_by_tiles",
+                   "_by_tiles")

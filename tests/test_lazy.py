@@ -659,24 +659,13 @@ def _same_decision(got, want):
     np.testing.assert_array_equal(got.drop, want.drop)
 
 
-@pytest.mark.parametrize("metric,r", [(m, 2) for m in POINTWISE] + [("neg_mean_squared_error", 9)])
-def test_dropping_test_over_sample_blocks_equals_in_memory(metric, r, client, tmp_path,
-                                                           monkeypatch):
-    """Given a sample source, a pointwise metric's dropping test runs as (sample block,
-    configuration group) tasks — each block's in-bag sums per repeat, masked by the
-    samples available there — and decides exactly as the in-memory test: unavailable
-    predictions NaN, a block with no sample available in a repeat, several groups (the
-    last of one configuration, whose mean over 9 repeats adds them in the same order)."""
-    import bbc_dask.metrics as M
+def _dropping_task_names(client, monkeypatch, p, y, avail, metric, src):
+    """Run the chunked dropping test of ``src`` and check it decides as the in-memory
+    test, from the very same scores (not only the decision); the names of its tasks."""
     from distributed import get_task_stream
 
-    monkeypatch.setattr(M, "SAMPLE_BLOCK", 128)
     from bbc_dask.stats import _dropping as D
 
-    p, y, avail, src = _dropping_cube(metric, tmp_path, r=r)
-    per = 128 * int(np.prod(p.shape[2:])) * 8  # a configuration of a sample block
-    monkeypatch.setattr(L, "CHUNK_BYTES", 4 * per)  # parts of a stored chunk (4)
-    monkeypatch.setattr(L, "SUMS_BYTES", 1)  # a group per part: 4 groups
     want = bd.dropping_test(p, y, avail, metric=metric, alpha=0.9, n_bootstraps=150,
                             random_state=np.random.SeedSequence(8))
     full, S, _ = D.dropping_scores(p, y, avail, metric=metric, n_boot=150,
@@ -687,10 +676,28 @@ def test_dropping_test_over_sample_blocks_equals_in_memory(metric, r, client, tm
         got = L.lazy_dropping_test(client, [], y, avail, metric=metric, alpha=0.9,
                                    n_bootstraps=150, seed=np.random.SeedSequence(8), source=src)
     _same_decision(got, want)
-    (got_full, got_S, *_), = seen  # the very scores, not only the decision
+    (got_full, got_S, *_), = seen
     np.testing.assert_array_equal(got_full, full)
     np.testing.assert_array_equal(got_S, S)
-    names = [str(t["key"]) for t in ts.data]
+    return [str(t["key"]) for t in ts.data]
+
+
+@pytest.mark.parametrize("metric,r", [(m, 2) for m in POINTWISE] + [("neg_mean_squared_error", 9)])
+def test_dropping_test_over_sample_blocks_equals_in_memory(metric, r, client, tmp_path,
+                                                           monkeypatch):
+    """Given a sample source, a pointwise metric's dropping test runs as (sample block,
+    configuration group) tasks — each block's in-bag sums per repeat, masked by the
+    samples available there — and decides exactly as the in-memory test: unavailable
+    predictions NaN, a block with no sample available in a repeat, several groups (the
+    last of one configuration, whose mean over 9 repeats adds them in the same order)."""
+    import bbc_dask.metrics as M
+
+    monkeypatch.setattr(M, "SAMPLE_BLOCK", 128)
+    p, y, avail, src = _dropping_cube(metric, tmp_path, r=r)
+    per = 128 * int(np.prod(p.shape[2:])) * 8  # a configuration of a sample block
+    monkeypatch.setattr(L, "CHUNK_BYTES", 4 * per)  # parts of a stored chunk (4)
+    monkeypatch.setattr(L, "SUMS_BYTES", 1)  # a group per part: 4 groups
+    names = _dropping_task_names(client, monkeypatch, p, y, avail, metric, src)
     assert sum("dropping_sums" in k for k in names) == 6 * 4  # 6 sample blocks x 4 groups
     assert sum("finish_dropping" in k for k in names) == 4
 
@@ -1019,7 +1026,6 @@ def test_dropping_test_of_a_ranking_metric_by_pairs_of_tiles(metric, client, tmp
     repeat 1; unavailable predictions NaN; groups of 3 configurations): the very scores
     of the in-memory test, and its decision."""
     import bbc_dask.metrics as M
-    from bbc_dask.stats import _dropping as D
 
     monkeypatch.setattr(M, "SAMPLE_BLOCK", 64)
     monkeypatch.setattr(L, "RANK_TILE", 128)
@@ -1027,22 +1033,7 @@ def test_dropping_test_of_a_ranking_metric_by_pairs_of_tiles(metric, client, tmp
     per = 3 if metric == "roc_auc_ovr" else 1
     monkeypatch.setattr(L, "HOLD_BYTES", 3 * 2 * 128 * 2 * per * L.RANK_CELL_BYTES)
     p, y, avail, src = _dropping_cube(metric, tmp_path)
-    want = bd.dropping_test(p, y, avail, metric=metric, alpha=0.9, n_bootstraps=150,
-                            random_state=np.random.SeedSequence(8))
-    full, S, _ = D.dropping_scores(p, y, avail, metric=metric, n_boot=150,
-                                   root=np.random.SeedSequence(8))
-    seen, real = [], D.decide
-    monkeypatch.setattr(D, "decide", lambda *a: seen.append(a) or real(*a))
-    from distributed import get_task_stream
-
-    with get_task_stream(client) as ts:
-            got = L.lazy_dropping_test(client, [], y, avail, metric=metric, alpha=0.9,
-                                   n_bootstraps=150, seed=np.random.SeedSequence(8), source=src)
-    _same_decision(got, want)
-    (got_full, got_S, *_), = seen
-    np.testing.assert_array_equal(got_full, full)
-    np.testing.assert_array_equal(got_S, S)
-    names = [str(t["key"]) for t in ts.data]
+    names = _dropping_task_names(client, monkeypatch, p, y, avail, metric, src)
     assert sum("tile_dropping_sums" in k for k in names) == (15 + 6) * 5  # jobs x groups
 
 
