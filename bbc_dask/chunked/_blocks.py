@@ -24,6 +24,8 @@ score, then lower configuration index) gives the whole matrix's winner.
 """
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from .. import _validation as V
@@ -525,8 +527,6 @@ def _joined_target(targets):
     """The target of the samples of ``targets`` (subsets of one target), in order."""
     if len(targets) == 1:
         return targets[0]
-    import dataclasses
-
     return dataclasses.replace(targets[0], **{
         f: np.concatenate([getattr(t, f) for t in targets])
         for f in ("codes", "values", "time", "event") if getattr(targets[0], f) is not None})

@@ -98,7 +98,7 @@ HOLD_BYTES = 64 * 2**20
 #: samples killed 400 MB workers), beyond it a task holds two tiles' samples, whatever N.
 RANK_SAMPLES = 2**20
 #: Samples of a tile (whole sample blocks). A pair task holds 2 x RANK_TILE samples: a
-#: seed block of counts (17 MiB) and its group's sorted columns (HOLD_BYTES; measured:
+#: seed block of counts (16 MiB) and its group's sorted columns (HOLD_BYTES; measured:
 #: 42 MiB at its peak for 10 columns), in a worker that holds numba's kernels (~145
 #: MiB): peaks of 284 and 289 MiB at 2,000,000 x 20 x 2, below the 400 MB worker's pause
 #: (2**19 paused it at 341 MiB). Larger tiles mean fewer pairs (the work is about
@@ -736,14 +736,18 @@ class _TileLayout:
         per = 2 * (self.span[0][1] - self.span[0][0]) * self.n_rep * self.n_sub * RANK_CELL_BYTES
         self.width = max(1, HOLD_BYTES // per)
 
-    @staticmethod
-    def shared(per_tile, plans):
+    def shared(self, per_tile, plans):
         """Each tile's inputs and the plans as tasks of their own, on which the jobs
         depend: as arguments they would be copied into every job of the graph (a tile's
         target into ~t x groups jobs: 1 GB of graph at 2,000,000 samples)."""
         from dask import delayed
 
-        return [delayed(K.held, pure=True)(x) for x in list(per_tile) + [plans]]
+        self.carried = list(per_tile)
+        return [delayed(K.held, pure=True)(x) for x in self.carried + [plans]]
+
+    def carrying(self):
+        """:func:`_carrying` of the tiles' inputs: in the graph once each, by design."""
+        return _carrying(self.carried)
 
     def summed(self, fn, configs, shared, *args, **kwargs):
         """The sum of ``fn`` (:func:`~._blocks.tile_sums`, say) over the jobs, for the
@@ -787,13 +791,15 @@ def _bbc_by_tiles(src, target, m, conf, n_boot, seed, caller):
     results = [delayed(K.finish_tiles, pure=True, nout=2)(
         summed(np.arange(g0, min(g0 + width, src.c)), False), m.name, g0,
         min(width, src.c - g0), n_rep, n_sub) for g0 in range(0, src.c, width)]
-    (best, cfg), fulls = dask.compute(_tree([r[0] for r in results], K.merge_winners),
-                                      [r[1] for r in results])
+    with lay.carrying():
+        (best, cfg), fulls = dask.compute(_tree([r[0] for r in results], K.merge_winners),
+                                          [r[1] for r in results])
     # Out of bag: the distinct winners' columns only, in groups, each bootstrap's winner
     # picked from their sums.
     winners, pick = np.unique(cfg, return_inverse=True)
-    totals = dask.compute([summed(winners[i : i + width], True)
-                           for i in range(0, winners.size, width)])[0]
+    with lay.carrying():
+        totals = dask.compute([summed(winners[i : i + width], True)
+                               for i in range(0, winners.size, width)])[0]
     num = np.concatenate([tt["num"] for tt in totals])
     oob = K.finish_tile_oob(num, totals[0]["den"], pick, m.name, n_rep, n_sub)
     return _summary((best, cfg, oob), fulls, [_attempts(g) for g in groups], n_boot, m.name,
@@ -1036,11 +1042,12 @@ def _dropping_by_tiles(client, src, target, available, m, alpha, n_boot, seed):
                                       delayed(rule, pure=True), False))
     plans = [p for g in groups for p, _ in g]
     shared = lay.shared([(target.subset(lo, hi), available[lo:hi]) for lo, hi in lay.span], plans)
-    got = _gathered(client, [delayed(K.finish_tile_dropping, pure=True)(
-        lay.summed(K.tile_dropping_sums, np.arange(g0, min(g0 + lay.width, src.c)), shared,
-                   m.name, src.coord, seed, shared[-1], n_boot),
-        m.name, min(lay.width, src.c - g0), lay.n_rep, lay.n_sub)
-        for g0 in range(0, src.c, lay.width)])
+    with lay.carrying():
+        got = _gathered(client, [delayed(K.finish_tile_dropping, pure=True)(
+            lay.summed(K.tile_dropping_sums, np.arange(g0, min(g0 + lay.width, src.c)),
+                       shared, m.name, src.coord, seed, shared[-1], n_boot),
+            m.name, min(lay.width, src.c - g0), lay.n_rep, lay.n_sub)
+            for g0 in range(0, src.c, lay.width)])
     full = np.concatenate([g[0] for g in got])
     S = np.concatenate([g[1] for g in got], axis=1)
     n_redrawn = int(np.concatenate([_attempts(g) for g in groups])[:n_boot].sum())

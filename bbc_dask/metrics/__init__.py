@@ -263,8 +263,8 @@ class _Classes(Definedness):
         self.masks = np.vstack([pos.astype(np.bool_), np.ones((1, pos.shape[1]), dtype=np.bool_)])
 
     def part(self, counts, lo, hi):
-        # (B, 4 k): positive weight, negative weight of each of the k masks, in bag then
-        # out of bag: 2 p (t - p) > 0 exactly when both are
+        # (B, 4 k), 0/1: whether some positive, some negative weight falls in each of
+        # the k masks, in bag then out of bag: 2 p (t - p) > 0 exactly when both do
         masks = np.ascontiguousarray(self.masks[:, lo:hi])
         out = []
         for oob in (False, True):
@@ -298,7 +298,8 @@ class _Pairs(Definedness):
     the earliest weighted event time, a pair exists exactly when some weighted sample
     outlives e* (time > e*) or is censored at e* or later — so the parts, per block,
     are the largest of -(event time), time and censored time over weighted samples, in
-    bag and out of bag, and blocks combine by maximum."""
+    bag and out of bag (-inf: none; times are finite, as validated), and blocks combine
+    by maximum."""
 
     def __init__(self, target):
         t, e = target.time, target.event
@@ -863,10 +864,26 @@ class _CIndex(_Prepared):
     def _pairs(self, counts, oob=False):
         return self.rule.pairs(counts, oob)
 
+    #: Bytes of the kernel's Fenwick tree of a column ((ranks + 1) x bootstraps int64):
+    #: beyond, the bootstraps go through it in slices — a seed block's 64 over two
+    #: tiles of 131,072 samples would take 128 MiB.
+    TREE_BYTES = 16 * 2**20
+
+    def _numerators(self, weights_t):
+        """:func:`~._kernels.cindex_inbag` of weights held samples first (N, B), in
+        slices of bootstraps (each bootstrap's numerator is its own: the same integers)."""
+        step = max(1, self.TREE_BYTES // (8 * (int(self.n_ranks.max(initial=0)) + 1)))
+        if step >= weights_t.shape[1]:
+            return K.cindex_inbag(weights_t, self.ranks, self.n_ranks, self.visit,
+                                  self.vstarts, self.event)
+        return np.concatenate([K.cindex_inbag(
+            np.ascontiguousarray(weights_t[:, i : i + step]), self.ranks, self.n_ranks,
+            self.visit, self.vstarts, self.event) for i in range(0, weights_t.shape[1], step)],
+            axis=1)
+
     def scores(self, counts):
         counts = _as_counts(counts)
-        num = K.cindex_inbag(np.ascontiguousarray(counts.T), self.ranks, self.n_ranks,
-                             self.visit, self.vstarts, self.event)
+        num = self._numerators(np.ascontiguousarray(counts.T))
         return self.finish_pairs(num, self._pairs(counts)[None, :], self.n_configs,
                                  self.n_repeats)
 
@@ -883,8 +900,7 @@ class _CIndex(_Prepared):
         """``(num (M, B), den (1, B))`` int64: twice the concordance numerator of every
         column and twice the comparable pairs, of weights held samples first (N, B) —
         sums over pairs of samples, as :meth:`_RocAuc.pair_sums_t`."""
-        num = K.cindex_inbag(weights_t, self.ranks, self.n_ranks, self.visit, self.vstarts,
-                             self.event)
+        num = self._numerators(weights_t)
         den = K.cindex_pairs(np.ascontiguousarray(weights_t.T), self.visit, self.vstarts,
                              self.event, False)
         return num, den[None, :]

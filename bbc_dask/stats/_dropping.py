@@ -136,7 +136,7 @@ class MaskedRule:
     """The dropping test's definedness: in bag on the samples available in every repeat
     (``mask`` (R, N) int32), from the counts and the target alone.
 
-    Where the metric's rule streams (pointwise metrics), so does this one: ``part(counts,
+    Where the metric's rule streams (every metric's does), so does this one: ``part(counts,
     lo, hi)`` gives the rule's parts of samples ``lo..hi-1`` for each repeat's masked
     counts, side by side; parts of blocks combine by maximum and ``decide(parts)`` equals
     the call on the whole counts — so a sample-block task reports it, and a plan decides
