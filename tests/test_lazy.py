@@ -1060,3 +1060,18 @@ def test_dropping_test_of_auc_by_tiles_redraws_as_in_memory(client, tmp_path, mo
                                n_bootstraps=150, seed=np.random.SeedSequence(8),
                                source=L._sources(z, get_metric("roc_auc"), "test"))
     _same_decision(got, want)
+
+
+def test_tiles_narrow_where_one_configuration_would_not_fit(monkeypatch):
+    """Tiles of RANK_TILE samples, narrower (down to one sample block) where two tiles of
+    one configuration's columns (repeats x classes) would exceed HOLD_BYTES: a task's
+    memory stays bounded with 10 classes x 5 repeats."""
+    import bbc_dask.metrics as M
+
+    n = 10 * M.SAMPLE_BLOCK * 4 + 5
+    assert [len(t) for t in L._tiles(n)] == [4] * 10 + [1]  # 2**17 samples each
+    narrow = L._tiles(n, 50)
+    assert all(len(t) == 1 for t in narrow) and len(narrow) == 41
+    for cols in (1, 10, 20, 50):
+        size = max(hi - lo for t in L._tiles(n, cols) for _, lo, hi in t)
+        assert size == M.SAMPLE_BLOCK or 2 * size * cols * L.RANK_CELL_BYTES <= L.HOLD_BYTES

@@ -702,11 +702,14 @@ def _bbc_by_samples(src, edges, target, m, seed, n_boot, conf, sb, caller):
     return _summary((best, cfg, oob), fulls, attempts, n_boot, m.name, conf)
 
 
-def _tiles(n):
+def _tiles(n, columns=1):
     """The tiles of ``n`` samples: lists of consecutive sample blocks ``(j, lo, hi)``,
-    :data:`RANK_TILE` samples each (at least one block)."""
+    :data:`RANK_TILE` samples each — fewer where two tiles of one configuration's
+    ``columns`` (repeats x classes) would exceed :data:`HOLD_BYTES` — and at least one
+    block."""
     edges = M.sample_blocks(n)
-    q = max(1, RANK_TILE // M.SAMPLE_BLOCK)
+    size = min(RANK_TILE, HOLD_BYTES // (2 * columns * RANK_CELL_BYTES))
+    q = max(1, size // M.SAMPLE_BLOCK)
     return [[(j, *edges[j]) for j in range(a, min(a + q, len(edges)))]
             for a in range(0, len(edges), q)]
 
@@ -726,13 +729,13 @@ class _TileLayout:
 
     def __init__(self, src, target, m):
         self.src = src
-        self.tiles = _tiles(src.n)
+        self.n_rep = _n_repeats(src)
+        self.n_sub = len(target.classes) if m.needs_class_axis else 1
+        self.tiles = _tiles(src.n, self.n_rep * self.n_sub)
         t = len(self.tiles)
         self.jobs = ([((a, b), 1) for a in range(t) for b in range(a + 1, t)]
                      + ([((a,), 2 - t) for a in range(t)] if t > 2 else []))
         self.span = [(bl[0][1], bl[-1][2]) for bl in self.tiles]
-        self.n_rep = _n_repeats(src)
-        self.n_sub = len(target.classes) if m.needs_class_axis else 1
         per = 2 * (self.span[0][1] - self.span[0][0]) * self.n_rep * self.n_sub * RANK_CELL_BYTES
         self.width = max(1, HOLD_BYTES // per)
 
