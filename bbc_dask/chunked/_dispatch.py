@@ -517,15 +517,22 @@ def lazy_bbc(predictions, y, *, metric, n_bootstraps, confidence_level, random_s
     m = get_metric(metric, caller=caller)
     src = _sources(predictions, m, caller)
     y, target = _target(y, src.n, m, pos_label, caller)
-    if _by_samples(m, src):
-        return _bbc_pointwise(src, target, m, n_bootstraps, confidence_level, random_state, caller)
-    if _by_tiles(m, src.n):
-        return _bbc_by_tiles(src, target, m, *_bbc_args(n_bootstraps, confidence_level,
-                                                        random_state, caller), caller)
+    along = _along_samples(m, src)
+    if along is not None:
+        return along(src, target, m, n_bootstraps, confidence_level, random_state, caller)
     parts, offsets = src.config_parts()
     return bbc_over_blocks(parts, offsets, y, metric=m.name, n_bootstraps=n_bootstraps,
                            confidence_level=confidence_level, random_state=random_state,
                            pos_label=pos_label, class_coord=src.coord, caller=caller)
+
+
+def _along_samples(m, src):
+    """The BBC that cuts ``src`` along samples for metric ``m`` (:func:`_bbc_pointwise`
+    or :func:`_bbc_by_tiles`, each ``(src, target, m, n_bootstraps, confidence_level,
+    random_state, caller)``), or None: along configurations."""
+    if _by_samples(m, src):
+        return _bbc_pointwise
+    return _bbc_by_tiles if _by_tiles(m, src.n) else None
 
 
 def _by_samples(m, src):
@@ -748,6 +755,11 @@ class _TileLayout:
         self.carried = list(per_tile)
         return [delayed(K.held, pure=True)(x) for x in self.carried + [plans]]
 
+    def groups(self, configs=None):
+        """``configs`` (default all) in groups of :attr:`width`."""
+        configs = np.arange(self.src.c) if configs is None else configs
+        return [configs[i : i + self.width] for i in range(0, configs.size, self.width)]
+
     def carrying(self):
         """:func:`_carrying` of the tiles' inputs: in the graph once each, by design."""
         return _carrying(self.carried)
@@ -764,7 +776,7 @@ class _TileLayout:
             weight=weight, **kwargs) for which, weight in self.jobs], K.add_tiles)
 
 
-def _bbc_by_tiles(src, target, m, conf, n_boot, seed, caller):
+def _bbc_by_tiles(src, target, m, n_bootstraps, confidence_level, random_state, caller):
     """BBC of a ranking metric, a task holding two tiles of samples at most.
 
     A ranking metric's statistics (AUC's Mann-Whitney numerator and positives x
@@ -780,11 +792,12 @@ def _bbc_by_tiles(src, target, m, conf, n_boot, seed, caller):
     import dask
     from dask import delayed
 
+    conf, n_boot, seed = _bbc_args(n_bootstraps, confidence_level, random_state, caller)
     lay = _TileLayout(src, target, m)
     rule = delayed(m.definedness(target), pure=True)
     groups = dask.compute(_plans(seed, "bbc", n_boot, src.n, M.SAMPLE_BLOCK, rule, False))[0]
     plans = [p for g in groups for p, _ in g]
-    n_rep, n_sub, width = lay.n_rep, lay.n_sub, lay.width
+    n_rep, n_sub = lay.n_rep, lay.n_sub
     shared = lay.shared([target.subset(lo, hi) for lo, hi in lay.span], plans)
 
     def summed(configs, oob):
@@ -792,8 +805,7 @@ def _bbc_by_tiles(src, target, m, conf, n_boot, seed, caller):
                           shared[-1], n_boot, oob=oob, caller=caller)
 
     results = [delayed(K.finish_tiles, pure=True, nout=2)(
-        summed(np.arange(g0, min(g0 + width, src.c)), False), m.name, g0,
-        min(width, src.c - g0), n_rep, n_sub) for g0 in range(0, src.c, width)]
+        summed(g, False), m.name, int(g[0]), g.size, n_rep, n_sub) for g in lay.groups()]
     with lay.carrying():
         (best, cfg), fulls = dask.compute(_tree([r[0] for r in results], K.merge_winners),
                                           [r[1] for r in results])
@@ -801,8 +813,7 @@ def _bbc_by_tiles(src, target, m, conf, n_boot, seed, caller):
     # picked from their sums.
     winners, pick = np.unique(cfg, return_inverse=True)
     with lay.carrying():
-        totals = dask.compute([summed(winners[i : i + width], True)
-                               for i in range(0, winners.size, width)])[0]
+        totals = dask.compute([summed(g, True) for g in lay.groups(winners)])[0]
     num = np.concatenate([tt["num"] for tt in totals])
     oob = K.finish_tile_oob(num, totals[0]["den"], pick, m.name, n_rep, n_sub)
     return _summary((best, cfg, oob), fulls, [_attempts(g) for g in groups], n_boot, m.name,
@@ -817,12 +828,10 @@ def bbc_over_table(table, blocks, offsets, y, *, metric, n_bootstraps, confidenc
     else over the configuration ``blocks`` at ``offsets`` (:func:`bbc_over_blocks`)."""
     m = get_metric(metric, caller=caller)
     src = _Source.of_table(table)
-    if _by_samples(m, src) or _by_tiles(m, src.n):
+    along = _along_samples(m, src)
+    if along is not None:
         _, target = _target(y, src.n, m, pos_label, caller)
-        if _by_tiles(m, src.n):
-            return _bbc_by_tiles(src, target, m, *_bbc_args(n_bootstraps, confidence_level,
-                                                            random_state, caller), caller)
-        return _bbc_pointwise(src, target, m, n_bootstraps, confidence_level, random_state, caller)
+        return along(src, target, m, n_bootstraps, confidence_level, random_state, caller)
     return bbc_over_blocks(blocks, offsets, y, metric=m.name, n_bootstraps=n_bootstraps,
                            confidence_level=confidence_level, random_state=random_state,
                            pos_label=pos_label, caller=caller)
@@ -1047,10 +1056,9 @@ def _dropping_by_tiles(client, src, target, available, m, alpha, n_boot, seed):
     shared = lay.shared([(target.subset(lo, hi), available[lo:hi]) for lo, hi in lay.span], plans)
     with lay.carrying():
         got = _gathered(client, [delayed(K.finish_tile_dropping, pure=True)(
-            lay.summed(K.tile_dropping_sums, np.arange(g0, min(g0 + lay.width, src.c)),
-                       shared, m.name, src.coord, seed, shared[-1], n_boot),
-            m.name, min(lay.width, src.c - g0), lay.n_rep, lay.n_sub)
-            for g0 in range(0, src.c, lay.width)])
+            lay.summed(K.tile_dropping_sums, g, shared, m.name, src.coord, seed, shared[-1],
+                       n_boot),
+            m.name, g.size, lay.n_rep, lay.n_sub) for g in lay.groups()])
     full = np.concatenate([g[0] for g in got])
     S = np.concatenate([g[1] for g in got], axis=1)
     n_redrawn = int(np.concatenate([_attempts(g) for g in groups])[:n_boot].sum())
