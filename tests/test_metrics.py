@@ -94,3 +94,70 @@ def test_ranking_definedness_decided_from_block_parts_equals_the_whole(metric):
         np.testing.assert_array_equal(rule.decide_inbag(parts), inbag)
         seen.update(zip(both.tolist(), inbag.tolist()))
     assert seen == {(True, True), (False, True), (False, False)}
+
+
+@pytest.mark.parametrize("shape", [(700, 1, 1, False), (700, 2, 1, False), (700, 9, 3, False),
+                                   (700, 1, 2, False), (700, 4, 2, True), (3, 5, 1, False)])
+def test_fold_row_sums_add_each_row_one_sample_at_a_time(shape):
+    """The per-fold sums BBC-F's fold scores are made of: each cell is the sequential
+    sum of its row's samples in sample order (so a fold's samples alone, or among any
+    others, give the same bits), whatever the number of columns (one column would be
+    NumPy's fast axis, which it sums pairwise) and repeats; -1 rows are not summed."""
+    from bbc_dask.metrics._kernels import fold_row_sums
+
+    m, c, r, shared = shape
+    rng = np.random.default_rng(0)
+    w = c if shared else c * r
+    # magnitudes over 12 orders: any other order of the additions changes the bits
+    values = rng.normal(size=(m, w)) * 10.0 ** rng.integers(-6, 6, size=(m, w))
+    at = rng.integers(-1, 4, size=(m, r))
+    at = np.where(at >= 0, at + 4 * np.arange(r), -1)  # a repeat's folds are its own rows
+    got = fold_row_sums(values, at, 4 * r, r, shared)
+    want = np.zeros((4 * r, c))
+    for i in range(m):
+        for k in range(r):
+            if at[i, k] >= 0:
+                cols = np.arange(c) if shared else np.arange(c) * r + k
+                for j, col in enumerate(cols):
+                    want[at[i, k], j] = want[at[i, k], j] + values[i, col]
+    assert np.array_equal(got, want)
+    if m > 100:  # the pairwise sum differs: the check above can fail
+        assert not np.array_equal(want[:, 0], [values[at[:, 0] == f, 0].sum() for f in range(4)])
+
+
+@pytest.mark.parametrize("metric", ["accuracy", "balanced_accuracy", "f1", "neg_log_loss",
+                                    "neg_mean_squared_error", "neg_mean_absolute_error", "r2"])
+def test_fold_scores_of_a_fold_alone_equal_the_fold_matrix(metric, monkeypatch):
+    """An engine task scores the fold it predicted, holding that fold's samples alone
+    (one configuration at a time where a block's scoring fails); the fold matrix of the
+    whole cube, and of a cube cut along samples, form the same terms: the same bits, for
+    several sample blocks and repeats. R² keeps the whole sample's centre."""
+    from bbc_dask.stats._bbc import fold_score_matrix, fold_scores, subset_target
+
+    monkeypatch.setattr(M, "SAMPLE_BLOCK", 64)
+    rng = np.random.default_rng(4)
+    n, c, r = 500, 6, 2
+    if metric == "neg_log_loss":
+        y = rng.integers(0, 3, n)
+        p = rng.dirichlet([1, 1, 1], size=(n, c, r))
+    elif metric in ("accuracy", "balanced_accuracy", "f1"):
+        y = rng.integers(0, 2, n)
+        p = np.where(rng.random((n, c, r)) < 0.7, y[:, None, None], 1 - y[:, None, None])
+    else:
+        y = rng.normal(size=n) * 3 + 100
+        p = y[:, None, None] + rng.normal(size=(n, c, r))
+    folds = np.stack([rng.permutation(np.arange(n) % 5) for _ in range(r)], 1)
+    F, rows = fold_score_matrix(p, y, folds, metric=metric)
+    m, target, enc = prepare_inputs(p, y, metric, None, "test")
+    for i, (k, f) in enumerate(rows):
+        idx = np.flatnonzero(folds[:, k] == f)
+        sub = subset_target(target, idx)
+        got = fold_scores(m, sub, enc[idx][:, :, k : k + 1], idx, n)
+        assert np.array_equal(got, F[i])
+        one = fold_scores(m, sub, enc[idx][:, 2:3, k : k + 1], idx, n)
+        assert np.array_equal(one, F[i, 2:3])
+    ref = {"neg_mean_squared_error": lambda t, q: -np.mean((t - q) ** 2),
+           "r2": lambda t, q: 1 - np.sum((t - q) ** 2) / np.sum((t - t.mean()) ** 2)}.get(metric)
+    if ref is not None:
+        idx = folds[:, 1] == rows[-1][1]
+        np.testing.assert_allclose(F[-1, 3], ref(y[idx], p[idx, 3, 1]), rtol=1e-12)

@@ -311,7 +311,8 @@ class _Executor:
         self.cube, self.client, self.estimator = cube, client, estimator
         self.configs = configs
         self.spec = (m.name, target.classes, target.pos_code,
-                     len(target.classes) if m.needs_class_axis else 0, error_score)
+                     len(target.classes) if m.needs_class_axis else 0, error_score,
+                     None if target.values is None else target.value_center())
         self.n_splits = n_splits
         self.writer = cube.writer(token if token is not None else (lambda: None))
         self.chunk = cube.config_chunk

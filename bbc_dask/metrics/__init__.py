@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import abc
 import copy
+import itertools
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -119,6 +120,11 @@ class Metric:
     def combine(self, fsums, gsums):
         """Scores from summed pointwise features (see ``_Pointwise.sums``)."""
         return self._impl.combine(fsums, gsums)
+
+    def fold_scores(self, fsums, gsums):
+        """Fold scores (rows, C) of a pointwise metric's per-fold sums (see
+        ``_Pointwise.fold_sums``)."""
+        return self._impl.fold_scores(fsums, gsums)
 
     def scores_once(self, target, predictions):
         """The metric of every (configuration, repeat), each sample counted once: (C, R).
@@ -550,6 +556,46 @@ class _Pointwise(_Prepared):
             fs = f if fs is None else [a + b for a, b in zip(fs, f)]
             gs = s if gs is None else gs + s
         return fs, gs
+
+    def fold_sums(self, at, n_rows, cuts=None):
+        """Per fold row, the feature sums (list of (n_rows, C)) and configuration-free
+        sums (n_rows, n_g) of its samples: ``at`` (n, R) holds each sample's fold row in
+        each repeat (-1: none; the predictions' repeat ``r`` counts in its rows of
+        repeat ``r`` only).
+
+        The sums of each block of the whole sample (:func:`sample_blocks`) are formed
+        one sample at a time in sample order (:func:`~bbc_dask.metrics._kernels.fold_row_sums`),
+        then added in block order. ``cuts`` (blocks + 1 positions) says where this
+        object's samples cross into the next block of the whole sample: a fold's samples
+        alone (an engine task's) and the whole sample, or a task's sample block, then
+        form the very same terms — so fold scores are the same bits however the samples
+        are held (BBC-F of a cube chunked along samples). Default: this object's own
+        sample blocks."""
+        at = np.asarray(at, dtype=np.int64).reshape(self.n_samples, -1)
+        if cuts is None:
+            cuts = [lo for lo, _ in self.edges] + [self.n_samples]
+        g = np.ascontiguousarray(self.gfeat.T)
+        fs = gs = None
+        for a, b in itertools.pairwise(cuts):
+            f = []
+            for rows, values in self.features:
+                if rows is None:
+                    f.append(K.fold_row_sums(values[a:b], at[a:b], n_rows, self.n_repeats, False))
+                else:
+                    i, k = np.searchsorted(rows, [a, b])
+                    f.append(K.fold_row_sums(values[i:k], np.ascontiguousarray(at[rows[i:k]]),
+                                             n_rows, self.n_repeats, False))
+            s = sum(K.fold_row_sums(g[a:b], at[a:b, r : r + 1], n_rows, 1, True)
+                    for r in range(at.shape[1]))
+            fs = f if fs is None else [x + y for x, y in zip(fs, f)]
+            gs = s if gs is None else gs + s
+        return fs, gs
+
+    @classmethod
+    def fold_scores(cls, fsums, gsums):
+        """Scores (n_rows, C) of :meth:`fold_sums` (NaN where undefined)."""
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return cls.combine([f[:, :, None] for f in fsums], gsums)[:, :, 0]
 
     def scores(self, counts):
         fsums, gsums = self._blocked_sums(counts, False)

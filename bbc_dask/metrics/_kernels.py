@@ -24,6 +24,7 @@ __all__ = [
     "cindex_pairs",
     "cindex_winners",
     "feature_sums_winners",
+    "fold_row_sums",
     "indicator_sums",
     "tie_starts",
     "weighted_sums",
@@ -359,6 +360,42 @@ def _weighted_sums(counts, g, oob, zero):
 _SLICE_BYTES = 4 * 2**20
 #: Samples per slice of an indicator sum: 65,793 weights of 255 stay below 2**24.
 _SLICE = 2**16
+
+
+def fold_row_sums(values, at, n_rows, n_repeats, shared):
+    """Per fold row, the sum of ``values`` over its samples, added one sample at a time
+    in sample order. ``values`` (m, W) float32 or float64; ``at`` (m, R) the fold row of
+    each value's sample in each repeat (-1: none; each repeat's rows its own). Column ``c*R + r`` of ``values`` is
+    configuration ``c`` in repeat ``r`` (``shared``: column ``c`` serves every repeat).
+    Returns (n_rows, C) float64.
+
+    Each cell is a sum over the samples of its row alone, in sample order, so the
+    samples of other rows do not affect it: a task holding a fold's samples alone and one
+    holding a whole sample block get the same bits (BLAS, or NumPy's pairwise sum along
+    a contiguous axis, assign terms to partial sums by position). NumPy reduces along
+    the slow axis of a 2-D array of two or more columns one row at a time ("the improved
+    precision is only used when the summation is along the fast axis in memory", the
+    ``numpy.sum`` notes) — a single column would become the fast axis, so it gets a zero
+    column beside it. ``tests/test_metrics.py`` checks this against a sequential loop.
+    Indicator features (float32) are exact integers in any order. NumPy only: pointwise
+    tasks never load numba (see :mod:`bbc_dask._jit`)."""
+    w = values.shape[1]
+    n_cfg = w if shared else w // n_repeats
+    out = np.zeros((n_rows, n_cfg))
+    for r in range(n_repeats):
+        rows = at[:, r]
+        order = np.argsort(rows, kind="stable")  # stable: sample order within a row
+        bounds = np.searchsorted(rows[order], np.arange(-1, n_rows) + 0.5)
+        # this repeat's columns, samples grouped by fold row (one gather)
+        held = values[order[bounds[0] :], slice(None) if shared else slice(r, None, n_repeats)]
+        if n_cfg == 1:
+            held = np.concatenate([held, np.zeros_like(held)], axis=1)
+        bounds = bounds - bounds[0]
+        for f in range(n_rows):
+            a, b = bounds[f], bounds[f + 1]
+            if b > a:
+                out[f] = held[a:b].sum(axis=0, dtype=np.float64)[:n_cfg]
+    return out
 
 
 def weighted_sums(counts, g, oob):

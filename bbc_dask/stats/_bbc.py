@@ -19,7 +19,7 @@ from .._jit import njit
 from .. import _validation as V
 from .._random import as_seed_sequence
 from ..exceptions import UndefinedScoreError
-from ..metrics import get_metric
+from ..metrics import get_metric, sample_blocks
 from ._bootstrap import SEED_BLOCK, CountBlocks
 from ._result import BBCResult, ConfidenceInterval, summarise
 from ._winner import select
@@ -194,33 +194,70 @@ def fold_score_matrix(predictions, y, folds, *, metric, pos_label=None):
 
 
 def subset_target(target, idx):
-    """The target of the samples ``idx`` (class list and positive class kept)."""
-    return dataclasses.replace(target, **{
-        f: getattr(target, f)[idx] for f in ("codes", "values", "time", "event")
-        if getattr(target, f) is not None})
+    """The target of the samples ``idx`` (class list, positive class and, for regression,
+    the whole sample's centre kept: see :meth:`~bbc_dask.metrics.Target.subset`)."""
+    fields = {f: getattr(target, f)[idx] for f in ("codes", "values", "time", "event")
+              if getattr(target, f) is not None}
+    if target.values is not None:
+        fields["center"] = target.value_center()
+    return dataclasses.replace(target, **fields)
 
 
-def fold_scores(m, target, pred):
-    """Scores (C,) of every configuration on one fold: ``pred`` (n, C, 1(, K)) encoded,
-    the fold's samples only, ``target`` theirs. The one computation of a fold score:
-    the engine's tasks call it on the fold they predicted and :func:`fold_score_matrix`
-    on each fold, so the stored fold scores equal the in-memory matrix bit for bit."""
-    return m.scores_once(target, pred)[:, 0]
+def fold_scores(m, target, pred, index=None, n=None):
+    """Scores (C,) of every configuration on one fold: ``pred`` (n_f, C, 1(, K)) encoded,
+    the fold's samples only, ``target`` theirs (for regression, with the whole sample's
+    centre: :func:`subset_target`); ``index`` their positions (increasing) among the
+    ``n`` samples of the whole sample (default: the fold alone).
+
+    The one computation of a fold score: the engine's tasks call it on the fold they
+    predicted and :func:`fold_score_matrix` forms the same terms, so the stored fold
+    scores equal the in-memory matrix bit for bit. A pointwise metric's sums are formed
+    per block of the whole sample and added in block order
+    (:meth:`~bbc_dask.metrics._Pointwise.fold_sums`), so that a cube chunked along
+    samples gives the same bits too; a ranking metric's are exact integers."""
+    if m.pairwise is not None:
+        return m.scores_once(target, pred)[:, 0]
+    k = pred.shape[0]
+    index = np.arange(k) if index is None else np.asarray(index)
+    n = k if n is None else int(n)
+    prep = m.prepare(target, pred)
+    cuts = np.searchsorted(index, [lo for lo, _ in sample_blocks(n)] + [n]).tolist()
+    return prep.fold_scores(*prep.fold_sums(np.zeros((k, 1), dtype=np.int64), 1, cuts))[0]
 
 
-def _fold_matrix(m, target, pred, folds, caller):
-    blocks, rows = [], []
-    for r in range(pred.shape[2]):
-        ids = np.unique(folds[:, r])
-        s = np.stack([fold_scores(m, subset_target(target, idx), pred[idx, :, r : r + 1])
-                      for idx in (np.flatnonzero(folds[:, r] == i) for i in ids)])  # (K_r, C)
-        bad = np.isnan(s).any(axis=1)
-        if bad.any():
-            k = int(np.flatnonzero(bad)[0])
-            raise UndefinedScoreError(fold_undefined(m.name, ids[k].item(), r, caller))
-        blocks.append(s)
-        rows.extend((r, ids[k].item()) for k in range(len(ids)))
-    return np.concatenate(blocks, axis=0), rows
+def fold_rows(folds):
+    """``(at (N, R), rows)``: each sample's row of the fold matrix in each repeat, and the
+    rows' ``(repeat, fold_id)`` — repeat-major, fold ids in sorted order."""
+    at = np.empty(folds.shape, dtype=np.int64)
+    rows = []
+    for r in range(folds.shape[1]):
+        ids, inv = np.unique(folds[:, r], return_inverse=True)
+        at[:, r] = len(rows) + inv.ravel()
+        rows.extend((r, i.item()) for i in ids)
+    return at, rows
+
+
+def check_fold_matrix(F, rows, metric, caller):
+    """``F`` itself, or UndefinedScoreError naming the first fold where some score is
+    undefined."""
+    bad = np.isnan(F).any(axis=1)
+    if bad.any():
+        r, k = rows[int(np.flatnonzero(bad)[0])]
+        raise UndefinedScoreError(fold_undefined(metric, k, r, caller))
+    return F
+
+
+def _fold_matrix(m, target, pred, folds, caller, sample_block=None):
+    at, rows = fold_rows(folds)
+    if m.pairwise is None:
+        # the same terms fold_scores forms on each fold (see there), in one pass
+        prep = m.prepare(target, pred, sample_block)
+        F = prep.fold_scores(*prep.fold_sums(at, len(rows)))
+        return check_fold_matrix(F, rows, m.name, caller), rows
+    F = np.concatenate([fold_scores(m, subset_target(target, np.flatnonzero(at[:, r] == i)),
+                                    pred[at[:, r] == i, :, r : r + 1])[None]
+                        for i, (r, _) in enumerate(rows)])
+    return check_fold_matrix(F, rows, m.name, caller), rows
 
 
 @njit(cache=True)
