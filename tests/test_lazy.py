@@ -639,6 +639,46 @@ def test_chunked_dropping_and_bbc_f_over_sample_blocks(metric, client, tmp_path,
     np.testing.assert_array_equal(f_lazy.bootstrap_distribution, f_mem.bootstrap_distribution)
 
 
+@pytest.mark.parametrize("metric", POINTWISE)
+def test_bbc_f_over_sample_blocks_equals_in_memory(metric, client, tmp_path, monkeypatch):
+    """BBC-F of a pointwise metric on a cube cut along samples: each (sample block,
+    configuration group) task sums its block per fold row, the sums chained in block
+    order; the fold matrix, and so the result, equal the in-memory ones bit for bit
+    (Zarr, and Dask chunked along samples), every task holding one sample block."""
+    import bbc_dask.chunked._blocks as K
+    import bbc_dask.metrics as M
+
+    monkeypatch.setattr(M, "SAMPLE_BLOCK", 128)
+    monkeypatch.setattr(L, "CHUNK_BYTES", 128 * 4 * 2 * 8 * (3 if "log" in metric else 1))
+    monkeypatch.setattr(L, "SUMS_BYTES", 1)  # a group per stored chunk: several groups
+    p, y = _cube(metric, 700, 13, 2, seed=5)
+    rng = np.random.default_rng(2)
+    folds = np.stack([rng.permutation(np.arange(700) % 5), rng.permutation(np.arange(700) % 4)], 1)
+    dims = ("sample", "config", "repeat", "class")[: p.ndim]
+    z = _to_zarr(tmp_path / "c.zarr", p, dims, chunk_cfg=4)
+    want = bd.bbc_f(p, y, folds, metric=metric, random_state=3, n_bootstraps=150)
+    F, _ = bd.fold_score_matrix(p, y, folds, metric=metric)
+    sizes, real = [], K.fold_block_sums
+    monkeypatch.setattr(K, "fold_block_sums", lambda parts, block, *a: sizes.append(
+        block[1].shape[0]) or real(parts, block, *a))
+    with dask.config.set(scheduler="sync"):  # in this process: the calls are seen
+        got = L._fold_matrix_by_samples(L._sources(z, get_metric(metric), "t"),
+                                        _target_of(y, metric),
+                                        folds, get_metric(metric), "t")
+    np.testing.assert_array_equal(got, F)
+    assert len(sizes) == 6 * 4 and max(sizes) == 128  # 6 blocks x 4 groups
+    monkeypatch.setattr(K, "fold_block_sums", real)
+    _same(bd.bbc_f(z, y, folds, metric=metric, random_state=3, n_bootstraps=150), want)
+    lazy = xr.DataArray(da.from_array(p, chunks=(100,) + p.shape[1:]), dims=dims)
+    _same(bd.bbc_f(lazy, y, folds, metric=metric, random_state=3, n_bootstraps=150), want)
+
+
+def _target_of(y, metric):
+    from bbc_dask import _validation as V
+
+    return V.as_target(y if isinstance(y, tuple) else np.asarray(y), get_metric(metric), "test")
+
+
 def _dropping_cube(metric, tmp_path, n=700, c=13, r=2):
     """A cube with unavailable predictions NaN (as a study's between waves), one sample
     block (128..255) with no sample available in repeat 1, and its Zarr source."""
@@ -973,6 +1013,47 @@ def test_ranking_metric_by_pairs_of_tiles_equals_in_memory(metric, n, client, tm
     assert sorted({(h[1], h[2]) for h in held}) == [(1, 2 - t), (2, 1)]  # weights
     lazy = xr.DataArray(da.from_array(p, chunks=(100,) + p.shape[1:]), dims=dims)
     _same(bd.bbc(lazy, y, metric=metric, random_state=3, n_bootstraps=150), want)
+
+
+@pytest.mark.parametrize("metric", RANKING)
+def test_bbc_f_of_a_ranking_metric_by_pairs_of_tiles_equals_in_memory(metric, client, tmp_path,
+                                                                       monkeypatch):
+    """Beyond RANK_SAMPLES, BBC-F's fold matrix of a ranking metric goes by pairs of
+    tiles: each fold row's statistics are the pair sums of its 0/1 weights. N = 1,100 in
+    tiles of 256 (5 tiles), folds of 5 and 4 over 2 repeats: the fold matrix and the
+    result equal the in-memory ones bit for bit (Zarr and Dask), every task holding two
+    tiles at most."""
+    import bbc_dask.chunked._blocks as K
+    import bbc_dask.metrics as M
+
+    monkeypatch.setattr(M, "SAMPLE_BLOCK", 128)
+    monkeypatch.setattr(L, "RANK_TILE", 256)
+    monkeypatch.setattr(L, "RANK_SAMPLES", 512)
+    per = 3 if metric == "roc_auc_ovr" else 1
+    monkeypatch.setattr(L, "HOLD_BYTES", 3 * 2 * 256 * 2 * per * L.RANK_CELL_BYTES)
+    n = 1100
+    p, y = _cube(metric, n, 13, 2, seed=6)
+    rng = np.random.default_rng(2)
+    folds = np.stack([rng.permutation(np.arange(n) % 5), rng.permutation(np.arange(n) % 4)], 1)
+    dims = ("sample", "config", "repeat", "class")[: p.ndim]
+    z = _to_zarr(tmp_path / "c.zarr", p, dims, chunk_cfg=4)
+    want = bd.bbc_f(p, y, folds, metric=metric, random_state=3, n_bootstraps=150)
+    F, _ = bd.fold_score_matrix(p, y, folds, metric=metric)
+    held, real = [], K.tile_fold_sums
+    monkeypatch.setattr(K, "tile_fold_sums", lambda tiles, *a, **k: held.append(
+        (sum(hi - lo for bl, _ in tiles for _, lo, hi in bl), len(tiles), k["weight"]))
+        or real(tiles, *a, **k))
+    with dask.config.set(scheduler="sync"):  # in this process: the tasks are seen
+        got = L._fold_matrix_by_tiles(L._sources(z, get_metric(metric), "t"),
+                                      _target_of(y, metric), folds, get_metric(metric), "t")
+    np.testing.assert_array_equal(got, F)
+    assert len(held) == (5 * 4 // 2 + 5) * -(-13 // 3)  # jobs x groups of 3
+    assert max(h[0] for h in held) <= 2 * 256
+    assert sorted({(h[1], h[2]) for h in held}) == [(1, 2 - 5), (2, 1)]  # weights
+    monkeypatch.setattr(K, "tile_fold_sums", real)
+    _same(bd.bbc_f(z, y, folds, metric=metric, random_state=3, n_bootstraps=150), want)
+    lazy = xr.DataArray(da.from_array(p, chunks=(100,) + p.shape[1:]), dims=dims)
+    _same(bd.bbc_f(lazy, y, folds, metric=metric, random_state=3, n_bootstraps=150), want)
 
 
 @pytest.mark.parametrize("metric", ["roc_auc", "concordance_index"])

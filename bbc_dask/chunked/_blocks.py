@@ -43,10 +43,12 @@ BATCH = 64
 
 __all__ = ["BATCH", "ZarrBlock", "add_run", "add_sums", "add_tiles", "block_sums",
            "chunk_fold_matrix", "chunk_pooled", "dropping_sums", "finish_dropping",
-           "finish_oob", "finish_sums", "finish_tile_dropping", "finish_tile_oob",
-           "finish_tiles", "first_plans", "held", "merge_winners", "oob_sums", "plan_group",
-           "prepare_and_score", "prepare_block", "run_dropping_sums", "run_oob_sums",
-           "run_sums", "score_block", "tile_dropping_sums", "tile_sums"]
+           "finish_fold_sums", "finish_oob", "finish_sums", "finish_tile_dropping",
+           "finish_tile_folds", "finish_tile_oob", "finish_tiles", "first_plans",
+           "fold_block_sums", "held", "merge_winners", "oob_sums", "plan_group",
+           "prepare_and_score", "prepare_block", "run_dropping_sums", "run_fold_sums",
+           "run_oob_sums", "run_sums", "score_block", "tile_dropping_sums", "tile_fold_sums",
+           "tile_sums"]
 
 
 class ZarrBlock:
@@ -542,13 +544,7 @@ def tile_sums(tiles, targets, metric, class_coord, seed, stream, plans, n_boot, 
     out-of-bag indicators, with ``oob``). Returns ``{"num": (M, B), "den": (k, B)}`` int64,
     and in bag ``"full"``: the pair sums of unit weights. The tiles' predictions are
     read, encoded and sorted once; the counts are held one seed block at a time."""
-    m = get_metric(metric)
-    target = _joined_target(list(targets))
-    enc = [np.concatenate([_encode(p, t, m, class_coord, caller) for p in parts], axis=1)
-           for (_, parts), t in zip(tiles, targets)]
-    enc = enc[0] if len(enc) == 1 else np.concatenate(enc, axis=0)
-    prep = m.prepare(target, enc)
-    del enc
+    prep = _tile_prep(tiles, targets, get_metric(metric), class_coord, caller)
     nums, dens = [], []
     for w in _tile_counts([b for bl, _ in tiles for b in bl], seed, stream, plans, n_boot):
         num, den = prep.pair_sums_t((w == 0).view(np.uint8) if oob else w)
@@ -559,6 +555,40 @@ def tile_sums(tiles, targets, metric, class_coord, seed, stream, plans, n_boot, 
         ones = np.ones((prep.n_samples, 1), dtype=np.uint8)
         out["full"] = tuple(weight * a for a in prep.pair_sums_t(ones))
     return out
+
+
+def _tile_prep(tiles, targets, m, class_coord, caller):
+    """The ranking metric ``m`` prepared on one or two tiles' samples (``tiles``: ``(blocks,
+    parts)``; ``targets`` theirs): read, encoded and sorted once."""
+    targets = list(targets)
+    enc = [np.concatenate([_encode(p, t, m, class_coord, caller) for p in parts], axis=1)
+           for (_, parts), t in zip(tiles, targets)]
+    enc = enc[0] if len(enc) == 1 else np.concatenate(enc, axis=0)
+    return m.prepare(_joined_target(targets), enc)
+
+
+def tile_fold_sums(tiles, blocks_in, metric, class_coord, n_rows, weight, caller="bbc_f"):
+    """``weight`` x the pair sums of one or two tiles (see :func:`tile_sums`) for the
+    fold rows' 0/1 weights: ``blocks_in`` holds each tile's target and each sample's fold
+    row per repeat (see :func:`~bbc_dask.stats._bbc.fold_rows`). Returns ``{"num": (M,
+    n_rows), "den": (k, n_rows)}`` int64 — every repeat's columns for every row; a row
+    keeps its own repeat's (:func:`finish_tile_folds`)."""
+    prep = _tile_prep(tiles, [b[0] for b in blocks_in], get_metric(metric), class_coord, caller)
+    at = np.concatenate([b[1] for b in blocks_in])
+    w = np.zeros((at.shape[0], n_rows), dtype=np.uint8)
+    for r in range(at.shape[1]):
+        w[np.arange(at.shape[0]), at[:, r]] = 1
+    num, den = prep.pair_sums_t(w)
+    return {"num": weight * num, "den": weight * den}
+
+
+def finish_tile_folds(total, metric, n_configs, n_repeats, n_sub, row_repeat):
+    """Fold scores (n_rows, c) of a group of configurations from its summed
+    :func:`tile_fold_sums`: row ``i`` scored on its repeat ``row_repeat[i]``'s columns —
+    the bits of the in-memory fold scores (exact integers, the same finishing)."""
+    fam = get_metric(metric).pairwise
+    s = fam.finish_pairs(total["num"], total["den"], n_configs, n_repeats, n_sub)
+    return s[np.arange(len(row_repeat)), :, np.asarray(row_repeat)]
 
 
 def _tile_counts(blocks, seed, stream, plans, n_boot):
@@ -666,13 +696,35 @@ def held(value):
     return value
 
 
-def chunk_fold_matrix(pred, y, folds, metric, pos_label, class_coord=None):
-    """The BBC-F fold × configuration score matrix of one chunk, (R*K, c)."""
+def chunk_fold_matrix(pred, y, folds, metric, pos_label, class_coord=None, sample_block=None):
+    """The BBC-F fold × configuration score matrix of one chunk holding every sample,
+    (R*K, c); ``sample_block``: the client's :data:`~bbc_dask.metrics.SAMPLE_BLOCK`."""
     from ..stats._bbc import _fold_matrix
 
     m, target, enc = prepare_inputs(pred, y, metric, pos_label, "bbc_f", class_coord)
     f = V.as_folds(folds, enc.shape[0], enc.shape[2], "bbc_f")
-    return _fold_matrix(m, target, enc, f, "bbc_f")[0]
+    return _fold_matrix(m, target, enc, f, "bbc_f", sample_block)[0]
+
+
+def fold_block_sums(parts, block, metric, class_coord, j, size, n_rows, caller="bbc_f"):
+    """The sums per fold row (:meth:`~bbc_dask.metrics._Pointwise.fold_sums`) of sample
+    block ``j`` (``size`` samples; ``block``: its target and each sample's fold row per
+    repeat) of a group of configurations (``parts``, in order): ``(fsums list of (n_rows,
+    c), gsums (n_rows, n_g))``."""
+    target, at = block
+    prep = _stacked(parts, target, get_metric(metric), class_coord, size, caller)
+    return prep.fold_sums(at, n_rows)
+
+
+def run_fold_sums(parts, blocks_in, metric, class_coord, blocks, n_rows, caller="bbc_f"):
+    """:func:`fold_block_sums` of each sample block of a run (see :func:`run_sums`)."""
+    return [fold_block_sums(p, b, metric, class_coord, j, size, n_rows, caller)
+            for (j, size, p, _), b in zip(_run_parts(parts, blocks, None), blocks_in)]
+
+
+def finish_fold_sums(total, metric):
+    """Fold scores (n_rows, c) of a group's summed :func:`fold_block_sums`."""
+    return get_metric(metric).fold_scores(*total)
 
 
 def chunk_pooled(pred, y, metric, pos_label, class_coord=None):

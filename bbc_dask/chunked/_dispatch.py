@@ -878,34 +878,87 @@ def bbc_over_blocks(blocks, offsets, y, *, metric, n_bootstraps, confidence_leve
 
 def lazy_bbc_f(predictions, y, folds, *, metric, n_bootstraps, confidence_level, random_state,
                pos_label, block_size=None, caller="bbc_f"):
+    """BBC-F of a lazy cube: its fold × configuration matrix built on the cluster (small:
+    R·K rows), then bootstrapped on the client as in memory. A pointwise metric's is
+    summed over (sample block, configuration group) tasks (:func:`_fold_matrix_by_samples`),
+    a ranking metric's beyond :data:`RANK_SAMPLES` by pairs of sample tiles
+    (:func:`_fold_matrix_by_tiles`) — a task's memory does not grow with N — and below,
+    per configuration block holding every sample."""
     m = get_metric(metric, caller=caller)
     src = _sources(predictions, m, caller)
+    y, target = _target(y, src.n, m, pos_label, caller)
+    f = V.as_folds(folds, src.n, _n_repeats(src), caller)
+    if m.pairwise is None or _by_tiles(m, src.n):
+        F = (_fold_matrix_by_samples if m.pairwise is None else _fold_matrix_by_tiles)(
+            src, target, f, m, caller)
+        return S._bbc_f_matrix(F, m.name, n_bootstraps, confidence_level, random_state, None,
+                               block_size, caller)
     blocks, _ = src.config_parts()
-    y, _ = _target(y, src.n, m, pos_label, caller)
-    if hasattr(folds, "dims"):
-        folds = folds.transpose(*[d for d in ("sample", "repeat") if d in folds.dims]).values
-    return bbc_f_over_blocks(blocks, y, np.asarray(folds), metric=m.name,
+    return bbc_f_over_blocks(blocks, y, f, metric=m.name,
                              n_bootstraps=n_bootstraps, confidence_level=confidence_level,
                              random_state=random_state, pos_label=pos_label,
                              block_size=block_size, class_coord=src.coord, caller=caller)
 
 
-def bbc_f_over_blocks(blocks, y, folds, *, metric, n_bootstraps, confidence_level, random_state,
-                      pos_label, block_size=None, class_coord=None, caller="bbc_f"):
-    """BBC-F: the fold × configuration matrix built per configuration block on the
-    cluster (it is small: R·K rows), then bootstrapped on the client as in memory."""
+def _fold_matrix_by_samples(src, target, folds, m, caller):
+    """The fold × configuration matrix (R·K, C) of a pointwise metric: per configuration
+    group, each sample block's sums per fold row (:meth:`~bbc_dask.metrics._Pointwise.fold_sums`)
+    added in block order along a chain of tasks — the very terms and additions of
+    :func:`bbc_dask.fold_score_matrix`, so the same bits. A task holds one sample block of
+    its group (:data:`HOLD_BYTES`) and R·K sums per configuration."""
     import dask
     from dask import delayed
 
-    from ..stats._bbc import _bbc_f_matrix
+    sb = M.SAMPLE_BLOCK
+    edges = M.sample_blocks(src.n, sb)
+    at, rows = S.fold_rows(folds)
+    per = _n_repeats(src)
+    # out: a few feature sums per fold row and configuration (one per class at most)
+    n_feat = 1 if target.codes is None else max(2, len(target.classes))
+    runs, _ = src.sample_runs(edges, len(rows) * 8 * n_feat, sb * per * m.feature_bytes)
+    blocks_in = [(target.subset(lo, hi), at[lo:hi]) for lo, hi in edges]
+    finished = [delayed(K.finish_fold_sums, pure=True)(
+        _chain(run, K.fold_block_sums, K.run_fold_sums, blocks_in, (m.name, src.coord),
+               len(rows), caller), m.name) for run in runs]
+    with _carrying(blocks_in):
+        parts = dask.compute(finished)[0]
+    return S.check_fold_matrix(np.concatenate(parts, axis=1), rows, m.name, caller)
+
+
+def _fold_matrix_by_tiles(src, target, folds, m, caller):
+    """The fold × configuration matrix (R·K, C) of a ranking metric by pairs of sample
+    tiles (see :func:`_bbc_by_tiles`): each fold row's statistics are the pair sums of
+    its 0/1 weights, exact integers, so the matrix has the in-memory bits."""
+    import dask
+    from dask import delayed
+
+    at, rows = S.fold_rows(folds)
+    lay = _TileLayout(src, target, m)
+    shared = lay.shared([(target.subset(lo, hi), at[lo:hi]) for lo, hi in lay.span], None)
+    row_repeat = [r for r, _ in rows]
+    finished = [delayed(K.finish_tile_folds, pure=True)(
+        lay.summed(K.tile_fold_sums, g, shared, m.name, src.coord, len(rows), caller=caller),
+        m.name, g.size, lay.n_rep, lay.n_sub, row_repeat) for g in lay.groups()]
+    with lay.carrying():
+        parts = dask.compute(finished)[0]
+    return S.check_fold_matrix(np.concatenate(parts, axis=1), rows, m.name, caller)
+
+
+def bbc_f_over_blocks(blocks, y, folds, *, metric, n_bootstraps, confidence_level, random_state,
+                      pos_label, block_size=None, class_coord=None, caller="bbc_f"):
+    """BBC-F: the fold × configuration matrix built per configuration block (holding
+    every sample) on the cluster (it is small: R·K rows), then bootstrapped on the
+    client as in memory."""
+    import dask
+    from dask import delayed
 
     y_d = delayed(y, pure=True)
     parts = dask.compute([delayed(K.chunk_fold_matrix, pure=True)(b, y_d, folds, metric, pos_label,
-                                                                   class_coord)
+                                                                   class_coord, M.SAMPLE_BLOCK)
                           for b in blocks])[0]
     F = np.concatenate(parts, axis=1)
-    return _bbc_f_matrix(F, metric, n_bootstraps, confidence_level, random_state, None,
-                         block_size, caller)
+    return S._bbc_f_matrix(F, metric, n_bootstraps, confidence_level, random_state, None,
+                           block_size, caller)
 
 
 def lazy_dropping_test(client, blocks, y, available, *, metric, alpha, n_bootstraps, seed,
