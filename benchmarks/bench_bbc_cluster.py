@@ -9,18 +9,19 @@ cube, in this same process.
    ratio cluster / in-memory (the load from Zarr is timed apart and is not in the
    in-memory time; the cluster reads the store itself, inside its time).
 2. Scale. 1,000,000 x 100 x 2 float32 (accuracy) and 200,000 x 100 x 2 (ROC AUC) on 2
-   workers of 400 MB each (bbc_dask's cluster), while a watcher records worker restarts and pauses; printed:
-   the time, each worker's peak RSS, and whether the result equals the in-memory one.
+   workers of 400 MB each (bbc_dask's cluster), BBC and then BBC-F (5 folds, 2 repeats),
+   while a watcher records worker restarts and pauses; printed: the time, each worker's
+   peak RSS during that call, and whether the result equals the in-memory one.
 2b. A study's store, 1,000,000 samples x 100 configurations x 2 repeats x 5 folds
    (accuracy), written by the engine (predictions stored by fold): the same watch, on 2
    workers of 400 MB; equal to the study's in-memory result. Then the BBCD dropping test
    of the same store after wave 1 (folds 0 and 1 available, B = 1,000, as a study runs
    it between waves), against the in-memory test on the loaded cube.
 3. The same two cubes, and the study, from an S3 store (a moto server started here).
-4. A ranking metric beyond ``RANK_SAMPLES`` (2**20): ROC AUC on 2,000,000 x 20 x 2, by
-   pairs of sample tiles (``bbc_dask.chunked._dispatch._bbc_by_tiles``), on 2 workers of
-   400 MB — where the configuration-block path, a task holding every sample, has its
-   workers killed. With ``--quick``: 100,000 x 5 x 2 with the thresholds lowered to one
+4. A ranking metric beyond ``RANK_SAMPLES`` (2**20): ROC AUC on 2,000,000 x 20 x 2, BBC
+   and BBC-F by pairs of sample tiles (``bbc_dask.chunked._dispatch._bbc_by_tiles``,
+   ``_fold_matrix_by_tiles``), on 2 workers of 400 MB — where the configuration-block
+   path, a task holding every sample, has its workers killed. With ``--quick``: 100,000 x 5 x 2 with the thresholds lowered to one
    sample block (4 tiles).
 
 Stores are chunked (32,768 samples, 25 configurations, 2 repeats), compressed with LZ4 as
@@ -31,6 +32,7 @@ Run: ``python benchmarks/bench_bbc_cluster.py [--quick] [--limit 400MB] [--no-s3
 [--skip-speed] [--skip-local] [--skip-study] [--skip-tiles]``.
 """
 import argparse
+import functools
 import os
 import shutil
 import signal
@@ -119,6 +121,14 @@ def _probe_read():
     return builtins._bbc_probe["peak"] / 2**20
 
 
+def _probe_reset():
+    import builtins
+
+    import psutil
+
+    builtins._bbc_probe["peak"] = psutil.Process().memory_info().rss
+
+
 def watched(client, fn):
     seen, stop = {"workers": set(), "status": set()}, threading.Event()
 
@@ -202,24 +212,36 @@ def speed(tmp, n, c, c_auc, B):
         shutil.rmtree(path)
 
 
+def _folds(n, k=5, r=2, seed=0):
+    rng = np.random.default_rng(seed)
+    return np.stack([rng.permutation(np.arange(n) % k) for _ in range(r)], axis=1)
+
+
 def scale(stores, limit, B, where, storage_options=None):
     for (metric, n, c), store in stores.items():
         y = make_cube(store, n, c, 2, metric, storage_options=storage_options)
+        folds = _folds(n)
         gb = n * c * 2 * 4 / 1e9
+        runs = {}
         with cluster(2, limit) as cli:
             cli.run(_probe_start)
             cube = open_cube(store, storage_options)
-            (got, t), ok, seen = watched(
-                cli, lambda: timed(lambda: bd.bbc(cube, y, metric=metric, n_bootstraps=B,
-                                                  random_state=0)))
-            peaks = sorted(cli.run(_probe_read).values())
+            calls = {"bbc": functools.partial(bd.bbc, cube, y),
+                     "bbc_f": functools.partial(bd.bbc_f, cube, y, folds)}
+            for name, fn in calls.items():
+                cli.run(_probe_reset)
+                call = functools.partial(fn, metric=metric, n_bootstraps=B, random_state=0)
+                (got, t), ok, seen = watched(cli, functools.partial(timed, call))
+                runs[name] = got, t, ok, seen, sorted(cli.run(_probe_read).values())
         arr = zarr.open_array(store, path="p", storage_options=storage_options)[...]
-        want = bd.bbc(arr, y, metric=metric, n_bootstraps=B, random_state=0)
+        want = {"bbc": bd.bbc(arr, y, metric=metric, n_bootstraps=B, random_state=0),
+                "bbc_f": bd.bbc_f(arr, y, folds, metric=metric, n_bootstraps=B, random_state=0)}
         arr = None  # free it before the next cube
-        print(f"   {where:5s} {metric:9s} N={n:8d} C={c:4d}  {gb:5.2f} GB float32  {t:7.1f} s  "
-              f"worker peak RSS {', '.join(f'{p:.0f}' for p in peaks)} MiB  "
-              f"{'no restart/pause' if ok else 'RESTARTED/PAUSED ' + str(seen['status'])}  "
-              f"equal: {same(got, want)}")
+        for name, (got, t, ok, seen, peaks) in runs.items():
+            print(f"   {where:5s} {name:5s} {metric:9s} N={n:8d} C={c:4d}  {gb:5.2f} GB float32  "
+                  f"{t:7.1f} s  worker peak RSS {', '.join(f'{p:.0f}' for p in peaks)} MiB  "
+                  f"{'no restart/pause' if ok else 'RESTARTED/PAUSED ' + str(seen['status'])}  "
+                  f"equal: {same(got, want[name])}")
 
 
 def _null_label():

@@ -55,7 +55,7 @@ def test_cluster_benchmark_runs_in_quick_mode():
         capture_output=True, text=True, timeout=600, check=True,
     ).stdout
     # speed: 2 metrics x (1, 2 workers of bbc_dask's cluster, 2 of a plain one); scale: 2
-    # cubes, a study's store (stored by fold) and its dropping test, from local disk and
-    # from S3; a ranking metric by pairs of sample tiles
-    assert out.count("equal: True") == 6 + 4 + 4 + 1 and "equal: False" not in out
-    assert out.count("no restart/pause") == 4 + 4 + 1
+    # cubes' BBC and BBC-F, a study's store (stored by fold) and its dropping test, from
+    # local disk and from S3; a ranking metric's BBC and BBC-F by pairs of sample tiles
+    assert out.count("equal: True") == 6 + 8 + 4 + 2 and "equal: False" not in out
+    assert out.count("no restart/pause") == 8 + 4 + 2
