@@ -952,8 +952,9 @@ def bbc_f_over_blocks(blocks, y, folds, *, metric, n_bootstraps, confidence_leve
     import dask
     from dask import delayed
 
-    y_d = delayed(y, pure=True)
-    parts = dask.compute([delayed(K.chunk_fold_matrix, pure=True)(b, y_d, folds, metric, pos_label,
+    # y and the folds (N x R) in the graph once each, not copied into every task
+    y_d, folds_d = delayed(y, pure=True), delayed(np.asarray(folds), pure=True)
+    parts = dask.compute([delayed(K.chunk_fold_matrix, pure=True)(b, y_d, folds_d, metric, pos_label,
                                                                    class_coord, M.SAMPLE_BLOCK)
                           for b in blocks])[0]
     F = np.concatenate(parts, axis=1)
