@@ -71,6 +71,34 @@ def test_one_chunk_per_task_and_the_same_user_view(tmp_path, cancer_standardised
         values, yy, metric=metric, n_bootstraps=100, random_state=study.seed).estimate
 
 
+@pytest.mark.parametrize("metric", ["r2", "neg_mean_squared_error"])
+def test_fold_scores_of_real_features_summed_in_the_clients_blocks(metric, tmp_path, client,
+                                                                    monkeypatch):
+    """A real-valued metric's fold scores, summed per block of the whole sample: each
+    engine task holds only the fold it predicted (442 samples, folds of ~88 crossing
+    blocks of 64, the client's block size carried to the tasks), yet the ledger equals
+    the fold matrix of the loaded cube bit for bit, and Study.bbc_f equals bbc_f on it."""
+    import bbc_dask.metrics as M
+    from sklearn.datasets import load_diabetes
+    from sklearn.linear_model import Ridge
+
+    monkeypatch.setattr(M, "SAMPLE_BLOCK", 64)
+    X, y = load_diabetes(return_X_y=True)
+    study = bd.run_study(Ridge(), {"alpha": list(np.logspace(-3, 2, 6))}, X, y,
+                         store=tmp_path / "s.zarr", metric=metric, client=client,
+                         progress=False, n_splits=5, n_repeats=2, random_state=0,
+                         configs_per_task=4)
+    cube = study.cube
+    values, yy, folds = cube["prediction"].values, cube["y"].values, cube["fold"].values
+    F, _ = bd.fold_score_matrix(values, yy, folds, metric=metric)
+    np.testing.assert_array_equal(study.fold_scores(), F)
+    a = study.bbc_f(n_bootstraps=100)
+    b = bd.bbc_f(values, yy, folds, metric=metric, n_bootstraps=100, random_state=study.seed)
+    np.testing.assert_array_equal(a.bootstrap_distribution, b.bootstrap_distribution)
+    monkeypatch.setattr(M, "SAMPLE_BLOCK", 2**15)  # other blocks, other terms
+    assert not np.array_equal(bd.fold_score_matrix(values, yy, folds, metric=metric)[0], F)
+
+
 def test_multiclass_probabilities_keep_their_class_axis(tmp_path, client):
     X, y = load_iris(return_X_y=True)
     study = bd.run_study(DecisionTreeClassifier(random_state=0), {"max_depth": [1, 2, 3]}, X, y,

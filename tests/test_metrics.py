@@ -143,10 +143,12 @@ def test_fold_scores_of_a_fold_alone_equal_the_fold_matrix(metric, monkeypatch):
     elif metric in ("accuracy", "balanced_accuracy", "f1"):
         y = rng.integers(0, 2, n)
         p = np.where(rng.random((n, c, r)) < 0.7, y[:, None, None], 1 - y[:, None, None])
-    else:
-        y = rng.normal(size=n) * 3 + 100
-        p = y[:, None, None] + rng.normal(size=(n, c, r))
     folds = np.stack([rng.permutation(np.arange(n) % 5) for _ in range(r)], 1)
+    if metric not in ("neg_log_loss", "accuracy", "balanced_accuracy", "f1"):
+        # fold 0 of repeat 0 far from the rest, in units of its own spread: R² centred on
+        # the whole sample's mean lost its digits there
+        y = rng.normal(size=n) * 3 + 100 + 1e4 * (folds[:, 0] == 0)
+        p = y[:, None, None] + rng.normal(size=(n, c, r))
     F, rows = fold_score_matrix(p, y, folds, metric=metric)
     m, target, enc = prepare_inputs(p, y, metric, None, "test")
     for i, (k, f) in enumerate(rows):
@@ -156,8 +158,49 @@ def test_fold_scores_of_a_fold_alone_equal_the_fold_matrix(metric, monkeypatch):
         assert np.array_equal(got, F[i])
         one = fold_scores(m, sub, enc[idx][:, 2:3, k : k + 1], idx, n)
         assert np.array_equal(one, F[i, 2:3])
-    ref = {"neg_mean_squared_error": lambda t, q: -np.mean((t - q) ** 2),
-           "r2": lambda t, q: 1 - np.sum((t - q) ** 2) / np.sum((t - t.mean()) ** 2)}.get(metric)
+    from sklearn.metrics import mean_squared_error, r2_score
+
+    ref = {"neg_mean_squared_error": lambda t, q: -mean_squared_error(t, q),
+           "r2": r2_score}.get(metric)
     if ref is not None:
-        idx = folds[:, 1] == rows[-1][1]
-        np.testing.assert_allclose(F[-1, 3], ref(y[idx], p[idx, 3, 1]), rtol=1e-12)
+        want = [[ref(y[folds[:, k] == f], p[folds[:, k] == f, j, k]) for j in range(c)]
+                for k, f in rows]
+        np.testing.assert_allclose(F, want, rtol=1e-9)
+
+
+def test_r2_of_a_constant_fold_is_undefined():
+    """A fold whose y is constant has no R² (scikit-learn's 0/0): the fold matrix says
+    which fold, whatever the rest of the sample."""
+    from bbc_dask.exceptions import UndefinedScoreError
+
+    rng = np.random.default_rng(0)
+    folds = np.arange(300) % 3
+    y = np.where(folds == 1, 3.3, rng.normal(size=300) * 50)
+    p = y[:, None] + rng.normal(size=(300, 4))
+    with pytest.raises(UndefinedScoreError, match="fold 1 of repeat 0"):
+        bd.fold_score_matrix(p, y, folds, metric="r2")
+
+
+@pytest.mark.parametrize("n_classes", [3, 9])
+def test_fold_rows_by_pair_sums_equal_the_fold_matrix(n_classes, monkeypatch):
+    """BBC-F's fold rows by pair sums (0/1 weights of every fold row at once, as a tile
+    task) give the in-memory fold scores' bits — for one-vs-rest AUC of 8 classes or
+    more too, whose class mean once summed in another order for several rows."""
+    from bbc_dask.chunked._blocks import finish_tile_folds
+    from bbc_dask.stats._bbc import fold_rows
+
+    rng = np.random.default_rng(1)
+    n, c, r = 900, 4, 2
+    y = rng.integers(0, n_classes, n)
+    p = rng.dirichlet(np.ones(n_classes), size=(n, c, r))
+    folds = np.stack([rng.permutation(np.arange(n) % 3) for _ in range(r)], 1)
+    F, rows = bd.fold_score_matrix(p, y, folds, metric="roc_auc_ovr")
+    m, target, enc = prepare_inputs(p, y, "roc_auc_ovr", None, "test")
+    at, _ = fold_rows(folds)
+    w = np.zeros((n, len(rows)), dtype=np.uint8)
+    for k in range(r):
+        w[np.arange(n), at[:, k]] = 1
+    num, den = m.prepare(target, enc).pair_sums_t(w)
+    got = finish_tile_folds({"num": num, "den": den}, "roc_auc_ovr", c, r, n_classes,
+                            [k for k, _ in rows])
+    np.testing.assert_array_equal(got, F)

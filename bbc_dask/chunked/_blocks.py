@@ -46,7 +46,7 @@ __all__ = ["BATCH", "ZarrBlock", "add_run", "add_sums", "add_tiles", "block_sums
            "finish_fold_sums", "finish_oob", "finish_sums", "finish_tile_dropping",
            "finish_tile_folds", "finish_tile_oob", "finish_tiles", "first_plans",
            "fold_block_sums", "held", "merge_winners", "oob_sums", "plan_group",
-           "prepare_and_score", "prepare_block", "run_dropping_sums", "run_fold_sums",
+           "prepare_and_score", "prepare_block", "run_dropping_sums",
            "run_oob_sums", "run_sums", "score_block", "tile_dropping_sums", "tile_fold_sums",
            "tile_sums"]
 
@@ -706,20 +706,14 @@ def chunk_fold_matrix(pred, y, folds, metric, pos_label, class_coord=None, sampl
     return _fold_matrix(m, target, enc, f, "bbc_f", sample_block)[0]
 
 
-def fold_block_sums(parts, block, metric, class_coord, j, size, n_rows, caller="bbc_f"):
+def fold_block_sums(parts, block, metric, class_coord, j, size, n_rows, centers, caller="bbc_f"):
     """The sums per fold row (:meth:`~bbc_dask.metrics._Pointwise.fold_sums`) of sample
     block ``j`` (``size`` samples; ``block``: its target and each sample's fold row per
-    repeat) of a group of configurations (``parts``, in order): ``(fsums list of (n_rows,
-    c), gsums (n_rows, n_g))``."""
+    repeat) of a group of configurations (``parts``, in order), ``centers`` each row's
+    mean target (R²) or None: ``(fsums list of (n_rows, c), gsums (n_rows, n_g))``."""
     target, at = block
     prep = _stacked(parts, target, get_metric(metric), class_coord, size, caller)
-    return prep.fold_sums(at, n_rows)
-
-
-def run_fold_sums(parts, blocks_in, metric, class_coord, blocks, n_rows, caller="bbc_f"):
-    """:func:`fold_block_sums` of each sample block of a run (see :func:`run_sums`)."""
-    return [fold_block_sums(p, b, metric, class_coord, j, size, n_rows, caller)
-            for (j, size, p, _), b in zip(_run_parts(parts, blocks, None), blocks_in)]
+    return prep.fold_sums(at, n_rows, centers=centers)
 
 
 def finish_fold_sums(total, metric):

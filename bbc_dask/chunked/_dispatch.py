@@ -916,10 +916,16 @@ def _fold_matrix_by_samples(src, target, folds, m, caller):
     # out: a few feature sums per fold row and configuration (one per class at most)
     n_feat = 1 if target.codes is None else max(2, len(target.classes))
     runs, _ = src.sample_runs(edges, len(rows) * 8 * n_feat, sb * per * m.feature_bytes)
+    # each block's fold rows travel with its task in every group (as its target does):
+    # the narrowest integers that hold them
+    at = at.astype(np.int16 if len(rows) < 2**15 else np.int32)
     blocks_in = [(target.subset(lo, hi), at[lo:hi]) for lo, hi in edges]
+    centers = S.fold_centers(target, at, len(rows))
+    # a lazy cube's runs are one sample block each (a study's store, read in runs of
+    # blocks, keeps its fold scores in the ledger: Study.bbc_f reads no predictions)
     finished = [delayed(K.finish_fold_sums, pure=True)(
-        _chain(run, K.fold_block_sums, K.run_fold_sums, blocks_in, (m.name, src.coord),
-               len(rows), caller), m.name) for run in runs]
+        _chain(run, K.fold_block_sums, None, blocks_in, (m.name, src.coord),
+               len(rows), centers, caller), m.name) for run in runs]
     with _carrying(blocks_in):
         parts = dask.compute(finished)[0]
     return S.check_fold_matrix(np.concatenate(parts, axis=1), rows, m.name, caller)

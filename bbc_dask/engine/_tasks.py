@@ -236,22 +236,22 @@ def fit_predict_block(estimator, params_block, X_train, y_train, X_test, metric,
     return {"values": values, "fit_time": fit_time, "failed": failed, "errors": errors}
 
 
-def _fold_target(y_test, classes, pos_code, center=None):
+def _fold_target(y_test, classes, pos_code):
     """The fold's encoded target as the study encodes its stored y (class codes 0..K-1
-    and the study's positive class, or values with ``center``, the whole sample's: see
-    :func:`~bbc_dask.stats._bbc.subset_target`)."""
+    and the study's positive class, or values)."""
     from ..metrics import Target
 
     y_test = np.asarray(y_test)
     if classes is None:
-        return Target(values=y_test.astype(np.float64), center=center)
+        return Target(values=y_test.astype(np.float64))
     return Target.of_codes(np.searchsorted(classes, y_test), len(classes), pos_code)
 
 
-def _fold_scores(values, failed, target, metric, index=None, n=None):
+def _fold_scores(values, failed, target, metric, index=None, n=None, sample_block=None):
     """The metric of each trained configuration on this fold (NaN for failed ones, or
     where the metric is undefined or the predictions cannot be scored); ``index`` the
-    fold's positions among the ``n`` samples (see :func:`~bbc_dask.stats._bbc.fold_scores`)."""
+    fold's positions among the ``n`` samples, in blocks of ``sample_block`` (see
+    :func:`~bbc_dask.stats._bbc.fold_scores`)."""
     from .. import _validation as V
     from ..metrics import get_metric
     from ..stats._bbc import fold_scores
@@ -269,7 +269,7 @@ def _fold_scores(values, failed, target, metric, index=None, n=None):
             enc = block
         else:
             raise ValueError("non-finite predictions")
-        return fold_scores(m, target, enc, index, n)
+        return fold_scores(m, target, enc, index, n, sample_block)
 
     ok = np.flatnonzero(~failed)
     try:
@@ -286,7 +286,7 @@ def _fold_scores(values, failed, target, metric, index=None, n=None):
 def _fit_block(estimator, params_block, X, y, folds, spec, r, k):
     """Fit and predict one block on (repeat ``r``, fold ``k``) and score its fold: the
     ledger's result (fit times, failures, errors, fold scores) and the predictions."""
-    metric, classes, pos_code, n_cls_axis, error_score, center = spec
+    metric, classes, pos_code, n_cls_axis, error_score, sample_block = spec
     X_train, y_train, X_test, y_test = _split(X, y, folds, r, k)
     res = fit_predict_block(estimator, params_block, X_train, y_train, X_test, metric, classes,
                             pos_code, n_cls_axis, error_score)
@@ -294,8 +294,9 @@ def _fit_block(estimator, params_block, X, y, folds, spec, r, k):
         return res, None
     values = res.pop("values")
     res["fold_score"] = _fold_scores(values, res["failed"],
-                                     _fold_target(y_test, classes, pos_code, center), metric,
-                                     np.flatnonzero(folds[:, r] == k), folds.shape[0])
+                                     _fold_target(y_test, classes, pos_code), metric,
+                                     np.flatnonzero(folds[:, r] == k), folds.shape[0],
+                                     sample_block)
     return res, values
 
 
@@ -306,9 +307,10 @@ def fit_write_blocks(estimator, params_blocks, X, y, folds, spec, writer, r, k, 
     predictions.
 
     The engine groups blocks when fits are short, so that Dask's per-task cost stays small
-    next to the work. ``spec`` = (metric, classes, pos_code, n_classes_axis, error_score, center);
-    ``writer`` the cube's :class:`~bbc_dask.cube.ChunkWriter`; ``placements`` = (first
-    config of the chunk, columns of the block's configurations in it) per block. The
+    next to the work. ``spec`` = (metric, classes, pos_code, n_classes_axis, error_score,
+    sample_block: the client's, for the fold scores); ``writer`` the cube's
+    :class:`~bbc_dask.cube.ChunkWriter`; ``placements`` = (first config of the chunk,
+    columns of the block's configurations in it) per block. The
     training and test rows come from ``folds`` (N, R), shipped once per worker.
 
     Returns ``{"parts": [result per block], "elapsed": s}``; with ``error_score="raise"``

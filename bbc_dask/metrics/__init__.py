@@ -557,11 +557,12 @@ class _Pointwise(_Prepared):
             gs = s if gs is None else gs + s
         return fs, gs
 
-    def fold_sums(self, at, n_rows, cuts=None):
+    def fold_sums(self, at, n_rows, cuts=None, centers=None):
         """Per fold row, the feature sums (list of (n_rows, C)) and configuration-free
         sums (n_rows, n_g) of its samples: ``at`` (n, R) holds each sample's fold row in
-        each repeat (-1: none; the predictions' repeat ``r`` counts in its rows of
-        repeat ``r`` only).
+        each repeat (-1: none; each repeat's rows its own; the predictions' repeat ``r``
+        counts in its rows of repeat ``r`` only); ``centers`` each row's mean target
+        (R²; None: this target's own centre, as a fold's own target has).
 
         The sums of each block of the whole sample (:func:`sample_blocks`) are formed
         one sample at a time in sample order (:func:`~bbc_dask.metrics._kernels.fold_row_sums`),
@@ -571,10 +572,11 @@ class _Pointwise(_Prepared):
         form the very same terms — so fold scores are the same bits however the samples
         are held (BBC-F of a cube chunked along samples). Default: this object's own
         sample blocks."""
-        at = np.asarray(at, dtype=np.int64).reshape(self.n_samples, -1)
+        at = np.asarray(at).reshape(self.n_samples, -1)
         if cuts is None:
             cuts = [lo for lo, _ in self.edges] + [self.n_samples]
-        g = np.ascontiguousarray(self.gfeat.T)
+        g = [np.ascontiguousarray(self.fold_gfeat(None if centers is None else centers[at[:, r]]).T)
+             for r in range(at.shape[1])]
         fs = gs = None
         for a, b in itertools.pairwise(cuts):
             f = []
@@ -585,11 +587,16 @@ class _Pointwise(_Prepared):
                     i, k = np.searchsorted(rows, [a, b])
                     f.append(K.fold_row_sums(values[i:k], np.ascontiguousarray(at[rows[i:k]]),
                                              n_rows, self.n_repeats, False))
-            s = sum(K.fold_row_sums(g[a:b], at[a:b, r : r + 1], n_rows, 1, True)
+            s = sum(K.fold_row_sums(g[r][a:b], at[a:b, r : r + 1], n_rows, 1, True)
                     for r in range(at.shape[1]))
             fs = f if fs is None else [x + y for x, y in zip(fs, f)]
             gs = s if gs is None else gs + s
         return fs, gs
+
+    def fold_gfeat(self, centers=None):
+        """The configuration-free features (n_g, n) with each sample's fold centre
+        ``centers`` (n,) where they depend on one (R²); None: :attr:`gfeat`."""
+        return self.gfeat
 
     @classmethod
     def fold_scores(cls, fsums, gsums):
@@ -723,14 +730,21 @@ class _NegMAE(_MeanLoss):
 class _R2(_Pointwise):
     # 1 - SS_res / SS_tot. SS_tot comes from weighted sums of 1, y - m and (y - m)² with
     # m the whole sample's mean y (fixed, so every sample block adds the same terms):
-    # SS_tot = S2 - S1² / S0, with no cancellation beyond (weighted mean - m)². It is
-    # undefined (the rule) when the weighted y is constant.
+    # SS_tot = S2 - S1² / S0, with no cancellation beyond (weighted mean - m)² — small for
+    # a bootstrap of the whole sample, not for one fold, so fold sums centre each fold on
+    # its own mean (fold_gfeat). It is undefined (the rule) when the weighted y is constant.
     def __init__(self, metric, target, pred, sample_block=None):
         super().__init__(metric, target, pred, sample_block)
         sq = (target.values[:, None, None] - pred) ** 2
         self.features = [(None, self._flat(sq))]
-        yc = target.values - target.value_center()
-        self.gfeat = np.stack([np.ones(self.n_samples), yc, yc * yc])
+        self.y = target.values
+        self.gfeat = self.fold_gfeat(target.value_center())
+
+    def fold_gfeat(self, centers=None):
+        if centers is None:
+            return self.gfeat
+        yc = self.y - centers
+        return np.stack([np.ones(self.n_samples), yc, yc * yc])
 
     @classmethod
     def rule_of(cls, metric, target):
@@ -805,7 +819,10 @@ class _RocAuc(_Prepared):
         :meth:`scores_once`, so that their results are the same bits."""
         with np.errstate(divide="ignore", invalid="ignore"):
             auc = np.where(denom > 0, acc / np.where(denom > 0, denom, 1.0), np.nan)
-        auc = auc.T.reshape(-1, n_configs, n_repeats, n_sub)
+        # contiguous first: the class mean then adds each row's n_sub terms in one order
+        # whatever B (a strided view is reduced otherwise from 8 classes on: B = 1, a
+        # fold score, and B > 1, fold rows by tiles or bootstraps, differed in the bits)
+        auc = np.ascontiguousarray(auc.T).reshape(-1, n_configs, n_repeats, n_sub)
         return auc.mean(axis=3)
 
     @classmethod

@@ -194,35 +194,51 @@ def fold_score_matrix(predictions, y, folds, *, metric, pos_label=None):
 
 
 def subset_target(target, idx):
-    """The target of the samples ``idx`` (class list, positive class and, for regression,
-    the whole sample's centre kept: see :meth:`~bbc_dask.metrics.Target.subset`)."""
-    fields = {f: getattr(target, f)[idx] for f in ("codes", "values", "time", "event")
-              if getattr(target, f) is not None}
-    if target.values is not None:
-        fields["center"] = target.value_center()
-    return dataclasses.replace(target, **fields)
+    """The target of the samples ``idx`` (class list and positive class kept)."""
+    return dataclasses.replace(target, **{
+        f: getattr(target, f)[idx] for f in ("codes", "values", "time", "event")
+        if getattr(target, f) is not None})
 
 
-def fold_scores(m, target, pred, index=None, n=None):
+def fold_scores(m, target, pred, index=None, n=None, sample_block=None):
     """Scores (C,) of every configuration on one fold: ``pred`` (n_f, C, 1(, K)) encoded,
-    the fold's samples only, ``target`` theirs (for regression, with the whole sample's
-    centre: :func:`subset_target`); ``index`` their positions (increasing) among the
-    ``n`` samples of the whole sample (default: the fold alone).
+    the fold's samples only, ``target`` theirs; ``index`` their positions (increasing)
+    among the ``n`` samples of the whole sample (default: the fold alone), in blocks of
+    ``sample_block`` (default :data:`~bbc_dask.metrics.SAMPLE_BLOCK`).
 
     The one computation of a fold score: the engine's tasks call it on the fold they
     predicted and :func:`fold_score_matrix` forms the same terms, so the stored fold
     scores equal the in-memory matrix bit for bit. A pointwise metric's sums are formed
     per block of the whole sample and added in block order
     (:meth:`~bbc_dask.metrics._Pointwise.fold_sums`), so that a cube chunked along
-    samples gives the same bits too; a ranking metric's are exact integers."""
+    samples gives the same bits too (R² centred on the fold's own mean, as
+    :func:`fold_centers`); a ranking metric's are exact integers."""
     if m.pairwise is not None:
         return m.scores_once(target, pred)[:, 0]
     k = pred.shape[0]
     index = np.arange(k) if index is None else np.asarray(index)
     n = k if n is None else int(n)
     prep = m.prepare(target, pred)
-    cuts = np.searchsorted(index, [lo for lo, _ in sample_blocks(n)] + [n]).tolist()
+    cuts = np.searchsorted(index, [lo for lo, _ in sample_blocks(n, sample_block)] + [n]).tolist()
     return prep.fold_scores(*prep.fold_sums(np.zeros((k, 1), dtype=np.int64), 1, cuts))[0]
+
+
+def fold_centers(target, at, n_rows):
+    """Each fold row's mean target (n_rows,), for R²'s sums: ``np.mean`` of the row's
+    values in sample order — the centre a fold's own target has
+    (:meth:`~bbc_dask.metrics.Target.value_center`), so the same bits; None for a
+    classification or survival target. Centring each fold on its own mean keeps R²'s
+    S2 - S1²/S0 free of cancellation (the whole sample's mean would not: a fold far from
+    it in units of its own spread lost most of its digits, and a constant fold was not
+    undefined)."""
+    if target.values is None:
+        return None
+    out = np.empty(n_rows)
+    for r in range(at.shape[1]):
+        for f in np.unique(at[:, r]):
+            if f >= 0:
+                out[f] = float(np.mean(target.values[at[:, r] == f]))
+    return out
 
 
 def fold_rows(folds):
@@ -252,7 +268,7 @@ def _fold_matrix(m, target, pred, folds, caller, sample_block=None):
     if m.pairwise is None:
         # the same terms fold_scores forms on each fold (see there), in one pass
         prep = m.prepare(target, pred, sample_block)
-        F = prep.fold_scores(*prep.fold_sums(at, len(rows)))
+        F = prep.fold_scores(*prep.fold_sums(at, len(rows), centers=fold_centers(target, at, len(rows))))
         return check_fold_matrix(F, rows, m.name, caller), rows
     F = np.concatenate([fold_scores(m, subset_target(target, np.flatnonzero(at[:, r] == i)),
                                     pred[at[:, r] == i, :, r : r + 1])[None]
