@@ -257,8 +257,10 @@ class Study:
         return int(((st == DONE) | (st == FAILED)).sum()), int(st.size)
 
     def bbc_f(self, *, chunked=None, **kwargs):
-        """:func:`bbc_dask.bbc_f` on the cube's complete configurations; ``chunked`` as in
-        :meth:`bbc` (the fold × configuration matrix is built per chunk)."""
+        """:func:`bbc_dask.bbc_f` on the cube's complete configurations. The fold ×
+        configuration matrix is the ledger's (each engine task scored the fold it
+        predicted, as :func:`bbc_dask.fold_score_matrix` does): no prediction is read,
+        whatever ``chunked`` (accepted as in :meth:`bbc`)."""
         kwargs.setdefault("random_state", self.seed)
         idx = self.complete_configs()
         if idx.size == 0:
