@@ -324,9 +324,10 @@ def tiles_scale(tmp, limit, B, quick):
 
     n, c = (100_000, 5) if quick else (2_000_000, 20)
     if quick:  # the dispatch is decided in this process: its thresholds are the ones read
-        L.RANK_SAMPLES = L.RANK_TILE = SAMPLE_BLOCK
-    print(f"4. a ranking metric by pairs of sample tiles of {L.RANK_TILE} (beyond "
-          f"{L.RANK_SAMPLES} samples): 2 workers of {limit}, B={B}")
+        L.RANK_SAMPLES = L.RANK_TILE = L.RANK_FOLD_TILE = SAMPLE_BLOCK
+    print(f"4. a ranking metric by pairs of sample tiles of {L.RANK_TILE} (BBC) and "
+          f"{L.RANK_FOLD_TILE} (BBC-F) (beyond {L.RANK_SAMPLES} samples): 2 workers of "
+          f"{limit}, B={B}")
     scale({("roc_auc", n, c): os.path.join(tmp, "tiles.zarr")}, limit, B, "local")
 
 

@@ -1019,15 +1019,16 @@ def test_ranking_metric_by_pairs_of_tiles_equals_in_memory(metric, n, client, tm
 def test_bbc_f_of_a_ranking_metric_by_pairs_of_tiles_equals_in_memory(metric, client, tmp_path,
                                                                        monkeypatch):
     """Beyond RANK_SAMPLES, BBC-F's fold matrix of a ranking metric goes by pairs of
-    tiles: each fold row's statistics are the pair sums of its 0/1 weights. N = 1,100 in
-    tiles of 256 (5 tiles), folds of 5 and 4 over 2 repeats: the fold matrix and the
+    tiles of RANK_FOLD_TILE: each fold row's statistics are the pair sums of its 0/1
+    weights. N = 1,100 in tiles of 256 (5 tiles), folds of 5 and 4 over 2 repeats: the fold matrix and the
     result equal the in-memory ones bit for bit (Zarr and Dask), every task holding two
     tiles at most."""
     import bbc_dask.chunked._blocks as K
     import bbc_dask.metrics as M
 
     monkeypatch.setattr(M, "SAMPLE_BLOCK", 128)
-    monkeypatch.setattr(L, "RANK_TILE", 256)
+    monkeypatch.setattr(L, "RANK_FOLD_TILE", 256)
+    monkeypatch.setattr(L, "RANK_TILE", 128)  # BBC's: not BBC-F's
     monkeypatch.setattr(L, "RANK_SAMPLES", 512)
     per = 3 if metric == "roc_auc_ovr" else 1
     monkeypatch.setattr(L, "HOLD_BYTES", 3 * 2 * 256 * 2 * per * L.RANK_CELL_BYTES)
@@ -1156,3 +1157,24 @@ def test_tiles_narrow_where_one_configuration_would_not_fit(monkeypatch):
     for cols in (1, 10, 20, 50):
         size = max(hi - lo for t in L._tiles(n, cols) for _, lo, hi in t)
         assert size == M.SAMPLE_BLOCK or 2 * size * cols * L.RANK_CELL_BYTES <= L.HOLD_BYTES
+
+
+@pytest.mark.parametrize("n_tiles", [1, 2, 3])
+def test_tile_jobs_weigh_to_the_whole_sample(n_tiles, monkeypatch):
+    """Every tile's samples, and every pair of samples, counted once over the jobs:
+    with t tiles each pair of tiles weighs 1 and each tile alone 2 - t — one tile alone
+    weighs 1, two tiles have no single jobs (their pair is the whole sample)."""
+    import bbc_dask.metrics as M
+
+    monkeypatch.setattr(M, "SAMPLE_BLOCK", 128)
+    p, y = _cube("roc_auc", 128 * n_tiles, 3, 1)
+    src = L._sources(xr.DataArray(da.from_array(p), dims=("sample", "config", "repeat")),
+                     get_metric("roc_auc"), "t")
+    lay = L._TileLayout(src, _target_of(y, "roc_auc"), get_metric("roc_auc"), tile=128)
+    assert len(lay.tiles) == n_tiles
+    pairs = np.zeros((n_tiles, n_tiles))
+    for which, weight in lay.jobs:
+        for a in which:
+            for b in which:
+                pairs[a, b] += weight
+    np.testing.assert_array_equal(pairs, np.ones((n_tiles, n_tiles)))

@@ -105,6 +105,13 @@ RANK_SAMPLES = 2**20
 #: N / RANK_TILE times the in-memory kernel's) but narrower groups, each drawing its
 #: tiles' counts again.
 RANK_TILE = 2**17
+#: Samples of a tile for BBC-F's fold matrix (:func:`_fold_matrix_by_tiles`): its tasks
+#: hold R·K fold-row weights a sample (10 bytes at 5 folds x 2 repeats) where BBC's hold
+#: a seed block of counts (64), so larger tiles fit the same worker — and the work,
+#: about (t + 1) x N sorted cells per configuration, shrinks with t. Measured at
+#: 2,000,000 x 20 x 2 on 400 MB workers: 2**17 132 s, peaks 291/297 MiB; 2**18 87 s,
+#: 295/301 MiB; 2**19 72 s but paused at 325 MiB (the union's columns, 2**20 samples).
+RANK_FOLD_TILE = 2**18
 #: Bytes a tile task holds per sample and column (float64 encoded, int32 order, bool
 #: tie starts, the float32 read and the sort's temporaries).
 RANK_CELL_BYTES = 24
@@ -709,13 +716,13 @@ def _bbc_by_samples(src, edges, target, m, seed, n_boot, conf, sb, caller):
     return _summary((best, cfg, oob), fulls, attempts, n_boot, m.name, conf)
 
 
-def _tiles(n, columns=1):
+def _tiles(n, columns=1, tile=None):
     """The tiles of ``n`` samples: lists of consecutive sample blocks ``(j, lo, hi)``,
-    :data:`RANK_TILE` samples each — fewer where two tiles of one configuration's
-    ``columns`` (repeats x classes) would exceed :data:`HOLD_BYTES` — and at least one
-    block."""
+    ``tile`` (default :data:`RANK_TILE`) samples each — fewer where two tiles of one
+    configuration's ``columns`` (repeats x classes) would exceed :data:`HOLD_BYTES` —
+    and at least one block."""
     edges = M.sample_blocks(n)
-    size = min(RANK_TILE, HOLD_BYTES // (2 * columns * RANK_CELL_BYTES))
+    size = min(RANK_TILE if tile is None else tile, HOLD_BYTES // (2 * columns * RANK_CELL_BYTES))
     q = max(1, size // M.SAMPLE_BLOCK)
     return [[(j, *edges[j]) for j in range(a, min(a + q, len(edges)))]
             for a in range(0, len(edges), q)]
@@ -730,18 +737,19 @@ def _by_tiles(m, n):
 
 class _TileLayout:
     """The tiles of a source, their jobs — ``(tiles, weight)``: each pair of tiles with
-    weight 1, each tile alone with weight 2 - t (none with two tiles) — and the width of
+    weight 1, each tile alone with weight 2 - t (none with two tiles; one tile alone has
+    weight 1) — and the width of
     a group of configurations a job holds (:data:`HOLD_BYTES` of sorted columns of two
     tiles)."""
 
-    def __init__(self, src, target, m):
+    def __init__(self, src, target, m, tile=None):
         self.src = src
         self.n_rep = _n_repeats(src)
         self.n_sub = len(target.classes) if m.needs_class_axis else 1
-        self.tiles = _tiles(src.n, self.n_rep * self.n_sub)
+        self.tiles = _tiles(src.n, self.n_rep * self.n_sub, tile)
         t = len(self.tiles)
         self.jobs = ([((a, b), 1) for a in range(t) for b in range(a + 1, t)]
-                     + ([((a,), 2 - t) for a in range(t)] if t > 2 else []))
+                     + ([((a,), 2 - t) for a in range(t)] if t != 2 else []))
         self.span = [(bl[0][1], bl[-1][2]) for bl in self.tiles]
         per = 2 * (self.span[0][1] - self.span[0][0]) * self.n_rep * self.n_sub * RANK_CELL_BYTES
         self.width = max(1, HOLD_BYTES // per)
@@ -933,13 +941,14 @@ def _fold_matrix_by_samples(src, target, folds, m, caller):
 
 def _fold_matrix_by_tiles(src, target, folds, m, caller):
     """The fold × configuration matrix (R·K, C) of a ranking metric by pairs of sample
-    tiles (see :func:`_bbc_by_tiles`): each fold row's statistics are the pair sums of
-    its 0/1 weights, exact integers, so the matrix has the in-memory bits."""
+    tiles of :data:`RANK_FOLD_TILE` (see :func:`_bbc_by_tiles`): each fold row's
+    statistics are the pair sums of its 0/1 weights, exact integers, so the matrix has
+    the in-memory bits."""
     import dask
     from dask import delayed
 
     at, rows = S.fold_rows(folds)
-    lay = _TileLayout(src, target, m)
+    lay = _TileLayout(src, target, m, RANK_FOLD_TILE)
     shared = lay.shared([(target.subset(lo, hi), at[lo:hi]) for lo, hi in lay.span], None)
     row_repeat = [r for r, _ in rows]
     finished = [delayed(K.finish_tile_folds, pure=True)(
