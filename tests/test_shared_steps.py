@@ -27,7 +27,7 @@ def _pipe(final=None):
 
 
 def _block(est, params, X, y, folds, k=0):
-    X_train, y_train, X_test, _ = _tasks._split(X, y, folds, 0, k)
+    X_train, y_train, X_test, _, _ = _tasks._split(X, y, folds, 0, k)
     return _tasks.fit_predict_block(est, params, X_train, y_train, X_test, "roc_auc",
                                     np.array([0, 1]), 1, 0, np.nan)
 

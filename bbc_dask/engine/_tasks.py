@@ -92,9 +92,9 @@ SPLIT_CACHE_BYTES = 256 * 2**20
 
 
 def _split(X, y, folds, r, k):
-    """(X_train, y_train, X_test, y_test) of repeat ``r``, fold ``k`` (test rows in
-    increasing order: the fold's slot order); the last one of this thread reused when X,
-    y and the folds are the same objects."""
+    """(X_train, y_train, X_test, y_test, test) of repeat ``r``, fold ``k`` (``test``
+    the test rows, in increasing order: the fold's slot order); the last one of this
+    thread reused when X, y and the folds are the same objects."""
     key = (r, k)
     last = getattr(_SPLITS, "last", None)
     if last is not None and last[0] == key and all(ref() is obj for ref, obj in
@@ -102,7 +102,7 @@ def _split(X, y, folds, r, k):
         return last[2]
     test = np.flatnonzero(folds[:, r] == k)
     train = np.flatnonzero(folds[:, r] != k)
-    out = (_index(X, train), _index(y, train), _index(X, test), _index(y, test))
+    out = (_index(X, train), _index(y, train), _index(X, test), _index(y, test), test)
     _SPLITS.last = None
     # Only numpy arrays are kept, read-only: an estimator that writes into its input
     # (copy=False) must not change the next task's data. Read-only inputs are what
@@ -287,7 +287,7 @@ def _fit_block(estimator, params_block, X, y, folds, spec, r, k):
     """Fit and predict one block on (repeat ``r``, fold ``k``) and score its fold: the
     ledger's result (fit times, failures, errors, fold scores) and the predictions."""
     metric, classes, pos_code, n_cls_axis, error_score, sample_block = spec
-    X_train, y_train, X_test, y_test = _split(X, y, folds, r, k)
+    X_train, y_train, X_test, y_test, test = _split(X, y, folds, r, k)
     res = fit_predict_block(estimator, params_block, X_train, y_train, X_test, metric, classes,
                             pos_code, n_cls_axis, error_score)
     if "raise_" in res:
@@ -295,8 +295,7 @@ def _fit_block(estimator, params_block, X, y, folds, spec, r, k):
     values = res.pop("values")
     res["fold_score"] = _fold_scores(values, res["failed"],
                                      _fold_target(y_test, classes, pos_code), metric,
-                                     np.flatnonzero(folds[:, r] == k), folds.shape[0],
-                                     sample_block)
+                                     test, folds.shape[0], sample_block)
     return res, values
 
 

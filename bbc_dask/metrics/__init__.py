@@ -575,7 +575,9 @@ class _Pointwise(_Prepared):
         at = np.asarray(at).reshape(self.n_samples, -1)
         if cuts is None:
             cuts = [lo for lo, _ in self.edges] + [self.n_samples]
-        g = [np.ascontiguousarray(self.fold_gfeat(None if centers is None else centers[at[:, r]]).T)
+        # views: fold_row_sums gathers its rows (the same features for every repeat
+        # unless they depend on the fold's centre)
+        g = [self.fold_gfeat(None if centers is None else centers[at[:, r]]).T
              for r in range(at.shape[1])]
         fs = gs = None
         for a, b in itertools.pairwise(cuts):
@@ -585,8 +587,8 @@ class _Pointwise(_Prepared):
                     f.append(K.fold_row_sums(values[a:b], at[a:b], n_rows, self.n_repeats, False))
                 else:
                     i, k = np.searchsorted(rows, [a, b])
-                    f.append(K.fold_row_sums(values[i:k], np.ascontiguousarray(at[rows[i:k]]),
-                                             n_rows, self.n_repeats, False))
+                    f.append(K.fold_row_sums(values[i:k], at[rows[i:k]], n_rows,
+                                             self.n_repeats, False))
             s = sum(K.fold_row_sums(g[r][a:b], at[a:b, r : r + 1], n_rows, 1, True)
                     for r in range(at.shape[1]))
             fs = f if fs is None else [x + y for x, y in zip(fs, f)]

@@ -386,8 +386,10 @@ def fold_row_sums(values, at, n_rows, n_repeats, shared):
         rows = at[:, r]
         order = np.argsort(rows, kind="stable")  # stable: sample order within a row
         bounds = np.searchsorted(rows[order], np.arange(-1, n_rows) + 0.5)
-        # this repeat's columns, samples grouped by fold row (one gather)
-        held = values[order[bounds[0] :], slice(None) if shared else slice(r, None, n_repeats)]
+        # this repeat's columns, samples grouped by fold row (one gather), C-ordered
+        # whatever the layout of ``values``: the reduction below must run along its rows
+        held = np.ascontiguousarray(
+            values[order[bounds[0] :], slice(None) if shared else slice(r, None, n_repeats)])
         if n_cfg == 1:
             held = np.concatenate([held, np.zeros_like(held)], axis=1)
         bounds = bounds - bounds[0]

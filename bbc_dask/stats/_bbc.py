@@ -270,9 +270,9 @@ def _fold_matrix(m, target, pred, folds, caller, sample_block=None):
         prep = m.prepare(target, pred, sample_block)
         F = prep.fold_scores(*prep.fold_sums(at, len(rows), centers=fold_centers(target, at, len(rows))))
         return check_fold_matrix(F, rows, m.name, caller), rows
-    F = np.concatenate([fold_scores(m, subset_target(target, np.flatnonzero(at[:, r] == i)),
-                                    pred[at[:, r] == i, :, r : r + 1])[None]
-                        for i, (r, _) in enumerate(rows)])
+    idx = [np.flatnonzero(at[:, r] == i) for i, (r, _) in enumerate(rows)]
+    F = np.concatenate([fold_scores(m, subset_target(target, ix), pred[ix, :, r : r + 1])[None]
+                        for ix, (r, _) in zip(idx, rows)])
     return check_fold_matrix(F, rows, m.name, caller), rows
 
 
