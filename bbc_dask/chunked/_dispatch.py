@@ -1069,7 +1069,7 @@ def _dropping_by_samples(client, src, target, available, m, alpha, n_boot, seed)
     :class:`MaskedRule` streamed block by block)."""
     from dask import delayed
 
-    from ..stats._dropping import decide, dropping_rule
+    from ..stats._dropping import dropping_rule
 
     caller = "dropping_test"
     sb = M.SAMPLE_BLOCK
@@ -1102,9 +1102,7 @@ def _dropping_by_samples(client, src, target, available, m, alpha, n_boot, seed)
         attempts = [_attempts(g) for g in groups]
         got = scored(plans, _shared_counts(keep, seed, "dropping", plans, len(edges), n_boot,
                                            client))
-    full = np.concatenate([g[0] for g in got])
-    S = np.concatenate([g[1] for g in got], axis=1)
-    return decide(full, S, alpha, int(np.concatenate(attempts)[:n_boot].sum()))
+    return _decided(got, attempts, alpha, n_boot)
 
 
 def _dropping_by_tiles(client, src, target, available, m, alpha, n_boot, seed):
@@ -1115,7 +1113,7 @@ def _dropping_by_tiles(client, src, target, available, m, alpha, n_boot, seed):
     first, by the :class:`MaskedRule` streamed block by block."""
     from dask import delayed
 
-    from ..stats._dropping import decide, dropping_rule
+    from ..stats._dropping import dropping_rule
 
     lay = _TileLayout(src, target, m)
     rule = dropping_rule(m, target, available, lay.n_rep)
@@ -1128,10 +1126,17 @@ def _dropping_by_tiles(client, src, target, available, m, alpha, n_boot, seed):
             lay.summed(K.tile_dropping_sums, g, shared, m.name, src.coord, seed, shared[-1],
                        n_boot),
             m.name, g.size, lay.n_rep, lay.n_sub) for g in lay.groups()])
+    return _decided(got, [_attempts(g) for g in groups], alpha, n_boot)
+
+
+def _decided(got, attempts, alpha, n_boot):
+    """The dropping decision from each configuration group's ``(full (c,), scores (B, c),
+    ...)``, in order, and the plans' attempts (their redraws)."""
+    from ..stats._dropping import decide
+
     full = np.concatenate([g[0] for g in got])
-    S = np.concatenate([g[1] for g in got], axis=1)
-    n_redrawn = int(np.concatenate([_attempts(g) for g in groups])[:n_boot].sum())
-    return decide(full, S, alpha, n_redrawn)
+    scores = np.concatenate([g[1] for g in got], axis=1)
+    return decide(full, scores, alpha, int(np.concatenate(attempts)[:n_boot].sum()))
 
 
 _COMMON = ("predictions", "y", "metric", "n_bootstraps", "confidence_level", "random_state",
