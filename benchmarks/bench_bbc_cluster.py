@@ -263,17 +263,26 @@ def _null_label():
     return NullLabel()
 
 
-def study_scale(store, n, c, limit, B, where, storage_options=None):
+def study_scale(store, n, c, limit, B, where, storage_options=None, whole_folds=False):
     """A study's store (predictions stored by fold, as the engine writes them): the
-    tasks read runs of sample blocks of groups of configurations."""
+    tasks read runs of sample blocks of groups of configurations. ``whole_folds``: the
+    layout of stores written before folds were cut along slots (one chunk per fold)."""
+    import bbc_dask.cube._layout as C
+
     rng = np.random.default_rng(0)
     X = rng.normal(size=(n, 3)).astype(np.float32)
     y = (X[:, 0] + rng.normal(size=n) > 0).astype(int)
-    with cluster(2) as cli:
-        _, t_build = timed(lambda: bd.run_study(
-            _null_label(), {"c": list(range(c))}, X, y, store=store, metric="accuracy", n_splits=5,
-            n_repeats=2, random_state=0, client=cli, progress=False, refit=False,
-            storage_options=storage_options))
+    kept = C.SLOT_CHUNK_BYTES
+    if whole_folds:  # the store is created in this process: its layout is the one read
+        C.SLOT_CHUNK_BYTES = 2**62
+    try:
+        with cluster(2) as cli:
+            _, t_build = timed(lambda: bd.run_study(
+                _null_label(), {"c": list(range(c))}, X, y, store=store, metric="accuracy",
+                n_splits=5, n_repeats=2, random_state=0, client=cli, progress=False,
+                refit=False, storage_options=storage_options))
+    finally:
+        C.SLOT_CHUNK_BYTES = kept
     study = bd.open_study(store, storage_options=storage_options)
     with cluster(2, limit) as cli:
         cli.run(_probe_start)
@@ -281,7 +290,9 @@ def study_scale(store, n, c, limit, B, where, storage_options=None):
             cli, lambda: timed(lambda: study.bbc(chunked=True, n_bootstraps=B, random_state=0)))
         peaks = sorted(cli.run(_probe_read).values())
     want = study.bbc(chunked=False, n_bootstraps=B, random_state=0)
-    print(f"   {where:5s} study accuracy N={n:8d} C={c:4d} R=2 K=5 (written in {t_build:.0f} s)  "
+    arr = study._cube.group["prediction"]
+    layout = "whole folds" if arr.chunks[2] == arr.shape[2] else f"{arr.chunks[2]} slots a chunk"
+    print(f"   {where:5s} study accuracy N={n:8d} C={c:4d} R=2 K=5, {layout} (written in {t_build:.0f} s)  "
           f"{t:7.1f} s  worker peak RSS {', '.join(f'{p:.0f}' for p in peaks)} MiB  "
           f"{'no restart/pause' if ok else 'RESTARTED/PAUSED ' + str(seen['status'])}  "
           f"equal: {same(got, want)}")
@@ -383,10 +394,16 @@ def main():
         for v in big.values():
             shutil.rmtree(os.path.join(tmp, f"{v}.zarr"), ignore_errors=True)
         study = (100_000, 20) if args.quick else (1_000_000, 100)
+        if args.quick:  # the study is created in this process: its chunks are cut in 3
+            import bbc_dask.cube._layout as C
+
+            C.SLOT_CHUNK_BYTES = 2**16
         if not args.skip_study:
             print(f"2b. a study's store (stored by fold): 2 workers of {args.limit}, B={B}")
-            study_scale(os.path.join(tmp, "study.zarr"), *study, args.limit, B, "local")
-            shutil.rmtree(os.path.join(tmp, "study.zarr"), ignore_errors=True)
+            for whole in (False, True):  # folds cut along slots; whole folds (stores before)
+                study_scale(os.path.join(tmp, "study.zarr"), *study, args.limit, B, "local",
+                            whole_folds=whole)
+                shutil.rmtree(os.path.join(tmp, "study.zarr"), ignore_errors=True)
         if not args.no_s3:
             print(f"3. the same from S3 (moto server): 2 workers of {args.limit}, B={B}")
             proc, opts = moto_server()

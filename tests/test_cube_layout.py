@@ -71,6 +71,38 @@ def test_one_chunk_per_task_and_the_same_user_view(tmp_path, cancer_standardised
         values, yy, metric=metric, n_bootstraps=100, random_state=study.seed).estimate
 
 
+@pytest.mark.parametrize("metric", ["accuracy", "neg_log_loss"])
+def test_a_fold_cut_along_slots_stores_the_same_study(tmp_path, cancer_standardised, client,
+                                                      monkeypatch, metric):
+    """Beyond SLOT_CHUNK_BYTES a block's fold is stored in chunks along slots (all the
+    task's own, written whole, none read first): the same study as one chunk per fold —
+    the user's view, the ledger, each block's checksum, BBC in memory and over sample
+    runs, BBC-F — bit for bit."""
+    import bbc_dask.cube._layout as C
+    import bbc_dask.metrics as M
+
+    X, y = cancer_standardised
+    whole = _run(tmp_path / "whole.zarr", X, y, client, metric=metric)
+    monkeypatch.setattr(C, "SLOT_CHUNK_MIN", 8)
+    monkeypatch.setattr(C, "SLOT_CHUNK_BYTES", 30 * 4 * 8 * (2 if metric == "neg_log_loss" else 1))
+    cut = _run(tmp_path / "cut.zarr", X, y, client, metric=metric)
+    a, b = (zarr.open_group(str(tmp_path / n), mode="r")["prediction"] for n in ("whole.zarr", "cut.zarr"))
+    assert a.chunks[2] == a.shape[2] == 114 and b.chunks[2] == 29 and b.shape == a.shape
+    files = [f for d, _, fs in os.walk(tmp_path / "cut.zarr" / "prediction" / "c") for f in fs]
+    assert len(files) == 2 * 5 * 4 * 4  # repeats x folds x chunks along slots x blocks
+    assert cut._cube.chunk_nbytes == whole._cube.chunk_nbytes  # what a task holds: its block
+    np.testing.assert_array_equal(cut.cube["prediction"].values, whole.cube["prediction"].values)
+    for name in ("fold_score", "pooled", "chunk_crc", "state"):
+        np.testing.assert_array_equal(cut._cube._read(name), whole._cube._read(name), err_msg=name)
+    assert bd.verify_store(tmp_path / "cut.zarr")[0].ok
+    monkeypatch.setattr(M, "SAMPLE_BLOCK", 128)  # 5 sample blocks: BBC over sample runs
+    for kw in ({}, {"chunked": True}):
+        x, w = cut.bbc(n_bootstraps=100, **kw), whole.bbc(n_bootstraps=100, **kw)
+        np.testing.assert_array_equal(x.bootstrap_distribution, w.bootstrap_distribution)
+    np.testing.assert_array_equal(cut.bbc_f(n_bootstraps=100).bootstrap_distribution,
+                                  whole.bbc_f(n_bootstraps=100).bootstrap_distribution)
+
+
 @pytest.mark.parametrize("metric", ["r2", "neg_mean_squared_error"])
 def test_fold_scores_of_real_features_summed_in_the_clients_blocks(metric, tmp_path, client,
                                                                     monkeypatch):

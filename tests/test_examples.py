@@ -56,6 +56,7 @@ def test_cluster_benchmark_runs_in_quick_mode():
     ).stdout
     # speed: 2 metrics x (1, 2 workers of bbc_dask's cluster, 2 of a plain one); scale: 2
     # cubes' BBC and BBC-F, a study's store (stored by fold) and its dropping test, from
-    # local disk and from S3; a ranking metric's BBC and BBC-F by pairs of sample tiles
-    assert out.count("equal: True") == 6 + 8 + 4 + 2 and "equal: False" not in out
-    assert out.count("no restart/pause") == 8 + 4 + 2
+    # local disk (folds cut along slots, and whole) and from S3; a ranking metric's BBC
+    # and BBC-F by pairs of sample tiles
+    assert out.count("equal: True") == 6 + 8 + 6 + 2 and "equal: False" not in out
+    assert out.count("no restart/pause") == 8 + 6 + 2

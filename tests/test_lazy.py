@@ -771,21 +771,26 @@ def test_dropping_test_over_sample_blocks_redraws_as_in_memory(share, client, tm
 
 
 def test_study_groups_shrink_with_more_bootstraps():
-    """A study's cube goes in about sqrt(cube / HOLD_BYTES) configuration groups (each
-    draws every count, each run decodes its group's folds): with more than 256
-    bootstraps a draw costs more, and the groups shrink as sqrt(256 / B) — 1,000,000 x
-    100 x 2: 5 groups for B = 200, 2 for the dropping test's 1,000."""
+    """A study's cube goes in about sqrt(f x cube / HOLD_BYTES) configuration groups
+    (each draws every count, each run decodes the chunks holding its slots, f of a fold
+    each): with more than 256 bootstraps a draw costs more, and the groups shrink as
+    sqrt(256 / B) — 1,000,000 x 100 x 2 stored by whole folds: 5 groups for B = 200, 2
+    for the dropping test's 1,000; by 16 chunks a fold, 1."""
     import bbc_dask.metrics as M
 
     class Table:
         shape, dims = (1_000_000, 100, 2), ("sample", "config", "repeat")
-        configs, chunk_width = np.arange(100), 10
+        configs, chunk_width, fold_fraction = np.arange(100), 10, 1.0
 
     src = L._Source.of_table(Table())
     edges = M.sample_blocks(1_000_000, M.SAMPLE_BLOCK)
     sizes = {b: [g.size for g in src._table_groups(edges, 0, b)] for b in (0, 200, 256, 1000)}
     assert sizes[0] == sizes[200] == sizes[256] == [20] * 5
     assert sizes[1000] == [50, 50]
+    # folds stored in 16 chunks along slots: a run decodes its own slots (and at most a
+    # chunk more per fold), so the cube is decoded about once whatever the groups
+    Table.fold_fraction = 1 / 16
+    assert [g.size for g in src._table_groups(edges, 0, 200)] == [100]
 
 
 def test_masked_rule_decided_block_by_block_equals_the_whole():
@@ -941,6 +946,38 @@ def test_study_reader_reads_some_samples_of_any_configurations(client, tmp_path,
                 got = reader.read(configs, rows=(lo, hi))
                 np.testing.assert_array_equal(got, whole[lo:hi][:, configs])
     assert reader.read(np.array([], dtype=np.int64), rows=(0, 5)).shape == (5, 0, 2, 2)
+
+
+def test_a_read_of_some_samples_fetches_only_the_chunks_of_their_slots(client, tmp_path,
+                                                                        monkeypatch):
+    """A study's store cuts a fold (190 slots) into chunks along slots once it exceeds
+    SLOT_CHUNK_BYTES: a read of samples lo:hi fetches exactly the chunks holding their
+    slots (what a task of a sample run decodes does not grow with N) and equals those
+    rows of the whole read."""
+    import bbc_dask.cube._layout as C
+
+    class Seen(zarr.storage.WrapperStore):
+        keys = set()
+
+        async def get(self, key, prototype, byte_range=None):
+            Seen.keys.add(key)
+            return await self._store.get(key, prototype, byte_range)
+
+    monkeypatch.setattr(C, "SLOT_CHUNK_MIN", 8)
+    monkeypatch.setattr(C, "SLOT_CHUNK_BYTES", 40 * 2 * 2 * 8)  # 2 configurations x 2 classes
+    s = _study_of("neg_log_loss", tmp_path / "s.zarr", client)
+    slots = s._cube.slot_sample()
+    arr = zarr.open_group(zarr.storage.LocalStore(str(tmp_path / "s.zarr")), mode="r")["prediction"]
+    assert arr.chunks[2] == 38 and arr.shape[2] == 190
+    whole = s._cube.reader().read(slice(0, 6))
+    reader = C.PredictionReader(zarr.open_array(Seen(arr.store), path="prediction", mode="r"), slots)
+    for configs, j in ((slice(2, 4), {1}), (np.array([0, 5]), {0, 2})):
+        for lo, hi in ((0, 569), (100, 229), (568, 569)):
+            Seen.keys.clear()
+            np.testing.assert_array_equal(reader.read(configs, rows=(lo, hi)), whole[lo:hi][:, configs])
+            want = {f"prediction/c/{r}/{k}/{t}/{b}/0" for r in range(2) for k in range(3) for b in j
+                    for t in {int(i) // 38 for i in np.flatnonzero((slots[r, k] >= lo) & (slots[r, k] < hi))}}
+            assert {key for key in Seen.keys if key.startswith("prediction/c/")} == want
 
 
 @pytest.mark.parametrize("n, c, r, b", [(40_000, 600, 2, 200), (40_000, 2000, 1, 200),

@@ -101,6 +101,46 @@ def test_verify_names_the_damage_and_repair_restores_the_study_bit_for_bit(
     assert bd.verify_store(store)[0].ok
 
 
+CUT_DAMAGE = {
+    # a store whose folds are cut into 3 chunks along slots (block j of fold k of repeat r:
+    # prediction/c/r/k/0..2/j); one checksum covers a block's 3 chunks
+    "deleted chunk": (lambda s: os.remove(s / "prediction/c/0/1/2/1"),
+                      "prediction/c/0/1/2/1", "is missing"),
+    "truncated chunk": (lambda s: _truncate(s / "prediction/c/1/2/1/0"),
+                        "prediction/c/1/2/1/0", "cannot be read"),
+    "swapped chunk": (lambda s: shutil.copy(s / "prediction/c/0/0/1/0", s / "prediction/c/0/0/1/2"),
+                      "prediction/c/0/0/0/2", "checksum mismatch of the 3 chunks along slots"),
+}
+
+
+@pytest.mark.parametrize("damage", list(CUT_DAMAGE))
+def test_a_fold_cut_along_slots_is_verified_and_repaired_chunk_by_chunk(
+        tmp_path, client, reference, monkeypatch, damage):
+    """A store whose folds are cut along slots (SLOT_CHUNK_BYTES) holds the reference
+    study bit for bit; damage to one of a block's chunks is named, the repair removes
+    the block's chunks and resets its cells, and a rerun restores the study."""
+    import zarr
+
+    import bbc_dask.cube._layout as C
+
+    monkeypatch.setattr(C, "SLOT_CHUNK_MIN", 8)
+    monkeypatch.setattr(C, "SLOT_CHUNK_BYTES", 30 * 3 * 8)  # 80 slots of 3 configurations
+    store = tmp_path / "s.zarr"
+    _assert_same(reference[1], _snapshot(_run(store, client)))
+    assert zarr.open_group(str(store), mode="r")["prediction"].chunks[2] == 27
+    act, name, problem = CUT_DAMAGE[damage]
+    act(store)
+    rep, reset = bd.verify_store(store, repair=True)
+    assert [d.file for d in rep.damaged] == [name], rep.damaged
+    assert problem in rep.damaged[0].problem
+    _, _, r, k, _, j = name.split("/")
+    assert list((store / "prediction/c" / r / k).glob(f"*/{j}")) == []  # all 3 removed
+    assert bd.verify_store(store)[0].ok
+    again = _run(store, client)
+    assert again.n_fits_ == reset > 0  # the damaged block's cells of one (repeat, fold)
+    _assert_same(reference[1], _snapshot(again))
+
+
 def test_damaged_data_is_named_and_not_repairable(tmp_path, reference):
     import zarr
 

@@ -371,7 +371,7 @@ def run_sums(parts, targets, metric, class_coord, blocks, seed, stream, plans, n
              caller="bbc", counts=None):
     """:func:`block_sums` of each sample block ``(j, lo, hi)`` of a run of consecutive
     ``blocks`` (``targets`` theirs; ``counts`` theirs, or None), whose rows ``parts``
-    hold: read once for the run (a read of a study's cube decodes whole folds). Returns
+    hold: read once for the run (a read decodes the stored chunks holding its slots). Returns
     their list, in order."""
     return [block_sums(p, t, metric, class_coord, j, size, seed, stream, plans, n_boot, caller, c)
             for (j, size, p, c), t in zip(_run_parts(parts, blocks, counts), targets)]

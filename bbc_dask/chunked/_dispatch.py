@@ -12,16 +12,17 @@ seed block of bootstraps has its own generator. The splits (see :mod:`._blocks`)
   memory does not grow with N. While all the counts fit in :data:`COUNTS_BYTES` (B × N
   bytes) a block's are drawn once, kept on the cluster and shared by its task in every
   group and by the out-of-bag pass; beyond, each task draws its block's again.
-- **by sample runs** — pointwise metrics on a study's cube, stored by fold: a stored
-  chunk holds a fold's samples (all of N), so any read decodes whole folds. A task reads
-  a run of consecutive sample blocks of a group of stored chunks (at most
-  :data:`HOLD_BYTES` as read, a few chunks decoded at a time) and sums each block as
-  above; about sqrt(cube / HOLD_BYTES) groups balance the draws (beyond COUNTS_BYTES each
-  group draws every block's counts) against the decoding (each run decodes its group's
-  chunks whole).
+- **by sample runs** — pointwise metrics on a study's cube, stored by fold: a read of
+  some samples decodes the stored chunks holding their slots (~1 MiB along slots; whole
+  folds in stores written before). A task reads a run of consecutive sample blocks of a
+  group of stored chunks (at most :data:`HOLD_BYTES` as read, a few chunks decoded at a
+  time) and sums each block as above; about sqrt(cube / HOLD_BYTES × f) groups, f the
+  part of a fold a stored chunk holds, balance the draws (beyond COUNTS_BYTES each group
+  draws every block's counts) against the decoding (each run decodes the chunks holding
+  its slots whole).
   A task holds at most HOLD_BYTES as read (a group narrows until one block fits) and
-  :data:`~bbc_dask.cube._layout.READ_BYTES` of decoded stored chunks (at least one, whose
-  size grows with N/K).
+  :data:`~bbc_dask.cube._layout.READ_BYTES` of decoded stored chunks (at least one
+  column of chunks: ~1 MiB each, whatever N; a fold each in stores written before).
 - **the dropping test by sample blocks** — a pointwise metric given a sample source (a
   study's store between waves): the same tasks and runs, each returning its block's
   in-bag sums per repeat with the counts masked by the samples available there; a chain
@@ -340,20 +341,21 @@ class _Source:
     def _table_groups(self, edges, per_config_out, n_boot=0):
         """The configurations of a study's cube in groups of consecutive stored chunks
         (or parts of one). Every group draws every sample block's counts; every run of
-        sample blocks decodes its group's stored chunks whole (a chunk holds a fold).
-        Groups of c/g configurations in runs of :data:`HOLD_BYTES` take about g draws
-        and (cube / g / HOLD_BYTES) decodings of the cube: about as many groups as runs,
-        g = sqrt(cube / HOLD_BYTES), balances the two (measured, 10^6 samples: a draw of
-        every count, 256 bootstraps, and a decoding of the cube's float64 are seconds
-        each); with more bootstraps (``n_boot``) a draw costs more, and g shrinks as
-        sqrt(256 / n_boot) (the dropping test's 1,000: about half as many groups). A
-        group is narrower still where one sample block of it as read would
+        sample blocks decodes the stored chunks holding its slots whole: per fold a
+        fraction f of the fold's (``fold_fraction``; 1 where a chunk holds a whole fold)
+        beyond its own. Groups of c/g configurations in runs of :data:`HOLD_BYTES` take
+        about g draws and 1 + f × cube / g / HOLD_BYTES decodings of the cube:
+        g = sqrt(f × cube / HOLD_BYTES) balances the two (measured, 10^6 samples: a
+        draw of every count, 256 bootstraps, and a decoding of the cube's float64 are
+        seconds each); with more bootstraps (``n_boot``) a draw costs more, and g
+        shrinks as sqrt(256 / n_boot) (the dropping test's 1,000: about half as many
+        groups). A group is narrower still where one sample block of it as read would
         exceed HOLD_BYTES, or its sums (``per_config_out`` bytes per configuration)
         :data:`SUMS_BYTES`: many configurations of few samples."""
         t, per = self.table, self._cell_bytes
         cube = self.n * self.c * per
         draws = min(1.0, 256 / max(n_boot, 1))
-        n_groups = max(1, min(self.c, round(float(np.sqrt(cube / HOLD_BYTES * draws)))))
+        n_groups = max(1, min(self.c, round(float(np.sqrt(cube / HOLD_BYTES * draws * t.fold_fraction)))))
         cap = min(HOLD_BYTES // ((edges[0][1] - edges[0][0]) * per),
                   SUMS_BYTES // max(per_config_out, 1))
         size = max(1, min(-(-self.c // n_groups), cap))
@@ -373,9 +375,8 @@ class _Source:
         """Consecutive sample blocks in runs: as many as :data:`HOLD_BYTES` of ``width``
         configurations as read (float64), and their blocks' sums :data:`SUMS_BYTES`
         (``per_config_out`` bytes per configuration and block), allow — each run decodes
-        the stored chunks of its configurations whole, so the fewer runs the less
-        decoding — yet enough runs that the tasks keep every worker thread busy twice
-        over."""
+        the stored chunks holding its slots whole, so the fewer runs the less decoding —
+        yet enough runs that the tasks keep every worker thread busy twice over."""
         per_row = width * self._cell_bytes
         size = edges[0][1] - edges[0][0]
         per_run = max(1, min(HOLD_BYTES // max(per_row * size, 1),

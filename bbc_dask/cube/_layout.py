@@ -7,13 +7,22 @@ block would all rewrite the same chunks (K× write amplification, or read-modify
 Instead each repeat's samples are ordered by fold (the permutation is stored as
 ``slot_sample``) and every fold is padded to the largest fold, so::
 
-    prediction  [repeat, fold, slot, config(, class)]  chunks (1, 1, L, w(, n_classes))
+    prediction  [repeat, fold, slot, config(, class)]  chunks (1, 1, s, w(, n_classes))
 
-holds one task's output in exactly one chunk (``w`` configurations, the task's block):
-no chunk is shared by two tasks, every write covers its chunk whole (Zarr writes it
-without reading it first) and is idempotent (a task's predictions are deterministic), so a
-chunk rewritten on resume gets the same bytes. Padding costs at most one slot per fold
+holds one task's output (``w`` configurations, the task's block) in chunks of its own:
+no chunk is shared by two tasks, every write covers its chunks whole (Zarr writes them
+without reading them first) and is idempotent (a task's predictions are deterministic), so
+a chunk rewritten on resume gets the same bytes. Padding costs at most one slot per fold
 (stratified folds differ in size by at most one sample per class).
+
+Along slots a fold is cut into chunks of ``s`` slots, about :data:`SLOT_CHUNK_BYTES`
+each (:func:`slot_chunk`; one chunk, ``s = L``, while the whole fold fits): a read of
+some samples decodes the chunks holding their slots, not the whole fold, so what a
+reader of a sample range holds does not grow with N. (Zarr's sharding would keep one
+file per task, but zarr-python reads a shard before writing it even whole — a damaged
+shard could then not be rewritten — and decoded a fold 3–4× slower, measured.) Stores
+written before hold one chunk per fold (``s = L``); every reader takes ``s`` from the
+array.
 
 Readers give the user's view — ``[sample, config, repeat(, class)]`` in sample order —
 from these chunks: :class:`PredictionReader` in memory for a set of configurations,
@@ -27,7 +36,8 @@ import threading
 import numpy as np
 
 __all__ = ["ChunkWriter", "CubeBlock", "PredictionReader", "SampleOrderView", "SampleTable",
-           "chunk_crc", "chunk_file", "digest", "prediction_chunk", "slot_layout"]
+           "chunk_crc", "chunk_file", "decoded_rows", "digest", "prediction_chunks", "slot_chunk",
+           "slot_layout", "unreadable_chunk"]
 
 
 def slot_layout(folds, n_splits):
@@ -59,6 +69,27 @@ def digest(a):
     else:
         h.update(a.tobytes())
     return h.hexdigest()
+
+
+#: Target bytes (float64, every class) of one stored prediction chunk along slots: a fold
+#: of a block beyond it is cut into chunks of about this size.
+SLOT_CHUNK_BYTES = 2**20
+
+#: Fewest slots in a chunk cut along slots (a block of many configurations and classes).
+SLOT_CHUNK_MIN = 256
+
+
+def slot_chunk(n_slots, row_bytes):
+    """Slots per stored chunk of a fold of ``n_slots`` slots whose slot takes ``row_bytes``
+    (a block's configurations and classes, float64): the whole fold while it fits in
+    :data:`SLOT_CHUNK_BYTES`, else equal chunks of about that size (at least
+    :data:`SLOT_CHUNK_MIN` slots)."""
+    n_slots = max(1, int(n_slots))
+    per = max(SLOT_CHUNK_MIN, SLOT_CHUNK_BYTES // max(1, int(row_bytes)))
+    if per >= n_slots:
+        return n_slots
+    m = -(-n_slots // per)
+    return -(-n_slots // m)
 
 
 #: Decoded stored chunks one read of some samples (:meth:`PredictionReader.read` with
@@ -172,16 +203,19 @@ class PredictionReader:
 
     def _read_rows(self, configs, repeats, lo, hi, width, tail):
         """:meth:`read` of samples ``lo:hi``: within a fold the slots hold its samples in
-        increasing order, so those of ``lo:hi`` are one run of slots per fold. Zarr still
-        decodes each stored chunk whole (all of a fold's slots), so they are read a few
-        chunks at a time — up to :data:`READ_BYTES` decoded beside the output, or one chunk
-        (a call per chunk costs Zarr's overhead: 3 ms, measured, on 200,000 x 1 chunks)."""
+        increasing order, so those of ``lo:hi`` are one run of slots per fold. Zarr decodes
+        each stored chunk holding some of them whole (along slots a chunk holds a whole
+        fold in stores of one chunk per fold), so they are read a few configuration chunks
+        at a time — up to :data:`READ_BYTES` decoded beside the output, or one column of
+        chunks (a call per chunk costs Zarr's overhead: 3 ms, measured, on 200,000 x 1
+        chunks)."""
         out = np.empty((hi - lo, width, len(repeats)) + tail)
         cfg = np.arange(self.array.shape[3])[configs] if isinstance(configs, slice) else configs
         if cfg.size == 0 or hi <= lo:
             return out
         w = self.array.chunks[3]
-        per_chunk = int(np.prod(self.array.chunks[2:])) * self.array.dtype.itemsize
+        per_chunk = decoded_rows(self.array, hi - lo) * int(np.prod(self.array.chunks[3:])) \
+            * self.array.dtype.itemsize
         stored = cfg // (w * max(1, READ_BYTES // per_chunk))
         windows = np.split(np.arange(cfg.size), np.flatnonzero(np.diff(stored)) + 1)
         for i, r in enumerate(repeats):
@@ -216,18 +250,13 @@ class PredictionReader:
 
         w = self.array.chunks[3]
         cfg = np.arange(self.array.shape[3])[configs] if isinstance(configs, slice) else configs
+        name = "prediction"
         for j in np.unique(np.asarray(cfg, dtype=np.int64) // w):
-            for k in range(self.array.shape[1]):
-                try:
-                    self.array.get_block_selection(prediction_chunk(self.array, r, k, int(j)))
-                except Exception as err:  # noqa: BLE001 — reported below
-                    exc, name = err, chunk_file(self.array, prediction_chunk(self.array, r, k, int(j)))
-                    break
-            else:
-                continue
-            break
-        else:
-            name = "prediction"
+            bad = next(filter(None, (unreadable_chunk(self.array, r, k, int(j))
+                                     for k in range(self.array.shape[1]))), None)
+            if bad is not None:
+                name, exc = bad
+                break
         return StoreDamagedError(
             f"The store {self.url!r} is damaged: {name} cannot be read ({type(exc).__name__}: "
             f"{exc}); 'bbc-dask verify --repair' marks its cells pending for a resume.")
@@ -258,13 +287,16 @@ class CubeBlock:
 class SampleTable:
     """The complete configurations ``configs`` (sorted) of a study cube as the chunked
     bootstraps' sample-block source: :meth:`part` reads samples ``lo:hi`` of some of
-    them. Reading any samples of a configuration decodes its stored chunks whole (a
-    chunk holds a fold), so the tasks read long runs of samples at once."""
+    them. Reading any samples of a configuration decodes the stored chunks holding their
+    slots whole — in a store of one chunk per fold, whole folds — so the tasks read runs
+    of samples at once (:attr:`fold_fraction`)."""
 
-    def __init__(self, reader, configs, chunk_width):
+    def __init__(self, reader, configs, chunk_width, fold_fraction=1.0):
         self.reader = reader
         self.configs = np.asarray(configs, dtype=np.int64)
         self.chunk_width = int(chunk_width)
+        # the part of a fold one stored chunk holds along slots (1: whole folds)
+        self.fold_fraction = float(fold_fraction)
         s = reader.shape
         self.shape = (s[0], self.configs.size) + tuple(s[2:])
         self.dims = ("sample", "config", "repeat") + (("class",) if len(s) > 3 else ())
@@ -297,8 +329,8 @@ class SampleOrderView:
 
 
 class ChunkWriter:
-    """Writes one task's predictions — one whole chunk — from a worker, after the run
-    lock's check (picklable: it travels with the task).
+    """Writes one task's predictions — its block's chunks, whole — from a worker, after the
+    run lock's check (picklable: it travels with the task).
 
     Parameters
     ----------
@@ -315,19 +347,20 @@ class ChunkWriter:
 
     def write(self, r, k, c0, cols, values):
         """Store ``values`` (n_k, len(cols)(, n_classes)) — the test samples of fold ``k``
-        in slot order — as columns ``cols`` (offsets from ``c0``) of the chunk starting at
-        configuration ``c0``; the chunk's other columns are NaN (not trained here).
+        in slot order — as columns ``cols`` (offsets from ``c0``) of the block starting at
+        configuration ``c0``; the block's other columns are NaN (not trained here).
 
-        Returns the CRC-32 of the chunk's bytes (:func:`chunk_crc`): the ledger keeps it,
-        so ``verify`` tells an edited or swapped chunk from the one the task wrote."""
+        Returns the CRC-32 of the block's values (:func:`chunk_crc`, every slot): the
+        ledger keeps it, so ``verify`` tells an edited or swapped chunk from the ones the
+        task wrote."""
         return self.write_many(r, k, [(c0, cols, values)])[0]
 
     def write_many(self, r, k, blocks):
-        """:meth:`write` for several chunks of one (repeat, fold): ``blocks`` a list of
-        ``(c0, cols, values)``. Chunks that follow each other go in one Zarr call (its
+        """:meth:`write` for several blocks of one (repeat, fold): ``blocks`` a list of
+        ``(c0, cols, values)``. Blocks that follow each other go in one Zarr call (its
         chunks are encoded and written concurrently; one hop to Zarr's I/O thread per
-        run of chunks, not per chunk: under CPU contention each hop costs milliseconds).
-        Returns the CRC-32 of every chunk, in order."""
+        run of blocks, not per chunk: under CPU contention each hop costs milliseconds).
+        Returns the CRC-32 of every block, in order."""
         from ._location import writing
 
         w = self.array.chunks[3]
@@ -364,6 +397,28 @@ def chunk_file(array, coords):
     return f"{array.path}/{array.metadata.encode_chunk_key(tuple(coords))}"
 
 
-def prediction_chunk(array, r, k, j):
-    """Chunk coordinates of the prediction chunk of repeat r, fold k, block j."""
-    return (r, k, 0, j) + (0,) * (array.ndim - 4)
+def prediction_chunks(array, r, k, j):
+    """Chunk coordinates of the prediction chunks of repeat r, fold k, block j: one per
+    run of slots (see :func:`slot_chunk`)."""
+    n_along = -(-array.shape[2] // array.chunks[2])
+    return [(r, k, s, j) + (0,) * (array.ndim - 4) for s in range(n_along)]
+
+
+def decoded_rows(array, n_rows):
+    """Slots Zarr decodes, at most, to read a run of ``n_rows`` consecutive slots of one
+    fold: the chunks along slots holding them."""
+    s = array.chunks[2]
+    return min(-(-array.shape[2] // s), -(-max(1, n_rows) // s) + 1) * s
+
+
+def unreadable_chunk(array, r, k, j):
+    """``(file, error)`` of the first chunk of block j, repeat r, fold k that cannot be
+    read, else None."""
+    for coords in prediction_chunks(array, r, k, j):
+        try:
+            array.get_block_selection(coords)
+        except (MemoryError, KeyboardInterrupt):
+            raise
+        except Exception as exc:  # noqa: BLE001 — reported by the caller
+            return chunk_file(array, coords), exc
+    return None

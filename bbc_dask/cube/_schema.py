@@ -3,7 +3,8 @@
 Layout (schema 3; ``dims`` in brackets)::
 
     prediction   [repeat, fold, slot, config(, class)]  float64, NaN until written;
-                 chunks (1, 1, L, w(, n_classes)): one task's output (see _layout.py)
+                 chunks (1, 1, s, w(, n_classes)): a task's output is its block's
+                 chunks, s = L (the largest fold) or ~1 MiB along slots (see _layout.py)
     slot_sample  [repeat, fold, slot]  int64  sample at each slot, -1 for padding
     fold         [sample, repeat]  int64  fold id (0..K-1) of every sample in every repeat
     y            [sample]          class codes (classification, labels in attrs) or values
@@ -48,6 +49,7 @@ from ._layout import (
     SampleOrderView,
     SampleTable,
     digest,
+    slot_chunk,
     slot_layout,
 )
 from ._location import CREATING_NAME, as_location, writing
@@ -120,8 +122,9 @@ def _create(location, *, n_configs, n_repeats, n_splits, folds, y_stored, classe
     g = zarr.open_group(location.zarr_store(), mode="a", zarr_format=3)
     slots = slot_layout(folds, n_splits)
     cls = (n_classes_axis,) if n_classes_axis else ()
+    along = slot_chunk(slots.shape[2], config_chunk * max(1, n_classes_axis) * 8)
     g.create_array("prediction", shape=(n_repeats, n_splits, slots.shape[2], n_configs) + cls,
-                   chunks=(1, 1, slots.shape[2], config_chunk) + cls, dtype="float64",
+                   chunks=(1, 1, along, config_chunk) + cls, dtype="float64",
                    fill_value=np.nan, compressors=_PREDICTION_CODECS(),
                    dimension_names=["repeat", "split", "slot", "config"] + (["class"] if cls else []))
     g.create_array("slot_sample", shape=slots.shape, chunks=slots.shape, dtype="int64",
@@ -310,9 +313,10 @@ class Cube:
 
     @property
     def chunk_nbytes(self):
-        """Bytes of one prediction chunk in memory: what a task holds per block."""
+        """Bytes of one block's predictions of one (repeat, fold) in memory — its chunks
+        along slots together: what a task holds per block."""
         arr = self._array("prediction")
-        return int(np.prod(arr.chunks)) * arr.dtype.itemsize
+        return int(np.prod(arr.chunks[3:])) * arr.shape[2] * arr.dtype.itemsize
 
     @property
     def needs_class_axis(self):
@@ -394,7 +398,9 @@ class Cube:
     def sample_table(self, configs):
         """The configurations ``configs`` (sorted) as a :class:`SampleTable`: parts of
         any samples of any of them, for the chunked bootstraps' sample blocks."""
-        return SampleTable(self.reader(), configs, self.config_chunk)
+        arr = self._array("prediction")
+        return SampleTable(self.reader(), configs, self.config_chunk,
+                           fold_fraction=min(1.0, arr.chunks[2] / max(1, arr.shape[2])))
 
     def dataset(self):
         """The user's view: an xarray Dataset with ``prediction`` [sample, config,

@@ -21,7 +21,7 @@ import numpy as np
 
 from .. import _validation as V
 from ..exceptions import StoreDamagedError
-from ._layout import chunk_crc, chunk_file, prediction_chunk
+from ._layout import chunk_crc, chunk_file, prediction_chunks, unreadable_chunk
 
 __all__ = ["Damage", "VerifyReport", "repair", "verify", "verify_store"]
 
@@ -181,7 +181,7 @@ def _check_predictions(cube, counted, crc):
     arr = cube.group["prediction"]
     w = arr.chunks[3]
     n_cfg = arr.shape[3]
-    per_block = int(np.prod(arr.chunks)) * 8
+    per_block = int(np.prod(arr.chunks[3:])) * arr.shape[2] * 8  # a block's chunks along slots
     group = max(1, READ_BYTES // per_block)
     damages, checked = [], 0
     for r in range(arr.shape[0]):
@@ -196,19 +196,29 @@ def _check_predictions(cube, counted, crc):
                     row = None
                 for j in part.tolist():
                     checked += 1
-                    name = chunk_file(arr, prediction_chunk(arr, r, k, j))
                     if row is not None:
                         values = row[:, j * w - lo:min((j + 1) * w, n_cfg) - lo]
                     else:
-                        try:
-                            values = arr[r, k, :, j * w:min((j + 1) * w, n_cfg)]
-                        except Exception as exc:  # noqa: BLE001
-                            damages.append(Damage("prediction", name, _problem(exc), r, k, j))
+                        bad = unreadable_chunk(arr, r, k, j)
+                        if bad is None:
+                            try:
+                                values = arr[r, k, :, j * w:min((j + 1) * w, n_cfg)]
+                            except Exception as exc:  # noqa: BLE001
+                                bad = chunk_file(arr, prediction_chunks(arr, r, k, j)[0]), exc
+                        if bad is not None:
+                            damages.append(Damage("prediction", bad[0], _problem(bad[1]), r, k, j))
                             continue
                     if crc[r, k, j] >= 0 and chunk_crc(values) != crc[r, k, j]:
-                        problem = ("is missing" if not _exists(cube, name) else
-                                   "differs from what its task wrote (checksum mismatch)")
-                        damages.append(Damage("prediction", name, problem, r, k, j))
+                        names = [chunk_file(arr, c) for c in prediction_chunks(arr, r, k, j)]
+                        missing = [n for n in names if not _exists(cube, n)]
+                        if missing:
+                            damages.append(Damage("prediction", missing[0], "is missing", r, k, j))
+                        else:
+                            # one checksum covers the block's chunks along slots together
+                            over = "" if len(names) == 1 else \
+                                f" of the {len(names)} chunks along slots from this one"
+                            damages.append(Damage("prediction", names[0], "differs from what its "
+                                                  f"task wrote (checksum mismatch{over})", r, k, j))
     return damages, checked
 
 
@@ -290,9 +300,14 @@ def repair(cube, report):
             reset += int(cells.sum())
         # after the ledger: a kill before this leaves pending cells whose chunks the next
         # run rewrites anyway
+        arr = g["prediction"]
         for d in report.damaged:
-            if d.kind == "prediction" and _exists(cube, d.file):
-                cube.location.remove(d.file)
+            if d.kind != "prediction":
+                continue
+            for coords in prediction_chunks(arr, d.repeat, d.fold, d.block):
+                name = chunk_file(arr, coords)
+                if _exists(cube, name):
+                    cube.location.remove(name)
     if report.damaged:
         repairs = list(cube.meta.get("repairs", [])) + [
             {"cells_reset": reset, "damaged": [str(d) for d in report.damaged][:100]}]
