@@ -78,12 +78,15 @@ def _module(fn):
 
 
 def _bind(namespace, numba):
-    """Every kernel of a module's ``namespace`` replaced by its dispatcher (created, not
-    yet compiled: numba compiles on the first call with given types)."""
+    """Every serial kernel of a module's ``namespace`` replaced by its dispatcher (created,
+    not yet compiled: numba compiles on the first call with given types), so that kernels
+    calling it compile. Parallel kernels keep their wrapper: called from Python only, each
+    call sets a Dask worker's task thread to one numba thread first — a thread other than
+    the one that bound them would otherwise run numba's whole pool."""
     if namespace.get("prange") is range:
         namespace["prange"] = numba.prange
     for name, value in list(namespace.items()):
-        if isinstance(value, _Kernel):
+        if isinstance(value, _Kernel) and not value.options.get("parallel"):
             namespace[name] = value.dispatcher()
 
 

@@ -862,12 +862,24 @@ def _kernel_threads():
     return numba.get_num_threads(), numba.config.NUMBA_NUM_THREADS
 
 
+def _bound_off_task():
+    """The kernels bound by a call from a thread of the worker that runs no task."""
+    import threading
+
+    t = threading.Thread(target=_kernel_threads)
+    t.start()
+    t.join()
+
+
 def test_parallel_kernels_run_on_their_task_thread_in_dask_workers(client):
     """In a Dask worker's task a parallel kernel uses that thread alone, as Dask has BLAS
-    and OpenMP do (the worker's threads are its parallelism); elsewhere numba's pool."""
+    and OpenMP do (the worker's threads are its parallelism); elsewhere numba's pool —
+    also once another thread of the worker bound the kernels (first called them)."""
     import os
 
-    assert client.submit(_kernel_threads, pure=False).result()[0] == 1
+    for w in client.scheduler_info(n_workers=-1)["workers"]:
+        client.submit(_bound_off_task, pure=False, workers=[w]).result()
+        assert client.submit(_kernel_threads, pure=False, workers=[w]).result()[0] == 1
     if "NUMBA_NUM_THREADS" not in os.environ:
         used, pool = _kernel_threads()
         assert used == pool
