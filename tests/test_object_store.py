@@ -128,13 +128,21 @@ def _cli(args, env, check=True, timeout=300):
     return p
 
 
-def test_a_study_on_s3_equals_local_disk(s3, tmp_path, client):
+def test_a_study_on_s3_equals_local_disk(s3, tmp_path, client, monkeypatch):
     """In-process run to the bucket and the same on local disk: identical cubes,
-    estimates and final model; the lease is gone after the run."""
+    estimates (in memory, and over sample runs reading some of the bucket's chunks along
+    slots — an object store's own chunk size, here cut in 7) and final model; the lease
+    is gone after the run."""
     from sklearn.linear_model import LogisticRegression
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler
     from sklearn.datasets import load_breast_cancer
+
+    import bbc_dask.cube._layout as C
+    import bbc_dask.metrics as M
+
+    monkeypatch.setattr(C, "SLOT_CHUNK_MIN", 8)
+    monkeypatch.setattr(C, "SLOT_CHUNK_BYTES_REMOTE", 30 * 2 * 8)  # 190 slots of 2 configurations
 
     X, y = load_breast_cancer(return_X_y=True)
     est = make_pipeline(StandardScaler(), LogisticRegression(max_iter=500))
@@ -144,10 +152,17 @@ def test_a_study_on_s3_equals_local_disk(s3, tmp_path, client):
     url, opts = s3.url("light"), s3.storage_options
     remote = bd.run_study(est, grid, X, y, store=url, storage_options=opts, **kw)
     local = bd.run_study(est, grid, X, y, store=tmp_path / "l.zarr", **kw)
+    along = [s._cube.group["prediction"].chunks[2] for s in (remote, local)]
+    assert along == [28, 190]
     for name in ("prediction", "fold", "y", "state"):
         np.testing.assert_array_equal(remote.cube[name].values, local.cube[name].values)
     again = bd.open_study(url, storage_options=opts)
     assert again.bbc(n_bootstraps=200).estimate == local.bbc(n_bootstraps=200).estimate
+    monkeypatch.setattr(M, "SAMPLE_BLOCK", 128)
+    np.testing.assert_array_equal(
+        again.bbc(n_bootstraps=200, chunked=True).bootstrap_distribution,
+        local.bbc(n_bootstraps=200, chunked=True).bootstrap_distribution)
+    assert bd.verify_store(url, storage_options=opts)[0].ok
     assert again.final_model.predict(X[:5]).tolist() == local.final_model.predict(X[:5]).tolist()
     assert not StoreLocation(url, opts).has(".bbc_lock")
 

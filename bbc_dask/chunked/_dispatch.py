@@ -13,7 +13,7 @@ seed block of bootstraps has its own generator. The splits (see :mod:`._blocks`)
   bytes) a block's are drawn once, kept on the cluster and shared by its task in every
   group and by the out-of-bag pass; beyond, each task draws its block's again.
 - **by sample runs** — pointwise metrics on a study's cube, stored by fold: a read of
-  some samples decodes the stored chunks holding their slots (~1 MiB along slots; whole
+  some samples decodes the stored chunks holding their slots (~256 KiB along slots; whole
   folds in stores written before). A task reads a run of consecutive sample blocks of a
   group of stored chunks (at most :data:`HOLD_BYTES` as read, a few chunks decoded at a
   time) and sums each block as above; about sqrt(cube / HOLD_BYTES × f) groups, f the
@@ -22,7 +22,7 @@ seed block of bootstraps has its own generator. The splits (see :mod:`._blocks`)
   its slots whole).
   A task holds at most HOLD_BYTES as read (a group narrows until one block fits) and
   :data:`~bbc_dask.cube._layout.READ_BYTES` of decoded stored chunks (at least one
-  column of chunks: ~1 MiB each, whatever N; a fold each in stores written before).
+  column of chunks: ~256 KiB each, whatever N; a fold each in stores written before).
 - **the dropping test by sample blocks** — a pointwise metric given a sample source (a
   study's store between waves): the same tasks and runs, each returning its block's
   in-bag sums per repeat with the counts masked by the samples available there; a chain

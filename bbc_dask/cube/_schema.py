@@ -4,7 +4,8 @@ Layout (schema 3; ``dims`` in brackets)::
 
     prediction   [repeat, fold, slot, config(, class)]  float64, NaN until written;
                  chunks (1, 1, s, w(, n_classes)): a task's output is its block's
-                 chunks, s = L (the largest fold) or ~1 MiB along slots (see _layout.py)
+                 chunks, s = L (the largest fold) or ~256 KiB along slots (4 MiB in an
+                 object store; see _layout.py)
     slot_sample  [repeat, fold, slot]  int64  sample at each slot, -1 for padding
     fold         [sample, repeat]  int64  fold id (0..K-1) of every sample in every repeat
     y            [sample]          class codes (classification, labels in attrs) or values
@@ -122,7 +123,8 @@ def _create(location, *, n_configs, n_repeats, n_splits, folds, y_stored, classe
     g = zarr.open_group(location.zarr_store(), mode="a", zarr_format=3)
     slots = slot_layout(folds, n_splits)
     cls = (n_classes_axis,) if n_classes_axis else ()
-    along = slot_chunk(slots.shape[2], config_chunk * max(1, n_classes_axis) * 8)
+    along = slot_chunk(slots.shape[2], config_chunk * max(1, n_classes_axis) * 8,
+                       remote=not location.is_local)
     g.create_array("prediction", shape=(n_repeats, n_splits, slots.shape[2], n_configs) + cls,
                    chunks=(1, 1, along, config_chunk) + cls, dtype="float64",
                    fill_value=np.nan, compressors=_PREDICTION_CODECS(),
