@@ -3,8 +3,9 @@
 Importing numba and loading its compiler costs a process ~140 MiB — more than half of
 what a Dask worker of the chunked bootstraps holds. With these decorators a module's
 kernels are plain Python objects until one is called: then numba is imported, every
-kernel of that module becomes a numba dispatcher (so that kernels calling kernels
-compile as numba functions) and ``prange`` becomes numba's. A worker whose tasks call no
+serial kernel of that module becomes a numba dispatcher (so that kernels calling kernels
+compile as numba functions; a parallel kernel keeps its wrapper, and is called from
+Python only) and ``prange`` becomes numba's. A worker whose tasks call no
 kernel (pointwise sums of integer features go through BLAS) never loads numba.
 Compiled code is cached on disk as before (``cache=True``).
 """

@@ -394,7 +394,7 @@ def main():
         for v in big.values():
             shutil.rmtree(os.path.join(tmp, f"{v}.zarr"), ignore_errors=True)
         study = (100_000, 20) if args.quick else (1_000_000, 100)
-        if args.quick:  # the study is created in this process: its chunks are cut in 3
+        if args.quick:  # the study is created in this process: its folds are cut in 2
             import bbc_dask.cube._layout as C
 
             C.SLOT_CHUNK_BYTES = C.SLOT_CHUNK_BYTES_REMOTE = 2**16

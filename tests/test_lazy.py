@@ -960,12 +960,32 @@ def test_study_reader_reads_some_samples_of_any_configurations(client, tmp_path,
     assert reader.read(np.array([], dtype=np.int64), rows=(0, 5)).shape == (5, 0, 2, 2)
 
 
+def test_slot_chunks_are_the_whole_fold_or_equal_cuts_of_at_least_the_target():
+    """A fold's chunks along slots: the whole fold while it fits in SLOT_CHUNK_BYTES (or
+    SLOT_CHUNK_MIN slots), else equal chunks holding the target to under twice it —
+    never fewer than SLOT_CHUNK_MIN slots, whatever N; an object store's target is its
+    own."""
+    from bbc_dask.cube._layout import SLOT_CHUNK_BYTES, SLOT_CHUNK_BYTES_REMOTE, SLOT_CHUNK_MIN, slot_chunk
+
+    assert slot_chunk(100, 8) == 100 and slot_chunk(257, 2**20) == 257
+    per = SLOT_CHUNK_BYTES // 8
+    for n in (per, per + 1, 2 * per - 1, 2 * per, 33_000, 200_000, 10**7 + 3):
+        s = slot_chunk(n, 8)
+        m = -(-n // s)
+        assert per <= s < 2 * per or s == n, (n, s)
+        assert m * s - n < m  # equal chunks: the last one short by less than one slot each
+    assert slot_chunk(10**6, 80 * 2**10) == SLOT_CHUNK_MIN + 1  # 3,906 chunks of 257 slots
+    assert 200_000 * 8 < SLOT_CHUNK_BYTES_REMOTE
+    assert slot_chunk(200_000, 8, remote=True) == 200_000 != slot_chunk(200_000, 8)
+
+
 def test_a_read_of_some_samples_fetches_only_the_chunks_of_their_slots(client, tmp_path,
                                                                         monkeypatch):
     """A study's store cuts a fold (190 slots) into chunks along slots once it exceeds
     SLOT_CHUNK_BYTES: a read of samples lo:hi fetches exactly the chunks holding their
     slots (what a task of a sample run decodes does not grow with N) and equals those
-    rows of the whole read."""
+    rows of the whole read; a task's write of its block reads none of its chunks first
+    and gives the checksum the ledger holds."""
     import bbc_dask.cube._layout as C
 
     class Seen(zarr.storage.WrapperStore):
@@ -976,7 +996,7 @@ def test_a_read_of_some_samples_fetches_only_the_chunks_of_their_slots(client, t
             return await self._store.get(key, prototype, byte_range)
 
     monkeypatch.setattr(C, "SLOT_CHUNK_MIN", 8)
-    monkeypatch.setattr(C, "SLOT_CHUNK_BYTES", 40 * 2 * 2 * 8)  # 2 configurations x 2 classes
+    monkeypatch.setattr(C, "SLOT_CHUNK_BYTES", 38 * 2 * 2 * 8)  # 2 configurations x 2 classes
     s = _study_of("neg_log_loss", tmp_path / "s.zarr", client)
     slots = s._cube.slot_sample()
     arr = zarr.open_group(zarr.storage.LocalStore(str(tmp_path / "s.zarr")), mode="r")["prediction"]
@@ -990,6 +1010,14 @@ def test_a_read_of_some_samples_fetches_only_the_chunks_of_their_slots(client, t
             want = {f"prediction/c/{r}/{k}/{t}/{b}/0" for r in range(2) for k in range(3) for b in j
                     for t in {int(i) // 38 for i in np.flatnonzero((slots[r, k] >= lo) & (slots[r, k] < hi))}}
             assert {key for key in Seen.keys if key.startswith("prediction/c/")} == want
+    ledger = s._cube._read("chunk_crc")
+    store = Seen(zarr.storage.LocalStore(str(tmp_path / "s.zarr")))
+    writer = C.ChunkWriter(zarr.open_array(store, path="prediction", mode="r+"), lambda: None, "")
+    n_k = int((slots[1, 2] >= 0).sum())
+    block = whole[slots[1, 2, :n_k], 2:4, 1]  # fold 2 of repeat 1, configurations 2 and 3
+    Seen.keys.clear()
+    assert writer.write(1, 2, 2, [0, 1], block) == ledger[1, 2, 1]
+    assert not [key for key in Seen.keys if key.startswith("prediction/c/")]
 
 
 @pytest.mark.parametrize("n, c, r, b", [(40_000, 600, 2, 200), (40_000, 2000, 1, 200),

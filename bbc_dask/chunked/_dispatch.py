@@ -22,7 +22,8 @@ seed block of bootstraps has its own generator. The splits (see :mod:`._blocks`)
   its slots whole).
   A task holds at most HOLD_BYTES as read (a group narrows until one block fits) and
   :data:`~bbc_dask.cube._layout.READ_BYTES` of decoded stored chunks (at least one
-  column of chunks: ~256 KiB each, whatever N; a fold each in stores written before).
+  column of chunks: 256 KiB to 512 KiB each, or 256 slots of a block, whatever N; a
+  fold each in stores written before).
 - **the dropping test by sample blocks** — a pointwise metric given a sample source (a
   study's store between waves): the same tasks and runs, each returning its block's
   in-bag sums per repeat with the counts masked by the samples available there; a chain
@@ -310,8 +311,8 @@ class _Source:
         """``(runs, offsets)``: ``runs[g]`` the tasks of configuration group ``g`` (starting
         at ``offsets[g]``), in sample order, each ``(blocks, parts)``: the consecutive
         sample blocks ``blocks`` (a list of ``(j, lo, hi)``) that ``parts`` (in
-        configuration order) hold. One block per task, except where a read decodes whole
-        columns (a study's cube, stored by fold): there a task reads a run of blocks;
+        configuration order) hold. One block per task, except where a read decodes more
+        than its samples (a study's cube, stored by fold): there a task reads a run of blocks;
         ``n_boot`` bootstraps (see :meth:`_table_groups`)."""
         if self.table is None:
             grid, offsets = self.sample_grid(edges, per_config_out, per_config_held)

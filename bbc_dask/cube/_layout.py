@@ -15,9 +15,9 @@ without reading them first) and is idempotent (a task's predictions are determin
 a chunk rewritten on resume gets the same bytes. Padding costs at most one slot per fold
 (stratified folds differ in size by at most one sample per class).
 
-Along slots a fold is cut into chunks of ``s`` slots, about :data:`SLOT_CHUNK_BYTES`
-each, :data:`SLOT_CHUNK_BYTES_REMOTE` in an object store (:func:`slot_chunk`; one chunk,
-``s = L``, while the whole fold fits): a read of some samples decodes the chunks holding
+Along slots a fold is cut into chunks of ``s`` slots, :data:`SLOT_CHUNK_BYTES` to twice
+it each, :data:`SLOT_CHUNK_BYTES_REMOTE` in an object store (:func:`slot_chunk`; one
+chunk, ``s = L``, while the whole fold fits): a read of some samples decodes the chunks holding
 their slots, not the whole fold, so what a reader of a sample range holds does not grow
 with N. (Zarr's sharding would keep one file per task, but zarr-python reads a shard
 before writing it even whole — a damaged shard could then not be rewritten — and decoded
@@ -72,10 +72,10 @@ def digest(a):
 
 
 #: Target bytes (float64, every class) of one stored prediction chunk along slots: a fold
-#: of a block beyond it is cut into chunks of about this size. Measured on 1,000,000 x 100
-#: x 2 accuracy, 5 folds (2 workers of 400 MB; whole folds: 16.3 s, dropping test 40.1 s):
-#: 2**17 13.0 s and 24.6 s, peaks 198 MiB; 2**18 13.0 s and 25.2 s, 224 MiB; 2**20 (two
-#: chunks a fold) 14.8 s and 36.0 s.
+#: of a block beyond it is cut into equal chunks of this size to twice it. Measured on
+#: 1,000,000 x 100 x 2 accuracy, 5 folds (2 workers of 400 MB; whole folds: 16.3 s,
+#: dropping test 40.1 s), chunks of about the target: 2**17 13.0 s and 24.6 s, peaks 198
+#: MiB; 2**18 13.0 s and 25.2 s, 224 MiB; 2**20 (two chunks a fold) 14.8 s and 36.0 s.
 SLOT_CHUNK_BYTES = 2**18
 
 #: The same in an object store (a URL): every chunk is a request there, and from a moto
@@ -90,14 +90,13 @@ SLOT_CHUNK_MIN = 256
 def slot_chunk(n_slots, row_bytes, remote=False):
     """Slots per stored chunk of a fold of ``n_slots`` slots whose slot takes ``row_bytes``
     (a block's configurations and classes, float64): the whole fold while it fits in
-    :data:`SLOT_CHUNK_BYTES` (``remote``, an object store: :data:`SLOT_CHUNK_BYTES_REMOTE`),
-    else equal chunks of about that size (at least :data:`SLOT_CHUNK_MIN` slots)."""
+    :data:`SLOT_CHUNK_BYTES` (``remote``, an object store: :data:`SLOT_CHUNK_BYTES_REMOTE`)
+    or :data:`SLOT_CHUNK_MIN` slots, whichever holds more, else equal chunks of at least
+    that and less than twice it."""
     n_slots = max(1, int(n_slots))
     target = SLOT_CHUNK_BYTES_REMOTE if remote else SLOT_CHUNK_BYTES
     per = max(SLOT_CHUNK_MIN, target // max(1, int(row_bytes)))
-    if per >= n_slots:
-        return n_slots
-    m = -(-n_slots // per)
+    m = max(1, n_slots // per)
     return -(-n_slots // m)
 
 
@@ -222,23 +221,27 @@ class PredictionReader:
         cfg = np.arange(self.array.shape[3])[configs] if isinstance(configs, slice) else configs
         if cfg.size == 0 or hi <= lo:
             return out
-        w = self.array.chunks[3]
-        per_chunk = decoded_rows(self.array, hi - lo) * int(np.prod(self.array.chunks[3:])) \
-            * self.array.dtype.itemsize
-        stored = cfg // (w * max(1, READ_BYTES // per_chunk))
-        windows = np.split(np.arange(cfg.size), np.flatnonzero(np.diff(stored)) + 1)
+        runs = []  # per (repeat, fold): its run of slots
         for i, r in enumerate(repeats):
             for k in range(self.array.shape[1]):
                 slots = self.slot_sample[r, k, : self._fold_n[r, k]]  # -1 pads the fold's end
-                s0, s1 = np.searchsorted(slots, [lo, hi])
-                if s1 <= s0:
-                    continue
-                at = slots[s0:s1] - lo
-                for win in windows:
-                    sel = cfg[win]
-                    if sel[-1] - sel[0] == sel.size - 1:  # consecutive: a slice read
-                        sel = slice(int(sel[0]), int(sel[-1]) + 1)
-                    out[at, win[0]:win[-1] + 1, i] = self._fetch(r, k, slice(s0, s1), sel)
+                s0, s1 = (int(v) for v in np.searchsorted(slots, [lo, hi]))
+                if s1 > s0:
+                    runs.append((i, r, k, s0, s1, slots[s0:s1] - lo))
+        if not runs:
+            return out
+        w = self.array.chunks[3]
+        longest = max(s1 - s0 for _, _, _, s0, s1, _ in runs)
+        per_chunk = decoded_rows(self.array, longest) * int(np.prod(self.array.chunks[3:])) \
+            * self.array.dtype.itemsize
+        stored = cfg // (w * max(1, READ_BYTES // per_chunk))
+        windows = np.split(np.arange(cfg.size), np.flatnonzero(np.diff(stored)) + 1)
+        for i, r, k, s0, s1, at in runs:
+            for win in windows:
+                sel = cfg[win]
+                if sel[-1] - sel[0] == sel.size - 1:  # consecutive: a slice read
+                    sel = slice(int(sel[0]), int(sel[-1]) + 1)
+                out[at, win[0]:win[-1] + 1, i] = self._fetch(r, k, slice(s0, s1), sel)
         return out
 
     def _fetch(self, r, k, slots, configs):
@@ -251,18 +254,19 @@ class PredictionReader:
         except (MemoryError, KeyboardInterrupt):
             raise
         except Exception as exc:
-            raise self._damaged(r, configs, exc) from None
+            raise self._damaged(r, configs, exc, k) from None
 
-    def _damaged(self, r, configs, exc):
-        """The error of an unreadable read, naming the first chunk file that fails."""
+    def _damaged(self, r, configs, exc, first=0):
+        """The error of an unreadable read, naming the first chunk file that fails (the
+        read's own fold ``first`` probed first)."""
         from ..exceptions import StoreDamagedError
 
         w = self.array.chunks[3]
         cfg = np.arange(self.array.shape[3])[configs] if isinstance(configs, slice) else configs
         name = "prediction"
         for j in np.unique(np.asarray(cfg, dtype=np.int64) // w):
-            bad = next(filter(None, (unreadable_chunk(self.array, r, k, int(j))
-                                     for k in range(self.array.shape[1]))), None)
+            folds = [first] + [k for k in range(self.array.shape[1]) if k != first]
+            bad = next(filter(None, (unreadable_chunk(self.array, r, k, int(j)) for k in folds)), None)
             if bad is not None:
                 name, exc = bad
                 break

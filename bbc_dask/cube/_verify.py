@@ -4,8 +4,8 @@ A store can be damaged behind the study's back: files deleted, truncated, swappe
 edited (a full disk, a bad copy, a hand edit). Reads name what they cannot read, but only a
 check of every chunk the ledger counts can say that a study is whole. :func:`verify` does
 it — every ledger chunk readable, every counted prediction chunk present, readable and
-equal to the bytes its task wrote (CRC-32 in ``chunk_crc``), the data's digests, the final
-model's file — and :func:`repair` marks what depends on a damaged chunk pending, so that
+its block equal to the values its task wrote (CRC-32 in ``chunk_crc``; a missing chunk
+that held padding alone reads as it was), the data's digests, the final model's file — and :func:`repair` marks what depends on a damaged chunk pending, so that
 the next run of the same study recomputes exactly those cells (task writes are
 deterministic: the repaired study equals one never damaged, bit for bit).
 
@@ -195,7 +195,7 @@ def _check_predictions(cube, counted, crc):
                 except Exception:  # noqa: BLE001 — find the chunk(s) one by one
                     row = None
                 for j in part.tolist():
-                    checked += 1
+                    checked += len(prediction_chunks(arr, r, k, j))
                     if row is not None:
                         values = row[:, j * w - lo:min((j + 1) * w, n_cfg) - lo]
                     else:
@@ -215,9 +215,9 @@ def _check_predictions(cube, counted, crc):
                             damages.append(Damage("prediction", missing[0], "is missing", r, k, j))
                         else:
                             # one checksum covers the block's chunks along slots together
-                            over = "" if len(names) == 1 else \
-                                f" of the {len(names)} chunks along slots from this one"
-                            damages.append(Damage("prediction", names[0], "differs from what its "
+                            what = names[0] if len(names) == 1 else f"{names[0]} to {names[-1]}"
+                            over = "" if len(names) == 1 else f" of its {len(names)} chunks along slots"
+                            damages.append(Damage("prediction", what, "differs from what its "
                                                   f"task wrote (checksum mismatch{over})", r, k, j))
     return damages, checked
 

@@ -302,14 +302,14 @@ def _fit_block(estimator, params_block, X, y, folds, spec, r, k):
 def fit_write_blocks(estimator, params_blocks, X, y, folds, spec, writer, r, k, placements):
     """Fit blocks of configurations on the training samples of (repeat ``r``, fold ``k``),
     predict the fold and write the predictions straight into their chunks of the cube
-    (one whole chunk per block); return only what the ledger records, never the
-    predictions.
+    (a block's chunks, each written whole); return only what the ledger records, never
+    the predictions.
 
     The engine groups blocks when fits are short, so that Dask's per-task cost stays small
     next to the work. ``spec`` = (metric, classes, pos_code, n_classes_axis, error_score,
     sample_block: the client's, for the fold scores); ``writer`` the cube's
-    :class:`~bbc_dask.cube.ChunkWriter`; ``placements`` = (first config of the chunk,
-    columns of the block's configurations in it) per block. The
+    :class:`~bbc_dask.cube.ChunkWriter`; ``placements`` = (first config of the block's
+    chunks, columns of the block's configurations in them) per block. The
     training and test rows come from ``folds`` (N, R), shipped once per worker.
 
     Returns ``{"parts": [result per block], "elapsed": s}``; with ``error_score="raise"``
