@@ -194,7 +194,14 @@ def speed(tmp, n, c, c_auc, B):
         t_mem = min(timed(lambda: bd.bbc(arr, y, metric=metric, n_bootstraps=B,
                                          random_state=0))[1] for _ in range(2))
         cube = open_cube(path)
-        print(f"   {metric:9s} in-memory kernel {t_mem:7.2f} s (load {t_load:.2f} s)")
+        t_one = _one_thread(lambda: bd.bbc(arr, y, metric=metric, n_bootstraps=B, random_state=0))
+        print(f"   {metric:9s} in-memory kernel {t_mem:7.2f} s (load {t_load:.2f} s; at one "
+              f"thread {t_one:.2f} s)")
+        # what no 2 workers of this machine can beat: each does half the one-thread work
+        # at best, with a free read and no scheduling (the read is ~half the kernel more)
+        print(f"   {metric:9s} floor for 2 workers: one thread / 2 = {t_one / 2:5.2f} s   "
+              f"ratio {t_one / 2 / t_mem:5.2f}; with the load, ({t_one:.2f} + {t_load:.2f}) / 2 "
+              f"= {(t_one + t_load) / 2:.2f} s, ratio {(t_one + t_load) / 2 / t_mem:5.2f}")
         for workers, plain in ((1, False), (2, False), (2, True)):
             with cluster(workers, plain=plain) as cli:
                 bd.bbc(cube, y, metric=metric, n_bootstraps=B, random_state=0)  # warm (JIT, imports)
@@ -210,6 +217,20 @@ def speed(tmp, n, c, c_auc, B):
                   f"   equal: {same(got, mem)}   ({kind})")
         arr = None  # free it before the next cube
         shutil.rmtree(path)
+
+
+def _one_thread(fn):
+    """The better of two runs of ``fn`` with BLAS and numba at one thread (warm)."""
+    import numba
+    from threadpoolctl import threadpool_limits
+
+    kept = numba.get_num_threads()
+    numba.set_num_threads(1)
+    try:
+        with threadpool_limits(1):
+            return min(timed(fn)[1] for _ in range(2))
+    finally:
+        numba.set_num_threads(kept)
 
 
 def _folds(n, k=5, r=2, seed=0):
