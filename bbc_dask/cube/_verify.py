@@ -181,8 +181,8 @@ def _check_predictions(cube, counted, crc):
     arr = cube.group["prediction"]
     w = arr.chunks[3]
     n_cfg = arr.shape[3]
-    per_block = int(np.prod(arr.chunks[3:])) * arr.shape[2] * 8  # a block's chunks along slots
-    group = max(1, READ_BYTES // per_block)
+    group = max(1, READ_BYTES // cube.chunk_nbytes)  # a block's chunks along slots together
+    along = len(prediction_chunks(arr, 0, 0, 0))
     damages, checked = [], 0
     for r in range(arr.shape[0]):
         for k in range(arr.shape[1]):
@@ -195,7 +195,7 @@ def _check_predictions(cube, counted, crc):
                 except Exception:  # noqa: BLE001 — find the chunk(s) one by one
                     row = None
                 for j in part.tolist():
-                    checked += len(prediction_chunks(arr, r, k, j))
+                    checked += along
                     if row is not None:
                         values = row[:, j * w - lo:min((j + 1) * w, n_cfg) - lo]
                     else:
