@@ -43,13 +43,23 @@ def check_int(value, name, caller, *, low=1, high=None, allow_none=False):
 
 
 def check_real_open(value, name, caller, low, high):
+    return _check_real(value, name, caller, low, high, closed=False)
+
+
+def check_real_closed(value, name, caller, low, high):
+    return _check_real(value, name, caller, low, high, closed=True)
+
+
+def _check_real(value, name, caller, low, high, closed):
     if (
         not isinstance(value, numbers.Real)
         or isinstance(value, bool)
         or not np.isfinite(value)
-        or not low < value < high
+        or not ((low <= value <= high) if closed else (low < value < high))
     ):
-        raise InvalidParameterError.of(name, caller, f"a float in the range ({low}, {high})", value)
+        brackets = "[]" if closed else "()"
+        raise InvalidParameterError.of(
+            name, caller, f"a float in the range {brackets[0]}{low}, {high}{brackets[1]}", value)
     return float(value)
 
 

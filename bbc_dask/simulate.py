@@ -31,9 +31,9 @@ class SimulatedMatrix:
 
     Attributes
     ----------
-    predictions : ndarray of shape (N, C)
+    predictions : ndarray of shape (N, C), or (N, C, R) with repeats
     y : ndarray of shape (N,)
-    folds : ndarray of shape (N,)
+    folds : ndarray of shape (N,), or (N, R) with repeats
         Stratified fold ids 0..K-1.
     true_performance : ndarray of shape (C,)
         Population performance of every configuration.
@@ -97,7 +97,8 @@ def accuracy_matrix(n_samples, n_configs, *, a=9.0, b=6.0, n_splits=10, random_s
 
 
 def auc_matrix(
-    n_samples, n_configs, *, a=24.0, b=6.0, class_balance=0.5, n_splits=None, random_state=None
+    n_samples, n_configs, *, a=24.0, b=6.0, class_balance=0.5, n_splits=None, n_repeats=1,
+    repeat_correlation=1.0, random_state=None
 ):
     """Continuous scores with known AUCs (2024 paper, §4).
 
@@ -114,6 +115,14 @@ def auc_matrix(
     class_balance : float, default=0.5
         Probability of the positive class (the paper uses 0.1 and 0.5).
     n_splits : int, default=None
+    n_repeats : int, default=1
+        Repeated CV: ``predictions`` (N, C, R) and ``folds`` (N, R), an independent
+        stratified partition per repeat.
+    repeat_correlation : float in [0, 1], default=1.0
+        ρ, the correlation of a sample's scores across repeats: repeat ``r``'s noise is
+        ``√ρ Z + √(1-ρ) Z_r`` (each still N(0, 1), so the AUCs stay ``A_j``). 1 gives the
+        same predictions in every repeat (only the partition changes), as models whose
+        predictions do not depend on the training folds; real repeats lie in between.
     random_state : int, SeedSequence, Generator or None
 
     Returns
@@ -125,6 +134,8 @@ def auc_matrix(
     c = V.check_int(n_configs, "n_configs", caller)
     _beta_params(a, b, caller)
     V.check_real_open(class_balance, "class_balance", caller, 0.0, 1.0)
+    n_repeats = V.check_int(n_repeats, "n_repeats", caller)
+    rho = V.check_real_closed(repeat_correlation, "repeat_correlation", caller, 0.0, 1.0)
     gen = child_generator(as_seed_sequence(random_state, caller=caller), "simulate", 1)
     for _ in range(10_000):
         y = (gen.random(n) < class_balance).astype(np.int64)
@@ -138,5 +149,14 @@ def auc_matrix(
     k = min(10, minority) if n_splits is None else V.check_int(n_splits, "n_splits", caller, low=2, high=minority)
     auc = gen.beta(a, b, size=c)
     mu = np.sqrt(2.0) * norm.ppf(auc)
-    scores = gen.standard_normal((n, c)) + y[:, None] * mu[None, :]
-    return SimulatedMatrix(scores, y, _stratified_folds(y, k, gen), auc, "roc_auc")
+    noise = gen.standard_normal((n, c))
+    folds = _stratified_folds(y, k, gen)
+    if n_repeats == 1:  # drawn as before repeats existed: the same matrices for a seed
+        return SimulatedMatrix(noise + y[:, None] * mu[None, :], y, folds, auc, "roc_auc")
+    folds = np.stack([folds] + [_stratified_folds(y, k, gen) for _ in range(n_repeats - 1)], axis=1)
+    if rho < 1:
+        own = gen.standard_normal((n, c, n_repeats))
+        noise = np.sqrt(rho) * noise[:, :, None] + np.sqrt(1.0 - rho) * own
+    else:
+        noise = np.repeat(noise[:, :, None], n_repeats, axis=2)
+    return SimulatedMatrix(noise + y[:, None, None] * mu[None, :, None], y, folds, auc, "roc_auc")

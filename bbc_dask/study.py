@@ -276,7 +276,8 @@ class Study:
         if bad.any():
             row = int(np.flatnonzero(bad)[0])
             raise UndefinedScoreError(S.fold_undefined(self.metric, row % fs.shape[2], row // fs.shape[2], "bbc_f"))
-        res = S._bbc_f_matrix(F, self.metric, opts["n_bootstraps"], opts["confidence_level"],
+        rows = [(r, k) for r in range(fs.shape[1]) for k in range(fs.shape[2])]
+        res = S._bbc_f_matrix(F, rows, self.metric, opts["n_bootstraps"], opts["confidence_level"],
                               opts["random_state"], None, opts["block_size"], "Study.bbc_f")
         return self._remap(res, idx)
 

@@ -316,9 +316,13 @@ def reference_fold_matrix(predictions, y, folds, metric, pos_label=None):
 
 
 def reference_bbc_f(predictions, y, folds, metric, bootstrap_indices, pos_label=None):
-    """Returns (dist (B,), winners (B,)); bootstraps resample rows of F."""
+    """Returns (dist (B,), winners (B,)); bootstrap b resamples the fold rows of repeat
+    b mod R (its in-bag positions are among that repeat's K rows)."""
     M = reference_fold_matrix(predictions, y, folds, metric, pos_label)
-    n_rows, C = M.shape
+    F2 = _as_2d_folds(folds)
+    R = F2.shape[1]
+    K = M.shape[0] // R
+    C = M.shape[1]
     boots = np.asarray(bootstrap_indices, dtype=np.int64)
     if boots.ndim == 1:
         boots = boots[None, :]
@@ -326,8 +330,9 @@ def reference_bbc_f(predictions, y, folds, metric, bootstrap_indices, pos_label=
     dist = np.full(B, np.nan)
     winners = np.full(B, -1, dtype=np.int64)
     for b in range(B):
-        in_bag = [int(i) for i in boots[b]]
-        oob = _oob_positions(n_rows, in_bag)
+        rows = [(b % R) * K + k for k in range(K)]  # repeat-major rows of repeat b mod R
+        in_bag = [rows[int(i)] for i in boots[b]]
+        oob = [i for i in rows if i not in in_bag]
         in_means = [_mean(M[i, c] for i in in_bag) for c in range(C)]
         j = _argmax_lowest(in_means)
         winners[b] = j
@@ -426,8 +431,7 @@ if __name__ == "__main__":
         ("r2", reg_pred, y_reg),
         ("concordance_index", risk, (time, event)),
     ]
-    n_rows = R * 3
-    f_boots = rng.integers(0, n_rows, size=(B, n_rows))
+    f_boots = rng.integers(0, 3, size=(B, 3))
     np.set_printoptions(precision=4, suppress=True)
     for metric, P, yy in cases:
         dist, win = reference_bbc(P, yy, metric, boots)

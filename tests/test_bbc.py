@@ -47,9 +47,9 @@ def test_bbc_f_equals_reference(metric_name, n_repeats):
     folds = _folds(n, n_repeats, k=3 if metric_name == "roc_auc_ovr" else 4, seed=6)
     if metric_name in ("roc_auc", "roc_auc_ovr"):  # every fold must hold every class
         folds = _stratified(y, n_repeats, 3 if metric_name == "roc_auc_ovr" else 4)
-    n_rows = len(np.unique(folds[:, 0])) * n_repeats
-    idx = np.random.default_rng(7).integers(0, n_rows, size=(30, n_rows))
-    idx[0] = np.arange(n_rows)
+    k = len(np.unique(folds[:, 0]))
+    idx = np.random.default_rng(7).integers(0, k, size=(30, k))
+    idx[0] = np.arange(k)
     res = bd.bbc_f(pred, y, folds, metric=metric_name, bootstrap_indices=idx)
     dist, winners = reference_bbc_f(pred, y, folds, metric_name, idx)
     np.testing.assert_allclose(res.bootstrap_distribution, dist, rtol=0, atol=1e-12)
@@ -58,6 +58,28 @@ def test_bbc_f_equals_reference(metric_name, n_repeats):
     F, rows = bd.fold_score_matrix(pred, y, folds, metric=metric_name)
     np.testing.assert_allclose(F, reference_fold_matrix(pred, y, folds, metric_name), atol=1e-12)
     assert [r for r, _ in rows] == sorted(r for r, _ in rows)
+
+
+def test_bbc_f_resamples_the_folds_of_one_repeat_per_bootstrap():
+    """2018 paper §3.2: an instance is in a bootstrap with all its repeats or not at all.
+    Bootstrap b resamples repeat b mod R's folds alone (repeats of 3 and 4 folds here):
+    its value is the winner's mean over a proper subset of that repeat's fold rows."""
+    import itertools
+
+    n = 60
+    pred, y = make_case("accuracy", n=n, c=5, r=2, seed=12)
+    rng = np.random.default_rng(3)
+    folds = np.stack([rng.permutation(np.arange(n) % 3), rng.permutation(np.arange(n) % 4)], 1)
+    F, rows = bd.fold_score_matrix(pred, y, folds, metric="accuracy")
+    res = bd.bbc_f(pred, y, folds, metric="accuracy", n_bootstraps=40, random_state=0)
+    for b, (v, w) in enumerate(zip(res.bootstrap_distribution, res.winners)):
+        mine = [i for i, (r, _) in enumerate(rows) if r == b % 2]
+        means = {F[list(sub), w].mean() for k in range(1, len(mine))
+                 for sub in itertools.combinations(mine, k)}
+        assert any(abs(v - m) < 1e-12 for m in means), b
+    with pytest.raises(ValueError, match=r"'bootstrap_indices' parameter of bbc_f needs every "
+                                         r"repeat to have the same number of folds.*\[3, 4\]"):
+        bd.bbc_f(pred, y, folds, metric="accuracy", bootstrap_indices=np.zeros((2, 3), int))
 
 
 def _stratified(y, n_repeats, k):

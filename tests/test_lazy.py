@@ -662,7 +662,7 @@ def test_bbc_f_over_sample_blocks_equals_in_memory(metric, client, tmp_path, mon
     monkeypatch.setattr(K, "fold_block_sums", lambda parts, block, *a: sizes.append(
         block[1].shape[0]) or real(parts, block, *a))
     with dask.config.set(scheduler="sync"):  # in this process: the calls are seen
-        got = L._fold_matrix_by_samples(L._sources(z, get_metric(metric), "t"),
+        got, _ = L._fold_matrix_by_samples(L._sources(z, get_metric(metric), "t"),
                                         _target_of(y, metric),
                                         folds, get_metric(metric), "t")
     np.testing.assert_array_equal(got, F)
@@ -1122,7 +1122,7 @@ def test_bbc_f_of_a_ranking_metric_by_pairs_of_tiles_equals_in_memory(metric, cl
         (sum(hi - lo for bl, _ in tiles for _, lo, hi in bl), len(tiles), k["weight"]))
         or real(tiles, *a, **k))
     with dask.config.set(scheduler="sync"):  # in this process: the tasks are seen
-        got = L._fold_matrix_by_tiles(L._sources(z, get_metric(metric), "t"),
+        got, _ = L._fold_matrix_by_tiles(L._sources(z, get_metric(metric), "t"),
                                       _target_of(y, metric), folds, get_metric(metric), "t")
     np.testing.assert_array_equal(got, F)
     assert len(held) == (5 * 4 // 2 + 5) * -(-13 // 3)  # jobs x groups of 3

@@ -899,9 +899,9 @@ def lazy_bbc_f(predictions, y, folds, *, metric, n_bootstraps, confidence_level,
     y, target = _target(y, src.n, m, pos_label, caller)
     f = V.as_folds(folds, src.n, _n_repeats(src), caller)
     if m.pairwise is None or _by_tiles(m, src.n):
-        F = (_fold_matrix_by_samples if m.pairwise is None else _fold_matrix_by_tiles)(
+        F, rows = (_fold_matrix_by_samples if m.pairwise is None else _fold_matrix_by_tiles)(
             src, target, f, m, caller)
-        return S._bbc_f_matrix(F, m.name, n_bootstraps, confidence_level, random_state, None,
+        return S._bbc_f_matrix(F, rows, m.name, n_bootstraps, confidence_level, random_state, None,
                                block_size, caller)
     blocks, _ = src.config_parts()
     return bbc_f_over_blocks(blocks, y, f, metric=m.name,
@@ -938,7 +938,7 @@ def _fold_matrix_by_samples(src, target, folds, m, caller):
                len(rows), centers, caller), m.name) for run in runs]
     with _carrying(blocks_in):
         parts = dask.compute(finished)[0]
-    return S.check_fold_matrix(np.concatenate(parts, axis=1), rows, m.name, caller)
+    return S.check_fold_matrix(np.concatenate(parts, axis=1), rows, m.name, caller), rows
 
 
 def _fold_matrix_by_tiles(src, target, folds, m, caller):
@@ -958,7 +958,7 @@ def _fold_matrix_by_tiles(src, target, folds, m, caller):
         m.name, g.size, lay.n_rep, lay.n_sub, row_repeat) for g in lay.groups()]
     with lay.carrying():
         parts = dask.compute(finished)[0]
-    return S.check_fold_matrix(np.concatenate(parts, axis=1), rows, m.name, caller)
+    return S.check_fold_matrix(np.concatenate(parts, axis=1), rows, m.name, caller), rows
 
 
 def bbc_f_over_blocks(blocks, y, folds, *, metric, n_bootstraps, confidence_level, random_state,
@@ -975,8 +975,8 @@ def bbc_f_over_blocks(blocks, y, folds, *, metric, n_bootstraps, confidence_leve
                                                                    class_coord, M.SAMPLE_BLOCK)
                           for b in blocks])[0]
     F = np.concatenate(parts, axis=1)
-    return S._bbc_f_matrix(F, metric, n_bootstraps, confidence_level, random_state, None,
-                           block_size, caller)
+    return S._bbc_f_matrix(F, S.fold_rows(folds)[1], metric, n_bootstraps, confidence_level,
+                           random_state, None, block_size, caller)
 
 
 def lazy_dropping_test(client, blocks, y, available, *, metric, alpha, n_bootstraps, seed,
