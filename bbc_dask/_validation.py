@@ -397,9 +397,12 @@ def per_sample_and_repeat(values, name, caller, n_samples, n_repeats, what):
 
 
 def as_folds(folds, n_samples, n_repeats, caller, *, required=True):
+    """Folds (N, R) int64, or None when not given and not ``required`` (a bool, or the
+    reason it is required, e.g. "with unit='fold'", said in the error)."""
     if folds is None:
         if required:
-            raise InvalidParameterError(f"The 'folds' parameter of {caller} is required.")
+            why = f" {required}" if isinstance(required, str) else ""
+            raise InvalidParameterError(f"The 'folds' parameter of {caller} is required{why}.")
         return None
     if _is_dataarray(folds):
         order = [d for d in ("sample", "repeat") if d in folds.dims]
@@ -436,6 +439,17 @@ def as_bootstrap_indices(idx, n, name_n, caller):
             f"[0, {n}). Got values in [{a.min()}, {a.max()}] of dtype {a.dtype}."
         )
     return a.astype(np.int64)
+
+
+def as_fold_indices(idx, sizes, caller):
+    """Explicit fold-level bootstrap indices (B, K): positions among a repeat's K folds,
+    so every repeat must have K (``sizes``: each repeat's fold count)."""
+    if len(set(sizes)) > 1:
+        raise InvalidParameterError(
+            f"The 'bootstrap_indices' parameter of {caller} needs every repeat to have the "
+            f"same number of folds (positions are within a repeat's folds). Got repeats of "
+            f"{sorted(set(sizes))} folds.")
+    return as_bootstrap_indices(idx, sizes[0], "fold", caller)
 
 
 def reject_unknown(kwargs, allowed, caller, *, what="keyword argument"):

@@ -42,7 +42,8 @@ class BBCSearchCV(MetaEstimatorMixin, BaseEstimator):
 
     Every configuration of ``param_grid`` is cross-validated (stratified ``cv`` folds,
     ``n_repeats`` partitions) by :func:`bbc_dask.run_study` into a Zarr prediction cube;
-    the configuration with the best pooled CV score is refit on all data. ``bbc_`` and
+    the configuration with the best pooled CV score (or by ``selection``) is refit on all
+    data. ``bbc_`` and
     ``bbc_f_`` then estimate how well *that selected* model performs: the CV score of the
     winner (``best_score_``) is optimistic when many configurations were tried.
 
@@ -73,6 +74,10 @@ class BBCSearchCV(MetaEstimatorMixin, BaseEstimator):
         and closed by ``fit``; a string is a scheduler address.
     random_state : int or None, default=None
         Seeds the folds and the bootstraps.
+    selection : {"pooled", "fold_mean"}, default="pooled"
+        The winner (``best_index_``, the model refit, ``bbc_.selected_config``): the best
+        pooled CV score, or the best mean of the (repeat, fold) scores (the 2024 paper's
+        code; ``bbc_f_``'s winner). See :func:`bbc_dask.run_study`.
 
     Attributes
     ----------
@@ -101,7 +106,7 @@ class BBCSearchCV(MetaEstimatorMixin, BaseEstimator):
 
     def __init__(self, estimator, param_grid, *, scoring=None, cv=10, n_repeats=1,
                  dropping=False, n_bootstraps=1000, confidence_level=0.95, store=None, refit=True,
-                 error_score=np.nan, client=None, random_state=None):
+                 error_score=np.nan, client=None, random_state=None, selection="pooled"):
         self.estimator = estimator
         self.param_grid = param_grid
         self.scoring = scoring
@@ -115,6 +120,7 @@ class BBCSearchCV(MetaEstimatorMixin, BaseEstimator):
         self.error_score = error_score
         self.client = client
         self.random_state = random_state
+        self.selection = selection
 
     @property
     def _estimator_type(self):
@@ -175,6 +181,7 @@ class BBCSearchCV(MetaEstimatorMixin, BaseEstimator):
             n_splits=self.cv, n_repeats=self.n_repeats, groups=groups,
             error_score=self.error_score, refit=self.refit, random_state=self.random_state,
             client=client, overwrite=overwrite, progress=False, dropping=self.dropping or None,
+            selection=self.selection,
         )
         self.study_ = study
         self.cv_results_ = study.cv_results_

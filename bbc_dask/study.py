@@ -219,9 +219,13 @@ class Study:
         **kwargs
             Passed to :func:`bbc_dask.bbc` (``n_bootstraps``, ``confidence_level``,
             ``random_state``, ...). ``random_state`` defaults to :attr:`seed`, the
-            study's own: the same numbers however the study is opened or asked.
+            study's own: the same numbers however the study is opened or asked;
+            ``selection`` to the study's (:attr:`selection`), so that
+            ``selected_config`` is the model it refit.
         """
         kwargs.setdefault("random_state", self.seed)
+        selection = V.check_one_of(kwargs.pop("selection", self.selection), "selection",
+                                   "Study.bbc", S.SELECTIONS)
         idx = self.complete_configs()
         if idx.size and self._chunked(idx, chunked):
             from .chunked import bbc_over_table
@@ -229,13 +233,34 @@ class Study:
             y, opts = self._chunked_opts(S.bbc, kwargs, "Study.bbc(chunked=True)")
             opts.pop("block_size")  # per-task blocks are the seed blocks
             blocks, offsets = self._blocks(idx)
-            res = self._remap(bbc_over_table(self._cube.sample_table(idx), blocks, offsets, y,
-                                             metric=self.metric, **opts), idx)
+            res = bbc_over_table(self._cube.sample_table(idx), blocks, offsets, y,
+                                 metric=self.metric, **opts)
         else:
             idx, pred, y, folds, pos = self._inputs()
             kwargs.setdefault("pos_label", pos)
-            res = self._remap(S.bbc(pred, y, metric=self.metric, folds=folds, **kwargs), idx)
+            res = S.bbc(pred, y, metric=self.metric, folds=folds, **kwargs)
+        if selection == "fold_mean":  # the ledger's fold scores: no prediction read
+            res = S.with_fold_mean_winner(res, self._fold_matrix(idx))
+        res = self._remap(res, idx)
         return dataclasses.replace(res, method="bbcd") if self.is_bbcd else res
+
+    @property
+    def selection(self):
+        """How the study's winner is chosen (``run_study``'s ``selection``):
+        ``"pooled"`` or ``"fold_mean"``."""
+        return self.spec.get("selection", "pooled")  # stores before it: pooled
+
+    def _fold_matrix(self, idx):
+        """The ledger's fold × configuration matrix (R·K, len(idx)) of the complete
+        configurations ``idx``, repeat-major; UndefinedScoreError naming a fold where a
+        score is undefined."""
+        fs = self._cube.fold_scores()[idx]  # (c, R, K)
+        F = np.ascontiguousarray(fs.reshape(idx.size, -1).T)
+        bad = np.isnan(F).any(axis=1)
+        if bad.any():
+            row = int(np.flatnonzero(bad)[0])
+            raise UndefinedScoreError(S.fold_undefined(self.metric, row % fs.shape[2], row // fs.shape[2], "bbc_f"))
+        return F
 
     @property
     def dropped(self):
@@ -270,13 +295,9 @@ class Study:
         opts.pop("pos_label")
         # The fold x configuration matrix is in the ledger: each task scored its fold with
         # the function fold_score_matrix uses, so this equals bbc_f on the loaded cube.
-        fs = self._cube.fold_scores()[idx]  # (c, R, K)
-        F = np.ascontiguousarray(fs.reshape(idx.size, -1).T)  # (R*K, c), repeat-major
-        bad = np.isnan(F).any(axis=1)
-        if bad.any():
-            row = int(np.flatnonzero(bad)[0])
-            raise UndefinedScoreError(S.fold_undefined(self.metric, row % fs.shape[2], row // fs.shape[2], "bbc_f"))
-        rows = [(r, k) for r in range(fs.shape[1]) for k in range(fs.shape[2])]
+        F = self._fold_matrix(idx)
+        st = self._cube.state()
+        rows = [(r, k) for r in range(st.shape[1]) for k in range(st.shape[2])]
         res = S._bbc_f_matrix(F, rows, self.metric, opts["n_bootstraps"], opts["confidence_level"],
                               opts["random_state"], None, opts["block_size"], "Study.bbc_f")
         return self._remap(res, idx)
@@ -376,8 +397,13 @@ class Study:
 
     @property
     def best_score_(self):
-        """The winner's pooled CV score (the naive, optimistic CVT estimate)."""
-        return float(self.cv_results_["pooled_test_score"][self.best_index_])
+        """The winner's CV score by the study's :attr:`selection` — pooled, or the mean of
+        its fold scores (``mean_test_score``): the naive, optimistic CVT estimate, which
+        is ``Study.bbc().naive_estimate``."""
+        best = self.best_index_
+        if self.selection == "fold_mean":
+            return float(S.fold_means(self._fold_matrix(np.array([best])))[0])
+        return float(pooled_scores(self._cube, np.array([best])).mean())
 
     @property
     def final_model(self):
@@ -445,13 +471,15 @@ def run_study(
     metadata=None,
     storage_options=None,
     security=None,
+    selection="pooled",
 ):
     """Cross-validate every configuration on Dask into a resumable Zarr prediction cube.
 
     Every configuration (grid point or random draw) is K-fold cross-validated (stratified
     for classification, grouped with ``groups``), ``n_repeats`` times with partitions from
     spawned seeds. Out-of-sample predictions go into the cube at ``store``; the winner
-    (best pooled CV score, as :func:`bbc_dask.bbc` selects) is refit on all data.
+    (best pooled CV score, as :func:`bbc_dask.bbc` selects, or by ``selection``) is refit
+    on all data.
 
     Calling it again with the same arguments and store resumes: finished cells are read
     back, not recomputed. A store of another study is refused (the error lists what
@@ -521,6 +549,12 @@ def run_study(
         TLS settings of the clients this run creates (a scheduler address in ``client``,
         or the local cluster, which then runs over TLS). A dict is passed to ``Security``
         (e.g. ``{"tls_ca_file": ..., "tls_client_cert": ..., "tls_client_key": ...}``).
+    selection : {"pooled", "fold_mean"}, default="pooled"
+        How the winner is chosen among complete configurations — the model refit, the
+        study's ``best_index_`` and the ``selected_config`` of :meth:`Study.bbc`: the best
+        score on the pooled out-of-sample predictions (mean over repeats; the 2018
+        paper's CVT), or the best mean of its (repeat, fold) scores (the 2024 paper's
+        code, BBC-F's winner). Recorded with the study.
 
     Returns
     -------

@@ -343,6 +343,18 @@ def reference_bbc_f(predictions, y, folds, metric, bootstrap_indices, pos_label=
     return dist, winners
 
 
+def reference_naive_bootstrap_folds(predictions, y, folds, metric, bootstrap_indices, pos_label=None):
+    """The 2024 paper's NB: the fold-mean winner's fold scores, bootstrap b resampling
+    those of repeat b mod R at the (B, K) positions given; returns (dist, winner)."""
+    M = reference_fold_matrix(predictions, y, folds, metric, pos_label)
+    R = _as_2d_folds(folds).shape[1]
+    K = M.shape[0] // R
+    j = _argmax_lowest([_mean(M[:, c]) for c in range(M.shape[1])])
+    boots = np.asarray(bootstrap_indices, dtype=np.int64)
+    dist = np.array([_mean(M[(b % R) * K + int(i), j] for i in boots[b]) for b in range(boots.shape[0])])
+    return dist, j
+
+
 # ---------------------------------------------------------------------------
 # TT (Tibshirani & Tibshirani; Algorithm 4 of Tsamardinos et al. 2018)
 # ---------------------------------------------------------------------------

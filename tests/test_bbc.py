@@ -8,6 +8,7 @@ from _reference import (
     reference_bbc_f,
     reference_fold_matrix,
     reference_naive_bootstrap,
+    reference_naive_bootstrap_folds,
     reference_tt,
 )
 
@@ -80,6 +81,52 @@ def test_bbc_f_resamples_the_folds_of_one_repeat_per_bootstrap():
     with pytest.raises(ValueError, match=r"'bootstrap_indices' parameter of bbc_f needs every "
                                          r"repeat to have the same number of folds.*\[3, 4\]"):
         bd.bbc_f(pred, y, folds, metric="accuracy", bootstrap_indices=np.zeros((2, 3), int))
+
+
+@pytest.mark.parametrize("n_repeats", [1, 2])
+def test_fold_naive_bootstrap_equals_reference(metric_name, n_repeats):
+    """The 2024 paper's NB (unit="fold"): the fold-mean winner's fold scores resampled, a
+    NumPy loop over explicit bootstrap indices; the paper's code uses 500 bootstraps."""
+    n = 48
+    pred, y = make_case(metric_name, n=n, c=5, r=n_repeats, seed=13)
+    folds = (_stratified(y, n_repeats, 3 if metric_name == "roc_auc_ovr" else 4)
+             if metric_name in ("roc_auc", "roc_auc_ovr") else _folds(n, n_repeats, seed=14))
+    k = len(np.unique(folds[:, 0]))
+    idx = np.random.default_rng(15).integers(0, k, size=(30, k))
+    res = bd.naive_bootstrap(pred, y, metric=metric_name, folds=folds, unit="fold", bootstrap_indices=idx)
+    dist, winner = reference_naive_bootstrap_folds(pred, y, folds, metric_name, idx)
+    np.testing.assert_allclose(res.bootstrap_distribution, dist, rtol=0, atol=1e-12)
+    assert res.selected_config == winner == bd.bbc_f(pred, y, folds, metric=metric_name,
+                                                     n_bootstraps=10).selected_config
+    assert res.selection == "fold_mean" and set(res.winners) == {winner}
+    drawn = bd.naive_bootstrap(pred, y, metric=metric_name, folds=folds, unit="fold",
+                               n_bootstraps=500, random_state=0)
+    assert drawn.n_bootstraps == 500 and np.isfinite(drawn.bootstrap_distribution).all()
+    assert drawn.naive_estimate == pytest.approx(
+        bd.fold_score_matrix(pred, y, folds, metric=metric_name)[0][:, winner].mean(), abs=1e-12)
+
+
+def test_fold_mean_selection_is_bbc_f_s():
+    """selection="fold_mean": the final winner of BBC is BBC-F's (the 2024 paper's code);
+    the bootstraps do not change. The pooled and fold-mean winners differ here."""
+    sim = bd.simulate.auc_matrix(120, 40, a=24, b=6, n_repeats=2, repeat_correlation=0.5, random_state=6)
+    kw = dict(metric="roc_auc", n_bootstraps=200, random_state=0)
+    pooled = bd.bbc(sim.predictions, sim.y, **kw)
+    fm = bd.bbc(sim.predictions, sim.y, folds=sim.folds, selection="fold_mean", **kw)
+    f = bd.bbc_f(sim.predictions, sim.y, sim.folds, **kw)
+    assert fm.selected_config == f.selected_config != pooled.selected_config
+    assert fm.naive_estimate == f.naive_estimate and fm.selection == f.selection == "fold_mean"
+    np.testing.assert_array_equal(fm.bootstrap_distribution, pooled.bootstrap_distribution)
+    nb = bd.naive_bootstrap(sim.predictions, sim.y, folds=sim.folds, selection="fold_mean", **kw)
+    assert nb.selected_config == f.selected_config
+    with pytest.raises(ValueError, match=r"The 'folds' parameter of bbc is required with selection='fold_mean'"):
+        bd.bbc(sim.predictions, sim.y, selection="fold_mean", **kw)
+    with pytest.raises(ValueError, match=r"The 'selection' parameter of bbc must be one of \['pooled', 'fold_mean'\]"):
+        bd.bbc(sim.predictions, sim.y, selection="best", **kw)
+    with pytest.raises(ValueError, match=r"The 'unit' parameter of naive_bootstrap must be one of"):
+        bd.naive_bootstrap(sim.predictions, sim.y, unit="row", **kw)
+    with pytest.raises(ValueError, match=r"The 'folds' parameter of naive_bootstrap is required with unit='fold'"):
+        bd.naive_bootstrap(sim.predictions, sim.y, unit="fold", **kw)
 
 
 def _stratified(y, n_repeats, k):

@@ -129,6 +129,7 @@ def test_run_kill_resume_status_estimate_report(tmp_path):
     ("bad_target", r"data\.target: no column 'label' in"),
     ("bad_metric", r"metric: unknown metric 'auc'"),
     ("bad_splits", r"cv\.splits: expected an integer >= 2, got 1"),
+    ("bad_selection", r"selection: expected pooled .* or fold_mean .*, got 'best'"),
 ])
 def test_bad_study_files_one_line_errors(tmp_path, case, message):
     import re
@@ -149,6 +150,8 @@ def test_bad_study_files_one_line_errors(tmp_path, case, message):
         f = _study_file(tmp_path, data={"path": "d.csv", "target": "label"})
     elif case == "bad_metric":
         f = _study_file(tmp_path, metric="auc")
+    elif case == "bad_selection":
+        f = _study_file(tmp_path, selection="best")
     else:
         f = _study_file(tmp_path, cv={"splits": 1})
     p = cli("run", f, check=False)
@@ -196,9 +199,10 @@ def test_csv_data_with_groups_and_npz(tmp_path):
     np.savez(tmp_path / "d.npz", X=X[:, :5], y=y)
     f2 = _study_file(tmp_path, data={"path": "d.npz"}, grid=[{"estimator": "sklearn.linear_model.LogisticRegression",
                                                               "params": {"max_iter": 1000}, "grid": {"C": [0.1, 1.0]}}],
-                     cv={"splits": 3}, bootstraps=100)
+                     cv={"splits": 3}, bootstraps=100, selection="fold_mean")
     out = cli("run", f2, "--no-progress", "--store", tmp_path / "n.zarr").stdout
     assert "BBC" in out
+    assert bd.open_study(tmp_path / "n.zarr").selection == "fold_mean"
 
 
 def test_example_study_files_validate():

@@ -62,12 +62,41 @@ def test_a_run_writes_its_table_and_resumes_only_what_is_missing(tmp_path, clien
     assert len(list((out / "runs").glob("*.json"))) == 8
 
 
+def _spec(**kw):
+    return {"protocol": "simulation", "settings": SMALL, "methods": METHODS, "n_repetitions": 4,
+            "alpha": 0.05, "n_bootstraps": 200, "selection": "fold_mean", "version": 2,
+            "seed": {"entropy": "5", "spawn_key": []}} | kw
+
+
 def test_a_repetition_does_not_depend_on_where_it_runs():
-    spec = {"protocol": "simulation", "settings": SMALL, "methods": METHODS, "n_repetitions": 4,
-            "alpha": 0.05, "n_bootstraps": 200, "seed": {"entropy": "5", "spawn_key": []}}
+    spec = _spec()
     a, b = repetition(spec, 1, 3), repetition(spec, 1, 3)
     assert a == b and {r["method"] for r in a} == set(METHODS)
     assert repetition(spec, 1, 2) != a
+
+
+def test_a_repetition_follows_the_papers_code():
+    """NB is the paper's (the fold-mean winner's fold AUCs resampled, 500 times by
+    default); BBC's final winner, whose truth is scored, is the best mean fold AUC (the
+    paper's code) or, with selection="pooled", the best pooled AUC."""
+    import bbc_dask as bd
+    from bbc_dask._coverage import _simulated
+    from bbc_dask._random import child_seed
+
+    spec = _spec(n_bootstraps=None, methods=["bbc", "bbc_f", "naive_bootstrap"])
+    rows = {r["method"]: r for r in repetition(spec, 0, 1)}
+    root = np.random.SeedSequence(5)
+    seed = child_seed(root, "coverage", 0, 1)
+    pred, y, folds, truth = _simulated(SMALL[0], seed)
+    nb = bd.naive_bootstrap(pred, y, folds=folds, metric="roc_auc", unit="fold", n_bootstraps=500,
+                            random_state=child_seed(seed, "method", "naive_bootstrap"))
+    f = bd.bbc_f(pred, y, folds, metric="roc_auc", random_state=0)
+    assert rows["naive_bootstrap"]["lower_bound"] == nb.lower_bound and nb.n_bootstraps == 500
+    assert rows["naive_bootstrap"]["selected"] == rows["bbc"]["selected"] == f.selected_config
+    pooled = {r["method"]: r for r in repetition(_spec(n_bootstraps=None, methods=["bbc"],
+                                                      selection="pooled"), 0, 1)}
+    assert pooled["bbc"]["selected"] == bd.naive_cvt(pred, y, metric="roc_auc").selected_config
+    assert pooled["bbc"]["lower_bound"] == rows["bbc"]["lower_bound"]  # the same bootstraps
 
 
 def test_real_protocol_holds_out_the_rest(tmp_path, client):
@@ -92,6 +121,7 @@ def test_a_second_run_on_the_same_directory_is_refused(tmp_path):
     (dict(methods=["bbc", "auc"]), r"'methods' parameter of coverage must be one of"),
     (dict(settings=[{"a": 24}]), r"'settings' parameter of coverage must be dicts of the keys"),
     (dict(n_repetitions=0), r"'n_repetitions' parameter of coverage must be an int"),
+    (dict(selection="best"), r"'selection' parameter of coverage must be one of \['fold_mean', 'pooled'\]"),
 ])
 def test_bad_arguments_are_refused_before_anything_is_written(tmp_path, kwargs, message):
     with pytest.raises(InvalidParameterError, match=message):

@@ -60,6 +60,33 @@ def test_predictions_equal_cross_val_predict(tmp_path, cancer, client):
     assert opened.final_model.predict(X[:5]).tolist() == study.final_model.predict(X[:5]).tolist()
 
 
+def test_fold_mean_selection_chooses_refits_and_estimates_one_winner(tmp_path, cancer, client):
+    """run_study(selection="fold_mean"): the 2024 paper's code's winner — best mean fold
+    score, BBC-F's — is best_index_, the model refit and Study.bbc's selected_config, read
+    back from the store; another selection on the same store is another study."""
+    X, y = cancer
+    C = [0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1.0, 3.0]
+    kw = dict(grid={"logisticregression__C": C}, n_repeats=2)
+    study = _run(tmp_path / "s.zarr", X[:80], y[:80], client, selection="fold_mean", **kw)
+    pooled = _run(tmp_path / "p.zarr", X[:80], y[:80], client, refit=False, **kw)
+    assert study.selection == "fold_mean" and pooled.selection == "pooled"
+    f = study.bbc_f(n_bootstraps=100)
+    best = study.best_index_
+    assert best == f.selected_config != pooled.best_index_
+    assert study.best_score_ == f.naive_estimate == pytest.approx(study.cv_results_["mean_test_score"][best])
+    b = study.bbc(n_bootstraps=100)
+    assert (b.selected_config, b.naive_estimate, b.selection) == (best, f.naive_estimate, "fold_mean")
+    np.testing.assert_array_equal(b.bootstrap_distribution,
+                                  pooled.bbc(n_bootstraps=100, random_state=study.seed).bootstrap_distribution)
+    assert study.final_model.get_params()["logisticregression__C"] == C[best]
+    assert bd.open_study(tmp_path / "s.zarr").best_index_ == best
+    assert study.bbc(n_bootstraps=100, selection="pooled").selected_config == pooled.best_index_
+    with pytest.raises(bd.exceptions.StoreMismatchError, match=r"What differs: selection \(stored 'pooled', given 'fold_mean'\)"):
+        _run(tmp_path / "p.zarr", X[:80], y[:80], client, refit=False, selection="fold_mean", **kw)
+    with pytest.raises(ValueError, match=r"The 'selection' parameter of run_study must be one of"):
+        _run(tmp_path / "q.zarr", X, y, client, selection="mean")
+
+
 def test_rerun_resumes_without_fitting(tmp_path, cancer, client):
     X, y = cancer
     first = _run(tmp_path / "s.zarr", X, y, client, refit=False)

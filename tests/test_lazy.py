@@ -48,6 +48,11 @@ def test_lazy_equals_in_memory_whatever_the_chunking(metric, chunk, client, monk
     f_mem = bd.bbc_f(p, y, folds, metric=metric, random_state=1, n_bootstraps=200)
     f_lazy = bd.bbc_f(lazy, y, folds, metric=metric, random_state=1, n_bootstraps=200)
     np.testing.assert_array_equal(f_lazy.bootstrap_distribution, f_mem.bootstrap_distribution)
+    # the final winner by the mean fold score: the fold matrix built on the cluster too
+    fm = bd.bbc(lazy, y, folds=folds, selection="fold_mean", metric=metric, random_state=5, n_bootstraps=200)
+    assert (fm.selected_config, fm.naive_estimate, fm.selection) == (
+        f_mem.selected_config, f_mem.naive_estimate, "fold_mean")
+    np.testing.assert_array_equal(fm.bootstrap_distribution, mem.bootstrap_distribution)
 
 
 def test_lazy_rejects_explicit_indices(client):

@@ -9,7 +9,7 @@ from ._dispatch import (
     CHUNK_BYTES,
     bbc,
     bbc_f,
-    bbc_f_over_blocks,
+    fold_matrix_over_blocks,
     bbc_over_blocks,
     bbc_over_table,
     is_lazy,
@@ -19,5 +19,5 @@ from ._dispatch import (
     zarr_blocks,
 )
 
-__all__ = ["CHUNK_BYTES", "bbc", "bbc_f", "bbc_f_over_blocks", "bbc_over_blocks", "bbc_over_table",
+__all__ = ["CHUNK_BYTES", "bbc", "bbc_f", "fold_matrix_over_blocks", "bbc_over_blocks", "bbc_over_table",
            "is_lazy", "lazy_bbc", "lazy_bbc_f", "lazy_dropping_test", "zarr_blocks"]

@@ -78,7 +78,7 @@ from ..stats._result import summarise
 from ..stats._winner import select
 from . import _blocks as K
 
-__all__ = ["CHUNK_BYTES", "COUNTS_BYTES", "SUMS_BYTES", "bbc", "bbc_f", "bbc_f_over_blocks",
+__all__ = ["CHUNK_BYTES", "COUNTS_BYTES", "SUMS_BYTES", "bbc", "bbc_f", "fold_matrix_over_blocks",
            "bbc_over_blocks", "bbc_over_table", "is_lazy", "lazy_bbc", "lazy_bbc_f", "lazy_dropping_test", "zarr_blocks"]
 
 #: Target size of one chunk a task reads, in float64 (its encoded size on the worker).
@@ -522,17 +522,22 @@ def _dispatching(in_memory, lazy, passed):
 
 
 def lazy_bbc(predictions, y, *, metric, n_bootstraps, confidence_level, random_state, pos_label,
-             caller="bbc"):
+             folds=None, selection="pooled", caller="bbc"):
     m = get_metric(metric, caller=caller)
     src = _sources(predictions, m, caller)
     y, target = _target(y, src.n, m, pos_label, caller)
+    f = S.check_selection(selection, folds, src.n, _n_repeats(src), caller)
     along = _along_samples(m, src)
     if along is not None:
-        return along(src, target, m, n_bootstraps, confidence_level, random_state, caller)
-    parts, offsets = src.config_parts()
-    return bbc_over_blocks(parts, offsets, y, metric=m.name, n_bootstraps=n_bootstraps,
-                           confidence_level=confidence_level, random_state=random_state,
-                           pos_label=pos_label, class_coord=src.coord, caller=caller)
+        res = along(src, target, m, n_bootstraps, confidence_level, random_state, caller)
+    else:
+        parts, offsets = src.config_parts()
+        res = bbc_over_blocks(parts, offsets, y, metric=m.name, n_bootstraps=n_bootstraps,
+                              confidence_level=confidence_level, random_state=random_state,
+                              pos_label=pos_label, class_coord=src.coord, caller=caller)
+    if selection == "pooled":
+        return res
+    return S.with_fold_mean_winner(res, _lazy_fold_matrix(src, y, target, f, m, pos_label, caller)[0])
 
 
 def _along_samples(m, src):
@@ -888,26 +893,29 @@ def bbc_over_blocks(blocks, offsets, y, *, metric, n_bootstraps, confidence_leve
 
 def lazy_bbc_f(predictions, y, folds, *, metric, n_bootstraps, confidence_level, random_state,
                pos_label, block_size=None, caller="bbc_f"):
-    """BBC-F of a lazy cube: its fold × configuration matrix built on the cluster (small:
-    R·K rows), then bootstrapped on the client as in memory. A pointwise metric's is
-    summed over (sample block, configuration group) tasks (:func:`_fold_matrix_by_samples`),
-    a ranking metric's beyond :data:`RANK_SAMPLES` by pairs of sample tiles
-    (:func:`_fold_matrix_by_tiles`) — a task's memory does not grow with N — and below,
-    per configuration block holding every sample."""
+    """BBC-F of a lazy cube: its fold × configuration matrix built on the cluster
+    (:func:`_lazy_fold_matrix`; small: R·K rows), then bootstrapped on the client as in
+    memory."""
     m = get_metric(metric, caller=caller)
     src = _sources(predictions, m, caller)
     y, target = _target(y, src.n, m, pos_label, caller)
     f = V.as_folds(folds, src.n, _n_repeats(src), caller)
+    F, rows = _lazy_fold_matrix(src, y, target, f, m, pos_label, caller)
+    return S._bbc_f_matrix(F, rows, m.name, n_bootstraps, confidence_level, random_state, None,
+                           block_size, caller)
+
+
+def _lazy_fold_matrix(src, y, target, folds, m, pos_label, caller):
+    """``(F (R·K, C), rows)`` of a lazy cube, on the cluster: a pointwise metric's summed
+    over (sample block, configuration group) tasks (:func:`_fold_matrix_by_samples`), a
+    ranking metric's beyond :data:`RANK_SAMPLES` by pairs of sample tiles
+    (:func:`_fold_matrix_by_tiles`) — a task's memory does not grow with N — and below,
+    per configuration block holding every sample (:func:`fold_matrix_over_blocks`)."""
     if m.pairwise is None or _by_tiles(m, src.n):
-        F, rows = (_fold_matrix_by_samples if m.pairwise is None else _fold_matrix_by_tiles)(
-            src, target, f, m, caller)
-        return S._bbc_f_matrix(F, rows, m.name, n_bootstraps, confidence_level, random_state, None,
-                               block_size, caller)
+        return (_fold_matrix_by_samples if m.pairwise is None else _fold_matrix_by_tiles)(
+            src, target, folds, m, caller)
     blocks, _ = src.config_parts()
-    return bbc_f_over_blocks(blocks, y, f, metric=m.name,
-                             n_bootstraps=n_bootstraps, confidence_level=confidence_level,
-                             random_state=random_state, pos_label=pos_label,
-                             block_size=block_size, class_coord=src.coord, caller=caller)
+    return fold_matrix_over_blocks(blocks, y, folds, m.name, pos_label, src.coord)
 
 
 def _fold_matrix_by_samples(src, target, folds, m, caller):
@@ -961,11 +969,9 @@ def _fold_matrix_by_tiles(src, target, folds, m, caller):
     return S.check_fold_matrix(np.concatenate(parts, axis=1), rows, m.name, caller), rows
 
 
-def bbc_f_over_blocks(blocks, y, folds, *, metric, n_bootstraps, confidence_level, random_state,
-                      pos_label, block_size=None, class_coord=None, caller="bbc_f"):
-    """BBC-F: the fold × configuration matrix built per configuration block (holding
-    every sample) on the cluster (it is small: R·K rows), then bootstrapped on the
-    client as in memory."""
+def fold_matrix_over_blocks(blocks, y, folds, metric, pos_label, class_coord=None):
+    """``(F, rows)``: the fold × configuration matrix built per configuration block
+    (holding every sample) on the cluster; ``folds`` validated (N, R)."""
     import dask
     from dask import delayed
 
@@ -974,9 +980,7 @@ def bbc_f_over_blocks(blocks, y, folds, *, metric, n_bootstraps, confidence_leve
     parts = dask.compute([delayed(K.chunk_fold_matrix, pure=True)(b, y_d, folds_d, metric, pos_label,
                                                                    class_coord, M.SAMPLE_BLOCK)
                           for b in blocks])[0]
-    F = np.concatenate(parts, axis=1)
-    return S._bbc_f_matrix(F, S.fold_rows(folds)[1], metric, n_bootstraps, confidence_level,
-                           random_state, None, block_size, caller)
+    return np.concatenate(parts, axis=1), S.fold_rows(folds)[1]
 
 
 def lazy_dropping_test(client, blocks, y, available, *, metric, alpha, n_bootstraps, seed,
@@ -1144,5 +1148,5 @@ def _decided(got, attempts, alpha, n_boot):
 _COMMON = ("predictions", "y", "metric", "n_bootstraps", "confidence_level", "random_state",
            "pos_label")
 #: ``bbc_dask.bbc`` and ``bbc_dask.bbc_f``: arrays in memory or lazy cubes.
-bbc = _dispatching(S.bbc, lazy_bbc, _COMMON)
+bbc = _dispatching(S.bbc, lazy_bbc, _COMMON + ("folds", "selection"))
 bbc_f = _dispatching(S.bbc_f, lazy_bbc_f, _COMMON + ("folds", "block_size"))

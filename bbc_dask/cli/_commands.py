@@ -169,6 +169,7 @@ def run_spec(spec, *, scheduler=None, store=None, progress=True, cluster=None,
         configs_per_task=spec["configs_per_task"], dropping=dropping, metadata=spec,
         storage_options=spec.get("storage_options"), security=spec["cluster"].get("security"),
         error_score="raise" if spec.get("error_score") == "raise" else float("nan"),
+        selection=spec.get("selection", "pooled"),
     )
 
 
@@ -455,13 +456,17 @@ def demo(store, out_dir, workers, no_progress):
 @click.option("--alpha", type=click.FloatRange(0, 0.5, min_open=True, max_open=True), default=0.05,
               show_default=True)
 @click.option("--bootstraps", type=click.IntRange(min=2), default=None,
-              help="Default: each method's (BBC 1000, tilting 2000).")
+              help="Default: each method's (BBC 1000, NB 500, tilting 2000).")
+@click.option("--selection", type=click.Choice(["fold_mean", "pooled"]), default="fold_mean",
+              show_default=True,
+              help="The final winner of BBC and NB: the best mean fold score (the paper's "
+                   "code) or the best pooled score.")
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
 @click.option("--scheduler", default=None, help="Address of an existing Dask scheduler.")
 @click.option("--cluster-option", multiple=True, metavar="KEY=VALUE",
               help="Local cluster option, repeatable (n_workers=2).")
-def coverage(out_dir, protocol, settings, methods, repetitions, alpha, bootstraps, seed, scheduler,
-             cluster_option):
+def coverage(out_dir, protocol, settings, methods, repetitions, alpha, bootstraps, selection, seed,
+             scheduler, cluster_option):
     """Run or resume a coverage study (the 2024 paper's protocol) into OUT_DIR: the
     inclusion rate, tightness and binomial test of each method's lower bound, as
     coverage.csv, coverage.html and coverage.png."""
@@ -471,7 +476,7 @@ def coverage(out_dir, protocol, settings, methods, repetitions, alpha, bootstrap
     client = scheduler or {"kind": "local", **_parse_options(cluster_option, "--cluster-option")}
     table = run_coverage(out_dir, protocol=protocol, settings=parsed, methods=list(methods) or None,
                          n_repetitions=repetitions, alpha=alpha, n_bootstraps=bootstraps,
-                         random_state=seed, client=client)
+                         selection=selection, random_state=seed, client=client)
     cols = [c for c in table.columns if c not in ("setting", "binom_p")]
     click.echo(table[cols].to_string(index=False, float_format=lambda v: f"{v:.3f}"))
     click.echo(f"table: {os.path.abspath(os.path.join(out_dir, 'coverage.csv'))}\n"

@@ -22,6 +22,7 @@ A study file::
     confidence: 0.95
     random_state: 0
     error_score: nan            # or raise: stop at the first configuration that fails
+    selection: pooled           # or fold_mean: the winner by its mean fold score (2024 code)
     store: runs/study.zarr      # relative to the study file
     cluster: {kind: local, n_workers: 2}   # or {address: "tcp://host:8786"}, or
                                            # {kind: kubernetes, n_workers: 8, image: ...};
@@ -45,7 +46,8 @@ from ..exceptions import StudyFileError
 __all__ = ["StudyFileError", "build_search", "load_data", "load_study_file"]
 
 _TOP = {"data", "grid", "cv", "metric", "dropping", "bootstraps", "confidence", "random_state",
-        "store", "cluster", "configs_per_task", "name", "storage_options", "error_score"}
+        "store", "cluster", "configs_per_task", "name", "storage_options", "error_score",
+        "selection"}
 
 
 def _err(key, msg):
@@ -204,6 +206,11 @@ def resolve_spec(raw, base="."):
         raise _err("error_score", f"expected nan (a failing configuration is recorded and "
                                   f"skipped) or raise (stop at the first error), got {es!r}")
     spec["error_score"] = es
+    sel = raw.get("selection", "pooled")
+    if sel not in ("pooled", "fold_mean"):
+        raise _err("selection", f"expected pooled (the best pooled CV score) or fold_mean (the "
+                                f"best mean fold score), got {sel!r}")
+    spec["selection"] = sel
     return spec
 
 

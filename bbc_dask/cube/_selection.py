@@ -53,10 +53,16 @@ def pooled_scores(cube, idx):
 
 
 def select_winner(cube):
-    """The configuration CVT selects: the best pooled CV score (mean over repeats) among
-    complete configurations, by :func:`bbc_dask.stats._winner.select` (as
-    :func:`bbc_dask.naive_cvt` selects) — or None if none is complete."""
+    """The configuration CVT selects among complete configurations, by the study's
+    ``selection``: the best pooled CV score (mean over repeats, as
+    :func:`bbc_dask.naive_cvt` selects) or the best mean of the ledger's fold scores (as
+    :func:`bbc_dask.bbc_f` selects), by :func:`bbc_dask.stats._winner.select` — or None
+    if none is complete."""
     idx = np.flatnonzero(complete(cube.state()))
     if idx.size == 0:
         return None
+    if cube.meta["spec"].get("selection", "pooled") == "fold_mean":
+        from ..stats._bbc import fold_means
+
+        return int(idx[select(fold_means(cube.fold_scores()[idx].reshape(idx.size, -1).T))])
     return int(idx[select(pooled_scores(cube, idx).mean(axis=1))])

@@ -55,6 +55,12 @@ def _diff(stored, new, prefix=""):
     return out
 
 
+def _defaults(spec):
+    """``spec`` with the keys recorded only when not their default filled in (a store
+    written before ``selection`` existed selects by the pooled score)."""
+    return {"selection": "pooled", **spec}
+
+
 def _short(v):
     s = repr(v)
     return s if len(s) < 80 else s[:77] + "..."
@@ -62,7 +68,8 @@ def _short(v):
 
 def run_cvt(estimator, param_grid, X, y, *, store, metric, n_splits, n_repeats, groups,
             param_distributions, n_iter, error_score, pos_label, refit, random_state, client,
-            overwrite, progress, configs_per_task, dropping, metadata, storage_options, security):
+            overwrite, progress, configs_per_task, dropping, metadata, storage_options, security,
+            selection="pooled"):
     """CVT with the arguments of :func:`bbc_dask.run_study` (all required here; see there):
     check them, then run or resume the study in its store under the run lock and refit the
     winner. Returns a :class:`CVTRun`."""
@@ -75,6 +82,7 @@ def run_cvt(estimator, param_grid, X, y, *, store, metric, n_splits, n_repeats, 
     security = as_security(security, CALLER)
     configs_per_task = V.check_int(configs_per_task, "configs_per_task", CALLER, allow_none=True)
     dropping = Dropping.coerce(dropping, CALLER)
+    V.check_one_of(selection, "selection", CALLER, ("pooled", "fold_mean"))
     grid = P.check_search(param_grid, param_distributions, n_iter, CALLER)
     if grid is not None:  # random draws are checked once the seed is known
         P.check_estimator_methods(estimator, grid, m, CALLER)
@@ -87,7 +95,7 @@ def run_cvt(estimator, param_grid, X, y, *, store, metric, n_splits, n_repeats, 
         search=(param_grid, param_distributions, n_iter), error_score=error_score,
         random_state=random_state, overwrite=overwrite, progress=progress,
         configs_per_task=configs_per_task, dropping=dropping, metadata=metadata,
-        digests=P.data_digest(X, np.asarray(y), groups),
+        selection=selection, digests=P.data_digest(X, np.asarray(y), groups),
     )
     return run.run(client, security, refit)
 
@@ -190,7 +198,7 @@ class _StudyRun:
         # stores made before lazy planning fingerprinted the list of parameter dicts
         spec = self._spec(search, legacy=existing is not None and "params" in existing.meta)
         if existing is not None:
-            diffs = _diff(existing.meta["spec"], spec)
+            diffs = _diff(_defaults(existing.meta["spec"]), _defaults(spec))
             if diffs:
                 raise StoreMismatchError(
                     f"The store {self.loc.url!r} holds a different study; refusing to mix them. "
@@ -220,6 +228,8 @@ class _StudyRun:
             "dropping": None if d is None else {
                 "alpha": d.alpha, "n_bootstraps": d.n_bootstraps,
                 "min_predictions": d.min_predictions},
+            # recorded only when not the default: a store from before it is "pooled"
+            **({} if self.selection == "pooled" else {"selection": self.selection}),
         })
 
     def _create(self, spec):

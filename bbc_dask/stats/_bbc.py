@@ -18,7 +18,7 @@ from .._jit import njit
 
 from .. import _validation as V
 from .._random import as_seed_sequence, child_seed
-from ..exceptions import InvalidParameterError, UndefinedScoreError
+from ..exceptions import UndefinedScoreError
 from ..metrics import get_metric, sample_blocks
 from ._bootstrap import SEED_BLOCK, CountBlocks
 from ._result import BBCResult, ConfidenceInterval, summarise
@@ -85,6 +85,7 @@ def bbc(
     bootstrap_indices=None,
     pos_label=None,
     block_size=None,
+    selection="pooled",
 ) -> BBCResult:
     """Bootstrap Bias Corrected CV estimate of the selected configuration's performance.
 
@@ -108,7 +109,8 @@ def bbc(
         A name from :func:`bbc_dask.metrics.metric_names`; larger is better.
     folds : array-like of shape (N,) or (N, R), default=None
         Fold ids. BBC resamples samples, so folds do not change the estimate; they are
-        validated when given so that one call signature serves every estimator.
+        needed by ``selection="fold_mean"`` and validated when given, so that one call
+        signature serves every estimator.
     n_bootstraps : int, default=1000
         B. Ignored when ``bootstrap_indices`` is given.
     confidence_level : float, default=0.95
@@ -124,6 +126,13 @@ def bbc(
     block_size : int, default=None
         Bootstraps processed at once (memory only; results do not depend on it). By
         default about 256 MiB worth.
+    selection : {"pooled", "fold_mean"}, default="pooled"
+        The final winner (``selected_config``, the model CVT refits): the best score on
+        the pooled predictions (mean over repeats), as the 2018 paper's CVT; or the best
+        mean of the (repeat, fold) scores, as the 2024 paper's code and :func:`bbc_f`
+        select (needs ``folds``). The bootstraps are the same either way (each selects
+        on its in-bag pooled predictions); ``naive_estimate`` is the winner's score by
+        the same criterion.
 
     Returns
     -------
@@ -146,7 +155,7 @@ def bbc(
     caller = "bbc"
     m, target, pred = prepare_inputs(predictions, y, metric, pos_label, caller)
     n, _, n_rep = pred.shape[:3]
-    V.as_folds(folds, n, n_rep, caller, required=False)
+    f = check_selection(selection, folds, n, n_rep, caller)
     conf, n_boot, root, idx = _common(
         caller, n_bootstraps, confidence_level, random_state, bootstrap_indices, n
     )
@@ -169,10 +178,32 @@ def bbc(
         winners[start:stop] = w
     full = _full_scores(prep, n)
     sel = select(full)
-    return summarise(
+    res = summarise(
         dist, winners, selected=sel, naive=full[sel], n_redrawn=blocks.n_redrawn, method="bbc",
         metric=m.name, confidence_level=conf,
     )
+    return res if selection == "pooled" else with_fold_mean_winner(res, _fold_matrix(m, target, pred, f, caller)[0])
+
+
+SELECTIONS = ("pooled", "fold_mean")
+
+
+def check_selection(selection, folds, n, n_rep, caller):
+    """The validated folds (N, R) or None; ``selection`` one of :data:`SELECTIONS`, and
+    folds given if it is ``"fold_mean"``."""
+    V.check_one_of(selection, "selection", caller, SELECTIONS)
+    return V.as_folds(folds, n, n_rep, caller, required=selection == "fold_mean" and (
+        "with selection='fold_mean' (the winner is the best mean of the fold scores)"))
+
+
+def with_fold_mean_winner(res, F):
+    """``res`` with the final winner of ``selection="fold_mean"``: the best mean of the
+    fold matrix ``F``'s columns (every (repeat, fold) row, summed as BBC-F's in-bag
+    means) and that mean as the naive estimate."""
+    full = fold_means(F)
+    sel = select(full)
+    return dataclasses.replace(res, selected_config=int(sel), naive_estimate=float(full[sel]),
+                               selection="fold_mean")
 
 
 def fold_undefined(metric, fold, repeat, caller):
@@ -408,55 +439,74 @@ def repeat_rows(rows):
             for rep in reps]
 
 
-def _repeat_indices(bootstrap_indices, reps, caller):
-    sizes = {len(at) for at in reps}
-    if len(sizes) > 1:
-        raise InvalidParameterError(
-            f"The 'bootstrap_indices' parameter of {caller} needs every repeat to have the "
-            f"same number of folds (positions are within a repeat's folds). Got repeats of "
-            f"{sorted(sizes)} folds.")
-    return V.as_bootstrap_indices(bootstrap_indices, sizes.pop(), "fold", caller)
+class RepeatBlocks:
+    """Iterate ``(positions, Fr, counts)``: the fold-level bootstraps of a fold matrix
+    whose rows are ``rows`` ((repeat, fold) pairs), bootstrap ``b`` resampling the K fold
+    rows of repeat ``b mod R`` (see :func:`bbc_f`): ``positions`` are the bootstraps'
+    indices in the whole set, ``Fr`` the repeat's rows of ``F``, ``counts`` (len, K) how
+    often each row is in bag. Repeat ``r``'s bootstraps are drawn from the root itself
+    with one repeat, else from its child ``(root, "repeat", r)``, in seed blocks: they
+    do not depend on ``block_size``. ``idx``: explicit (B, K) in-bag positions instead."""
+
+    def __init__(self, F, rows, root, stream, idx, n_boot, block_size, is_defined=None):
+        self.F, self.reps = np.ascontiguousarray(F, dtype=np.float64), repeat_rows(rows)
+        self.root, self.stream, self.idx = root, stream, idx
+        self.n_boot, self.block_size, self.is_defined = n_boot, block_size, is_defined
+        self.n_redrawn = 0
+
+    def __iter__(self):
+        for r, at in enumerate(self.reps):
+            mine = np.arange(r, self.n_boot, len(self.reps))
+            Fr = np.ascontiguousarray(self.F[at])
+            seed = (self.root if self.root is None or len(self.reps) == 1
+                    else child_seed(self.root, "repeat", r))
+            blocks = CountBlocks(seed, self.stream, None if self.idx is None else self.idx[mine],
+                                 mine.size, at.size, self.block_size, self.is_defined)
+            for start, stop, counts in blocks:
+                yield mine[start:stop], Fr, counts
+            self.n_redrawn += blocks.n_redrawn
 
 
-def _bbc_f_matrix(F, rows, metric_name, n_bootstraps, confidence_level, random_state,
-                  bootstrap_indices, block_size, caller):
-    """BBC-F of the fold matrix ``F`` (R·K, C) whose rows are ``rows`` ((repeat, fold)
-    pairs): bootstrap ``b`` resamples the rows of repeat ``b mod R`` (see :func:`bbc_f`).
-    Repeat ``r``'s bootstraps are drawn from the root itself with one repeat, else from
-    its child ``(root, "repeat", r)``: they do not depend on the block size."""
-    reps = repeat_rows(rows)
+def _fold_draws(F, rows, stream, n_bootstraps, confidence_level, random_state,
+                bootstrap_indices, block_size, caller, is_defined=None):
+    """``(confidence level, RepeatBlocks)`` of a fold-level bootstrap, its arguments checked."""
     conf = V.check_confidence_level(confidence_level, caller)
     if bootstrap_indices is None:
         n_boot = V.check_int(n_bootstraps, "n_bootstraps", caller)
         root, idx = as_seed_sequence(random_state, caller=caller), None
     else:
-        idx = _repeat_indices(bootstrap_indices, reps, caller)
+        idx = V.as_fold_indices(bootstrap_indices, [len(at) for at in repeat_rows(rows)], caller)
         n_boot, root = idx.shape[0], None
     bs = V.check_int(block_size, "block_size", caller) if block_size is not None else n_boot
-    F = np.ascontiguousarray(F, dtype=np.float64)
+    return conf, RepeatBlocks(F, rows, root, stream, idx, n_boot, bs, is_defined)
 
+
+def fold_means(F):
+    """The mean of each column of the fold matrix over all its rows (every repeat),
+    summed as BBC-F's in-bag means are (so equal means compare equal)."""
+    return _inbag_means(np.ones((1, F.shape[0]), dtype=np.int32), np.ascontiguousarray(F, dtype=np.float64))[0]
+
+
+def _bbc_f_matrix(F, rows, metric_name, n_bootstraps, confidence_level, random_state,
+                  bootstrap_indices, block_size, caller):
+    """BBC-F of the fold matrix ``F`` (R·K, C) whose rows are ``rows`` ((repeat, fold)
+    pairs): bootstrap ``b`` resamples the rows of repeat ``b mod R`` (see :func:`bbc_f`)."""
     def defined(c):
         return (c == 0).any(axis=1)
 
-    dist = np.full(n_boot, np.nan)
-    winners = np.full(n_boot, -1, dtype=np.int64)
-    n_redrawn = 0
-    for r, at in enumerate(reps):
-        mine = np.arange(r, n_boot, len(reps))
-        Fr = np.ascontiguousarray(F[at])
-        seed = root if root is None or len(reps) == 1 else child_seed(root, "repeat", r)
-        blocks = CountBlocks(seed, "bbc_f", None if idx is None else idx[mine], mine.size,
-                             at.size, bs, defined)
-        for start, stop, counts in blocks:
-            w = select(_inbag_means(counts, Fr))
-            dist[mine[start:stop]] = _oob_mean(counts, Fr, w)
-            winners[mine[start:stop]] = w
-        n_redrawn += blocks.n_redrawn
-    full = _inbag_means(np.ones((1, F.shape[0]), dtype=np.int32), F)[0]
+    conf, blocks = _fold_draws(F, rows, "bbc_f", n_bootstraps, confidence_level, random_state,
+                               bootstrap_indices, block_size, caller, defined)
+    dist = np.full(blocks.n_boot, np.nan)
+    winners = np.full(blocks.n_boot, -1, dtype=np.int64)
+    for at, Fr, counts in blocks:
+        w = select(_inbag_means(counts, Fr))
+        dist[at] = _oob_mean(counts, Fr, w)
+        winners[at] = w
+    full = fold_means(F)
     sel = select(full)
     return summarise(
-        dist, winners, selected=sel, naive=full[sel], n_redrawn=n_redrawn, method="bbc_f",
-        metric=metric_name, confidence_level=conf,
+        dist, winners, selected=sel, naive=full[sel], n_redrawn=blocks.n_redrawn, method="bbc_f",
+        metric=metric_name, confidence_level=conf, selection="fold_mean",
     )
 
 
@@ -517,6 +567,8 @@ def naive_bootstrap(
     *,
     metric,
     folds=None,
+    unit="sample",
+    selection=None,
     n_bootstraps=1000,
     confidence_level=0.95,
     random_state=None,
@@ -526,33 +578,74 @@ def naive_bootstrap(
 ) -> BBCResult:
     """Percentile bootstrap of the selected configuration alone, ignoring selection.
 
-    The winner on all rows is fixed and its score is recomputed on each bootstrap resample
-    of the samples (in-bag, with all repeats). This is the interval one gets by treating
-    the CVT winner as if it had not been selected; it inherits the winner's curse and is
-    included as a comparator (``NB`` in [1]_).
+    The winner on all rows is fixed and its score is recomputed on each bootstrap
+    resample. This is the interval one gets by treating the CVT winner as if it had not
+    been selected; it inherits the winner's curse and is included as a comparator
+    (``NB`` in [1]_).
+
+    Parameters
+    ----------
+    predictions, y, metric, n_bootstraps, confidence_level, random_state, pos_label, block_size
+        As in :func:`bbc`.
+    folds : array-like of shape (N,) or (N, R), default=None
+        Fold ids; needed by ``unit="fold"`` and ``selection="fold_mean"``.
+    unit : {"sample", "fold"}, default="sample"
+        What is resampled. ``"sample"``: the samples (with all their repeats); each
+        bootstrap's value is the winner's score on its in-bag pooled predictions.
+        ``"fold"``: the winner's K fold scores, the mean of the resampled ones being the
+        bootstrap's value — the NB of [1]_, as the authors' code computes it (there with
+        500 bootstraps; its lower bound takes the next order statistic,
+        ``sorted[int(0.05 B)]``). With R repeats bootstrap ``b`` resamples the folds of
+        repeat ``b mod R``, as :func:`bbc_f` does.
+    selection : {"pooled", "fold_mean"} or None, default=None
+        The fixed winner (see :func:`bbc`); None: ``"pooled"`` for ``unit="sample"``,
+        ``"fold_mean"`` for ``unit="fold"`` (the authors' code).
+    bootstrap_indices : array-like, default=None
+        Explicit in-bag positions, used exactly as given: (B, N) sample positions, or
+        with ``unit="fold"`` (B, K) fold positions within the bootstrap's repeat.
+
+    Returns
+    -------
+    BBCResult
 
     References
     ----------
-    .. [1] Paraschakis et al. (2024), Table 2.
+    .. [1] Paraschakis et al. (2024), Table 2; code: kparaschakis/BBC_algorithm,
+       ``CI_via_bootstrap_on_winner_configuration.py``.
     """
     caller = "naive_bootstrap"
     m, target, pred = prepare_inputs(predictions, y, metric, pos_label, caller)
     n = pred.shape[0]
-    V.as_folds(folds, n, pred.shape[2], caller, required=False)
-    conf, n_boot, root, idx = _common(
-        caller, n_bootstraps, confidence_level, random_state, bootstrap_indices, n
-    )
-    prep = m.prepare(target, pred)
-    full = _full_scores(prep, n)
+    V.check_one_of(unit, "unit", caller, ("sample", "fold"))
+    if selection is None:
+        selection = "pooled" if unit == "sample" else "fold_mean"
+    V.as_folds(folds, n, pred.shape[2], caller, required=unit == "fold" and "with unit='fold'")
+    f = check_selection(selection, folds, n, pred.shape[2], caller)
+    # the samples' features only where scores of pooled predictions are needed
+    prep = m.prepare(target, pred) if unit == "sample" or selection == "pooled" else None
+    F, rows = _fold_matrix(m, target, pred, f, caller) if f is not None and (
+        unit == "fold" or selection == "fold_mean") else (None, None)
+    # the fixed winner, and its naive score by the selection's own criterion
+    full = _full_scores(prep, n) if selection == "pooled" else fold_means(F)
     sel = select(full)
-    bs = _block_size(block_size, n_boot, pred, caller)
-    dist = np.full(n_boot, np.nan)
-    blocks = CountBlocks(root, "naive_bootstrap", idx, n_boot, n, bs, prep.defined)
-    for start, stop, counts in blocks:
-        sel_b = np.full(stop - start, sel, dtype=np.int64)
-        d = prep.winner_scores(counts, sel_b, oob=False).mean(axis=1)
-        dist[start:stop] = np.where(prep.defined(counts), d, np.nan)
+    if unit == "fold":
+        conf, blocks = _fold_draws(F[:, [sel]], rows, caller, n_bootstraps, confidence_level,
+                                   random_state, bootstrap_indices, block_size, caller)
+        dist = np.full(blocks.n_boot, np.nan)
+        for at, Fr, counts in blocks:
+            dist[at] = _inbag_means(counts, Fr)[:, 0]
+    else:
+        conf, n_boot, root, idx = _common(
+            caller, n_bootstraps, confidence_level, random_state, bootstrap_indices, n
+        )
+        bs = _block_size(block_size, n_boot, pred, caller)
+        dist = np.full(n_boot, np.nan)
+        blocks = CountBlocks(root, caller, idx, n_boot, n, bs, prep.defined)
+        for start, stop, counts in blocks:
+            sel_b = np.full(stop - start, sel, dtype=np.int64)
+            d = prep.winner_scores(counts, sel_b, oob=False).mean(axis=1)
+            dist[start:stop] = np.where(prep.defined(counts), d, np.nan)
     return summarise(
-        dist, np.full(n_boot, sel), selected=sel, naive=full[sel], n_redrawn=blocks.n_redrawn,
-        method="naive_bootstrap", metric=m.name, confidence_level=conf,
+        dist, np.full(dist.size, sel), selected=sel, naive=full[sel], n_redrawn=blocks.n_redrawn,
+        method="naive_bootstrap", metric=m.name, confidence_level=conf, selection=selection,
     )

@@ -52,9 +52,10 @@ class BBCResult:
     winners : ndarray of shape (B,)
         Configuration selected in each bootstrap (-1 where selection was undefined).
     selected_config : int
-        Winner on all rows: what CVT selects and refits.
+        Winner on all rows: what CVT selects and refits, by ``selection``.
     naive_estimate : float
-        Score of ``selected_config`` on all rows: the optimistic CVT estimate.
+        Score of ``selected_config`` on all rows by the selection's criterion (pooled, or
+        the mean of its fold scores): the optimistic CVT estimate.
     n_bootstraps : int
         Number of bootstraps (B).
     n_redrawn : int
@@ -66,6 +67,10 @@ class BBCResult:
         ``"naive_bootstrap"``.
     metric : str
     confidence_level : float
+    selection : str
+        How ``selected_config`` was chosen: ``"pooled"`` (the best score on the pooled
+        out-of-sample predictions, mean over repeats) or ``"fold_mean"`` (the best mean of
+        the (repeat, fold) scores, as BBC-F and the 2024 paper's code select).
     """
 
     estimate: float
@@ -81,6 +86,7 @@ class BBCResult:
     metric: str
     confidence_level: float
     n_excluded: int = 0
+    selection: str = "pooled"
 
     def __repr__(self):
         ci = self.confidence_interval
@@ -106,10 +112,12 @@ class BBCResult:
             "n_bootstraps": self.n_bootstraps,
             "n_redrawn": self.n_redrawn,
             "n_excluded": self.n_excluded,
+            "selection": self.selection,
         }
 
 
-def summarise(dist, winners, *, selected, naive, n_redrawn, method, metric, confidence_level):
+def summarise(dist, winners, *, selected, naive, n_redrawn, method, metric, confidence_level,
+              selection="pooled"):
     dist = np.asarray(dist, dtype=np.float64)
     finite = np.isfinite(dist)
     alpha = 1.0 - confidence_level
@@ -130,4 +138,5 @@ def summarise(dist, winners, *, selected, naive, n_redrawn, method, metric, conf
         method=method,
         metric=metric,
         confidence_level=float(confidence_level),
+        selection=selection,
     )
