@@ -426,12 +426,14 @@ def as_folds(folds, n_samples, n_repeats, caller, *, required=True):
     return f.astype(np.int64)
 
 
-def as_bootstrap_indices(idx, n, name_n, caller):
+def as_bootstrap_indices(idx, n, name_n, caller, any_width=False):
+    """In-bag positions (B, n) in [0, n), int64; ``any_width``: (B, M), any M >= 1."""
     a = np.asarray(idx)
-    if a.ndim != 2 or a.shape[1] != n or a.shape[0] < 1:
+    if a.ndim != 2 or (a.shape[1] != n and not any_width) or min(a.shape) < 1:
         raise InvalidParameterError(
-            f"The 'bootstrap_indices' parameter of {caller} must have shape (B, {n}) "
-            f"(in-bag {name_n} positions of each bootstrap). Got shape {a.shape} instead."
+            f"The 'bootstrap_indices' parameter of {caller} must have shape (B, "
+            f"{'M' if any_width else n}) (in-bag {name_n} positions of each bootstrap). Got "
+            f"shape {a.shape} instead."
         )
     if a.dtype.kind not in "iu" or a.min() < 0 or a.max() >= n:
         raise InvalidParameterError(

@@ -57,6 +57,49 @@ def test_dropping_equals_plain_loop(n_repeats):
     assert drop.sum() >= 3 and not drop[best]
 
 
+@pytest.mark.parametrize("metric", ["roc_auc", "accuracy"])
+def test_bootstraps_draw_the_available_rows_as_many_as_there_are(metric):
+    """The 2018 paper's test (and its Matlab code) bootstraps the rows with a prediction:
+    n_available draws among them. So with one repeat the test on a cube with rows not
+    yet predicted is the test on the available rows alone, seed for seed."""
+    rng = np.random.default_rng(3)
+    n, c = 300, 15
+    y = rng.integers(0, 2, n)
+    pred = rng.normal(size=(n, c)) + y[:, None] * np.linspace(0, 1.5, c)
+    if metric == "accuracy":
+        pred = (pred > 0.75).astype(float)
+    avail = rng.random(n) < 0.3
+    pred[~avail] = np.nan
+    kw = dict(metric=metric, alpha=0.9, n_bootstraps=300, random_state=7)
+    got = bd.dropping_test(pred, y, avail, **kw)
+    alone = bd.dropping_test(pred[avail], y[avail], np.ones(avail.sum(), bool), **kw)
+    np.testing.assert_array_equal(got.p_hat, alone.p_hat)
+    np.testing.assert_array_equal(got.drop, alone.drop)
+    assert got.best == alone.best and got.n_redrawn == alone.n_redrawn and got.drop.sum() >= 3
+
+
+@pytest.mark.parametrize("sample_block", [None, 64])
+def test_frame_draws_put_every_draw_on_its_members(sample_block):
+    """Each bootstrap of a Frame draws exactly M of its M members, nothing elsewhere,
+    uniformly — over one sample block or several (Multinomial totals per block, then
+    positions among the block's members)."""
+    from bbc_dask._random import as_seed_sequence
+    from bbc_dask.stats._bootstrap import Frame, draw_counts
+
+    rng = np.random.default_rng(4)
+    mask = rng.random(500) < 0.35
+    mask[:64] = False  # a sample block with no member
+    frame = Frame.of(mask)
+    counts, _ = draw_counts(as_seed_sequence(1), "dropping", 0, 4000, 500, sample_block=sample_block,
+                            frame=frame)
+    assert (counts[:, ~mask] == 0).all() and (counts.sum(axis=1) == mask.sum()).all()
+    per_member = counts[:, mask].mean(axis=0)  # each member is drawn once per bootstrap on average
+    assert abs(per_member.mean() - 1) < 1e-12 and np.abs(per_member - 1).max() < 0.1
+    assert Frame.of(np.ones(10, bool)) is None
+    with pytest.raises(bd.exceptions.UndefinedScoreError, match="none is available"):
+        Frame.of(np.zeros(10, bool))
+
+
 def test_best_is_never_dropped_and_ties_survive():
     rng = np.random.default_rng(1)
     y = rng.integers(0, 2, 200)

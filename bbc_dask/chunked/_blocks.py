@@ -133,23 +133,24 @@ def _root(seed):
 
 
 # --------------------------------------------------------------------------- draws
-def plan_group(seed, stream, ks, n, sample_block, rule, keep):
+def plan_group(seed, stream, ks, n, sample_block, rule, keep, frame=None):
     """Plans of seed blocks ``ks`` — which attempt each bootstrap keeps, decided by
     ``rule`` (a Definedness, or a callable on counts) on the whole bootstrap — and, with
-    ``keep``, their counts (64, n), uint8 when they fit. Returns a list of ``(plan,
-    counts or None)``."""
+    ``keep``, their counts (64, n), uint8 when they fit; drawn among the samples of
+    ``frame`` if given. Returns a list of ``(plan, counts or None)``."""
     root = _root(seed)
-    return [plan_seed_block(root, stream, k, n, rule, sample_block, small=True, keep=keep)
-            for k in ks]
+    return [plan_seed_block(root, stream, k, n, rule, sample_block, small=True, keep=keep,
+                            frame=frame) for k in ks]
 
 
-def first_plans(seed, stream, n_boot, n, sample_block):
+def first_plans(seed, stream, n_boot, n, sample_block, frame=None):
     """The plans of every seed block of ``n_boot`` bootstraps before any redraw (their
     totals alone: drawn on the client in microseconds). The sample-block tasks report
     whether each draw is defined (the rule's parts); only if one is not are the plans
     decided as :func:`plan_group` does, and the blocks summed again."""
     root = _root(seed)
-    return [first_plan(root, stream, k, n, sample_block) for k in range(-(-n_boot // SEED_BLOCK))]
+    return [first_plan(root, stream, k, n, sample_block, frame)
+            for k in range(-(-n_boot // SEED_BLOCK))]
 
 
 def n_redrawn(plans, n_boot):

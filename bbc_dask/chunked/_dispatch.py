@@ -569,11 +569,11 @@ def _bbc_args(n_bootstraps, confidence_level, random_state, caller):
     return conf, n_boot, _seed(as_seed_sequence(random_state, caller=caller))
 
 
-def _plans(seed, stream, n_boot, n, sb, rule, keep):
+def _plans(seed, stream, n_boot, n, sb, rule, keep, frame=None):
     """Delayed :func:`._blocks.plan_group` of every group of seed blocks."""
     from dask import delayed
 
-    return [delayed(K.plan_group, pure=True)(seed, stream, ks, n, sb, rule, keep)
+    return [delayed(K.plan_group, pure=True)(seed, stream, ks, n, sb, rule, keep, frame)
             for ks in _seed_groups(n_boot, n, keep)]
 
 
@@ -997,7 +997,7 @@ def lazy_dropping_test(client, blocks, y, available, *, metric, alpha, n_bootstr
     each group of seed blocks are drawn once and shared, or, beyond :data:`COUNTS_BYTES`,
     drawn again by each block's task. A repeat with no sample available at all goes
     that way too, to fail as the in-memory test does."""
-    from ..stats._dropping import decide, dropping_rule
+    from ..stats._dropping import decide, dropping_rule, frame_of
 
     m = get_metric(metric, caller="dropping_test")
     seed = _seed(as_seed_sequence(seed, caller="dropping_test"))
@@ -1024,8 +1024,9 @@ def lazy_dropping_test(client, blocks, y, available, *, metric, alpha, n_bootstr
     # As in bbc_over_blocks: the counts are shared while they fit in COUNTS_BYTES (B x N
     # bytes), else each block's task draws them again from the plans.
     keep = _keeps_counts(n_bootstraps, n)
+    frame = frame_of(available)  # the draws are of the samples available in some repeat
     plans = [client.submit(K.plan_group, seed, "dropping", ks, n, M.SAMPLE_BLOCK, rule_f, keep,
-                           pure=False, retries=3, key=f"{key}-plan-{q}")
+                           frame, pure=False, retries=3, key=f"{key}-plan-{q}")
              for q, ks in enumerate(_seed_groups(n_bootstraps, n, keep))]
     scorers = [client.submit(K.prepare_dropping, b, y_f, avail_f, m.name, pos_label, class_coord,
                              pure=False, retries=3, key=f"{key}-prep-{i}")
@@ -1075,7 +1076,7 @@ def _dropping_by_samples(client, src, target, available, m, alpha, n_boot, seed)
     :class:`MaskedRule` streamed block by block)."""
     from dask import delayed
 
-    from ..stats._dropping import dropping_rule
+    from ..stats._dropping import dropping_rule, frame_of
 
     caller = "dropping_test"
     sb = M.SAMPLE_BLOCK
@@ -1097,13 +1098,14 @@ def _dropping_by_samples(client, src, target, available, m, alpha, n_boot, seed)
                     m.name, n_rep)
                 for g in range(len(offsets))])
 
-    plans = K.first_plans(seed, "dropping", n_boot, target.n_samples, sb)
+    frame = frame_of(avail)  # the draws are of the samples available in some repeat
+    plans = K.first_plans(seed, "dropping", n_boot, target.n_samples, sb, frame)
     got = scored(plans, _shared_counts(keep, seed, "dropping", plans, len(edges), n_boot, client))
     attempts = [np.zeros(1, dtype=np.int64)]
     rule = dropping_rule(m, target, avail, n_rep)
     if not rule.decide(got[0][2]).all():
         groups = _gathered(client, _plans(seed, "dropping", n_boot, target.n_samples, sb,
-                                          delayed(rule, pure=True), False))
+                                          delayed(rule, pure=True), False, frame))
         plans = [p for g in groups for p, _ in g]
         attempts = [_attempts(g) for g in groups]
         got = scored(plans, _shared_counts(keep, seed, "dropping", plans, len(edges), n_boot,
@@ -1119,12 +1121,12 @@ def _dropping_by_tiles(client, src, target, available, m, alpha, n_boot, seed):
     first, by the :class:`MaskedRule` streamed block by block."""
     from dask import delayed
 
-    from ..stats._dropping import dropping_rule
+    from ..stats._dropping import dropping_rule, frame_of
 
     lay = _TileLayout(src, target, m)
     rule = dropping_rule(m, target, available, lay.n_rep)
     groups = _gathered(client, _plans(seed, "dropping", n_boot, src.n, M.SAMPLE_BLOCK,
-                                      delayed(rule, pure=True), False))
+                                      delayed(rule, pure=True), False, frame_of(available)))
     plans = [p for g in groups for p, _ in g]
     shared = lay.shared([(target.subset(lo, hi), available[lo:hi]) for lo, hi in lay.span], plans)
     with lay.carrying():

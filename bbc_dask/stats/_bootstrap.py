@@ -21,6 +21,14 @@ other block's draws, no whole bootstrap. An undefined bootstrap ``b`` of the see
 ``child(root, stream, k, REDRAW, b, a)``, block j from ``child(..., b, a, j)``. Which
 attempt is kept is decided once, from the counts and the target alone (the metric's
 :meth:`~bbc_dask.metrics.Metric.definedness`), and carried as a :class:`SeedPlan`.
+
+A :class:`Frame` restricts the draws to M of the N samples (the BBCD dropping test: those
+with a prediction so far): each bootstrap draws M of them uniformly with replacement. The
+scheme is the same with the frame's members in place of the samples: one sample block
+draws M positions among its members; with J > 1 blocks the totals are Multinomial(M,
+members per block / M) and block j draws its total among its own members. So the frame's
+draws over the whole sample are, in the frame's order, the plain draws of the sample of
+its members alone (one block each: the same numbers).
 """
 from __future__ import annotations
 
@@ -36,6 +44,7 @@ __all__ = [
     "MAX_REDRAWS",
     "SEED_BLOCK",
     "CountBlocks",
+    "Frame",
     "SeedPlan",
     "block_counts",
     "block_ranges",
@@ -83,17 +92,65 @@ def _draw(gen, n, shape):
     return gen.integers(0, n, size=shape, dtype=np.int32 if n < 2**31 else np.int64)
 
 
-def _seed_block(root, stream, k, n, n_draw, is_defined):
-    """One sample block: counts ``(SEED_BLOCK, n)`` and per-bootstrap redraw counts."""
+def _positions(gen, n, shape, members=None):
+    """Uniform positions in ``0..n-1``, or among ``members`` (positions of a frame's
+    samples, increasing) when given."""
+    return _draw(gen, n, shape) if members is None else members[_draw(gen, members.size, shape)]
+
+
+@dataclass(frozen=True, eq=False)
+class Frame:
+    """The samples the bootstraps draw from: ``m`` of ``n`` (``mask`` packed in
+    ``bits``). Each bootstrap draws ``m`` of them uniformly with replacement (see the
+    module doc). :meth:`of` gives None for the whole sample: the plain draws."""
+
+    bits: np.ndarray
+    n: int
+    m: int
+
+    @classmethod
+    def of(cls, mask):
+        mask = np.asarray(mask, dtype=bool)
+        if mask.all():
+            return None
+        if not mask.any():
+            raise UndefinedScoreError("No sample to draw bootstraps from: none is available.")
+        return cls(np.packbits(mask), int(mask.size), int(mask.sum()))
+
+    def mask(self, lo, hi):
+        """The frame's membership of samples ``lo..hi-1`` (bool)."""
+        b0 = lo // 8
+        bits = np.unpackbits(self.bits[b0 : -(-hi // 8)])
+        return bits[lo - 8 * b0 : hi - 8 * b0].astype(bool)
+
+    def members(self, lo, hi):
+        """The frame's samples among ``lo..hi-1``, as offsets from ``lo``."""
+        return np.flatnonzero(self.mask(lo, hi))
+
+    def sizes(self, sample_block):
+        """Members per sample block (float64, for the multinomial's probabilities)."""
+        return np.array([self.mask(lo, hi).sum() for lo, hi in sample_blocks(self.n, sample_block)],
+                        dtype=np.float64)
+
+
+def _members(frame, lo, hi):
+    return None if frame is None else frame.members(lo, hi)
+
+
+def _seed_block(root, stream, k, n, is_defined, frame=None):
+    """One sample block: counts ``(SEED_BLOCK, n)`` and per-bootstrap redraw counts (``n``
+    draws each, or ``frame.m`` among its members)."""
     gen = child_generator(root, stream, k)
-    counts = counts_from_indices(_draw(gen, n, (SEED_BLOCK, n_draw)), n)
+    members = _members(frame, 0, n)
+    n_draw = n if frame is None else frame.m
+    counts = counts_from_indices(_positions(gen, n, (SEED_BLOCK, n_draw), members), n)
     redrawn = np.zeros(SEED_BLOCK, dtype=np.int64)
     if is_defined is None:
         return counts, redrawn
     bad = np.flatnonzero(~_defined_rows(is_defined, counts))
     for j in bad:  # in index order, each from the block's own generator: deterministic
         for attempt in range(1, MAX_REDRAWS + 1):
-            c = counts_from_indices(_draw(gen, n, (1, n_draw)), n)
+            c = counts_from_indices(_positions(gen, n, (1, n_draw), members), n)
             if is_defined(c)[0]:
                 counts[j] = c[0]
                 redrawn[j] = attempt
@@ -136,14 +193,16 @@ def _give_up():
 @dataclass(frozen=True)
 class SeedPlan:
     """The draws of seed block ``k`` over ``n`` samples in blocks of ``sample_block``:
-    ``totals`` (SEED_BLOCK, J) draws per sample block, and ``redraws``: (bootstrap in the
-    block, attempt kept, its totals (J,)) of the bootstraps that were redrawn."""
+    ``totals`` (SEED_BLOCK, J) draws per sample block, ``redraws``: (bootstrap in the
+    block, attempt kept, its totals (J,)) of the bootstraps that were redrawn, and the
+    :class:`Frame` drawn from (None: every sample)."""
 
     k: int
     n: int
     sample_block: int
     totals: np.ndarray
     redraws: tuple = ()
+    frame: object = None
 
     @property
     def attempts(self):
@@ -161,33 +220,41 @@ class _OneBlock:
     k: int
     attempts: np.ndarray
     n: int = 0
+    frame: object = None
 
 
-def _totals(gen, n, sample_block, size):
-    sizes = np.array([hi - lo for lo, hi in sample_blocks(n, sample_block)], dtype=np.float64)
-    return gen.multinomial(n, sizes / n, size=size)
+def _totals(gen, n, sample_block, size, frame=None):
+    if frame is None:
+        sizes = np.array([hi - lo for lo, hi in sample_blocks(n, sample_block)], dtype=np.float64)
+        return gen.multinomial(n, sizes / n, size=size)
+    return gen.multinomial(frame.m, frame.sizes(sample_block) / frame.m, size=size)
 
 
-def _block_draw(gen, lengths, size, out=None):
+def _block_draw(gen, lengths, size, out=None, members=None):
     lengths = np.ascontiguousarray(lengths, dtype=np.int64)
-    return _bincount_segments(_draw(gen, size, (int(lengths.sum()),)), lengths, size, out)
+    return _bincount_segments(_positions(gen, size, (int(lengths.sum()),), members), lengths,
+                              size, out)
 
 
-def _redraw_block(root, stream, k, b, a, t, j, size):
-    return _block_draw(child_generator(root, stream, k, _REDRAW, b, a, j), t[j : j + 1], size)[0]
+def _redraw_block(root, stream, k, b, a, t, j, size, members=None):
+    return _block_draw(child_generator(root, stream, k, _REDRAW, b, a, j), t[j : j + 1], size,
+                       members=members)[0]
 
 
 def block_counts(root, stream, plan, j, out=None):
     """Counts ``(SEED_BLOCK, size of block j)`` int32 of the plan's seed block on sample
-    block ``j``: drawn from the block's own generator, nothing else. ``out``: a (uint8
-    or int32) view to write them into instead — no int32 copy of the block is made —
-    and None is returned if a count exceeds 255 in a uint8 ``out``."""
+    block ``j``: drawn from the block's own generator, nothing else (among the block's
+    members of the plan's frame). ``out``: a (uint8 or int32) view to write them into
+    instead — no int32 copy of the block is made — and None is returned if a count
+    exceeds 255 in a uint8 ``out``."""
     lo, hi = sample_blocks(plan.n, plan.sample_block)[j]
-    counts = _block_draw(child_generator(root, stream, plan.k, j), plan.totals[:, j], hi - lo, out)
+    members = _members(plan.frame, lo, hi)
+    counts = _block_draw(child_generator(root, stream, plan.k, j), plan.totals[:, j], hi - lo, out,
+                         members)
     if counts is None:
         return None
     for b, a, t in plan.redraws:
-        row = _redraw_block(root, stream, plan.k, b, a, t, j, hi - lo)
+        row = _redraw_block(root, stream, plan.k, b, a, t, j, hi - lo, members)
         if counts.dtype == np.uint8 and row.max(initial=0) > 255:
             return None
         counts[b] = row
@@ -209,15 +276,15 @@ def fill_counts(out, root, stream, plan, j, lo, hi, samples_first=False):
     return out
 
 
-def first_plan(root, stream, k, n, sample_block):
+def first_plan(root, stream, k, n, sample_block, frame=None):
     """The plan of seed block ``k`` before any redraw: its totals alone (one multinomial
     draw per bootstrap). It is the plan whenever every draw is defined."""
     return SeedPlan(k, n, sample_block, _totals(child_generator(root, stream, k), n,
-                                                 sample_block, SEED_BLOCK))
+                                                 sample_block, SEED_BLOCK, frame), frame=frame)
 
 
 def plan_seed_block(root, stream, k, n, is_defined=None, sample_block=None, small=False,
-                    keep=True):
+                    keep=True, frame=None):
     """``(plan, counts (SEED_BLOCK, n))`` of seed block ``k``: the draws, each undefined
     one replaced by its first defined attempt. ``is_defined``: a callable ``(counts) ->
     (B,) bool``, or a :class:`~bbc_dask.metrics.Definedness` (its ``both``).
@@ -226,16 +293,16 @@ def plan_seed_block(root, stream, k, n, is_defined=None, sample_block=None, smal
     and the plan only records the attempts. ``small``: counts as uint8 when every count
     fits (a quarter of the memory). ``keep=False``: the plan alone (counts None); a rule
     that ``streams`` is then decided block by block, and the whole counts (64 × n) are
-    never held."""
+    never held. ``frame``: the :class:`Frame` drawn from (None: every sample)."""
     sample_block = _block_size(sample_block)
     check = getattr(is_defined, "both", is_defined)
     if n <= sample_block:
-        counts, red = _seed_block(root, stream, k, n, n, check)
+        counts, red = _seed_block(root, stream, k, n, check, frame)
         if small and counts.max() <= 255:
             counts = counts.astype(np.uint8)
-        return _OneBlock(k, red, n), counts if keep else None
+        return _OneBlock(k, red, n, frame), counts if keep else None
     edges = sample_blocks(n, sample_block)
-    plan = first_plan(root, stream, k, n, sample_block)
+    plan = first_plan(root, stream, k, n, sample_block, frame)
     streams = not keep and getattr(is_defined, "streams", False)
     counts = None if streams else np.empty((SEED_BLOCK, n), dtype=np.uint8 if small else np.int32)
     parts = None
@@ -251,8 +318,9 @@ def plan_seed_block(root, stream, k, n, is_defined=None, sample_block=None, smal
     redraws = []
     for b in np.flatnonzero(~defined).tolist():
         for a in range(1, MAX_REDRAWS + 1):
-            t = _totals(child_generator(root, stream, k, _REDRAW, b, a), n, sample_block, 1)[0]
-            row = np.concatenate([_redraw_block(root, stream, k, b, a, t, j, hi - lo)
+            t = _totals(child_generator(root, stream, k, _REDRAW, b, a), n, sample_block, 1, frame)[0]
+            row = np.concatenate([_redraw_block(root, stream, k, b, a, t, j, hi - lo,
+                                                _members(frame, lo, hi))
                                   for j, (lo, hi) in enumerate(edges)])
             if check(row[None])[0]:
                 if counts is not None:
@@ -263,7 +331,7 @@ def plan_seed_block(root, stream, k, n, is_defined=None, sample_block=None, smal
                 break
         else:
             _give_up()
-    return SeedPlan(k, n, sample_block, plan.totals, tuple(redraws)), counts if keep else None
+    return SeedPlan(k, n, sample_block, plan.totals, tuple(redraws), frame), counts if keep else None
 
 
 def plan_counts(root, stream, plan, is_defined=None, samples_first=False):
@@ -278,7 +346,8 @@ def plan_counts(root, stream, plan, is_defined=None, samples_first=False):
         for j, (lo, hi) in enumerate(sample_blocks(plan.n, plan.sample_block)):
             counts = fill_counts(counts, root, stream, plan, j, lo, hi, samples_first)
         return counts
-    counts = plan_seed_block(root, stream, plan.k, plan.n, is_defined, plan.n, small=True)[1]
+    counts = plan_seed_block(root, stream, plan.k, plan.n, is_defined, plan.n, small=True,
+                             frame=plan.frame)[1]
     return np.ascontiguousarray(counts.T) if samples_first else counts
 
 
@@ -288,20 +357,16 @@ def _block_size(sample_block):
     return metrics.SAMPLE_BLOCK if sample_block is None else int(sample_block)
 
 
-def draw_counts(root, stream, start, stop, n, is_defined=None, n_draw=None, sample_block=None):
+def draw_counts(root, stream, start, stop, n, is_defined=None, sample_block=None, frame=None):
     """Counts ``(stop - start, n)`` int32 for bootstraps ``start..stop-1`` and the number
     of redraws among them. ``is_defined(counts) -> (B,) bool`` decides which draws are
-    kept; an undefined draw is redrawn. ``n_draw`` (draws per bootstrap, default n) other
-    than n draws from one sample block."""
+    kept; an undefined draw is redrawn. ``frame``: the :class:`Frame` drawn from."""
     first, last = start // SEED_BLOCK, (stop - 1) // SEED_BLOCK
     out = np.empty((stop - start, n), dtype=np.int32)
     red = 0
     for k in range(first, last + 1):
-        if n_draw is not None and n_draw != n:
-            c, r = _seed_block(root, stream, k, n, n_draw, is_defined)
-        else:
-            plan, c = plan_seed_block(root, stream, k, n, is_defined, sample_block)
-            r = plan.attempts
+        plan, c = plan_seed_block(root, stream, k, n, is_defined, sample_block, frame=frame)
+        r = plan.attempts
         lo = max(start - k * SEED_BLOCK, 0)
         hi = min(stop - k * SEED_BLOCK, SEED_BLOCK)
         out[k * SEED_BLOCK + lo - start : k * SEED_BLOCK + hi - start] = c[lo:hi]
@@ -316,18 +381,19 @@ def block_ranges(n_boot, block_size):
 
 class CountBlocks:
     """Iterate ``(start, stop, counts)`` over bootstrap blocks: drawn from ``root`` (with
-    redraws of undefined draws, counted in ``n_redrawn``) or taken from explicit in-bag
-    indices ``idx`` (B, n_draw)."""
+    redraws of undefined draws, counted in ``n_redrawn``; among the samples of ``frame``
+    if given) or taken from explicit in-bag indices ``idx`` (B, n_draw)."""
 
-    def __init__(self, root, stream, idx, n_boot, n, block_size, is_defined=None):
-        self.root, self.stream, self.idx = root, stream, idx
+    def __init__(self, root, stream, idx, n_boot, n, block_size, is_defined=None, frame=None):
+        self.root, self.stream, self.idx, self.frame = root, stream, idx, frame
         self.n_boot, self.n, self.block_size, self.is_defined = n_boot, n, block_size, is_defined
         self.n_redrawn = 0
 
     def __iter__(self):
         for start, stop in block_ranges(self.n_boot, self.block_size):
             if self.idx is None:
-                counts, red = draw_counts(self.root, self.stream, start, stop, self.n, self.is_defined)
+                counts, red = draw_counts(self.root, self.stream, start, stop, self.n,
+                                          self.is_defined, frame=self.frame)
                 self.n_redrawn += red
             else:
                 counts = counts_from_indices(self.idx[start:stop], self.n)

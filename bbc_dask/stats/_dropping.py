@@ -4,6 +4,14 @@ After a fold wave, the pooled out-of-sample predictions collected so far identif
 current best configuration θo = css(Π, y); the rows of Π are bootstrapped B times and
 p̂θ = #{b : score_b(θ) < score_b(θo)} / B is the share of bootstraps in which θ is worse
 than θo. θ is dropped when p̂θ > α; θo never is.
+
+The rows bootstrapped are those with a prediction: a bootstrap draws n_available of the
+available rows with replacement, as the paper's Matlab code does (``randi([imin, imax],
+current_fold * N / K)``). With repeats a sample enters a bootstrap with all its repeats
+(§3.2): the draws are of the samples available in at least one repeat, as many as there
+are of them, and in repeat r a sample's draws count where it is available there. With one
+repeat, or repeats whose available rows are the same, this is exactly the paper's draw,
+so the test on the available rows equals the test on a cube of them alone.
 """
 from __future__ import annotations
 
@@ -15,11 +23,11 @@ import numpy as np
 from .. import _validation as V
 from ..exceptions import InvalidParameterError
 from ._bbc import prepare_inputs
-from ._bootstrap import CountBlocks
+from ._bootstrap import CountBlocks, Frame
 from ._winner import select
 
 __all__ = ["Dropping", "DroppingResult", "DroppingScorer", "MaskedRule", "dropping_rule",
-           "dropping_test", "fill_unavailable", "mean_over_repeats"]
+           "dropping_test", "fill_unavailable", "frame_of", "mean_over_repeats"]
 
 
 @dataclass(frozen=True)
@@ -94,8 +102,11 @@ def dropping_test(predictions, y, available, *, metric, alpha=0.99, n_bootstraps
     n_bootstraps : int, default=1000
     random_state : int, SeedSequence, Generator or None
         Undefined draws (e.g. one class in bag for AUC) are redrawn.
-    bootstrap_indices : array-like (B, N), default=None
-        Explicit in-bag sample positions (a sample enters with all its repeats).
+    bootstrap_indices : array-like (B, M), default=None
+        Explicit in-bag sample positions in 0..N-1, any number M per bootstrap (a
+        sample enters with all its repeats; where it is not available, it counts nothing).
+        By default each bootstrap draws as many of the samples available in some repeat
+        as there are, among them (see the module doc).
 
     Returns
     -------
@@ -130,6 +141,12 @@ def decide(full, S, alpha, n_redrawn):
     drop = p_hat > alpha
     drop[best] = False
     return DroppingResult(best=best, p_hat=p_hat, drop=drop, n_redrawn=int(n_redrawn))
+
+
+def frame_of(available):
+    """The :class:`~bbc_dask.stats._bootstrap.Frame` of the dropping test's draws: the
+    samples available in some repeat (None when all are)."""
+    return Frame.of(np.asarray(available, dtype=bool).reshape(len(available), -1).any(axis=1))
 
 
 class MaskedRule:
@@ -227,10 +244,11 @@ def dropping_scores(predictions, y, available, *, metric, pos_label=None, root=N
     """Scores of every configuration on all available rows (C,) and per bootstrap (B, C)."""
     sc = DroppingScorer(predictions, y, available, metric, pos_label, class_coord)
     if idx is not None:
-        idx = V.as_bootstrap_indices(idx, sc.n, "sample", "dropping_test")
+        idx = V.as_bootstrap_indices(idx, sc.n, "sample", "dropping_test", any_width=True)
         n_boot = idx.shape[0]
     S = np.empty((n_boot, sc.n_configs))
-    blocks = CountBlocks(root, "dropping", idx, n_boot, sc.n, block_size or 256, sc.defined)
+    blocks = CountBlocks(root, "dropping", idx, n_boot, sc.n, block_size or 256, sc.defined,
+                         frame_of(sc.mask.T))
     for start, stop, counts in blocks:
         S[start:stop] = sc.scores(counts)
     return sc.full, S, blocks.n_redrawn
