@@ -218,9 +218,10 @@ def _check_finite(arr, name, caller):
     bad = ~np.isfinite(a)
     if bad.any():
         where = tuple(int(i) for i in np.argwhere(bad)[0])
+        hint = _nan_hint(caller) if name == "predictions" else ""
         raise InvalidParameterError(
             f"The '{name}' parameter of {caller} must not contain NaN or infinity. Found "
-            f"{int(bad.sum())} such values (the first at index {where})."
+            f"{int(bad.sum())} such values (the first at index {where}).{hint}"
         )
     return a
 
@@ -294,9 +295,11 @@ def as_target(y, metric: Metric, caller, *, pos_label=None):
     return Target(codes=codes.astype(np.int64), classes=classes, pos_code=pos_code)
 
 
-def encode_predictions(arr, class_coord, metric: Metric, target: Target, caller):
+def encode_predictions(arr, class_coord, metric: Metric, target: Target, caller,
+                       check_scores=False):
     """Validate predictions against what ``metric`` needs; return float64 values, or
-    integer class codes for label metrics."""
+    integer class codes for label metrics. ``check_scores``: warn when a ranking
+    metric's scores are only the class labels (a user's array, not a study's)."""
     n = target.n_samples
     check_same_length("predictions", arr.shape[0], "y", n, caller)
     if metric.prediction == "labels":
@@ -360,26 +363,40 @@ def encode_predictions(arr, class_coord, metric: Metric, target: Target, caller)
                 f"to 1 over the class axis; 'predictions' of {caller} does not (are these "
                 f"labels or decision scores?)."
             )
-    elif metric.prediction == "scores":
+    elif metric.prediction == "scores" and check_scores:
         labels = target.classes
         if labels.dtype.kind in "iufb" and all(
             np.unique(a[:, c]).size <= 2 for c in range(min(a.shape[1], 50))
         ) and np.all(np.isin(a, labels.astype(np.float64))):
-            raise InvalidParameterError(
+            import warnings
+
+            from .exceptions import LabelsAsScoresWarning
+
+            # a warning, not an error: fully grown trees' probabilities are 0 and 1
+            warnings.warn(
                 f"The metric {metric.name!r} expects a continuous score of the positive "
                 f"class (predict_proba[:, 1] or decision_function), but 'predictions' of "
-                f"{caller} holds only class labels {np.unique(a).tolist()!r}."
-            )
+                f"{caller} holds only the class labels {np.unique(a).tolist()!r}: the AUC "
+                f"of labels is that of a hard classifier (right if these are the "
+                f"probabilities of pure leaves).", LabelsAsScoresWarning, stacklevel=4)
     return a
 
 
 def _label_error(metric, classes, caller, bad):
+    bad = getattr(bad, "item", lambda: bad)()
+    is_nan = isinstance(bad, float) and bad != bad
     return (
         f"The metric {metric.name!r} expects predicted class labels drawn from y's labels "
-        f"{classes.tolist()!r}, but 'predictions' of {caller} holds "
-        f"{getattr(bad, 'item', lambda: bad)()!r}. Pass the output of predict, not "
-        f"probabilities or scores."
+        f"{classes.tolist()!r}, but 'predictions' of {caller} holds {bad!r}. "
+        + (_nan_hint(caller).strip() if is_nan and _nan_hint(caller)
+           else "Pass the output of predict, not probabilities or scores.")
     )
+
+
+def _nan_hint(caller):
+    """What a NaN prediction means to ``caller``, when it can take it."""
+    return (" NaN marks a cell not predicted (an incomplete CV): bbc(include_incomplete=True) "
+            "takes it." if caller == "bbc" else "")
 
 
 def per_sample_and_repeat(values, name, caller, n_samples, n_repeats, what):

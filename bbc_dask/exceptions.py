@@ -15,6 +15,7 @@ __all__ = [
     "AllConfigurationsFailedError",
     "BBCDaskError",
     "InvalidParameterError",
+    "LabelsAsScoresWarning",
     "OldSchemaError",
     "SchedulerUnreachableError",
     "StoreAccessError",
@@ -67,6 +68,12 @@ class InvalidParameterError(UserError, ValueError, TypeError):
         shown = _REPR.repr(got) if shown is None else shown
         return cls(f"The {name!r} parameter of {caller} must be {expected}. Got {shown} "
                    f"instead." + (f" {note}" if note else ""))
+
+
+class LabelsAsScoresWarning(UserWarning):
+    """Predictions for a ranking metric hold only the class labels: class labels passed
+    where scores were meant, or a legitimate score that takes two values (the
+    probabilities of fully grown trees)."""
 
 
 class StudyFileError(UserError, ValueError):

@@ -8,6 +8,7 @@ import numpy as np
 from . import _validation as V
 from .cube import DONE, DROPPED, FAILED, PENDING, open_cube
 from .cube._selection import (
+    candidates,
     complete,
     failure_groups,
     pooled_scores,
@@ -24,6 +25,25 @@ __all__ = ["Study", "open_study", "run_study"]
 #: Above this (complete configurations' predictions as float64), Study.bbc()/bbc_f() map
 #: the bootstraps over chunks read from the store instead of loading the cube.
 IN_MEMORY_BYTES = 2**30
+
+
+def _study_scores(method):
+    """``method`` without :class:`~bbc_dask.exceptions.LabelsAsScoresWarning`: a study's
+    predictions are what its metric needs by construction (scores of fully grown trees
+    can be 0 and 1)."""
+    import functools
+
+    @functools.wraps(method)
+    def wrapped(*args, **kwargs):
+        import warnings
+
+        from .exceptions import LabelsAsScoresWarning
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", LabelsAsScoresWarning)
+            return method(*args, **kwargs)
+
+    return wrapped
 
 
 class Study:
@@ -111,6 +131,12 @@ class Study:
         """Indices of configurations with every (repeat, fold) cell done."""
         return np.flatnonzero(complete(self._cube.state()))
 
+    def candidates(self):
+        """Indices of the configurations the study selects among and its estimates are
+        conditioned on: complete, and not dropped — with BBCD the survivors (a
+        configuration dropped after the last wave is complete but not a candidate)."""
+        return np.flatnonzero(candidates(self._cube))
+
     @property
     def metadata(self):
         """The ``metadata`` given to :func:`run_study` (the command line's study file)."""
@@ -152,7 +178,7 @@ class Study:
 
     # -------------------------------------------------------------- estimates
     def _inputs(self):
-        idx = self.complete_configs()
+        idx = self.candidates()
         if idx.size == 0:
             raise StudyNotReadyError(self._none_complete())
         y, pos = target_of(self._cube)
@@ -168,8 +194,11 @@ class Study:
 
     @staticmethod
     def _remap(res, idx):
+        """``res`` of the configurations ``idx`` with the study's indices; ``configs`` (what
+        it is conditioned on) ``idx`` itself unless it says otherwise."""
         w = np.where(res.winners >= 0, idx[np.maximum(res.winners, 0)], -1)
-        return dataclasses.replace(res, winners=w, selected_config=int(idx[res.selected_config]))
+        return dataclasses.replace(res, winners=w, selected_config=int(idx[res.selected_config]),
+                                   configs=idx if res.configs is None else idx[res.configs])
 
     @property
     def is_bbcd(self):
@@ -198,13 +227,14 @@ class Study:
     def _blocks(self, idx):
         return self._cube.blocks(idx)
 
+    @_study_scores
     def bbc(self, *, chunked=None, **kwargs):
-        """:func:`bbc_dask.bbc` on the cube's complete configurations (indices in the
-        result refer to the study's configurations).
+        """:func:`bbc_dask.bbc` on the study's :meth:`candidates` (indices in the result
+        refer to the study's configurations).
 
         For a BBCD study this is the BBCD-CV estimate: BBC over the configurations that
-        survived to the end (complete columns), as in the 2018 paper; the result says
-        ``method="bbcd"``.
+        survived to the end — the last wave's test included (``Dropping.test_last_wave``)
+        — as the 2018 paper's code runs it; the result says ``method="bbcd"``.
 
         Parameters
         ----------
@@ -226,7 +256,10 @@ class Study:
         kwargs.setdefault("random_state", self.seed)
         selection = V.check_one_of(kwargs.pop("selection", self.selection), "selection",
                                    "Study.bbc", S.SELECTIONS)
-        idx = self.complete_configs()
+        if V.check_bool(kwargs.pop("include_incomplete", False), "include_incomplete", "Study.bbc"):
+            res = self._bbc_incomplete(chunked, selection, kwargs)
+            return dataclasses.replace(res, method="bbcd") if self.is_bbcd else res
+        idx = self.candidates()
         if idx.size and self._chunked(idx, chunked):
             from .chunked import bbc_over_table
 
@@ -243,6 +276,39 @@ class Study:
             res = S.with_fold_mean_winner(res, self._fold_matrix(idx))
         res = self._remap(res, idx)
         return dataclasses.replace(res, method="bbcd") if self.is_bbcd else res
+
+    def _bbc_incomplete(self, chunked, selection, kwargs):
+        """BBC over every configuration trained on some fold (see :meth:`bbc`)."""
+        from .metrics import get_metric
+
+        caller = "Study.bbc"
+        st = self._cube.state()
+        idx = np.flatnonzero((st == DONE).any(axis=2).all(axis=1))  # a fold of every repeat
+        if idx.size == 0:
+            raise StudyNotReadyError(self._none_complete())
+        if chunked or (chunked is None and self._chunked(idx, None)):
+            from .exceptions import InvalidParameterError
+
+            raise InvalidParameterError.of(
+                "chunked", caller, "False with include_incomplete=True (the trained "
+                "configurations are read into memory)", chunked,
+                note=f"Their predictions exceed IN_MEMORY_BYTES ({IN_MEMORY_BYTES:,} bytes as "
+                     f"float64)." if chunked is None else None)
+        V.reject_unknown(kwargs, ("n_bootstraps", "confidence_level", "random_state", "pos_label",
+                                  "block_size", "bootstrap_indices"), caller)
+        y, pos = target_of(self._cube)
+        m = get_metric(self.metric, caller=caller)
+        arr, coord = V.as_predictions(self._cube.predictions(idx), m, caller)
+        folds = self._cube.folds()
+        done = st[idx] == DONE  # (c, R, K): the ledger says which cells were predicted
+        missing = np.stack([~done[:, r, folds[:, r]].T for r in range(folds.shape[1])], axis=2)
+        final = np.isin(idx, self.candidates())
+        res = S._bbc_incomplete(
+            m, arr, coord, missing, y, folds, kwargs.get("n_bootstraps", 1000),
+            kwargs.get("confidence_level", 0.95), kwargs["random_state"],
+            kwargs.get("bootstrap_indices"), kwargs.get("pos_label", pos), kwargs.get("block_size"),
+            selection, final, caller)
+        return self._remap(res, idx)
 
     @property
     def selection(self):
@@ -282,12 +348,12 @@ class Study:
         return int(((st == DONE) | (st == FAILED)).sum()), int(st.size)
 
     def bbc_f(self, *, chunked=None, **kwargs):
-        """:func:`bbc_dask.bbc_f` on the cube's complete configurations. The fold ×
+        """:func:`bbc_dask.bbc_f` on the study's :meth:`candidates`. The fold ×
         configuration matrix is the ledger's (each engine task scored the fold it
         predicted, as :func:`bbc_dask.fold_score_matrix` does): no prediction is read,
         whatever ``chunked`` (accepted as in :meth:`bbc`)."""
         kwargs.setdefault("random_state", self.seed)
-        idx = self.complete_configs()
+        idx = self.candidates()
         if idx.size == 0:
             raise StudyNotReadyError(self._none_complete())
         V.check_bool(chunked, "chunked", "Study", allow_none=True)
@@ -302,9 +368,10 @@ class Study:
                               opts["random_state"], None, opts["block_size"], "Study.bbc_f")
         return self._remap(res, idx)
 
+    @_study_scores
     def selection_ci(self, method="mabt", *, repeat=0, **kwargs):
         """:func:`bbc_dask.selection_ci` (the 2024 paper's DL, HM, BT, their 10p variants,
-        MABT) on one repeat of the cube's complete configurations: their out-of-sample
+        MABT) on one repeat of the study's :meth:`candidates`: their out-of-sample
         scores and the study's folds. Configuration indices in the result (``selected``,
         ``details["top"]``...) refer to the study's configurations.
 
@@ -550,7 +617,7 @@ def run_study(
         or the local cluster, which then runs over TLS). A dict is passed to ``Security``
         (e.g. ``{"tls_ca_file": ..., "tls_client_cert": ..., "tls_client_key": ...}``).
     selection : {"pooled", "fold_mean"}, default="pooled"
-        How the winner is chosen among complete configurations — the model refit, the
+        How the winner is chosen among the candidates (complete and not dropped) — the model refit, the
         study's ``best_index_`` and the ``selected_config`` of :meth:`Study.bbc`: the best
         score on the pooled out-of-sample predictions (mean over repeats; the 2018
         paper's CVT), or the best mean of its (repeat, fold) scores (the 2024 paper's

@@ -286,6 +286,40 @@ def reference_bbc(predictions, y, metric, bootstrap_indices, pos_label=None):
     return dist, winners
 
 
+def reference_bbc_incomplete(predictions, y, metric, bootstrap_indices, pos_label=None):
+    """BBC of an incomplete cube (NaN = not predicted): each configuration with a
+    prediction in every repeat is scored, per repeat, on its in-bag rows it predicted (a
+    score that is undefined there loses); the winner on its out-of-bag rows it predicted.
+    Returns (dist, winners)."""
+    P = _as_4d(predictions, metric)
+    N, C, R = P.shape[:3]
+    classes = _classes_of(metric, y)
+    nan = np.isnan(P.astype(np.float64))
+    have = ~(nan.any(axis=3) if nan.ndim == 4 else nan)
+    usable = [c for c in range(C) if all(have[:, c, r].any() for r in range(R))]
+
+    def score(c, rows):
+        vals = []
+        for r in range(R):
+            mine = [i for i in rows if have[i, c, r]]
+            vals.append(score_rows(metric, y, P[:, c, r], mine, classes, pos_label) if mine else NAN)
+        return _mean(vals)
+
+    boots = np.asarray(bootstrap_indices, dtype=np.int64)
+    dist = np.full(boots.shape[0], np.nan)
+    winners = np.full(boots.shape[0], -1, dtype=np.int64)
+    for b in range(boots.shape[0]):
+        in_bag = [int(i) for i in boots[b]]
+        s = [score(c, in_bag) for c in usable]
+        s = [-np.inf if np.isnan(v) else v for v in s]
+        if all(v == -np.inf for v in s):
+            continue
+        j = usable[_argmax_lowest(s)]
+        winners[b] = j
+        dist[b] = score(j, _oob_positions(N, in_bag))
+    return dist, winners
+
+
 # ---------------------------------------------------------------------------
 # per-fold score matrix and BBC-F (Paraschakis et al. 2024, Algorithm 1)
 # ---------------------------------------------------------------------------

@@ -5,6 +5,7 @@ import xarray as xr
 from _cases import make_case
 from _reference import (
     reference_bbc,
+    reference_bbc_incomplete,
     reference_bbc_f,
     reference_fold_matrix,
     reference_naive_bootstrap,
@@ -127,6 +128,40 @@ def test_fold_mean_selection_is_bbc_f_s():
         bd.naive_bootstrap(sim.predictions, sim.y, unit="row", **kw)
     with pytest.raises(ValueError, match=r"The 'folds' parameter of naive_bootstrap is required with unit='fold'"):
         bd.naive_bootstrap(sim.predictions, sim.y, unit="fold", **kw)
+
+
+@pytest.mark.parametrize("metric_name", ["roc_auc", "accuracy", "neg_log_loss", "neg_mean_squared_error"])
+def test_bbc_of_an_incomplete_cube_equals_reference(metric_name):
+    """include_incomplete=True (2018 paper §3: BBC applies to whatever predictions exist):
+    configurations missing folds — as BBCD drops them, or failures — compete in every
+    bootstrap on the samples they predicted; the final winner is a complete one; one
+    missing a whole repeat is left out. A plain loop over explicit indices agrees."""
+    n, c, r = 60, 7, 2
+    pred, y = make_case(metric_name, n=n, c=c, r=r, seed=21)
+    if pred.dtype.kind in "UO":  # labels as strings: their codes, as a study stores them
+        classes = np.unique(y)
+        pred, y = np.searchsorted(classes, pred), np.searchsorted(classes, y)
+    pred = pred.astype(np.float64)
+    folds = _stratified(y, r, 4) if metric_name == "roc_auc" else _folds(n, r, seed=22)
+    for rep in range(r):
+        ids = np.unique(folds[:, rep])
+        pred[np.isin(folds[:, rep], ids[2:]), 4, rep] = np.nan  # two folds of four
+        pred[np.isin(folds[:, rep], ids[1:]), 5, rep] = np.nan  # one fold
+    pred[:, 6, 1] = np.nan  # nothing in repeat 1: not a candidate
+    idx = np.random.default_rng(23).integers(0, n, size=(25, n))
+    res = bd.bbc(pred, y, metric=metric_name, bootstrap_indices=idx, include_incomplete=True)
+    dist, winners = reference_bbc_incomplete(pred, y, metric_name, idx)
+    np.testing.assert_allclose(res.bootstrap_distribution, dist, rtol=0, atol=1e-12)
+    np.testing.assert_array_equal(res.winners, winners)
+    assert res.configs.tolist() == [0, 1, 2, 3, 4, 5]
+    complete = bd.bbc(pred[:, :4], y, metric=metric_name, bootstrap_indices=idx)
+    assert (res.selected_config, res.naive_estimate) == (complete.selected_config, complete.naive_estimate)
+    # nothing missing: bbc itself, bit for bit
+    same = bd.bbc(pred[:, :4], y, metric=metric_name, random_state=1, n_bootstraps=100, include_incomplete=True)
+    np.testing.assert_array_equal(same.bootstrap_distribution, bd.bbc(
+        pred[:, :4], y, metric=metric_name, random_state=1, n_bootstraps=100).bootstrap_distribution)
+    with pytest.raises(ValueError, match=r"'predictions'.* of bbc .*NaN marks a cell not predicted.*include_incomplete=True"):
+        bd.bbc(pred, y, metric=metric_name, bootstrap_indices=idx)
 
 
 def _stratified(y, n_repeats, k):

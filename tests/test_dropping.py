@@ -147,6 +147,59 @@ def test_nothing_is_tested_before_min_predictions(tmp_path, client):
     assert trained == full - int((st == 3).sum())
     res = s.bbc(random_state=0, n_bootstraps=200)
     assert res.method == "bbcd" and res.selected_config not in {d["config"] for d in s.dropped}
+    # what the estimate is conditioned on: the survivors; or, with include_incomplete,
+    # every configuration, each on the samples it predicted (the 2018 paper's §3)
+    dropped = {d["config"] for d in s.dropped}
+    assert dropped and set(res.configs.tolist()) == set(range(20)) - dropped
+    inc = s.bbc(random_state=0, n_bootstraps=200, include_incomplete=True)
+    assert inc.configs.tolist() == list(range(20)) and inc.method == "bbcd"
+    assert (inc.selected_config, inc.naive_estimate) == (res.selected_config, res.naive_estimate)
+    assert set(inc.winners.tolist()) & dropped  # the dropped compete in some bootstraps
+    pred = s.cube["prediction"].values.copy()
+    folds = s.cube["fold"].values
+    for r in range(folds.shape[1]):
+        pred[:, :, r][st[:, r, folds[:, r]].T != 1] = np.nan
+    want = bd.bbc(pred, y, metric="roc_auc", random_state=0, n_bootstraps=200, include_incomplete=True)
+    np.testing.assert_array_equal(inc.bootstrap_distribution, want.bootstrap_distribution)
+    np.testing.assert_array_equal(inc.winners, want.winners)
+    with pytest.raises(ValueError, match=r"'chunked' parameter of Study.bbc must be False with include_incomplete=True"):
+        s.bbc(include_incomplete=True, chunked=True)
+
+
+def test_the_last_wave_is_tested_and_bbcd_estimates_the_survivors(tmp_path, client):
+    """As the 2018 paper's Matlab code: the dropping test runs after the last fold wave
+    too, and BBCD-CV's BBC runs on the configurations that survive it — those dropped
+    then have every cell trained, but are not candidates. Dropping(test_last_wave=False)
+    stops testing before the last wave (and is another study on the same store)."""
+    from sklearn.datasets import make_classification
+    from sklearn.tree import DecisionTreeClassifier
+
+    X, y = make_classification(200, 10, flip_y=0.1, random_state=1)
+    grid = {"max_depth": [1, 2, 3, 4, 6, 8], "min_samples_leaf": [1, 3, 10, 30]}
+    kw = dict(metric="roc_auc", n_splits=5, random_state=0, client=client, progress=False)
+    # 200 predictions: the test runs after the last wave alone
+    drop = bd.Dropping(alpha=0.6, n_bootstraps=300, min_predictions=200)
+    s = bd.run_study(DecisionTreeClassifier(random_state=0), grid, X, y, store=tmp_path / "s.zarr",
+                     dropping=drop, **kw)
+    log = s.dropping_log
+    assert [e["wave"] for e in log] == [0, 1, 2, 3, 4] and [e["tested"] for e in log] == [False] * 4 + [True]
+    last = [d["config"] for d in s.dropped if d["wave"] == 4]
+    assert last, s.dropped  # configurations lost the last test with every cell trained
+    assert all((s.state[c] == 1).all() for c in last)
+    survivors = set(s.candidates().tolist())
+    assert survivors == set(s.complete_configs().tolist()) - set(last)
+    res = s.bbc(n_bootstraps=200)
+    assert res.method == "bbcd" and set(res.winners.tolist()) <= survivors
+    assert s.best_index_ in survivors and s.bbc_f(n_bootstraps=100).selected_config in survivors
+    with pytest.raises(bd.exceptions.StoreMismatchError, match=r"dropping\.test_last_wave \(stored True, given False\)"):
+        bd.run_study(DecisionTreeClassifier(random_state=0), grid, X, y, store=tmp_path / "s.zarr",
+                     dropping=bd.Dropping(alpha=0.6, n_bootstraps=300, min_predictions=200,
+                                          test_last_wave=False), **kw)
+    before = bd.run_study(DecisionTreeClassifier(random_state=0), grid, X, y, store=tmp_path / "b.zarr",
+                          dropping=bd.Dropping(alpha=0.6, n_bootstraps=300, min_predictions=200,
+                                               test_last_wave=False), **kw)
+    assert [e["wave"] for e in before.dropping_log] == [0, 1, 2, 3] and not before.dropped
+    assert set(before.candidates().tolist()) == survivors | set(last)
 
 
 def test_untested_waves_run_as_one_stage_with_the_same_results(tmp_path, client, monkeypatch):

@@ -87,6 +87,19 @@ def test_fold_mean_selection_chooses_refits_and_estimates_one_winner(tmp_path, c
         _run(tmp_path / "q.zarr", X, y, client, selection="mean")
 
 
+def test_fully_grown_trees_are_estimated(tmp_path, client):
+    """Pure leaves give probabilities 0 and 1 only: AUC's scores, not labels by mistake
+    (they were refused as labels, and such a study could not be estimated)."""
+    from sklearn.datasets import make_classification
+
+    X, y = make_classification(100, 10, random_state=0)
+    study = _run(tmp_path / "t.zarr", X, y, client, estimator=DecisionTreeClassifier(random_state=0),
+                 grid={"criterion": ["gini", "entropy"]}, n_repeats=1)
+    assert set(np.unique(study.cube["prediction"].values)) == {0.0, 1.0}
+    res = study.bbc(n_bootstraps=50)
+    assert 0.5 < res.estimate < 1 and study.bbc_f(n_bootstraps=50).estimate > 0.5
+
+
 def test_rerun_resumes_without_fitting(tmp_path, cancer, client):
     X, y = cancer
     first = _run(tmp_path / "s.zarr", X, y, client, refit=False)

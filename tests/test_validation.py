@@ -10,6 +10,15 @@ SCORES = RNG.normal(size=(20, 3))
 PROBA = RNG.dirichlet([1, 1], size=(20, 3, 1))
 
 
+def test_labels_for_a_ranking_metric_warn_and_score():
+    """Labels where AUC wants scores: a warning, not an error — fully grown trees'
+    probabilities are 0 and 1, and their AUC is defined."""
+    labels = np.tile(Y[:, None], (1, 3)).astype(float)
+    with pytest.warns(bd.exceptions.LabelsAsScoresWarning, match=r"holds only the class labels \[0.0, 1.0\]"):
+        res = bd.bbc(labels, Y, metric="roc_auc", n_bootstraps=10, random_state=0)
+    assert res.naive_estimate == 1.0
+
+
 @pytest.mark.parametrize(
     "kwargs, match",
     [
@@ -32,7 +41,6 @@ PROBA = RNG.dirichlet([1, 1], size=(20, 3, 1))
         (dict(bootstrap_indices=np.zeros((5, 19), int)), r"'bootstrap_indices' parameter of bbc must have shape \(B, 20\)"),
         (dict(bootstrap_indices=np.full((5, 20), 20)), r"'bootstrap_indices' parameter of bbc must hold integer positions in \[0, 20\)"),
         (dict(pos_label=5), r"'pos_label' parameter of bbc must be one of the labels \[0, 1\]\. Got 5"),
-        (dict(predictions=np.tile(Y[:, None], (1, 3))), r"expects a continuous score of the positive class .* holds only class labels"),
         (dict(predictions=PROBA), r"'roc_auc' expects a score of the positive class, .* has a class axis .* predictions\[\.\.\., 1\]"),
         (dict(metric="accuracy"), r"'accuracy' expects predicted class labels drawn from y's labels \[0, 1\], but 'predictions' of bbc holds .* not probabilities"),
         (dict(metric="neg_log_loss"), r"'neg_log_loss' needs class probabilities: 'predictions' of bbc must have shape \(N, C, R, n_classes\)"),

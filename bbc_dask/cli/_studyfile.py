@@ -152,9 +152,10 @@ def resolve_spec(raw, base="."):
     spec["metric"] = metric
     drop = raw.get("dropping", False)
     if isinstance(drop, dict):
-        bad = sorted(set(drop) - {"alpha", "n_bootstraps", "min_predictions"})
+        bad = sorted(set(drop) - {"alpha", "n_bootstraps", "min_predictions", "test_last_wave"})
         if bad:
-            raise _err(f"dropping.{bad[0]}", "unknown key (allowed: alpha, n_bootstraps, min_predictions)")
+            raise _err(f"dropping.{bad[0]}", "unknown key (allowed: alpha, n_bootstraps, "
+                                             "min_predictions, test_last_wave)")
         from ..stats._dropping import Dropping
 
         try:

@@ -8,12 +8,20 @@ import numpy as np
 from ..stats._winner import select
 from ._schema import DONE, FAILED
 
-__all__ = ["complete", "failure_groups", "pooled_scores", "select_winner", "target_of"]
+__all__ = ["candidates", "complete", "failure_groups", "pooled_scores", "select_winner",
+           "target_of"]
 
 
 def complete(state):
     """Configurations (a boolean per row of ``state``) with every cell done."""
     return np.all(state == DONE, axis=(1, 2))
+
+
+def candidates(cube):
+    """Configurations (a boolean each) the study selects among and estimates on: every
+    cell done, and not dropped — BBCD's survivors (one dropped after the last wave has
+    every cell done)."""
+    return complete(cube.state()) & (cube.dropped_waves()[0] < 0)
 
 
 def target_of(cube):
@@ -53,12 +61,12 @@ def pooled_scores(cube, idx):
 
 
 def select_winner(cube):
-    """The configuration CVT selects among complete configurations, by the study's
+    """The configuration CVT selects among the :func:`candidates`, by the study's
     ``selection``: the best pooled CV score (mean over repeats, as
     :func:`bbc_dask.naive_cvt` selects) or the best mean of the ledger's fold scores (as
     :func:`bbc_dask.bbc_f` selects), by :func:`bbc_dask.stats._winner.select` — or None
     if none is complete."""
-    idx = np.flatnonzero(complete(cube.state()))
+    idx = np.flatnonzero(candidates(cube))
     if idx.size == 0:
         return None
     if cube.meta["spec"].get("selection", "pooled") == "fold_mean":

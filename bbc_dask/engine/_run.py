@@ -56,9 +56,13 @@ def _diff(stored, new, prefix=""):
 
 
 def _defaults(spec):
-    """``spec`` with the keys recorded only when not their default filled in (a store
-    written before ``selection`` existed selects by the pooled score)."""
-    return {"selection": "pooled", **spec}
+    """``spec`` with the keys recorded only when not their default, or added later,
+    filled in as a store without them behaves: ``selection`` pooled; a BBCD study did not
+    test after its last wave."""
+    out = {"selection": "pooled", **spec}
+    if isinstance(out.get("dropping"), dict):
+        out["dropping"] = {"test_last_wave": False, **out["dropping"]}
+    return out
 
 
 def _short(v):
@@ -227,7 +231,7 @@ class _StudyRun:
                                      else self.configs.describe())),
             "dropping": None if d is None else {
                 "alpha": d.alpha, "n_bootstraps": d.n_bootstraps,
-                "min_predictions": d.min_predictions},
+                "min_predictions": d.min_predictions, "test_last_wave": d.test_last_wave},
             # recorded only when not the default: a store from before it is "pooled"
             **({} if self.selection == "pooled" else {"selection": self.selection}),
         })

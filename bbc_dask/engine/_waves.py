@@ -84,7 +84,7 @@ def run_waves(cube, client, estimator, configs, X, y, target, m, error_score,
                 continue
             state = cube.state()
             for k in stage:
-                if k < n_splits - 1 and k not in decided:
+                if (k < n_splits - 1 or dropping.test_last_wave) and k not in decided:
                     active = _decide(cube, client, root, dropping, k, state, active, m, target)
                     state = cube.state()
         _pooled_pass(cube, client, m, target)

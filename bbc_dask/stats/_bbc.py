@@ -37,17 +37,19 @@ __all__ = [
 _BLOCK_BYTES = 256 * 2**20
 
 
-def prepare_inputs(predictions, y, metric, pos_label, caller, class_coord=None):
+def prepare_inputs(predictions, y, metric, pos_label, caller, class_coord=None, check_scores=True):
     """Validate and encode ``(predictions, y)`` for ``metric``.
 
     ``class_coord`` gives the class order of a plain array's class axis (a DataArray
-    carries its own). Returns ``(metric, target, pred)`` with ``pred`` float64
+    carries its own). ``check_scores``: warn when a ranking metric is given labels (a
+    user's array). Returns ``(metric, target, pred)`` with ``pred`` float64
     (N, C, R[, K]).
     """
     m = get_metric(metric, caller=caller)
     arr, coord = V.as_predictions(predictions, m, caller)
     target = V.as_target(y, m, caller, pos_label=pos_label)
-    pred = V.encode_predictions(arr, coord if class_coord is None else class_coord, m, target, caller)
+    pred = V.encode_predictions(arr, coord if class_coord is None else class_coord, m, target,
+                                caller, check_scores)
     return m, target, pred
 
 
@@ -86,6 +88,7 @@ def bbc(
     pos_label=None,
     block_size=None,
     selection="pooled",
+    include_incomplete=False,
 ) -> BBCResult:
     """Bootstrap Bias Corrected CV estimate of the selected configuration's performance.
 
@@ -133,6 +136,17 @@ def bbc(
         select (needs ``folds``). The bootstraps are the same either way (each selects
         on its in-bag pooled predictions); ``naive_estimate`` is the winner's score by
         the same criterion.
+    include_incomplete : bool, default=False
+        Accept NaN predictions as cells not predicted (an incomplete CV, the 2018 paper's
+        §3: BBC applies to whatever predictions exist — configurations dropped by BBCD or
+        failed in some folds). Each bootstrap selects among every configuration with a
+        prediction in each repeat, each scored on its in-bag samples that it predicted
+        (per repeat, then the mean over repeats), and scores its winner on the winner's
+        out-of-bag samples that it predicted. The final winner is chosen among the
+        complete configurations (the models that can be refit). ``configs`` says which
+        configurations the bootstraps selected among. A draw is redrawn when the
+        complete configurations' score is undefined in or out of bag; a bootstrap whose
+        winner's out-of-bag score is undefined is NaN, excluded and counted.
 
     Returns
     -------
@@ -153,6 +167,14 @@ def bbc(
     True
     """
     caller = "bbc"
+    if V.check_bool(include_incomplete, "include_incomplete", caller):
+        m = get_metric(metric, caller=caller)
+        arr, coord = V.as_predictions(predictions, m, caller)
+        missing = _missing(arr)
+        if missing is not None and missing.any():
+            return _bbc_incomplete(m, arr, coord, missing, y, folds, n_bootstraps,
+                                   confidence_level, random_state, bootstrap_indices, pos_label,
+                                   block_size, selection, None, caller)
     m, target, pred = prepare_inputs(predictions, y, metric, pos_label, caller)
     n, _, n_rep = pred.shape[:3]
     f = check_selection(selection, folds, n, n_rep, caller)
@@ -186,6 +208,81 @@ def bbc(
 
 
 SELECTIONS = ("pooled", "fold_mean")
+
+
+def _missing(arr):
+    """Cells (N, C, R) with no prediction (NaN, in any class), or None where the
+    predictions cannot hold NaN (labels as integers or strings)."""
+    if np.asarray(arr).dtype.kind != "f":
+        return None
+    nan = np.isnan(arr)
+    return nan.any(axis=3) if nan.ndim == 4 else nan
+
+
+def _bbc_incomplete(m, arr, coord, missing, y, folds, n_bootstraps, confidence_level,
+                    random_state, bootstrap_indices, pos_label, block_size, selection, final,
+                    caller):
+    """BBC of an incomplete cube (see :func:`bbc`'s ``include_incomplete``): the
+    configurations grouped by the cells they predicted, each group scored as the BBCD
+    dropping test scores (its availability as masks); ``final`` (C,) bool: the
+    configurations the final winner may be (default: the complete ones)."""
+    from ._dropping import DroppingScorer
+
+    n, n_cfg, n_rep = missing.shape
+    f = check_selection(selection, folds, n, n_rep, caller)
+    have = ~missing
+    usable = np.flatnonzero(have.any(axis=0).all(axis=1))  # a prediction in every repeat
+    complete = have.all(axis=(0, 2))
+    final = complete if final is None else final & complete
+    if not final.any():
+        final = np.zeros(n_cfg, dtype=bool)
+        final[usable] = True
+    if usable.size == 0:
+        raise UndefinedScoreError(
+            f"No configuration of the predictions given to {caller} has a prediction in every "
+            f"repeat: there is nothing to select among.")
+    pattern = have[:, usable, :].transpose(1, 0, 2).reshape(usable.size, -1)
+    _, inv = np.unique(pattern, axis=0, return_inverse=True)
+    groups = [usable[inv.ravel() == g] for g in range(int(inv.max()) + 1)]
+    scorers = [DroppingScorer(arr[:, g], y, have[:, g[0], :], m.name, pos_label, coord, caller)
+               for g in groups]
+    order = np.argsort(np.concatenate(groups), kind="stable")  # columns in configuration order
+    columns = np.concatenate(groups)[order]
+    ref = scorers[max(range(len(groups)), key=lambda i: (final[groups[i]].any(), have[:, groups[i][0]].sum()))]
+
+    def defined(c):
+        return ref.defined(c) & ref.defined((c == 0).astype(np.int32))
+
+    conf, n_boot, root, idx = _common(caller, n_bootstraps, confidence_level, random_state,
+                                      bootstrap_indices, n)
+    bs = _block_size(block_size, n_boot, arr, caller)
+    dist = np.full(n_boot, np.nan)
+    winners = np.full(n_boot, -1, dtype=np.int64)
+    blocks = CountBlocks(root, "bbc", idx, n_boot, n, bs, defined)
+    for start, stop, counts in blocks:
+        s = np.concatenate([sc.scores(counts) for sc in scorers], axis=1)[:, order]
+        s = np.where(np.isnan(s), -np.inf, s)  # a configuration undefined in bag competes not
+        w = np.where(np.isfinite(s).any(axis=1), select(s), -1)
+        out = (counts == 0).astype(np.int32)
+        for g, sc in zip(groups, scorers):
+            rows = np.flatnonzero(np.isin(columns[np.maximum(w, 0)], g) & (w >= 0))
+            if rows.size:
+                oob = sc.scores(out[rows])
+                dist[start + rows] = oob[np.arange(rows.size), np.searchsorted(g, columns[w[rows]])]
+        winners[start:stop] = np.where(w >= 0, columns[np.maximum(w, 0)], -1)
+    # the final winner and its naive score as bbc() gives them on those configurations alone
+    keep = np.flatnonzero(final)
+    sub = prepare_inputs(arr[:, keep], y, m.name, pos_label, caller, coord)
+    full = _full_scores(sub[0].prepare(sub[1], sub[2]), n)
+    sel = select(full)
+    res = summarise(dist, winners, selected=int(keep[sel]), naive=full[sel],
+                    n_redrawn=blocks.n_redrawn, method="bbc", metric=m.name, confidence_level=conf)
+    res = dataclasses.replace(res, configs=usable)
+    if selection == "pooled":
+        return res
+    F = _fold_matrix(sub[0], sub[1], sub[2], f, caller)[0]
+    fm = with_fold_mean_winner(res, F)
+    return dataclasses.replace(fm, selected_config=int(keep[fm.selected_config]))
 
 
 def check_selection(selection, folds, n, n_rep, caller):

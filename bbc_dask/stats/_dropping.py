@@ -43,16 +43,22 @@ class Dropping:
     min_predictions : int, default=50
         Do not test before every repeat has this many out-of-sample predictions (the 2018
         paper: with fewer, early dropping can lose the best configuration).
+    test_last_wave : bool, default=True
+        Test after the last fold wave too, so that the final BBC (BBCD-CV) runs on the
+        configurations that survive it, as the 2018 paper's Matlab code does. A
+        configuration dropped then has every fold trained; it is not a candidate.
     """
 
     alpha: float = 0.99
     n_bootstraps: int = 1000
     min_predictions: int = 50
+    test_last_wave: bool = True
 
     def __post_init__(self):
         V.check_real_open(self.alpha, "alpha", "Dropping", 0.5, 1.0)
         V.check_int(self.n_bootstraps, "n_bootstraps", "Dropping")
         V.check_int(self.min_predictions, "min_predictions", "Dropping")
+        V.check_bool(self.test_last_wave, "test_last_wave", "Dropping")
 
     @classmethod
     def coerce(cls, dropping, caller):
@@ -193,8 +199,8 @@ class DroppingScorer:
     column only, so a configuration chunk's scores are the matching columns of the whole
     cube's (the chunked test of :mod:`bbc_dask.chunked` concatenates chunks)."""
 
-    def __init__(self, predictions, y, available, metric, pos_label=None, class_coord=None):
-        caller = "dropping_test"
+    def __init__(self, predictions, y, available, metric, pos_label=None, class_coord=None,
+                 caller="dropping_test"):
         pred = np.asarray(predictions)
         if pred.ndim == 2:
             pred = pred[:, :, None]
@@ -203,7 +209,8 @@ class DroppingScorer:
         filled = pred.copy()
         for r in range(n_rep):
             fill_unavailable(filled[:, :, r], avail[:, r])
-        m, target, enc = prepare_inputs(filled, y, metric, pos_label, caller, class_coord)
+        m, target, enc = prepare_inputs(filled, y, metric, pos_label, caller, class_coord,
+                                        check_scores=False)
         del filled
         self.n, self.n_configs = n, enc.shape[1]
         self.preps = [m.prepare(target, enc[:, :, r : r + 1]) for r in range(n_rep)]

@@ -71,6 +71,11 @@ class BBCResult:
         How ``selected_config`` was chosen: ``"pooled"`` (the best score on the pooled
         out-of-sample predictions, mean over repeats) or ``"fold_mean"`` (the best mean of
         the (repeat, fold) scores, as BBC-F and the 2024 paper's code select).
+    configs : ndarray of int or None
+        What the estimate is conditioned on: the configurations each bootstrap selected
+        among (a study's indices: its candidates — with BBCD the survivors — or, with
+        ``include_incomplete``, every configuration trained on some fold). None: every
+        column of the predictions given.
     """
 
     estimate: float
@@ -87,6 +92,7 @@ class BBCResult:
     confidence_level: float
     n_excluded: int = 0
     selection: str = "pooled"
+    configs: object = None
 
     def __repr__(self):
         ci = self.confidence_interval
@@ -113,6 +119,7 @@ class BBCResult:
             "n_redrawn": self.n_redrawn,
             "n_excluded": self.n_excluded,
             "selection": self.selection,
+            "n_configs": None if self.configs is None else len(self.configs),
         }
 
 

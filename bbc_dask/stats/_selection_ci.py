@@ -174,7 +174,7 @@ def _check(predictions, y, folds, method, alpha, learn_frac, n_bootstraps, resam
     if pred.shape[2] != 1:
         raise InvalidParameterError.of("predictions", caller, "of shape (N, C) or (N, C, 1)",
                                        shown=f"shape {pred.shape}")
-    pred = V.encode_predictions(pred, None, metric, target, caller)[:, :, 0]
+    pred = V.encode_predictions(pred, None, metric, target, caller, check_scores=True)[:, :, 0]
     n = pred.shape[0]
     f = V.per_sample_and_repeat(folds, "folds", caller, n, 1, "one fold id")[:, 0]
     return pred, (target.codes == target.pos_code).astype(np.int64), f
