@@ -11,7 +11,7 @@ def make_case(metric, n=40, c=5, r=1, seed=0):
         pred = rng.normal(size=(n, c, r)) + pos * rng.uniform(0, 1.5, size=(1, c, 1))
         pred[:, 0] = np.round(pred[:, 0], 1)  # ties inside a column
         return pred, y
-    if metric in ("roc_auc_ovr", "neg_log_loss"):
+    if metric in ("roc_auc_ovr", "roc_auc_ovo", "neg_log_loss"):
         y = rng.integers(0, 3, n) * 10 + 5  # labels 5, 15, 25
         logits = rng.normal(size=(n, c, r, 3)) + 1.2 * np.eye(3)[(y - 5) // 10][:, None, None, :]
         p = np.exp(logits)
@@ -27,7 +27,7 @@ def make_case(metric, n=40, c=5, r=1, seed=0):
         flip = rng.random((n, c, r)) < rng.uniform(0.1, 0.5, size=(1, c, 1))
         pred = np.where(flip, 1 - y[:, None, None], y[:, None, None])
         return pred, y
-    if metric in ("neg_mean_squared_error", "neg_mean_absolute_error", "r2"):
+    if metric in ("neg_mean_squared_error", "neg_mean_absolute_error", "r2", "r2_corr"):
         y = rng.normal(10, 3, size=n)
         pred = y[:, None, None] + rng.normal(size=(n, c, r)) * rng.uniform(0.5, 3, size=(1, c, 1))
         return pred, y

@@ -38,8 +38,10 @@ from sklearn.metrics import (
     roc_auc_score,
 )
 
-PROBA_METRICS = ("neg_log_loss", "roc_auc_ovr")
+PROBA_METRICS = ("neg_log_loss", "roc_auc_ovr", "roc_auc_ovo")
 ALL_METRICS = (
+    "roc_auc_ovo",
+    "r2_corr",
     "roc_auc",
     "accuracy",
     "balanced_accuracy",
@@ -192,7 +194,7 @@ def score_rows(metric, y, pred_col, rows, classes=None, pos_label=None):
         return reference_concordance_index(time, event, pred)
 
     y_full = np.asarray(y)
-    if classes is None and metric in ("roc_auc", "f1", "neg_log_loss", "roc_auc_ovr"):
+    if classes is None and metric in ("roc_auc", "f1", "neg_log_loss", "roc_auc_ovr", "roc_auc_ovo"):
         classes = np.unique(y_full)
     yt = y_full[rows]
 
@@ -231,6 +233,24 @@ def score_rows(metric, y, pred_col, rows, classes=None, pos_label=None):
             if len(yt) < 2 or np.all(yt == yt[0]):
                 return NAN
             return float(r2_score(yt, pred))
+
+        if metric == "r2_corr":  # the 2024 paper's code: np.corrcoef(V1, V2)[0, 1] ** 2
+            if len(yt) < 2 or np.all(yt == yt[0]):
+                return NAN
+            if np.all(pred == pred[0]):
+                return 0.0  # constant predictions: no linear association
+            return float(np.corrcoef(yt, pred)[0, 1] ** 2)
+
+        if metric == "roc_auc_ovo":  # the 2024 paper's code's auc_multiclass, ordered pairs
+            if set(np.unique(yt).tolist()) != set(np.asarray(classes).tolist()):
+                return NAN
+            aucs = []
+            for a, ca in enumerate(classes):
+                for b, cb in enumerate(classes):
+                    if a != b:
+                        keep = np.isin(yt, [ca, cb])
+                        aucs.append(roc_auc_score(yt[keep] == ca, pred[keep, a]))
+            return float(np.mean(aucs))
 
         if metric == "roc_auc_ovr":
             present = set(np.unique(yt).tolist())

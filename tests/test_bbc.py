@@ -46,9 +46,9 @@ def test_bbc_equals_reference(metric_name, n_repeats):
 def test_bbc_f_equals_reference(metric_name, n_repeats):
     n = 48
     pred, y = make_case(metric_name, n=n, c=5, r=n_repeats, seed=5)
-    folds = _folds(n, n_repeats, k=3 if metric_name == "roc_auc_ovr" else 4, seed=6)
-    if metric_name in ("roc_auc", "roc_auc_ovr"):  # every fold must hold every class
-        folds = _stratified(y, n_repeats, 3 if metric_name == "roc_auc_ovr" else 4)
+    folds = _folds(n, n_repeats, k=3 if metric_name in ("roc_auc_ovr", "roc_auc_ovo") else 4, seed=6)
+    if metric_name in ("roc_auc", "roc_auc_ovr", "roc_auc_ovo"):  # every fold must hold every class
+        folds = _stratified(y, n_repeats, 3 if metric_name in ("roc_auc_ovr", "roc_auc_ovo") else 4)
     k = len(np.unique(folds[:, 0]))
     idx = np.random.default_rng(7).integers(0, k, size=(30, k))
     idx[0] = np.arange(k)
@@ -90,8 +90,8 @@ def test_fold_naive_bootstrap_equals_reference(metric_name, n_repeats):
     NumPy loop over explicit bootstrap indices; the paper's code uses 500 bootstraps."""
     n = 48
     pred, y = make_case(metric_name, n=n, c=5, r=n_repeats, seed=13)
-    folds = (_stratified(y, n_repeats, 3 if metric_name == "roc_auc_ovr" else 4)
-             if metric_name in ("roc_auc", "roc_auc_ovr") else _folds(n, n_repeats, seed=14))
+    folds = (_stratified(y, n_repeats, 3 if metric_name in ("roc_auc_ovr", "roc_auc_ovo") else 4)
+             if metric_name in ("roc_auc", "roc_auc_ovr", "roc_auc_ovo") else _folds(n, n_repeats, seed=14))
     k = len(np.unique(folds[:, 0]))
     idx = np.random.default_rng(15).integers(0, k, size=(30, k))
     res = bd.naive_bootstrap(pred, y, metric=metric_name, folds=folds, unit="fold", bootstrap_indices=idx)

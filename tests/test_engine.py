@@ -215,6 +215,17 @@ def test_random_search_groups_regression_and_multiclass(tmp_path, client):
     np.testing.assert_allclose(w.cube["prediction"].values.sum(axis=3), 1.0)
     assert 0.9 < w.bbc(random_state=0, n_bootstraps=100).estimate <= 1.0
     _assert_chunked_equal(w, random_state=0, n_bootstraps=100)
+    # the 2024 paper's code's metrics: one-vs-one AUC, squared correlation
+    for est, grid, (Xm, ym), metric in [
+            (make_pipeline(StandardScaler(), LogisticRegression(max_iter=2000)),
+             {"logisticregression__C": [0.01, 1.0]}, (Xw, yw), "roc_auc_ovo"),
+            (Ridge(), {"alpha": [0.1, 100.0]}, load_diabetes(return_X_y=True), "r2_corr")]:
+        m = bd.run_study(est, grid, Xm, ym, store=tmp_path / f"{metric}.zarr", metric=metric,
+                         n_splits=3, n_repeats=2, random_state=0, client=client, progress=False,
+                         refit=False)
+        F, _ = bd.fold_score_matrix(m.cube["prediction"].values, ym, m.cube["fold"].values, metric=metric)
+        np.testing.assert_array_equal(m.fold_scores(), F)  # the tasks' fold scores
+        _assert_chunked_equal(m, random_state=0, n_bootstraps=100)
 
 
 def _assert_chunked_equal(study, **kw):

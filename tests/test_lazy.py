@@ -288,7 +288,7 @@ def _cube(metric, n, c, r, seed=0):
             return np.round(rng.normal(size=(n, c, r)) + y[:, None, None], 1), y
         right = rng.random((n, c, r)) < rng.uniform(0.55, 0.8, (1, c, 1))
         return np.where(right, y[:, None, None], 1 - y[:, None, None]).astype(np.float32), y
-    if metric in ("roc_auc_ovr", "neg_log_loss"):
+    if metric in ("roc_auc_ovr", "roc_auc_ovo", "neg_log_loss"):
         y = rng.integers(0, 3, n)
         return rng.dirichlet([1, 1, 1], size=(n, c, r)), y
     if metric == "concordance_index":
@@ -300,8 +300,8 @@ def _cube(metric, n, c, r, seed=0):
 
 
 POINTWISE = ["accuracy", "balanced_accuracy", "f1", "neg_log_loss", "neg_mean_squared_error",
-             "neg_mean_absolute_error", "r2"]
-RANKING = ["roc_auc", "roc_auc_ovr", "concordance_index"]
+             "neg_mean_absolute_error", "r2", "r2_corr"]
+RANKING = ["roc_auc", "roc_auc_ovr", "roc_auc_ovo", "concordance_index"]
 
 
 def _same(got, want):
@@ -1073,7 +1073,7 @@ def test_ranking_metric_by_pairs_of_tiles_equals_in_memory(metric, n, client, tm
     monkeypatch.setattr(M, "SAMPLE_BLOCK", 128)
     monkeypatch.setattr(L, "RANK_TILE", 256)
     monkeypatch.setattr(L, "RANK_SAMPLES", 512)
-    per = 3 if metric == "roc_auc_ovr" else 1
+    per = 3 if metric in ("roc_auc_ovr", "roc_auc_ovo") else 1
     monkeypatch.setattr(L, "HOLD_BYTES", 3 * 2 * 256 * 2 * per * L.RANK_CELL_BYTES)
     p, y = _cube(metric, n, 13, 2)
     dims = ("sample", "config", "repeat", "class")[: p.ndim]
@@ -1112,7 +1112,7 @@ def test_bbc_f_of_a_ranking_metric_by_pairs_of_tiles_equals_in_memory(metric, cl
     monkeypatch.setattr(L, "RANK_FOLD_TILE", 256)
     monkeypatch.setattr(L, "RANK_TILE", 128)  # BBC's: not BBC-F's
     monkeypatch.setattr(L, "RANK_SAMPLES", 512)
-    per = 3 if metric == "roc_auc_ovr" else 1
+    per = 3 if metric in ("roc_auc_ovr", "roc_auc_ovo") else 1
     monkeypatch.setattr(L, "HOLD_BYTES", 3 * 2 * 256 * 2 * per * L.RANK_CELL_BYTES)
     n = 1100
     p, y = _cube(metric, n, 13, 2, seed=6)
@@ -1194,7 +1194,7 @@ def test_dropping_test_of_a_ranking_metric_by_pairs_of_tiles(metric, client, tmp
     monkeypatch.setattr(M, "SAMPLE_BLOCK", 64)
     monkeypatch.setattr(L, "RANK_TILE", 128)
     monkeypatch.setattr(L, "RANK_SAMPLES", 256)
-    per = 3 if metric == "roc_auc_ovr" else 1
+    per = 3 if metric in ("roc_auc_ovr", "roc_auc_ovo") else 1
     monkeypatch.setattr(L, "HOLD_BYTES", 3 * 2 * 128 * 2 * per * L.RANK_CELL_BYTES)
     p, y, avail, src = _dropping_cube(metric, tmp_path)
     names = _dropping_task_names(client, monkeypatch, p, y, avail, metric, src)

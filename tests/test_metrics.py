@@ -35,8 +35,9 @@ def test_weighted_scores_equal_repeated_sample(metric_name, n_repeats):
 
 def test_registry_lists_names_and_directions():
     assert set(bd.metrics.metric_names()) == {
-        "roc_auc", "roc_auc_ovr", "accuracy", "balanced_accuracy", "f1", "neg_log_loss",
-        "neg_mean_squared_error", "neg_mean_absolute_error", "r2", "concordance_index",
+        "roc_auc", "roc_auc_ovr", "roc_auc_ovo", "accuracy", "balanced_accuracy", "f1",
+        "neg_log_loss", "neg_mean_squared_error", "neg_mean_absolute_error", "r2", "r2_corr",
+        "concordance_index",
     }
     assert all(m.greater_is_better for m in bd.metrics.METRICS.values())
     assert bd.metrics.get_metric("roc_auc").kind == "ranking"
@@ -69,7 +70,7 @@ def test_indicator_sums_are_exact_in_either_layout(monkeypatch):
                 K.indicator_sums(np.ascontiguousarray(c.T), masks, oob, 0), want)
 
 
-@pytest.mark.parametrize("metric", ["roc_auc", "roc_auc_ovr", "concordance_index"])
+@pytest.mark.parametrize("metric", ["roc_auc", "roc_auc_ovr", "roc_auc_ovo", "concordance_index"])
 def test_ranking_definedness_decided_from_block_parts_equals_the_whole(metric):
     """A ranking metric's rule streams: its parts of two sample blocks, combined by
     maximum, decide exactly what ``both`` and ``inbag`` decide on the whole counts —
@@ -83,7 +84,7 @@ def test_ranking_definedness_decided_from_block_parts_equals_the_whole(metric):
         if metric == "concordance_index":
             target = M.Target(time=rng.integers(0, 3, n).astype(float), event=rng.random(n) < 0.5)
         else:
-            k = 3 if metric == "roc_auc_ovr" else 2
+            k = 3 if metric in ("roc_auc_ovr", "roc_auc_ovo") else 2
             target = M.Target.of_codes(rng.integers(0, k, n), k)
         rule = M.get_metric(metric).definedness(target)
         assert rule.streams
@@ -204,3 +205,27 @@ def test_fold_rows_by_pair_sums_equal_the_fold_matrix(n_classes, monkeypatch):
     got = finish_tile_folds({"num": num, "den": den}, "roc_auc_ovr", c, r, n_classes,
                             [k for k, _ in rows])
     np.testing.assert_array_equal(got, F)
+
+
+def test_the_2024_papers_multiclass_auc_and_squared_correlation():
+    """roc_auc_ovo is the 2024 paper's code's auc_multiclass (the mean AUC of ordered
+    class pairs, each on its two classes' samples) and scikit-learn's one-vs-one macro
+    AUC; r2_corr its corrcoef2, np.corrcoef(y, x)[0, 1] ** 2 — 0 for a constant
+    prediction, where that is NaN."""
+    from sklearn.metrics import roc_auc_score
+
+    from _cases import make_case
+
+    p, y = make_case("roc_auc_ovo", n=90, c=4, r=2, seed=3)
+    got = bd.naive_cvt(p, y, metric="roc_auc_ovo")
+    want = [np.mean([roc_auc_score(y, p[:, c, r], multi_class="ovo") for r in range(2)]) for c in range(4)]
+    assert got.naive_estimate == pytest.approx(max(want), abs=1e-12)
+    assert got.selected_config == int(np.argmax(want))
+    p, y = make_case("r2_corr", n=90, c=4, r=1, seed=4)
+    p[:, 3, 0] = 7.0
+    F, _ = bd.fold_score_matrix(p, y, np.arange(90) % 3, metric="r2_corr")
+    for k in range(3):
+        rows = np.arange(90) % 3 == k
+        for c in range(3):
+            assert F[k, c] == pytest.approx(np.corrcoef(y[rows], p[rows, c, 0])[0, 1] ** 2, abs=1e-12)
+        assert F[k, 3] == pytest.approx(0.0, abs=1e-12)

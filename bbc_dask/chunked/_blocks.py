@@ -635,7 +635,7 @@ def finish_tile_oob(num, den, pick, metric, n_repeats, n_sub):
     winners' columns, ``pick[b]`` bootstrap ``b``'s winner among them."""
     fam = get_metric(metric).pairwise
     n_boot = num.shape[1]
-    per = n_repeats * n_sub
+    per = n_repeats * fam.columns(n_sub)
     mine = num.reshape(-1, per, n_boot)[np.asarray(pick), :, np.arange(n_boot)]  # (B, per)
     return fam.finish_winner_pairs(mine, den, n_repeats, n_sub).mean(axis=1)
 

@@ -579,10 +579,11 @@ class _Pointwise(_Prepared):
         # unless they depend on the fold's centre)
         g = [self.fold_gfeat(None if centers is None else centers[at[:, r]]).T
              for r in range(at.shape[1])]
+        feats = self.fold_features(at, centers)
         fs = gs = None
         for a, b in itertools.pairwise(cuts):
             f = []
-            for rows, values in self.features:
+            for rows, values in feats:
                 if rows is None:
                     f.append(K.fold_row_sums(values[a:b], at[a:b], n_rows, self.n_repeats, False))
                 else:
@@ -599,6 +600,12 @@ class _Pointwise(_Prepared):
         """The configuration-free features (n_g, n) with each sample's fold centre
         ``centers`` (n,) where they depend on one (R²); None: :attr:`gfeat`."""
         return self.gfeat
+
+    def fold_features(self, at, centers=None):
+        """The features of :meth:`fold_sums` with each sample's fold row ``at`` (n, R) and
+        the rows' centres ``centers`` where they depend on one (squared correlation);
+        None: :attr:`features`."""
+        return self.features
 
     @classmethod
     def fold_scores(cls, fsums, gsums):
@@ -759,6 +766,58 @@ class _R2(_Pointwise):
         return 1.0 - fsums[0] / sstot[:, None, None]
 
 # -------------------------------------------------------------------- ranking family
+class _R2Corr(_Pointwise):
+    # The squared Pearson correlation of y and the prediction (the 2024 paper's code's
+    # regression "R²", np.corrcoef(y, x)[0, 1] ** 2): cov² / (var_x var_y) from weighted
+    # sums of 1, y', y'² (configuration-free) and x', x'², x'y' (per column), both shifted
+    # by the whole sample's mean y m (fixed, so every sample block and fold adds the same
+    # terms; predictions of y are near it, which keeps the differences of sums accurate).
+    # 0 where the weighted prediction is constant (no linear association); undefined
+    # where the weighted y is (the rule).
+    # A fold's sums shift both by the fold's own mean y (fold_features, fold_gfeat), as an
+    # engine task holding the fold alone does: the same bits, and no cancellation in a
+    # fold far from the whole sample's mean.
+    def __init__(self, metric, target, pred, sample_block=None):
+        super().__init__(metric, target, pred, sample_block)
+        self.pred, self.y = pred, target.values
+        m = target.value_center()
+        self.features = self._features(np.full((self.n_samples, 1), m))
+        self.gfeat = self.fold_gfeat(np.full(self.n_samples, m))
+
+    def _features(self, shift):
+        """Features with sample i of repeat r shifted by ``shift[i, r]`` ((n, 1): all
+        repeats alike)."""
+        x = self.pred - shift[:, None, :]
+        yc = (self.y[:, None] - shift)[:, None, :]
+        return [(None, self._flat(x)), (None, self._flat(x * x)), (None, self._flat(x * yc))]
+
+    def fold_gfeat(self, centers=None):
+        if centers is None:
+            return self.gfeat
+        yc = self.y - centers
+        return np.stack([np.ones(self.n_samples), yc, yc * yc])
+
+    def fold_features(self, at, centers=None):
+        if centers is None:
+            return self.features
+        at = np.asarray(at).reshape(self.n_samples, -1)
+        return self._features(np.where(at >= 0, centers[np.maximum(at, 0)], 0.0))
+
+    @classmethod
+    def rule_of(cls, metric, target):
+        return _Spread(target.values)
+
+    @staticmethod
+    def combine(fsums, gsums):
+        sx, sxx, sxy = fsums
+        s0, sy, syy = (gsums[:, i, None, None] for i in range(3))
+        vx = sxx - sx * sx / s0
+        vy = syy - sy * sy / s0
+        cov = sxy - sx * sy / s0
+        vy = np.where(vy > 0, vy, np.nan)
+        return np.where(vx > 0, cov * cov / (np.where(vx > 0, vx, 1.0) * vy), 0.0 * vy)
+
+
 def _sorted_columns(cols):
     """``(order (M, N) int32, starts (M, N) bool)`` of the columns ``cols`` (M, N): each
     column's ascending order and where its tie groups start. Column by column: the
@@ -803,6 +862,12 @@ class _RocAuc(_Prepared):
     @classmethod
     def rule_of(cls, metric, target):
         return _Classes(cls._masks(metric, target))
+
+    @staticmethod
+    def columns(n_sub):
+        """Numerator columns per (configuration, repeat) of :meth:`pair_sums_t`, given
+        the classes of the class axis (1 without one)."""
+        return n_sub
 
     def scores(self, counts):
         return self.scores_t(np.ascontiguousarray(_as_counts(counts).T))
@@ -912,6 +977,85 @@ class _RocAuc(_Prepared):
 
 
 
+class _RocAucOvo(_Prepared):
+    """Macro one-vs-one AUC (Hand & Till; the 2024 paper's code's multiclass AUC,
+    scikit-learn's ``roc_auc_score(multi_class="ovo")``): the mean over ordered class
+    pairs (j, k) of the AUC of the class-j probability separating class j from class k,
+    on the samples of those two classes alone. Each pair is its own sub-problem — its
+    samples, their sorted columns — scored by the binary kernel, so its numerator and
+    ``2 n_j n_k`` are exact integer sums over pairs of samples, as binary AUC's (the
+    chunked tiles add them)."""
+
+    def __init__(self, metric, target, pred, sample_block=None):
+        super().__init__(metric, target, pred)
+        k = len(target.classes)
+        self.n_cls = k
+        self.pairs = [(a, b) for a in range(k) for b in range(k) if a != b]
+        self.sub = []
+        for a, b in self.pairs:
+            rows = np.flatnonzero((target.codes == a) | (target.codes == b))
+            cols = pred[rows][:, :, :, a].reshape(rows.size, -1).T  # columns (c, r)
+            order, starts = _sorted_columns(cols)
+            self.sub.append((rows, order, starts, (target.codes[rows] == a)[None, :]))
+
+    @classmethod
+    def rule_of(cls, metric, target):
+        # every class in bag and out of bag: then every pair has both sides
+        return _Classes(np.stack([target.codes == k for k in range(len(target.classes))]))
+
+    @staticmethod
+    def columns(n_sub):
+        return n_sub * (n_sub - 1)
+
+    def _pair_sums(self, weights_t, cols=None):
+        """``(num (S, M', B), den (S, B))`` of the sub-problems, columns ``cols`` (all)."""
+        num, den = [], []
+        for rows, order, starts, pos in self.sub:
+            w = np.ascontiguousarray(weights_t[rows])
+            o, st = (order, starts) if cols is None else (order[cols], starts[cols])
+            num.append(K.auc_inbag(w, o, st, pos, np.zeros(o.shape[0], dtype=np.int64)))
+            den.append(_Classes(pos).pn(w, axis=0)[0])
+        return np.stack(num), np.stack(den)
+
+    def pair_sums_t(self, weights_t):
+        """``(num (C·R·S, B), den (S, B))`` int64, columns ordered (c, r, pair)."""
+        num, den = self._pair_sums(weights_t)
+        s, m, b = num.shape
+        return np.ascontiguousarray(num.transpose(1, 0, 2)).reshape(m * s, b), den.astype(np.int64)
+
+    @classmethod
+    def finish_pairs(cls, num, den, n_configs, n_repeats, n_sub):
+        return _RocAuc.finish_pairs(num, den, n_configs, n_repeats, cls.columns(n_sub))
+
+    @classmethod
+    def finish_winner_pairs(cls, num, den, n_repeats, n_sub):
+        return _RocAuc._winner_of(num, den.astype(np.float64), n_repeats, cls.columns(n_sub))
+
+    def scores(self, counts):
+        return self.scores_t(np.ascontiguousarray(_as_counts(counts).T))
+
+    def scores_t(self, counts_t):
+        return self.finish_pairs(*self.pair_sums_t(counts_t), self.n_configs, self.n_repeats,
+                                 self.n_cls)
+
+    def winner_scores(self, counts, winners, oob=True):
+        counts = _as_counts(counts)
+        w = (counts == 0).astype(np.int32) if oob else counts
+        return self.winner_scores_t(np.ascontiguousarray(w.T), winners)
+
+    def winner_scores_t(self, weights_t, winners):
+        """Scores (B, R) of each bootstrap's winner: the distinct winners' columns
+        scored for every bootstrap, each bootstrap's own picked."""
+        r = self.n_repeats
+        distinct, pick = np.unique(np.asarray(winners, dtype=np.int64), return_inverse=True)
+        cols = (distinct[:, None] * r + np.arange(r)).ravel()
+        num, den = self._pair_sums(weights_t, cols)  # (S, D·R, B)
+        s, _, b = num.shape
+        num = num.reshape(s, distinct.size, r, b)[:, pick.ravel(), :, np.arange(b)]  # (B, S, R)
+        num = np.ascontiguousarray(num.transpose(0, 2, 1)).reshape(b, r * s)  # columns (r, pair)
+        return _RocAuc._winner_of(num, den.astype(np.float64), r, s)
+
+
 class _CIndex(_Prepared):
     def __init__(self, metric, target, pred, sample_block=None):
         super().__init__(metric, target, pred)
@@ -928,6 +1072,10 @@ class _CIndex(_Prepared):
 
     def _pairs(self, counts, oob=False):
         return self.rule.pairs(counts, oob)
+
+    @staticmethod
+    def columns(n_sub):
+        return 1
 
     #: Bytes of the kernel's Fenwick tree of a column ((ranks + 1) x bootstraps int64)
     #: in :meth:`pair_sums_t` (a task of the chunked path): beyond, the bootstraps go
@@ -996,6 +1144,9 @@ _DEFS = [
      "Area under the ROC curve (binary; ties count 1/2)."),
     ("roc_auc_ovr", "ranking", "proba", "multiclass", _RocAuc,
      "Macro-averaged one-vs-rest ROC AUC on class probabilities."),
+    ("roc_auc_ovo", "ranking", "proba", "multiclass", _RocAucOvo,
+     "Macro-averaged one-vs-one ROC AUC (Hand & Till) on class probabilities: the 2024 "
+     "paper's code's multiclass AUC."),
     ("concordance_index", "ranking", "risk", "survival", _CIndex,
      "Harrell's concordance index; y is (time, event), predictions are risk scores."),
     ("accuracy", "pointwise", "labels", "classification", _Accuracy,
@@ -1010,6 +1161,8 @@ _DEFS = [
     ("neg_mean_absolute_error", "pointwise", "values", "regression", _NegMAE,
      "Negated mean absolute error."),
     ("r2", "pointwise", "values", "regression", _R2, "Coefficient of determination."),
+    ("r2_corr", "pointwise", "values", "regression", _R2Corr,
+     "Squared Pearson correlation of y and the prediction (the 2024 paper's code's R²)."),
 ]
 
 METRICS: dict[str, Metric] = {
