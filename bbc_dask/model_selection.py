@@ -127,12 +127,18 @@ class BBCSearchCV(MetaEstimatorMixin, BaseEstimator):
         return getattr(self.estimator, "_estimator_type", None)
 
     def __sklearn_tags__(self):
+        # What fit supports, not what the estimator does: y is one column (a study's
+        # target), so neither multilabel nor multi-output targets, whatever the base
+        # estimator's own tags say (trees, forests and k-NN take 2-D y).
+        import dataclasses
+
         tags = super().__sklearn_tags__()
         sub = self.estimator.__sklearn_tags__()
         tags.estimator_type = sub.estimator_type
         tags.target_tags.required = True
+        tags.target_tags.multi_output = False
         if sub.classifier_tags is not None:
-            tags.classifier_tags = sub.classifier_tags
+            tags.classifier_tags = dataclasses.replace(sub.classifier_tags, multi_label=False)
         if sub.regressor_tags is not None:
             tags.regressor_tags = sub.regressor_tags
         tags.input_tags.sparse = sub.input_tags.sparse

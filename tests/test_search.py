@@ -94,12 +94,32 @@ def test_bad_input(cancer_frame, client):
         _search(scoring="nope").fit(X, y)
 
 
-def test_check_estimator(client):
-    est = bd.BBCSearchCV(LogisticRegression(), {"C": [0.1, 1.0]}, scoring="accuracy", cv=3,
-                         n_bootstraps=50, random_state=0)
+def _checked(base, grid, client):
+    est = bd.BBCSearchCV(base, grid, scoring="accuracy", cv=3, n_bootstraps=50, random_state=0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         results = check_estimator(est, on_fail=None)
     failed = [(r["check_name"], str(r["exception"])[:200]) for r in results if r["status"] == "failed"]
     assert not failed
     assert sum(r["status"] == "passed" for r in results) > 30
+
+
+def test_check_estimator(client):
+    _checked(LogisticRegression(), {"C": [0.1, 1.0]}, client)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("base", ["tree", "forest", "knn"])
+def test_check_estimator_over_other_base_estimators(base, client):
+    """The tags say what fit supports (one target column), not the base estimator's
+    multilabel or multi-output abilities: trees, forests and k-NN take 2-D y."""
+    from sklearn.ensemble import RandomForestClassifier
+    from sklearn.neighbors import KNeighborsClassifier
+    from sklearn.tree import DecisionTreeClassifier
+
+    est, grid = {"tree": (DecisionTreeClassifier(random_state=0), {"max_depth": [2, None]}),
+                 "forest": (RandomForestClassifier(n_estimators=5, random_state=0), {"max_depth": [2, None]}),
+                 "knn": (KNeighborsClassifier(), {"n_neighbors": [1, 3]})}[base]
+    _checked(est, grid, client)
+    tags = bd.BBCSearchCV(est, grid).__sklearn_tags__()
+    assert not tags.classifier_tags.multi_label and not tags.target_tags.multi_output
