@@ -15,6 +15,7 @@ __all__ = [
     "AllConfigurationsFailedError",
     "BBCDaskError",
     "InvalidParameterError",
+    "BoundAboveObservedWarning",
     "LabelsAsScoresWarning",
     "OldSchemaError",
     "SchedulerUnreachableError",
@@ -70,10 +71,16 @@ class InvalidParameterError(UserError, ValueError, TypeError):
                    f"instead." + (f" {note}" if note else ""))
 
 
-class LabelsAsScoresWarning(UserWarning):
+class LabelsAsScoresWarning(BBCDaskError, UserWarning):
     """Predictions for a ranking metric hold only the class labels: class labels passed
     where scores were meant, or a legitimate score that takes two values (the
     probabilities of fully grown trees)."""
+
+
+class BoundAboveObservedWarning(BBCDaskError, UserWarning):
+    """A comparator's lower bound lies above the selected configuration's observed AUC:
+    bootstrap tilting oriented by pROC's direction "auto", as the 2024 paper's R code
+    does, reports 1 - AUC for tilted resamples whose AUC fell below 0.5."""
 
 
 class StudyFileError(UserError, ValueError):

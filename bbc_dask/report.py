@@ -184,20 +184,29 @@ def comparators_html(study, *, n_bootstraps=2000, confidence_level=0.95, random_
     from .stats import CI_METHODS, alpha_of
 
     seeded = {} if random_state is None else {"random_state": random_state}
+    import warnings
+
+    from .exceptions import BoundAboveObservedWarning
+
     rows = []
     for method, name in CI_METHODS.items():
-        r = study.selection_ci(method, alpha=alpha_of(confidence_level), n_bootstraps=n_bootstraps,
-                               **seeded)
+        with warnings.catch_warnings():  # said in the row
+            warnings.simplefilter("ignore", BoundAboveObservedWarning)
+            r = study.selection_ci(method, alpha=alpha_of(confidence_level),
+                                   n_bootstraps=n_bootstraps, **seeded)
         lower = "NaN" if r.reason else f"{r.lower_bound:.4f}"
+        note = r.reason or ("above the evaluation AUC: the tilted resamples fell below 0.5 and "
+                            "count as 1 - AUC (pROC's direction 'auto', as the paper's R code); "
+                            "uninformative" if r.above_observed else "")
         rows.append(f"<tr><td>{name}</td><td>{lower}</td><td>{r.auc:.4f}</td><td>{r.selected}</td>"
                     f"<td>{r.alpha:.4g}</td><td style='text-align:left'>"
-                    f"{html.escape(r.reason or '')}</td></tr>")
+                    f"{html.escape(note)}</td></tr>")
     return ("<h2>The 2024 paper's comparators</h2><p>One-sided lower bounds on the AUC of the "
             "configuration each method selects with its own split (75% learning, 25% "
             "evaluation; the first repeat): DeLong, Hanley-McNeil, bootstrap tilting, their "
             "10p variants and MABT (Paraschakis et al., 2024).</p><table><tr><th>method</th>"
             "<th>lower bound</th><th>evaluation AUC</th><th>configuration</th><th>level</th>"
-            f"<th>why NaN</th></tr>{''.join(rows)}</table>")
+            f"<th>note</th></tr>{''.join(rows)}</table>")
 
 
 def write_report(study, out_dir, *, n_bootstraps=1000, confidence_level=0.95, random_state=None):

@@ -12,10 +12,12 @@ import json
 import os
 import sys
 import time
+import warnings
 
 import click
 
 from ..exceptions import (
+    BoundAboveObservedWarning,
     StoreMismatchError,
     StoreNotFoundError,
     StudyInterrupted,
@@ -305,6 +307,9 @@ def _print_estimates(study, bootstraps, confidence, method, seed, as_json=False,
         for r in cis.values():
             lower = "NaN" if r.reason else f"{r.lower_bound:.4f}"
             why = f"  {r.reason}" if r.reason else ""
+            if r.above_observed:
+                why = ("  above the observed AUC: the tilted resamples fell below 0.5 and count "
+                       "as 1 - AUC (pROC's direction 'auto', as the paper's R code); uninformative")
             click.echo(f"{CI_METHODS[r.method]:8s} {lower:>8s} {r.auc:8.4f} {r.selected:7d}{why}")
     _echo_failures(study)
 
@@ -334,8 +339,10 @@ def estimate(store, method, bootstraps, confidence, seed, as_json, partial, ci_m
     kw = {} if seed is None else {"random_state": seed}  # None: the study's own seed
     if bootstraps is not None:  # else the methods' own 2000 (the paper's)
         kw["n_bootstraps"] = max(2, bootstraps)
-    for m in (_CI_METHODS if "all" in ci_methods else dict.fromkeys(ci_methods)):
-        cis[m] = study.selection_ci(m, alpha=alpha_of(level), **kw)
+    with warnings.catch_warnings():  # a bound above the observed AUC is said in its row
+        warnings.simplefilter("ignore", BoundAboveObservedWarning)
+        for m in (_CI_METHODS if "all" in ci_methods else dict.fromkeys(ci_methods)):
+            cis[m] = study.selection_ci(m, alpha=alpha_of(level), **kw)
     _print_estimates(study, bootstraps or spec.get("bootstraps", 1000), level, method,
                      seed, as_json, partial=missing, cis=cis)
 

@@ -67,6 +67,9 @@ class SelectionCI:
         ``feasible`` (tilting), ``c_alpha`` (MABT), ``n_success``/``n_fail`` (HM), the
         preselected set ``top``.
     reason : str or None
+    above_observed : bool
+        The bound lies above ``auc`` (a tilted bound, see
+        :class:`~bbc_dask.exceptions.BoundAboveObservedWarning`): it says nothing then.
     """
 
     method: str
@@ -79,11 +82,18 @@ class SelectionCI:
     details: dict = field(default_factory=dict)
     reason: str | None = None
 
+    @property
+    def above_observed(self):
+        """Whether the bound lies above the selected configuration's evaluation AUC (see
+        :class:`~bbc_dask.exceptions.BoundAboveObservedWarning`)."""
+        return bool(self.lower_bound > self.auc)
+
     def to_dict(self):
         """JSON-ready: the bound (None for NaN), the selection, the details."""
         lb = None if math.isnan(self.lower_bound) else self.lower_bound
         return {"method": self.method, "lower_bound": lb, "selected": self.selected,
                 "auc": self.auc, "alpha": self.alpha, "k": self.k, "reason": self.reason,
+                "above_observed": self.above_observed,
                 "n_learn": int(len(self.learn_ids)),
                 "details": {k: (v.tolist() if isinstance(v, np.ndarray) else v)
                             for k, v in self.details.items()}}
@@ -156,8 +166,19 @@ def selection_ci(predictions, y, folds, method="mabt", *, alpha=0.05, learn_ids=
         return SelectionCI(method, math.nan, -1, math.nan, alpha, 0,
                            np.zeros(0, int) if learn is None else learn, reason=reason)
     sel = _select(pred, y01, folds, learn)
-    return _bound(method, pred, y01, sel, alpha, n_bootstraps, resamples or {},
-                  child_generator(root, "selection_ci", 1 + list(METHODS).index(method)))
+    res = _bound(method, pred, y01, sel, alpha, n_bootstraps, resamples or {},
+                 child_generator(root, "selection_ci", 1 + list(METHODS).index(method)))
+    if res.above_observed:
+        import warnings
+
+        from ..exceptions import BoundAboveObservedWarning
+
+        warnings.warn(BoundAboveObservedWarning(
+            f"The {method} lower bound {res.lower_bound:.4f} is above the selected "
+            f"configuration's AUC on the evaluation part ({res.auc:.4f}): tilted that far, "
+            f"the resamples' AUCs fall below 0.5 and pROC's direction 'auto' (the paper's R "
+            f"code) counts them as 1 - AUC. The bound says nothing here."), stacklevel=2)
+    return res
 
 
 def _check(predictions, y, folds, method, alpha, learn_frac, n_bootstraps, resamples, pos_label,
