@@ -162,6 +162,9 @@ def test_bbc_of_an_incomplete_cube_equals_reference(metric_name):
         pred[:, :4], y, metric=metric_name, random_state=1, n_bootstraps=100).bootstrap_distribution)
     with pytest.raises(ValueError, match=r"'predictions'.* of bbc .*NaN marks a cell not predicted.*include_incomplete=True"):
         bd.bbc(pred, y, metric=metric_name, bootstrap_indices=idx)
+    # nothing complete: the final winner is the best on the samples it predicted
+    part = bd.bbc(pred[:, 4:6], y, metric=metric_name, bootstrap_indices=idx, include_incomplete=True)
+    assert part.selected_config in (0, 1) and np.isfinite(part.naive_estimate)
 
 
 def _stratified(y, n_repeats, k):

@@ -234,9 +234,6 @@ def _bbc_incomplete(m, arr, coord, missing, y, folds, n_bootstraps, confidence_l
     usable = np.flatnonzero(have.any(axis=0).all(axis=1))  # a prediction in every repeat
     complete = have.all(axis=(0, 2))
     final = complete if final is None else final & complete
-    if not final.any():
-        final = np.zeros(n_cfg, dtype=bool)
-        final[usable] = True
     if usable.size == 0:
         raise UndefinedScoreError(
             f"No configuration of the predictions given to {caller} has a prediction in every "
@@ -270,6 +267,16 @@ def _bbc_incomplete(m, arr, coord, missing, y, folds, n_bootstraps, confidence_l
                 oob = sc.scores(out[rows])
                 dist[start + rows] = oob[np.arange(rows.size), np.searchsorted(g, columns[w[rows]])]
         winners[start:stop] = np.where(w >= 0, columns[np.maximum(w, 0)], -1)
+    if not final.any():  # nothing complete: the best on the samples it predicted
+        if selection == "fold_mean":
+            raise UndefinedScoreError(
+                f"selection='fold_mean' needs a configuration with every fold predicted; "
+                f"none of the predictions given to {caller} has.")
+        full = np.concatenate([sc.full for sc in scorers])[order]
+        sel = select(np.where(np.isnan(full), -np.inf, full))
+        return dataclasses.replace(summarise(
+            dist, winners, selected=int(columns[sel]), naive=full[sel], n_redrawn=blocks.n_redrawn,
+            method="bbc", metric=m.name, confidence_level=conf), configs=usable)
     # the final winner and its naive score as bbc() gives them on those configurations alone
     keep = np.flatnonzero(final)
     sub = prepare_inputs(arr[:, keep], y, m.name, pos_label, caller, coord)
