@@ -290,8 +290,11 @@ def stratified_freq(y, n_resamples, gen, probabilities=None):
 
 
 def weighted_ecdf_at(t, w, x):
-    """``spatstat.geom::ewcdf(t, w)(x)``: the weight share of replicates ``<= x``."""
+    """``spatstat.geom::ewcdf(t, w)(x)``: the weight share of replicates ``<= x``; NaN when
+    every weight underflowed to 0 (an extreme tilt), as R's 0/0 — the calibration then
+    treats it as R does, so it is no warning."""
     order = np.argsort(t, kind="stable")
     cum = np.cumsum(w[order])
     k = np.searchsorted(t[order], x, side="right")
-    return float(cum[k - 1] / cum[-1]) if k else 0.0
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return float(cum[k - 1] / cum[-1]) if k else 0.0
