@@ -11,11 +11,12 @@ from .cube._selection import (
     candidates,
     complete,
     failure_groups,
+    ledger_fold_matrix,
     pooled_scores,
     select_winner,
     target_of,
 )
-from .exceptions import StudyNotReadyError, UndefinedScoreError
+from .exceptions import StudyNotReadyError
 from .stats import _bbc as S
 from .stats._winner import ranking
 
@@ -273,7 +274,7 @@ class Study:
             kwargs.setdefault("pos_label", pos)
             res = S.bbc(pred, y, metric=self.metric, folds=folds, **kwargs)
         if selection == "fold_mean":  # the ledger's fold scores: no prediction read
-            res = S.with_fold_mean_winner(res, self._fold_matrix(idx))
+            res = S.with_fold_mean_winner(res, ledger_fold_matrix(self._cube, idx, "Study.bbc")[0])
         res = self._remap(res, idx)
         return dataclasses.replace(res, method="bbcd") if self.is_bbcd else res
 
@@ -316,17 +317,6 @@ class Study:
         ``"pooled"`` or ``"fold_mean"``."""
         return self.spec.get("selection", "pooled")  # stores before it: pooled
 
-    def _fold_matrix(self, idx):
-        """The ledger's fold × configuration matrix (R·K, len(idx)) of the complete
-        configurations ``idx``, repeat-major; UndefinedScoreError naming a fold where a
-        score is undefined."""
-        fs = self._cube.fold_scores()[idx]  # (c, R, K)
-        F = np.ascontiguousarray(fs.reshape(idx.size, -1).T)
-        bad = np.isnan(F).any(axis=1)
-        if bad.any():
-            row = int(np.flatnonzero(bad)[0])
-            raise UndefinedScoreError(S.fold_undefined(self.metric, row % fs.shape[2], row // fs.shape[2], "bbc_f"))
-        return F
 
     @property
     def dropped(self):
@@ -361,9 +351,7 @@ class Study:
         opts.pop("pos_label")
         # The fold x configuration matrix is in the ledger: each task scored its fold with
         # the function fold_score_matrix uses, so this equals bbc_f on the loaded cube.
-        F = self._fold_matrix(idx)
-        st = self._cube.state()
-        rows = [(r, k) for r in range(st.shape[1]) for k in range(st.shape[2])]
+        F, rows = ledger_fold_matrix(self._cube, idx, "Study.bbc_f")
         res = S._bbc_f_matrix(F, rows, self.metric, opts["n_bootstraps"], opts["confidence_level"],
                               opts["random_state"], None, opts["block_size"], "Study.bbc_f")
         return self._remap(res, idx)
@@ -422,7 +410,9 @@ class Study:
         """scikit-learn-shaped results. ``split{i}_test_score`` are per (repeat, fold) in
         repeat-major order; ``mean_test_score``/``std_test_score`` over them;
         ``pooled_test_score`` is the metric on all pooled out-of-sample predictions (mean
-        over repeats), the selection criterion; ``rank_test_score`` ranks it."""
+        over repeats); ``rank_test_score`` ranks the study's selection criterion
+        (:attr:`selection`: the pooled score, or the mean of the fold scores), so that
+        ``best_index_`` ranks first."""
         st = self._cube.state()
         n_cfg = st.shape[0]
         idx = self.complete_configs()
@@ -432,7 +422,12 @@ class Study:
         if idx.size:
             splits[:, idx] = self._cube.fold_scores()[idx].reshape(idx.size, -1).T
             pooled[idx] = pooled_scores(self._cube, idx).mean(axis=1)
-        order = ranking(pooled)
+        criterion = pooled
+        if self.selection == "fold_mean":
+            criterion = np.full(n_cfg, np.nan)
+            if idx.size:  # summed as the winner's selection sums them: the same ties
+                criterion[idx] = S.fold_means(splits[:, idx])
+        order = ranking(criterion)
         rank = np.empty(n_cfg, dtype=np.int64)
         rank[order] = np.arange(1, n_cfg + 1)
         ft = self._cube.fit_times().reshape(n_cfg, -1)
@@ -469,7 +464,8 @@ class Study:
         is ``Study.bbc().naive_estimate``."""
         best = self.best_index_
         if self.selection == "fold_mean":
-            return float(S.fold_means(self._fold_matrix(np.array([best])))[0])
+            return float(S.fold_means(ledger_fold_matrix(self._cube, np.array([best]),
+                                                         "Study.best_score_")[0])[0])
         return float(pooled_scores(self._cube, np.array([best])).mean())
 
     @property

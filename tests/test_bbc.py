@@ -162,6 +162,10 @@ def test_bbc_of_an_incomplete_cube_equals_reference(metric_name):
         pred[:, :4], y, metric=metric_name, random_state=1, n_bootstraps=100).bootstrap_distribution)
     with pytest.raises(ValueError, match=r"'predictions'.* of bbc .*NaN marks a cell not predicted.*include_incomplete=True"):
         bd.bbc(pred, y, metric=metric_name, bootstrap_indices=idx)
+    # the final winner by the mean fold score: among the complete ones, as bbc_f selects
+    fm = bd.bbc(pred, y, metric=metric_name, folds=folds, selection="fold_mean", bootstrap_indices=idx,
+                include_incomplete=True)
+    assert fm.selected_config == bd.bbc_f(pred[:, :4], y, folds, metric=metric_name, n_bootstraps=5).selected_config
     # nothing complete: the final winner is the best on the samples it predicted
     part = bd.bbc(pred[:, 4:6], y, metric=metric_name, bootstrap_indices=idx, include_incomplete=True)
     assert part.selected_config in (0, 1) and np.isfinite(part.naive_estimate)
@@ -346,3 +350,19 @@ def test_real_feature_sums_do_not_depend_on_blas_threads():
             pin_blas_thread()
             assert blas() == {1}
         assert blas() == {2}
+
+
+def test_an_incomplete_loser_leaves_bbc_as_it_is():
+    """Drawn bootstraps of an incomplete cube are BBC's own (the same seed blocks and
+    redraw rule): a configuration predicted on two folds of ten that never wins leaves the
+    distribution of BBC on the complete ones, bit for bit."""
+    sim = bd.simulate.auc_matrix(300, 12, a=24, b=6, random_state=3)
+    bad = sim.y[:, None] * 0.0 + np.random.default_rng(0).normal(size=(300, 1))  # AUC ~ 0.5
+    bad[sim.folds >= 2] = np.nan
+    pred = np.concatenate([sim.predictions, bad], axis=1)
+    got = bd.bbc(pred, sim.y, metric="roc_auc", random_state=5, n_bootstraps=300, include_incomplete=True)
+    want = bd.bbc(sim.predictions, sim.y, metric="roc_auc", random_state=5, n_bootstraps=300)
+    assert 12 not in got.winners
+    np.testing.assert_array_equal(got.bootstrap_distribution, want.bootstrap_distribution)
+    assert (got.selected_config, got.naive_estimate, got.n_redrawn) == (
+        want.selected_config, want.naive_estimate, want.n_redrawn)

@@ -248,3 +248,26 @@ def test_mean_fit_times_read_in_slices_equal_the_whole_ledger(tmp_path, cancer_s
     cube._array("fit_time")[3] = np.nan
     np.testing.assert_array_equal(cube.mean_fit_times(step=2), want)
     assert np.isnan(want[3]) and np.isfinite(np.delete(want, 3)).all()
+
+
+def test_the_winner_of_an_undefined_fold_score_is_refused_not_guessed():
+    """A fold score that is undefined (a fold of one class for AUC) under selection
+    "fold_mean" makes no winner: an error naming the fold, never the last configuration
+    (select's -1 taken as an index)."""
+    from bbc_dask.cube._selection import select_winner
+    from bbc_dask.exceptions import UndefinedScoreError
+
+    class Fake:
+        meta = {"spec": {"metric": "roc_auc", "selection": "fold_mean"}}
+
+        def state(self):
+            return np.ones((3, 1, 2), dtype=np.int8)
+
+        def dropped_waves(self):
+            return np.full(3, -1), np.full(3, np.nan)
+
+        def fold_scores(self):
+            return np.array([[[0.9, np.nan]], [[0.6, 0.6]], [[0.5, 0.5]]])
+
+    with pytest.raises(UndefinedScoreError, match=r"'roc_auc' is undefined on fold 1 of repeat 0 in the study's winner"):
+        select_winner(Fake())

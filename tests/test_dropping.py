@@ -96,7 +96,8 @@ def test_frame_draws_put_every_draw_on_its_members(sample_block):
     per_member = counts[:, mask].mean(axis=0)  # each member is drawn once per bootstrap on average
     assert abs(per_member.mean() - 1) < 1e-12 and np.abs(per_member - 1).max() < 0.1
     assert Frame.of(np.ones(10, bool)) is None
-    with pytest.raises(bd.exceptions.UndefinedScoreError, match="none is available"):
+    with pytest.raises(ValueError, match=r"The 'available' parameter of dropping_test must be a mask "
+                                         r"with some sample available .* Got no sample available"):
         Frame.of(np.zeros(10, bool))
 
 
@@ -200,6 +201,51 @@ def test_the_last_wave_is_tested_and_bbcd_estimates_the_survivors(tmp_path, clie
                                                test_last_wave=False), **kw)
     assert [e["wave"] for e in before.dropping_log] == [0, 1, 2, 3] and not before.dropped
     assert set(before.candidates().tolist()) == survivors | set(last)
+
+
+def test_fold_mean_study_never_drops_its_own_best_and_old_stores_resume(tmp_path, client):
+    """With selection="fold_mean" the test's θo is the study's best mean fold score over
+    the waves so far, which is never dropped (the pooled best is then an ordinary
+    configuration). A store from before test_last_wave and selection existed (its spec
+    without them) resumes with Dropping(test_last_wave=False), and says so otherwise."""
+    import zarr
+    from sklearn.datasets import make_classification
+    from sklearn.tree import DecisionTreeClassifier
+
+    X, y = make_classification(200, 10, flip_y=0.1, random_state=1)
+    grid = {"max_depth": [1, 2, 3, 4, 6, 8], "min_samples_leaf": [1, 3, 10, 30]}
+    kw = dict(metric="roc_auc", n_splits=5, random_state=0, client=client, progress=False, refit=False)
+    s = bd.run_study(DecisionTreeClassifier(random_state=0), grid, X, y, store=tmp_path / "f.zarr",
+                     selection="fold_mean", dropping=bd.Dropping(alpha=0.6, n_bootstraps=300,
+                                                                 min_predictions=80), **kw)
+    fs, gone = s.cube["fold_score"].values, {}
+    tested = [e for e in s.dropping_log if e["tested"]]
+    assert tested and s.dropped
+    for e in tested:
+        k = e["wave"]
+        active = [c for c in range(24) if gone.get(c, k) >= k]
+        means = fs[active][:, :, : k + 1].reshape(len(active), -1).mean(axis=1)
+        assert e["best"] == active[int(np.argmax(means))] and e["best"] not in e["dropped"]
+        gone.update({c: k for c in e["dropped"]})
+    assert s.best_index_ == s.bbc_f(n_bootstraps=50).selected_config
+    assert s.cv_results_["rank_test_score"][s.best_index_] == 1
+    # a store of before: its spec without test_last_wave and selection
+    old = bd.run_study(DecisionTreeClassifier(random_state=0), grid, X, y, store=tmp_path / "o.zarr",
+                       dropping=bd.Dropping(alpha=0.6, n_bootstraps=300, min_predictions=80,
+                                            test_last_wave=False), **kw)
+    g = zarr.open_group(str(tmp_path / "o.zarr"), mode="r+")
+    meta = dict(g.attrs["bbc_dask"])
+    meta["spec"] = dict(meta["spec"], dropping={k: v for k, v in meta["spec"]["dropping"].items()
+                                                if k != "test_last_wave"})
+    g.attrs["bbc_dask"] = meta
+    with pytest.raises(bd.exceptions.StoreMismatchError,
+                       match=r"test_last_wave \(stored False, given True\).*resume it with Dropping\(test_last_wave=False\)"):
+        bd.run_study(DecisionTreeClassifier(random_state=0), grid, X, y, store=tmp_path / "o.zarr",
+                     dropping=bd.Dropping(alpha=0.6, n_bootstraps=300, min_predictions=80), **kw)
+    again = bd.run_study(DecisionTreeClassifier(random_state=0), grid, X, y, store=tmp_path / "o.zarr",
+                         dropping=bd.Dropping(alpha=0.6, n_bootstraps=300, min_predictions=80,
+                                              test_last_wave=False), **kw)
+    assert again.n_fits_ == 0 and again.selection == "pooled" and again.dropped == old.dropped
 
 
 def test_untested_waves_run_as_one_stage_with_the_same_results(tmp_path, client, monkeypatch):

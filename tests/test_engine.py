@@ -79,6 +79,7 @@ def test_fold_mean_selection_chooses_refits_and_estimates_one_winner(tmp_path, c
     np.testing.assert_array_equal(b.bootstrap_distribution,
                                   pooled.bbc(n_bootstraps=100, random_state=study.seed).bootstrap_distribution)
     assert study.final_model.get_params()["logisticregression__C"] == C[best]
+    assert study.cv_results_["rank_test_score"][best] == 1  # ranked by the study's criterion
     assert bd.open_study(tmp_path / "s.zarr").best_index_ == best
     assert study.bbc(n_bootstraps=100, selection="pooled").selected_config == pooled.best_index_
     with pytest.raises(bd.exceptions.StoreMismatchError, match=r"What differs: selection \(stored 'pooled', given 'fold_mean'\)"):

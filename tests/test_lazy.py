@@ -58,6 +58,8 @@ def test_lazy_equals_in_memory_whatever_the_chunking(metric, chunk, client, monk
 def test_lazy_rejects_explicit_indices(client):
     p, y = _small("roc_auc")
     lazy = da.from_array(p)
+    with pytest.raises(ValueError, match=r"'include_incomplete' parameter of bbc must be False with a Dask- or Zarr-backed cube"):
+        bd.bbc(lazy, y, metric="roc_auc", include_incomplete=True)
     with pytest.raises(ValueError, match=r"'bootstrap_indices' parameter of bbc must be None with a Dask- or Zarr-backed cube"):
         bd.bbc(lazy, y, metric="roc_auc", bootstrap_indices=np.zeros((2, 600), int))
 

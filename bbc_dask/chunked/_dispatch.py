@@ -522,7 +522,11 @@ def _dispatching(in_memory, lazy, passed):
 
 
 def lazy_bbc(predictions, y, *, metric, n_bootstraps, confidence_level, random_state, pos_label,
-             folds=None, selection="pooled", caller="bbc"):
+             folds=None, selection="pooled", include_incomplete=False, caller="bbc"):
+    if V.check_bool(include_incomplete, "include_incomplete", caller):
+        raise InvalidParameterError.of(
+            "include_incomplete", caller, "False with a Dask- or Zarr-backed cube", True,
+            note="BBC of an incomplete CV reads the predictions into memory: pass an array.")
     m = get_metric(metric, caller=caller)
     src = _sources(predictions, m, caller)
     y, target = _target(y, src.n, m, pos_label, caller)
@@ -753,12 +757,13 @@ class _TileLayout:
         self.src = src
         self.n_rep = _n_repeats(src)
         self.n_sub = len(target.classes) if m.needs_class_axis else 1
-        self.tiles = _tiles(src.n, self.n_rep * self.n_sub, tile)
+        held = m.pairwise.held_columns(self.n_sub)  # sorted columns per (config, repeat)
+        self.tiles = _tiles(src.n, self.n_rep * held, tile)
         t = len(self.tiles)
         self.jobs = ([((a, b), 1) for a in range(t) for b in range(a + 1, t)]
                      + ([((a,), 2 - t) for a in range(t)] if t != 2 else []))
         self.span = [(bl[0][1], bl[-1][2]) for bl in self.tiles]
-        per = 2 * (self.span[0][1] - self.span[0][0]) * self.n_rep * self.n_sub * RANK_CELL_BYTES
+        per = 2 * (self.span[0][1] - self.span[0][0]) * self.n_rep * held * RANK_CELL_BYTES
         self.width = max(1, HOLD_BYTES // per)
 
     def shared(self, per_tile, plans):
@@ -984,7 +989,8 @@ def fold_matrix_over_blocks(blocks, y, folds, metric, pos_label, class_coord=Non
 
 
 def lazy_dropping_test(client, blocks, y, available, *, metric, alpha, n_bootstraps, seed,
-                       pos_label=None, class_coord=None, key="bbc-dropping", source=None):
+                       pos_label=None, class_coord=None, key="bbc-dropping", source=None,
+                       best=None):
     """The BBCD dropping test on ``client``; equals :func:`bbc_dask.dropping_test` on the
     concatenated blocks bit for bit.
 
@@ -996,7 +1002,8 @@ def lazy_dropping_test(client, blocks, y, available, *, metric, alpha, n_bootstr
     (every sample), whose tasks ``key`` names: each block is prepared once; the counts of
     each group of seed blocks are drawn once and shared, or, beyond :data:`COUNTS_BYTES`,
     drawn again by each block's task. A repeat with no sample available at all goes
-    that way too, to fail as the in-memory test does."""
+    that way too, to fail as the in-memory test does. ``best``: θo, if not the best of
+    the pooled scores (see :func:`~bbc_dask.stats._dropping.decide`)."""
     from ..stats._dropping import decide, dropping_rule, frame_of
 
     m = get_metric(metric, caller="dropping_test")
@@ -1011,9 +1018,11 @@ def lazy_dropping_test(client, blocks, y, available, *, metric, alpha, n_bootstr
         src = source if isinstance(source, _Source) else _Source.of_table(source)
         avail = _available(available, n, _n_repeats(src), "dropping_test")
         if _by_samples(m, src) and avail.any(axis=0).all():
-            return _dropping_by_samples(client, src, target, avail, m, alpha, n_bootstraps, seed)
+            return _dropping_by_samples(client, src, target, avail, m, alpha, n_bootstraps, seed,
+                                        best)
         if _by_tiles(m, n) and avail.any(axis=0).all():
-            return _dropping_by_tiles(client, src, target, avail, m, alpha, n_bootstraps, seed)
+            return _dropping_by_tiles(client, src, target, avail, m, alpha, n_bootstraps, seed,
+                                      best)
     rule = dropping_rule(m, target, available, available.shape[1] if available.ndim == 2 else 1)
     # Submitted as tasks holding their values, not scattered: the scheduler computes them
     # again if the worker holding them is lost (restarted at its memory limit, say),
@@ -1048,7 +1057,8 @@ def lazy_dropping_test(client, blocks, y, available, *, metric, alpha, n_bootstr
         att = client.gather(attempts)
     full = np.concatenate([row[0][0] for row in got])
     S = np.concatenate([np.concatenate([s for _, s in row], axis=0) for row in got], axis=1)
-    return decide(full, S[:n_bootstraps], alpha, int(np.concatenate(att)[:n_bootstraps].sum()))
+    return decide(full, S[:n_bootstraps], alpha, int(np.concatenate(att)[:n_bootstraps].sum()),
+                  best)
 
 
 def _gathered(client, graph):
@@ -1066,7 +1076,7 @@ def _n_repeats(src):
     return int(np.prod([s for d, s in zip(src.dims, src.x.shape) if d == "repeat"]))
 
 
-def _dropping_by_samples(client, src, target, available, m, alpha, n_boot, seed):
+def _dropping_by_samples(client, src, target, available, m, alpha, n_boot, seed, best=None):
     """The dropping test of a pointwise metric over (sample block, configuration group)
     tasks (or runs of blocks of a study's cube, as :func:`_bbc_by_samples` reads them):
     each returns its block's in-bag feature sums per repeat, masked by the samples
@@ -1110,10 +1120,10 @@ def _dropping_by_samples(client, src, target, available, m, alpha, n_boot, seed)
         attempts = [_attempts(g) for g in groups]
         got = scored(plans, _shared_counts(keep, seed, "dropping", plans, len(edges), n_boot,
                                            client))
-    return _decided(got, attempts, alpha, n_boot)
+    return _decided(got, attempts, alpha, n_boot, best)
 
 
-def _dropping_by_tiles(client, src, target, available, m, alpha, n_boot, seed):
+def _dropping_by_tiles(client, src, target, available, m, alpha, n_boot, seed, best=None):
     """The dropping test of a ranking metric by pairs of sample tiles (as
     :func:`_bbc_by_tiles`): per repeat, the pair sums of the counts masked by the samples
     available there, added over the jobs; each group's task turns them into its
@@ -1134,21 +1144,21 @@ def _dropping_by_tiles(client, src, target, available, m, alpha, n_boot, seed):
             lay.summed(K.tile_dropping_sums, g, shared, m.name, src.coord, seed, shared[-1],
                        n_boot),
             m.name, g.size, lay.n_rep, lay.n_sub) for g in lay.groups()])
-    return _decided(got, [_attempts(g) for g in groups], alpha, n_boot)
+    return _decided(got, [_attempts(g) for g in groups], alpha, n_boot, best)
 
 
-def _decided(got, attempts, alpha, n_boot):
+def _decided(got, attempts, alpha, n_boot, best=None):
     """The dropping decision from each configuration group's ``(full (c,), scores (B, c),
     ...)``, in order, and the plans' attempts (their redraws)."""
     from ..stats._dropping import decide
 
     full = np.concatenate([g[0] for g in got])
     scores = np.concatenate([g[1] for g in got], axis=1)
-    return decide(full, scores, alpha, int(np.concatenate(attempts)[:n_boot].sum()))
+    return decide(full, scores, alpha, int(np.concatenate(attempts)[:n_boot].sum()), best)
 
 
 _COMMON = ("predictions", "y", "metric", "n_bootstraps", "confidence_level", "random_state",
            "pos_label")
 #: ``bbc_dask.bbc`` and ``bbc_dask.bbc_f``: arrays in memory or lazy cubes.
-bbc = _dispatching(S.bbc, lazy_bbc, _COMMON + ("folds", "selection"))
+bbc = _dispatching(S.bbc, lazy_bbc, _COMMON + ("folds", "selection", "include_incomplete"))
 bbc_f = _dispatching(S.bbc_f, lazy_bbc_f, _COMMON + ("folds", "block_size"))

@@ -8,8 +8,8 @@ import numpy as np
 from ..stats._winner import select
 from ._schema import DONE, FAILED
 
-__all__ = ["candidates", "complete", "failure_groups", "pooled_scores", "select_winner",
-           "target_of"]
+__all__ = ["candidates", "complete", "failure_groups", "ledger_fold_matrix", "pooled_scores",
+           "select_winner", "target_of"]
 
 
 def complete(state):
@@ -60,6 +60,19 @@ def pooled_scores(cube, idx):
     return pooled
 
 
+def ledger_fold_matrix(cube, idx, caller):
+    """``(F (R·K, len(idx)), rows)``: the ledger's fold × configuration matrix of the
+    complete configurations ``idx`` (each task scored the fold it predicted, as
+    :func:`bbc_dask.fold_score_matrix` does), repeat-major, and its rows' ``(repeat,
+    fold)``; UndefinedScoreError naming the first fold where a score is undefined."""
+    from ..stats._bbc import check_fold_matrix
+
+    fs = cube.fold_scores()[idx]  # (c, R, K)
+    rows = [(r, k) for r in range(fs.shape[1]) for k in range(fs.shape[2])]
+    F = np.ascontiguousarray(fs.reshape(len(idx), -1).T)
+    return check_fold_matrix(F, rows, cube.meta["spec"]["metric"], caller), rows
+
+
 def select_winner(cube):
     """The configuration CVT selects among the :func:`candidates`, by the study's
     ``selection``: the best pooled CV score (mean over repeats, as
@@ -72,5 +85,13 @@ def select_winner(cube):
     if cube.meta["spec"].get("selection", "pooled") == "fold_mean":
         from ..stats._bbc import fold_means
 
-        return int(idx[select(fold_means(cube.fold_scores()[idx].reshape(idx.size, -1).T))])
-    return int(idx[select(pooled_scores(cube, idx).mean(axis=1))])
+        best = select(fold_means(ledger_fold_matrix(cube, idx, "the study's winner")[0]))
+    else:
+        best = select(pooled_scores(cube, idx).mean(axis=1))
+    if best < 0:  # a NaN score: no configuration can be said the best
+        from ..exceptions import UndefinedScoreError
+
+        raise UndefinedScoreError(
+            f"The study's metric {cube.meta['spec']['metric']!r} is undefined on the pooled "
+            f"predictions of some configuration: no winner can be selected.")
+    return int(idx[best])

@@ -204,10 +204,15 @@ class _StudyRun:
         if existing is not None:
             diffs = _diff(_defaults(existing.meta["spec"]), _defaults(spec))
             if diffs:
+                hint = ""
+                if any(d.startswith("dropping.test_last_wave (stored False") for d in diffs):
+                    hint = (" A BBCD study stored before test_last_wave existed did not test "
+                            "after its last wave: resume it with Dropping(test_last_wave=False) "
+                            "(a study file: dropping: {test_last_wave: false}).")
                 raise StoreMismatchError(
                     f"The store {self.loc.url!r} holds a different study; refusing to mix them. "
                     f"What differs: {'; '.join(diffs)}. Use another store, or overwrite=True to "
-                    f"replace it.")
+                    f"replace it.{hint}")
         return spec
 
     def _spec(self, search, legacy=False):

@@ -148,7 +148,7 @@ def _decide(cube, client, root, dropping, k, state, active, m, target):
         client, blocks, cube.y(), avail, metric=m.name, alpha=dropping.alpha,
         n_bootstraps=dropping.n_bootstraps, seed=child_seed(root, "dropping", k),
         pos_label=target.pos_code, key=f"bbc-dropping-k{k}-{uuid.uuid4().hex[:8]}",
-        source=cube.sample_table(idx),
+        source=cube.sample_table(idx), best=_fold_mean_best(cube, idx, k),
     )
     gone = idx[res.drop]
     new = active.copy()
@@ -157,6 +157,21 @@ def _decide(cube, client, root, dropping, k, state, active, m, target):
                  p_hat=[float(p) for p in res.p_hat[res.drop]], active_after=int(new.sum()))
     cube.record_decision(entry)
     return new
+
+
+def _fold_mean_best(cube, idx, k):
+    """θo of a study that selects by the mean fold score (``selection="fold_mean"``): the
+    best mean of the ledger's fold scores of waves 0..k among ``idx`` (its position
+    there), so that the test never drops the configuration the study would select now;
+    None for a study that selects by the pooled score (the test's own θo)."""
+    if cube.meta["spec"].get("selection", "pooled") != "fold_mean":
+        return None
+    from ..stats._bbc import fold_means
+    from ..stats._winner import select
+
+    fs = cube.fold_scores()[idx][:, :, : k + 1]  # (c, R, k+1): every cell done
+    best = select(fold_means(fs.reshape(idx.size, -1).T))
+    return None if best < 0 else best  # an undefined fold score: the pooled θo
 
 
 def _pooled_pass(cube, client, m, target):

@@ -869,6 +869,12 @@ class _RocAuc(_Prepared):
         the classes of the class axis (1 without one)."""
         return n_sub
 
+    @staticmethod
+    def held_columns(n_sub):
+        """Whole-sample sorted columns a prepared (configuration, repeat) holds, for the
+        memory of a tile task."""
+        return n_sub
+
     def scores(self, counts):
         return self.scores_t(np.ascontiguousarray(_as_counts(counts).T))
 
@@ -1007,6 +1013,11 @@ class _RocAucOvo(_Prepared):
     def columns(n_sub):
         return n_sub * (n_sub - 1)
 
+    @staticmethod
+    def held_columns(n_sub):
+        # the read columns, or the pairs' sorted ones: each sample sits in 2(K-1) pairs
+        return max(n_sub, 2 * (n_sub - 1))
+
     def _pair_sums(self, weights_t, cols=None):
         """``(num (S, M', B), den (S, B))`` of the sub-problems, columns ``cols`` (all)."""
         num, den = [], []
@@ -1075,6 +1086,10 @@ class _CIndex(_Prepared):
 
     @staticmethod
     def columns(n_sub):
+        return 1
+
+    @staticmethod
+    def held_columns(n_sub):
         return 1
 
     #: Bytes of the kernel's Fenwick tree of a column ((ranks + 1) x bootstraps int64)

@@ -313,7 +313,8 @@ def with_fold_mean_winner(res, F):
 def fold_undefined(metric, fold, repeat, caller):
     return (f"{metric!r} is undefined on fold {fold!r} of repeat {repeat} in {caller} (for "
             f"AUC: the fold holds a single class). Use stratified folds with at least one "
-            f"sample of each class per fold, or bbc, which pools the folds.")
+            f"sample of each class per fold, or what pools the folds: bbc, a winner by "
+            f"selection='pooled'.")
 
 
 def fold_score_matrix(predictions, y, folds, *, metric, pos_label=None):

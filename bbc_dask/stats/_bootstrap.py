@@ -109,12 +109,16 @@ class Frame:
     m: int
 
     @classmethod
-    def of(cls, mask):
+    def of(cls, mask, name="available", caller="dropping_test"):
         mask = np.asarray(mask, dtype=bool)
         if mask.all():
             return None
         if not mask.any():
-            raise UndefinedScoreError("No sample to draw bootstraps from: none is available.")
+            from ..exceptions import InvalidParameterError
+
+            raise InvalidParameterError.of(
+                name, caller, "a mask with some sample available (the bootstraps draw them)",
+                shown="no sample available in any repeat")
         return cls(np.packbits(mask), int(mask.size), int(mask.sum()))
 
     def mask(self, lo, hi):

@@ -137,10 +137,12 @@ def dropping_test(predictions, y, available, *, metric, alpha=0.99, n_bootstraps
     return decide(full, S, alpha, redrawn)
 
 
-def decide(full, S, alpha, n_redrawn):
+def decide(full, S, alpha, n_redrawn, best=None):
     """The BBCD decision from the full-data scores (C,) and the bootstrap scores (B, C)
-    of the tested configurations (bootstraps where any score is undefined are left out)."""
-    best = select(full)
+    of the tested configurations (bootstraps where any score is undefined are left out).
+    ``best``: θo when the study selects otherwise than by these scores (its best mean
+    fold score, ``selection="fold_mean"``); default the best of ``full``."""
+    best = select(full) if best is None else int(best)
     ok = ~np.isnan(S).any(axis=1)
     worse = (S[ok] < S[ok, best][:, None]).sum(axis=0)
     p_hat = worse / max(int(ok.sum()), 1)
