@@ -303,7 +303,10 @@ def _cube(metric, n, c, r, seed=0):
 
 POINTWISE = ["accuracy", "balanced_accuracy", "f1", "neg_log_loss", "neg_mean_squared_error",
              "neg_mean_absolute_error", "r2", "r2_corr"]
-RANKING = ["roc_auc", "roc_auc_ovr", "roc_auc_ovo", "concordance_index"]
+RANKING = ["roc_auc", "roc_auc_ovr", "concordance_index"]
+#: The same and the one-vs-one AUC, whose pair sub-problems make its tile tests the
+#: longest (in the slow suite).
+RANKING_ALL = RANKING + [pytest.param("roc_auc_ovo", marks=pytest.mark.slow)]
 
 
 def _same(got, want):
@@ -313,7 +316,7 @@ def _same(got, want):
         (want.selected_config, want.naive_estimate, want.n_redrawn)
 
 
-@pytest.mark.parametrize("metric", POINTWISE + RANKING)
+@pytest.mark.parametrize("metric", POINTWISE + RANKING + ["roc_auc_ovo"])
 def test_several_sample_blocks_equal_in_memory(metric, client, tmp_path, monkeypatch):
     """N = 700 in sample blocks of 128 (6 blocks, the last of 60): the Zarr cube chunked
     along samples and configurations (pointwise metrics: one task per sample block and
@@ -1060,7 +1063,7 @@ def test_study_sample_runs_hold_at_most_their_budget(n, c, r, b, monkeypatch):
     assert seen == list(range(c))
 
 
-@pytest.mark.parametrize("metric", RANKING)
+@pytest.mark.parametrize("metric", RANKING_ALL)
 @pytest.mark.parametrize("n", [700, 1100])
 def test_ranking_metric_by_pairs_of_tiles_equals_in_memory(metric, n, client, tmp_path,
                                                            monkeypatch):
@@ -1075,7 +1078,7 @@ def test_ranking_metric_by_pairs_of_tiles_equals_in_memory(metric, n, client, tm
     monkeypatch.setattr(M, "SAMPLE_BLOCK", 128)
     monkeypatch.setattr(L, "RANK_TILE", 256)
     monkeypatch.setattr(L, "RANK_SAMPLES", 512)
-    per = 3 if metric in ("roc_auc_ovr", "roc_auc_ovo") else 1
+    per = {"roc_auc_ovr": 3, "roc_auc_ovo": 4}.get(metric, 1)  # sorted columns held a sample
     monkeypatch.setattr(L, "HOLD_BYTES", 3 * 2 * 256 * 2 * per * L.RANK_CELL_BYTES)
     p, y = _cube(metric, n, 13, 2)
     dims = ("sample", "config", "repeat", "class")[: p.ndim]
@@ -1099,7 +1102,7 @@ def test_ranking_metric_by_pairs_of_tiles_equals_in_memory(metric, n, client, tm
     _same(bd.bbc(lazy, y, metric=metric, random_state=3, n_bootstraps=150), want)
 
 
-@pytest.mark.parametrize("metric", RANKING)
+@pytest.mark.parametrize("metric", RANKING_ALL)
 def test_bbc_f_of_a_ranking_metric_by_pairs_of_tiles_equals_in_memory(metric, client, tmp_path,
                                                                        monkeypatch):
     """Beyond RANK_SAMPLES, BBC-F's fold matrix of a ranking metric goes by pairs of
@@ -1114,7 +1117,7 @@ def test_bbc_f_of_a_ranking_metric_by_pairs_of_tiles_equals_in_memory(metric, cl
     monkeypatch.setattr(L, "RANK_FOLD_TILE", 256)
     monkeypatch.setattr(L, "RANK_TILE", 128)  # BBC's: not BBC-F's
     monkeypatch.setattr(L, "RANK_SAMPLES", 512)
-    per = 3 if metric in ("roc_auc_ovr", "roc_auc_ovo") else 1
+    per = {"roc_auc_ovr": 3, "roc_auc_ovo": 4}.get(metric, 1)  # sorted columns held a sample
     monkeypatch.setattr(L, "HOLD_BYTES", 3 * 2 * 256 * 2 * per * L.RANK_CELL_BYTES)
     n = 1100
     p, y = _cube(metric, n, 13, 2, seed=6)
@@ -1184,7 +1187,7 @@ def test_study_cube_ranking_metric_by_pairs_of_tiles(client, tmp_path, monkeypat
     _same(s.bbc(chunked=True, n_bootstraps=150, random_state=3), want)  # on the workers
 
 
-@pytest.mark.parametrize("metric", RANKING)
+@pytest.mark.parametrize("metric", RANKING_ALL)
 def test_dropping_test_of_a_ranking_metric_by_pairs_of_tiles(metric, client, tmp_path,
                                                              monkeypatch):
     """Given a sample source, a ranking metric's dropping test beyond RANK_SAMPLES goes by
@@ -1196,7 +1199,7 @@ def test_dropping_test_of_a_ranking_metric_by_pairs_of_tiles(metric, client, tmp
     monkeypatch.setattr(M, "SAMPLE_BLOCK", 64)
     monkeypatch.setattr(L, "RANK_TILE", 128)
     monkeypatch.setattr(L, "RANK_SAMPLES", 256)
-    per = 3 if metric in ("roc_auc_ovr", "roc_auc_ovo") else 1
+    per = {"roc_auc_ovr": 3, "roc_auc_ovo": 4}.get(metric, 1)  # sorted columns held a sample
     monkeypatch.setattr(L, "HOLD_BYTES", 3 * 2 * 128 * 2 * per * L.RANK_CELL_BYTES)
     p, y, avail, src = _dropping_cube(metric, tmp_path)
     names = _dropping_task_names(client, monkeypatch, p, y, avail, metric, src)
