@@ -31,7 +31,7 @@ import numpy as np
 from .. import _validation as V
 from ..metrics import get_metric
 from ..stats._bbc import _full_scores
-from ..stats._bbc import prepare_inputs as _prepare
+from ..stats._inputs import prepare_inputs as _prepare
 from ..stats._bootstrap import (SEED_BLOCK, block_counts, defined_parts, fill_counts,
                                 first_plan, plan_counts, plan_seed_block)
 from ..stats._dropping import DroppingScorer, fill_unavailable, mean_over_repeats

@@ -20,7 +20,9 @@ from .. import _validation as V
 from .._random import as_seed_sequence, child_seed
 from ..exceptions import UndefinedScoreError
 from ..metrics import get_metric, sample_blocks
+from ._inputs import prepare_inputs
 from ._bootstrap import SEED_BLOCK, CountBlocks
+from ._dropping import DroppingScorer
 from ._result import BBCResult, ConfidenceInterval, summarise
 from ._winner import select
 
@@ -35,22 +37,6 @@ __all__ = [
 ]
 
 _BLOCK_BYTES = 256 * 2**20
-
-
-def prepare_inputs(predictions, y, metric, pos_label, caller, class_coord=None, check_scores=True):
-    """Validate and encode ``(predictions, y)`` for ``metric``.
-
-    ``class_coord`` gives the class order of a plain array's class axis (a DataArray
-    carries its own). ``check_scores``: warn when a ranking metric is given labels (a
-    user's array). Returns ``(metric, target, pred)`` with ``pred`` float64
-    (N, C, R[, K]).
-    """
-    m = get_metric(metric, caller=caller)
-    arr, coord = V.as_predictions(predictions, m, caller)
-    target = V.as_target(y, m, caller, pos_label=pos_label)
-    pred = V.encode_predictions(arr, coord if class_coord is None else class_coord, m, target,
-                                caller, check_scores)
-    return m, target, pred
 
 
 def _block_size(block_size, n_boot, pred, caller):
@@ -226,8 +212,6 @@ def _bbc_incomplete(m, arr, coord, missing, y, folds, n_bootstraps, confidence_l
     configurations grouped by the cells they predicted, each group scored as the BBCD
     dropping test scores (its availability as masks); ``final`` (C,) bool: the
     configurations the final winner may be (default: the complete ones)."""
-    from ._dropping import DroppingScorer
-
     n, n_cfg, n_rep = missing.shape
     f = check_selection(selection, folds, n, n_rep, caller)
     have = ~missing

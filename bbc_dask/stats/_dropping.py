@@ -22,7 +22,7 @@ import numpy as np
 
 from .. import _validation as V
 from ..exceptions import InvalidParameterError
-from ._bbc import prepare_inputs
+from ._inputs import prepare_inputs
 from ._bootstrap import CountBlocks, Frame
 from ._winner import select
 

@@ -1,0 +1,24 @@
+"""Predictions and targets checked and encoded for a metric: the one entry of every
+estimator of the statistics layer (BBC, BBC-F, the dropping test, the comparators)."""
+from __future__ import annotations
+
+from .. import _validation as V
+from ..metrics import get_metric
+
+__all__ = ["prepare_inputs"]
+
+
+def prepare_inputs(predictions, y, metric, pos_label, caller, class_coord=None, check_scores=True):
+    """Validate and encode ``(predictions, y)`` for ``metric``.
+
+    ``class_coord`` gives the class order of a plain array's class axis (a DataArray
+    carries its own). ``check_scores``: warn when a ranking metric is given labels (a
+    user's array). Returns ``(metric, target, pred)`` with ``pred`` float64
+    (N, C, R[, K]).
+    """
+    m = get_metric(metric, caller=caller)
+    arr, coord = V.as_predictions(predictions, m, caller)
+    target = V.as_target(y, m, caller, pos_label=pos_label)
+    pred = V.encode_predictions(arr, coord if class_coord is None else class_coord, m, target,
+                                caller, check_scores)
+    return m, target, pred
