@@ -26,7 +26,9 @@ def test_simulated_winners_curse_prints_the_estimates():
     pytest.param("regression.py", ["BBC ", "BBC-F", "negative mean squared error"],
                  marks=pytest.mark.slow),
     pytest.param("multiclass.py", ["'class': 3", "BBC ", "BBC-F"], marks=pytest.mark.slow),
-    ("bbcd_large.py", ["CVT: trained", "BBCD: trained", "dropped"]),
+    # BBCD studies run in the default suite's dropping tests
+    pytest.param("bbcd_large.py", ["CVT: trained", "BBCD: trained", "dropped"],
+                 marks=pytest.mark.slow),
     # covered in the default suite by the kill/resume and CLI scheduler tests
     pytest.param("interrupt_resume.py", ["killed with", "resumed: fitted",
                                          "cube equal to an uninterrupted run: True"], marks=pytest.mark.slow),
