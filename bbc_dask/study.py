@@ -215,14 +215,15 @@ class Study:
 
     _CHUNKED_KW = ("n_bootstraps", "confidence_level", "random_state", "pos_label", "block_size")
 
-    def _chunked_opts(self, fn, kwargs, caller):
-        """``(y, options)``: ``fn``'s defaults for the chunked path, updated by ``kwargs``."""
+    def _chunked_opts(self, fn, kwargs, caller, allowed=_CHUNKED_KW):
+        """``(y, options)``: ``fn``'s defaults of the ``allowed`` keywords, updated by
+        ``kwargs`` (any other refused), the study's positive class by default."""
         import inspect
 
-        V.reject_unknown(kwargs, self._CHUNKED_KW, caller)
+        V.reject_unknown(kwargs, allowed, caller)
         y, pos = target_of(self._cube)
         params = inspect.signature(fn).parameters
-        opts = {k: params[k].default for k in self._CHUNKED_KW} | {"pos_label": pos}
+        opts = {k: params[k].default for k in allowed} | {"pos_label": pos}
         return y, opts | kwargs
 
     def _blocks(self, idx):
@@ -295,9 +296,8 @@ class Study:
                 "configurations are read into memory)", chunked,
                 note=f"Their predictions exceed IN_MEMORY_BYTES ({IN_MEMORY_BYTES:,} bytes as "
                      f"float64)." if chunked is None else None)
-        V.reject_unknown(kwargs, ("n_bootstraps", "confidence_level", "random_state", "pos_label",
-                                  "block_size", "bootstrap_indices"), caller)
-        y, pos = target_of(self._cube)
+        y, opts = self._chunked_opts(S.bbc, kwargs, caller,
+                                     self._CHUNKED_KW + ("bootstrap_indices",))
         m = get_metric(self.metric, caller=caller)
         arr, coord = V.as_predictions(self._cube.predictions(idx), m, caller)
         folds = self._cube.folds()
@@ -305,10 +305,9 @@ class Study:
         missing = np.stack([~done[:, r, folds[:, r]].T for r in range(folds.shape[1])], axis=2)
         final = np.isin(idx, self.candidates())
         res = S._bbc_incomplete(
-            m, arr, coord, missing, y, folds, kwargs.get("n_bootstraps", 1000),
-            kwargs.get("confidence_level", 0.95), kwargs["random_state"],
-            kwargs.get("bootstrap_indices"), kwargs.get("pos_label", pos), kwargs.get("block_size"),
-            selection, final, caller)
+            m, arr, coord, missing, y, folds, opts["n_bootstraps"], opts["confidence_level"],
+            opts["random_state"], opts["bootstrap_indices"], opts["pos_label"],
+            opts["block_size"], selection, final, caller)
         return self._remap(res, idx)
 
     @property

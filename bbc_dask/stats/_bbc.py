@@ -276,11 +276,11 @@ def _bbc_incomplete(m, arr, coord, missing, y, folds, n_bootstraps, confidence_l
     return dataclasses.replace(fm, selected_config=int(keep[fm.selected_config]))
 
 
-def check_selection(selection, folds, n, n_rep, caller):
+def check_selection(selection, folds, n, n_rep, caller, required=False):
     """The validated folds (N, R) or None; ``selection`` one of :data:`SELECTIONS`, and
-    folds given if it is ``"fold_mean"``."""
+    folds given if it is ``"fold_mean"`` or ``required`` (the reason, said in the error)."""
     V.check_one_of(selection, "selection", caller, SELECTIONS)
-    return V.as_folds(folds, n, n_rep, caller, required=selection == "fold_mean" and (
+    return V.as_folds(folds, n, n_rep, caller, required=required or selection == "fold_mean" and (
         "with selection='fold_mean' (the winner is the best mean of the fold scores)"))
 
 
@@ -708,8 +708,8 @@ def naive_bootstrap(
     V.check_one_of(unit, "unit", caller, ("sample", "fold"))
     if selection is None:
         selection = "pooled" if unit == "sample" else "fold_mean"
-    V.as_folds(folds, n, pred.shape[2], caller, required=unit == "fold" and "with unit='fold'")
-    f = check_selection(selection, folds, n, pred.shape[2], caller)
+    f = check_selection(selection, folds, n, pred.shape[2], caller,
+                        required=unit == "fold" and "with unit='fold'")
     # the samples' features only where scores of pooled predictions are needed
     prep = m.prepare(target, pred) if unit == "sample" or selection == "pooled" else None
     F, rows = _fold_matrix(m, target, pred, f, caller) if f is not None and (
