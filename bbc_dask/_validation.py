@@ -471,6 +471,12 @@ def as_fold_indices(idx, sizes, caller):
     return as_bootstrap_indices(idx, sizes[0], "fold", caller)
 
 
+def worded_elsewhere(message):
+    """An :class:`InvalidParameterError` of a message already in the one wording (scikit-
+    learn's own parameter validation words it so), for callers that translate one."""
+    return InvalidParameterError(message)
+
+
 def reject_unknown(kwargs, allowed, caller, *, what="keyword argument"):
     """TypeError naming the first keyword of ``kwargs`` that ``caller`` does not take, as
     Python words it."""
@@ -503,8 +509,11 @@ def check_X(X, caller):
 
 
 def check_cv_data(estimator, X, y, groups, metric, n_splits, n_repeats, error_score, pos_label,
-                  caller):
-    """``(target, n_splits, n_repeats, groups)`` of a cross-validation study, checked."""
+                  caller, *, kfold=True):
+    """``(target, n_splits, n_repeats, groups)`` of a cross-validation study, checked.
+    ``kfold=False``: the splits are the user's (a splitter or pairs), so the numbers of
+    folds and repeats, and what K-fold needs of the classes and groups, are not checked
+    here."""
     if not hasattr(estimator, "fit") or not hasattr(estimator, "get_params"):
         raise InvalidParameterError(
             f"The 'estimator' parameter of {caller} must be a scikit-learn estimator. Got "
@@ -520,19 +529,20 @@ def check_cv_data(estimator, X, y, groups, metric, n_splits, n_repeats, error_sc
     if y_arr.ndim != 1:
         raise InvalidParameterError(f"The 'y' parameter of {caller} must be 1-dimensional. Got shape {y_arr.shape}.")
     check_same_length("X", n, "y", y_arr.shape[0], caller)
-    n_splits = check_int(n_splits, "n_splits", caller, low=2, high=max(2, n))
-    n_repeats = check_int(n_repeats, "n_repeats", caller)
+    if kfold:
+        n_splits = check_int(n_splits, "n_splits", caller, low=2, high=max(2, n))
+        n_repeats = check_int(n_repeats, "n_repeats", caller)
     target = as_target(y_arr, metric, caller, pos_label=pos_label)
     if groups is not None:
         groups = np.asarray(groups)
         if groups.shape != (n,):
             raise InvalidParameterError(f"The 'groups' parameter of {caller} must have shape ({n},). Got {groups.shape}.")
-        if np.unique(groups).size < n_splits:
+        if kfold and np.unique(groups).size < n_splits:
             raise InvalidParameterError(
                 f"The 'groups' parameter of {caller} has {np.unique(groups).size} groups; "
                 f"n_splits={n_splits} needs at least as many."
             )
-    elif metric.is_classification:
+    elif kfold and metric.is_classification:
         counts = np.bincount(target.codes, minlength=len(target.classes))
         small = np.flatnonzero(counts < n_splits)
         if small.size:

@@ -1,17 +1,21 @@
 """``BBCSearchCV``: the study as a scikit-learn meta-estimator."""
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 import weakref
+from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone, is_classifier
+from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
-from . import _validation as V
+from . import _validation as validation
 from .exceptions import InvalidParameterError
+from .stats._dropping import Dropping
 
 __all__ = ["BBCSearchCV"]
 
@@ -55,8 +59,12 @@ class BBCSearchCV(MetaEstimatorMixin, BaseEstimator):
         A :mod:`bbc_dask.metrics` name (scikit-learn's scorer names, larger is better).
         None, as in ``GridSearchCV``: the estimator's own ``score`` — ``"accuracy"`` for
         a classifier, ``"r2"`` for a regressor.
-    cv : int, default=10
-        Number of folds.
+    cv : int, scikit-learn splitter or iterable of (train, test) pairs, default=10
+        The number of folds (stratified for a classifier, grouped with ``groups``), or the
+        user's own splits: any splitter (``GroupKFold``, ``PredefinedSplit``,
+        ``RepeatedStratifiedKFold``...) or list of index pairs whose test sets partition
+        the samples, each model trained on the rest (see ``cv`` of
+        :func:`bbc_dask.run_study`; ``n_repeats`` must then be 1).
     n_repeats : int, default=1
         Partitions into folds (repeated CV); BBC resamples a sample with all its repeats.
     dropping : bool or Dropping, default=False
@@ -103,6 +111,25 @@ class BBCSearchCV(MetaEstimatorMixin, BaseEstimator):
     ----------
     .. [1] Tsamardinos, Greasidou, Borboudakis, Machine Learning 107 (2018).
     """
+
+    #: Checked at the start of ``fit``, before anything is fitted or stored (scikit-
+    #: learn's constraint language; the errors name BBCSearchCV and the parameter).
+    _parameter_constraints = {
+        "estimator": [HasMethods(["fit", "get_params"])],
+        "param_grid": [dict, list],
+        "scoring": [str, None],
+        "cv": ["cv_object"],
+        "n_repeats": [Interval(Integral, 1, None, closed="left")],
+        "dropping": ["boolean", Dropping],
+        "n_bootstraps": [Interval(Integral, 1, None, closed="left")],
+        "confidence_level": [Interval(Real, 0, 1, closed="neither")],
+        "store": [str, os.PathLike, None],
+        "refit": ["boolean"],
+        "error_score": [StrOptions({"raise"}), Real],
+        "client": "no_validation",  # a Client, an address or make_client's arguments
+        "random_state": [None, Integral, np.random.SeedSequence, np.random.Generator],
+        "selection": [StrOptions({"pooled", "fold_mean"})],
+    }
 
     def __init__(self, estimator, param_grid, *, scoring=None, cv=10, n_repeats=1,
                  dropping=False, n_bootstraps=1000, confidence_level=0.95, store=None, refit=True,
@@ -152,10 +179,12 @@ class BBCSearchCV(MetaEstimatorMixin, BaseEstimator):
         -------
         self
         """
-        from .study import run_study
+        from .engine import StudyRequest, run_cvt
+        from .study import study_of
 
         caller = "BBCSearchCV"
-        V.require_y(y, caller)
+        self._check_parameters()
+        validation.require_y(y, caller)
         if not hasattr(X, "iloc"):  # DataFrames go through as they are (column names)
             from sklearn.utils.validation import check_array
 
@@ -170,8 +199,6 @@ class BBCSearchCV(MetaEstimatorMixin, BaseEstimator):
             from sklearn.utils.multiclass import check_classification_targets
 
             check_classification_targets(y)
-        V.check_int(self.cv, "cv", caller, low=2)  # the number of folds
-        V.check_bool(self.refit, "refit", caller)
         if hasattr(X, "columns"):
             self.feature_names_in_ = np.asarray(X.columns, dtype=object)
         elif hasattr(self, "feature_names_in_"):
@@ -181,14 +208,15 @@ class BBCSearchCV(MetaEstimatorMixin, BaseEstimator):
             tmp = tempfile.mkdtemp(prefix="bbc_dask_")
             self._tmp_finalizer = weakref.finalize(self, shutil.rmtree, tmp, True)
             store, overwrite = f"{tmp}/study.zarr", True
-        client = self.client if self.client is not None else _current_client()
-        study = run_study(
+        request = StudyRequest.build(
             clone(self.estimator), self.param_grid, X, y, store=store, metric=self._metric(),
-            n_splits=self.cv, n_repeats=self.n_repeats, groups=groups,
-            error_score=self.error_score, refit=self.refit, random_state=self.random_state,
-            client=client, overwrite=overwrite, progress=False, dropping=self.dropping or None,
-            selection=self.selection,
-        )
+            n_repeats=self.n_repeats, cv=self.cv, groups=groups, error_score=self.error_score,
+            refit=self.refit, random_state=self.random_state,
+            client=self.client if self.client is not None else _current_client(),
+            overwrite=overwrite, progress=False, dropping=self.dropping or None,
+            selection=self.selection, caller=caller,
+            names={"metric": "scoring", "n_splits": "cv"})
+        study = study_of(run_cvt(request))
         self.study_ = study
         self.cv_results_ = study.cv_results_
         self.best_index_ = int(study.best_index_)
@@ -204,12 +232,24 @@ class BBCSearchCV(MetaEstimatorMixin, BaseEstimator):
         self.n_features_in_ = int(np.shape(X)[1])
         if is_classifier(self.estimator):
             self.classes_ = np.unique(np.asarray(y))
-        self.n_splits_ = int(self.cv)
+        self.n_splits_ = int(request.protocol.n_splits)
         if self.refit:
             self.best_estimator_ = study.final_model
         elif hasattr(self, "best_estimator_"):
             del self.best_estimator_
         return self
+
+    def _check_parameters(self):
+        """Every constructor parameter against :attr:`_parameter_constraints`, as an
+        :class:`~bbc_dask.exceptions.InvalidParameterError` in scikit-learn's wording."""
+        from sklearn.utils._param_validation import InvalidParameterError as SklearnError
+        from sklearn.utils._param_validation import validate_parameter_constraints
+
+        try:
+            validate_parameter_constraints(self._parameter_constraints,
+                                           self.get_params(deep=False), caller_name="BBCSearchCV")
+        except SklearnError as exc:
+            raise validation.worded_elsewhere(str(exc)) from None
 
     def _metric(self):
         """The bbc_dask metric: ``scoring``, or for None the estimator's own score."""

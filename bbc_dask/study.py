@@ -66,7 +66,20 @@ class Study:
     """
 
     def __init__(self, store, final_model=None, storage_options=None):
-        self._cube = open_cube(store, storage_options=storage_options)
+        self._attach(open_cube(store, storage_options=storage_options), final_model)
+
+    @classmethod
+    def _of_run(cls, run):
+        """The study of a finished :class:`~bbc_dask.engine.CVTRun`, on the cube the run
+        had open (not opened again)."""
+        study = cls.__new__(cls)
+        study._attach(run.cube, run.final_model)
+        study._param_objects = run.configs
+        study.n_fits_ = run.fits
+        return study
+
+    def _attach(self, cube, final_model):
+        self._cube = cube
         self.location = self._cube.location
         self.store = self.location.url
         self.meta = self._cube.meta
@@ -518,6 +531,7 @@ def run_study(
     metric,
     n_splits=10,
     n_repeats=1,
+    cv=None,
     groups=None,
     param_distributions=None,
     n_iter=10,
@@ -565,8 +579,18 @@ def run_study(
         ``neg_log_loss``) or predicted values (regression).
     n_splits : int, default=10
     n_repeats : int, default=1
+    cv : scikit-learn splitter or iterable of (train, test) pairs, default=None
+        The user's own splits instead of ``n_splits`` × ``n_repeats`` K-fold (leave those
+        at their defaults): ``GroupKFold``, ``PredefinedSplit``, ``RepeatedKFold``, a list
+        of index arrays... Consecutive test sets that together hold every sample once make
+        one repeat, and every model is trained on all samples outside its test set: BBC
+        and BBC-F resample whole samples and folds, so they are defined on such splits
+        only. Splitters that train on a part of the rest (``TimeSeriesSplit``) or whose
+        test sets overlap (``ShuffleSplit``) are refused. The splits are taken once; the
+        store records their digest, so a resume with other splits is refused (give a
+        shuffling splitter a ``random_state``).
     groups : array-like of shape (N,), default=None
-        Group labels: folds never split a group.
+        Group labels: folds never split a group (also passed to ``cv.split``).
     param_distributions : dict, default=None
         Random search (``ParameterSampler``) with ``n_iter`` draws instead of a grid.
     n_iter : int, default=10
@@ -626,11 +650,19 @@ def run_study(
     ----------
     .. [1] Tsamardinos, Greasidou, Borboudakis, Machine Learning 107 (2018), Algorithm 2.
     """
-    arguments = dict(locals())  # every argument, by name: the engine checks them
-    from .engine import run_cvt
+    from .engine import StudyRequest, run_cvt
 
-    run = run_cvt(**arguments)
-    study = Study(run.location, final_model=run.final_model)
-    study._param_objects = run.configs
-    study.n_fits_ = run.fits
-    return study
+    request = StudyRequest.build(
+        estimator, param_grid, X, y, store=store, metric=metric, n_splits=n_splits,
+        n_repeats=n_repeats, cv=cv, groups=groups, param_distributions=param_distributions,
+        n_iter=n_iter, error_score=error_score, pos_label=pos_label, refit=refit,
+        random_state=random_state, client=client, overwrite=overwrite, progress=progress,
+        configs_per_task=configs_per_task, dropping=dropping, metadata=metadata,
+        storage_options=storage_options, security=security, selection=selection,
+        caller="run_study")
+    return study_of(run_cvt(request))
+
+
+def study_of(run):
+    """The :class:`Study` of a finished :class:`~bbc_dask.engine.CVTRun`."""
+    return Study._of_run(run)

@@ -90,7 +90,7 @@ def test_bad_input(cancer_frame, client):
         _search().fit(X, None)
     with pytest.raises(ValueError, match="Unknown label type"):
         _search().fit(X, np.linspace(0, 1, len(y)))
-    with pytest.raises(ValueError, match=r"metric"):
+    with pytest.raises(ValueError, match=r"The 'scoring' parameter of BBCSearchCV must be one of"):
         _search(scoring="nope").fit(X, y)
 
 

@@ -147,9 +147,10 @@ def run_spec(spec, *, scheduler=None, store=None, progress=True, cluster=None,
 
     ``cluster`` overrides keys of the study file's ``cluster:`` section (``kind``, options,
     ``security``); ``storage_options`` updates its ``storage_options``."""
+    from ..engine import StudyRequest, run_cvt
     from ..stats._dropping import Dropping
-    from ..study import run_study
-    from . import _studyfile as F
+    from ..study import study_of
+    from . import _studyfile as studyfile
 
     if store:
         spec = dict(spec, store=os.path.abspath(store) if "://" not in store else store)
@@ -158,21 +159,28 @@ def run_spec(spec, *, scheduler=None, store=None, progress=True, cluster=None,
         if cluster.get("kind", merged.get("kind")) != merged.get("kind"):
             merged = {k: v for k, v in merged.items() if k == "security"}  # another kind's options don't apply
         merged.update(cluster)
-        spec = dict(spec, cluster=F.check_cluster(merged))
+        spec = dict(spec, cluster=studyfile.check_cluster(merged))
     if storage_options:
         spec = dict(spec, storage_options={**(spec.get("storage_options") or {}), **storage_options})
-    X, y, groups = F.load_data(spec)
-    estimator, grid = F.build_search(spec)
-    dropping = Dropping.coerce(spec["dropping"], "the study file")
-    return run_study(
+    X, y, groups, *folds = studyfile.load_data(spec)
+    estimator, grid = studyfile.build_search(spec)
+    request = StudyRequest.build(
         estimator, grid, X, y, store=spec["store"], metric=spec["metric"],
-        n_splits=spec["cv"]["splits"], n_repeats=spec["cv"]["repeats"], groups=groups,
+        n_splits=spec["cv"]["splits"], n_repeats=spec["cv"]["repeats"],
+        cv=studyfile.build_cv(spec, *folds), groups=groups,
         random_state=spec["random_state"], client=_client(spec, scheduler), progress=progress,
-        configs_per_task=spec["configs_per_task"], dropping=dropping, metadata=spec,
+        configs_per_task=spec["configs_per_task"],
+        dropping=Dropping.coerce(spec["dropping"], "the study file"), metadata=spec,
         storage_options=spec.get("storage_options"), security=spec["cluster"].get("security"),
         error_score="raise" if spec.get("error_score") == "raise" else float("nan"),
-        selection=spec.get("selection", "pooled"),
-    )
+        selection=spec.get("selection", "pooled"), caller="the study file",
+        names=STUDY_FILE_NAMES)
+    return study_of(run_cvt(request))
+
+
+#: The study file's keys for the engine's parameters (errors name the key the user wrote).
+STUDY_FILE_NAMES = {"n_splits": "cv.splits", "n_repeats": "cv.repeats", "param_grid": "grid",
+                    "groups": "cv.groups"}
 
 
 _storage_option = click.option(

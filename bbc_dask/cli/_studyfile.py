@@ -15,7 +15,8 @@ A study file::
           - sklearn.preprocessing.StandardScaler
           - {estimator: sklearn.svm.SVC, params: {probability: false}}
         grid: {svc__C: [0.1, 1.0]}        # names as in make_pipeline
-    cv: {splits: 5, repeats: 1}
+    cv: {splits: 5, repeats: 1}  # or {splitter: GroupKFold, params: {n_splits: 5}}, or
+                                 # {column: fold} (your own fold ids, a column of data.path)
     metric: roc_auc
     dropping: false             # or true, or {alpha: 0.99, min_predictions: 50}
     bootstraps: 1000
@@ -135,15 +136,7 @@ def resolve_spec(raw, base="."):
     if not grid:
         raise _err("grid", "empty list")
     spec["grid"] = [_resolve_entry(e, f"grid[{i}]") for i, e in enumerate(grid)]
-    cv = raw.get("cv", {}) or {}
-    if not isinstance(cv, dict):
-        raise _err("cv", f"expected a mapping with 'splits', 'repeats', 'groups', got {cv!r}")
-    bad = sorted(set(cv) - {"splits", "repeats", "groups"})
-    if bad:
-        raise _err(f"cv.{bad[0]}", "unknown key (allowed: splits, repeats, groups)")
-    spec["cv"] = {"splits": _int(cv.get("splits", 10), "cv.splits", 2),
-                  "repeats": _int(cv.get("repeats", 1), "cv.repeats", 1),
-                  "groups": cv.get("groups", spec["data"].get("groups"))}
+    spec["cv"] = _resolve_cv(raw.get("cv", {}) or {}, spec["data"])
     from ..metrics import metric_names
 
     metric = raw.get("metric", "roc_auc")
@@ -394,6 +387,68 @@ def _build_entry(entry):
     return make_pipeline(*[_build_step(s, "grid") for s in entry["pipeline"]])
 
 
+#: The scikit-learn splitters a study file may name (``cv.splitter``): a study file calls
+#: nothing that is not on a list.
+SPLITTERS = ("KFold", "StratifiedKFold", "GroupKFold", "StratifiedGroupKFold", "RepeatedKFold",
+             "RepeatedStratifiedKFold", "LeaveOneGroupOut")
+_CV_KEYS = ("splits", "repeats", "groups", "splitter", "params", "column")
+
+
+def _resolve_cv(cv, data):
+    """``cv``: K-fold (``splits``, ``repeats``), a named splitter with its ``params``, or
+    the user's own folds in a data ``column`` (fold ids, as ``PredefinedSplit``)."""
+    if not isinstance(cv, dict):
+        raise _err("cv", f"expected a mapping with 'splits', 'repeats', 'groups', got {cv!r}")
+    bad = sorted(set(cv) - set(_CV_KEYS))
+    if bad:
+        raise _err(f"cv.{bad[0]}", f"unknown key (allowed: {', '.join(_CV_KEYS)})")
+    out = {"splits": _int(cv.get("splits", 10), "cv.splits", 2),
+           "repeats": _int(cv.get("repeats", 1), "cv.repeats", 1),
+           "groups": cv.get("groups", data.get("groups"))}
+    own = [k for k in ("splitter", "column") if k in cv]
+    if len(own) > 1:
+        raise _err("cv", "give 'splitter' or 'column', not both")
+    if own and ({"splits", "repeats"} & set(cv)):
+        raise _err(f"cv.{own[0]}", "sets the splits: leave out 'splits' and 'repeats'")
+    if "params" in cv and "splitter" not in cv:
+        raise _err("cv.params", "applies to a 'splitter' only")
+    if "splitter" in cv:
+        if cv["splitter"] not in SPLITTERS:
+            raise _err("cv.splitter", f"expected one of {', '.join(SPLITTERS)}, got {cv['splitter']!r}")
+        params = cv.get("params", {}) or {}
+        if not isinstance(params, dict):
+            raise _err("cv.params", f"expected a mapping of the splitter's arguments, got {params!r}")
+        try:
+            _splitter(cv["splitter"], params)
+        except (TypeError, ValueError) as e:
+            raise _err("cv.params", str(e)) from None
+        out["splitter"] = {"name": cv["splitter"], "params": params}
+    if "column" in cv:
+        if not isinstance(cv["column"], str) or "sklearn" in data:
+            raise _err("cv.column", "expected the name of a column of fold ids in data.path")
+        out["column"] = cv["column"]
+    return out
+
+
+def _splitter(name, params):
+    import sklearn.model_selection as model_selection
+
+    return getattr(model_selection, name)(**params)
+
+
+def build_cv(spec, folds=None):
+    """The study's ``cv`` argument: None for K-fold, else the named splitter or the
+    ``PredefinedSplit`` of a fold column (``folds``, from :func:`load_data`)."""
+    cv = spec["cv"]
+    if "splitter" in cv:
+        return _splitter(cv["splitter"]["name"], cv["splitter"]["params"])
+    if "column" in cv:
+        from sklearn.model_selection import PredefinedSplit
+
+        return PredefinedSplit(folds)
+    return None
+
+
 def build_search(spec):
     """``(estimator, param_grid)`` for :func:`bbc_dask.run_study`: a one-step pipeline
     whose ``model`` is set per configuration, one grid per entry."""
@@ -408,7 +463,8 @@ def build_search(spec):
 
 
 def load_data(spec):
-    """``(X, y, groups)`` of the spec's ``data``; errors name the key."""
+    """``(X, y, groups)`` of the spec's ``data``, and the fold ids when ``cv.column`` names
+    a column of them; errors name the key."""
     d = spec["data"]
     gcol = spec["cv"].get("groups")
     if "sklearn" in d:
@@ -443,4 +499,10 @@ def load_data(spec):
             raise _err("cv.groups", f"no column {gcol!r} in {p}")
         groups = df[gcol].to_numpy()
         drop.append(gcol)
+    fcol = spec["cv"].get("column")
+    if fcol is not None:  # the user's own folds: not a feature
+        if fcol not in df.columns:
+            raise _err("cv.column", f"no column {fcol!r} in {p}")
+        drop.append(fcol)
+        return df.drop(columns=drop), df[t].to_numpy(), groups, df[fcol].to_numpy()
     return df.drop(columns=drop), df[t].to_numpy(), groups

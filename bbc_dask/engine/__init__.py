@@ -1,5 +1,9 @@
-"""CVT engine: plan, worker tasks, waves, final refit; :func:`run_cvt` runs them
-(:func:`bbc_dask.run_study` is the public face)."""
+"""CVT engine: the study request, its protocol (the plan of splits), worker tasks, waves,
+final refit; :func:`run_cvt` runs a :class:`StudyRequest` (:func:`bbc_dask.run_study` is
+the public face)."""
+from ._protocol import KFoldProtocol, SplitsProtocol
+from ._request import Execution, Search, StudyData, StudyRequest
 from ._run import CVTRun, run_cvt
 
-__all__ = ["CVTRun", "run_cvt"]
+__all__ = ["CVTRun", "Execution", "KFoldProtocol", "Search", "SplitsProtocol", "StudyData",
+           "StudyRequest", "run_cvt"]

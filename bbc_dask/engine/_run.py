@@ -7,41 +7,36 @@ import signal
 import sys
 import threading
 import time
-import warnings
 from typing import NamedTuple
 
 import numpy as np
 
-from .. import _validation as V
+from .. import _validation as validation
 from .._random import as_seed_sequence, entropy_of
 from .._signals import signals_as_interrupts
-from ..cluster import as_security
-from ..cube import FAILED, PENDING, as_location
+from ..cube import FAILED, PENDING
 from ..exceptions import (
     AllConfigurationsFailedError,
     OldSchemaError,
     StoreMismatchError,
     StudyInterrupted,
 )
-from ..metrics import get_metric
-from ..stats._dropping import Dropping
-from . import _plan as P
+from . import _plan as plan
 from ._tasks import refit
 from ._waves import run_waves, submit_with_data
 
 __all__ = ["CVTRun", "run_cvt"]
 
-CALLER = "run_study"
-
 
 class CVTRun(NamedTuple):
     """What a run leaves besides its store: the final model it refit (None if it did not),
-    the configurations as objects and the number of fits it ran."""
+    the configurations as objects, the number of fits it ran and the cube it had open."""
 
     location: object
     final_model: object
     configs: object
     fits: int
+    cube: object
 
 
 def _diff(stored, new, prefix=""):
@@ -70,54 +65,31 @@ def _short(v):
     return s if len(s) < 80 else s[:77] + "..."
 
 
-def run_cvt(estimator, param_grid, X, y, *, store, metric, n_splits, n_repeats, groups,
-            param_distributions, n_iter, error_score, pos_label, refit, random_state, client,
-            overwrite, progress, configs_per_task, dropping, metadata, storage_options, security,
-            selection="pooled"):
-    """CVT with the arguments of :func:`bbc_dask.run_study` (all required here; see there):
-    check them, then run or resume the study in its store under the run lock and refit the
-    winner. Returns a :class:`CVTRun`."""
-    m = get_metric(metric, caller=CALLER)
-    X = V.check_X(X, CALLER)
-    y = y if y is None else np.asarray(y)  # the tasks index it by position
-    target, n_splits, n_repeats, groups = V.check_cv_data(
-        estimator, X, y, groups, m, n_splits, n_repeats, error_score, pos_label, CALLER)
-    location = as_location(store, storage_options, CALLER, directory=True)
-    security = as_security(security, CALLER)
-    configs_per_task = V.check_int(configs_per_task, "configs_per_task", CALLER, allow_none=True)
-    dropping = Dropping.coerce(dropping, CALLER)
-    V.check_one_of(selection, "selection", CALLER, ("pooled", "fold_mean"))
-    grid = P.check_search(param_grid, param_distributions, n_iter, CALLER)
-    if grid is not None:  # random draws are checked once the seed is known
-        P.check_estimator_methods(estimator, grid, m, CALLER)
-    if dropping is not None and (len(grid) if grid is not None else n_iter) < 2:
-        warnings.warn(f"dropping has no effect in {CALLER} with a single configuration; running "
-                      f"plain CVT.", UserWarning, stacklevel=3)
-    run = _StudyRun(
-        location, estimator=estimator, X=X,
-        y=y, groups=groups, target=target, metric=m, n_splits=n_splits, n_repeats=n_repeats,
-        search=(param_grid, param_distributions, n_iter), error_score=error_score,
-        random_state=random_state, overwrite=overwrite, progress=progress,
-        configs_per_task=configs_per_task, dropping=dropping, metadata=metadata,
-        selection=selection, digests=P.data_digest(X, np.asarray(y), groups),
-    )
-    return run.run(client, security, refit)
+def run_cvt(request):
+    """Run or resume the study of a :class:`~bbc_dask.engine.StudyRequest` in its store,
+    under the run lock, and refit the winner. Returns a :class:`CVTRun`."""
+    return _StudyRun(request).run()
 
 
 class _StudyRun:
-    """One call of :func:`run_study` once its arguments are valid: everything that
-    touches the store happens here, under the store's run lock."""
+    """One study request run: everything that touches the store happens here, under the
+    store's run lock."""
 
-    def __init__(self, loc, **kw):
-        self.loc = loc
-        self.__dict__.update(kw)
+    def __init__(self, request):
+        self.request = request
+        self.loc = request.location
+        self.caller = request.caller
         self.cube = None
+        self.root = None  # the seed, once decided (a resume with None reuses the stored one)
+        self.configs = None
+        self.token = None
         self.fits = 0
 
     # ------------------------------------------------------------------ flow
-    def run(self, client, security, refit):
+    def run(self):
         from ..cube import writing
 
+        ex = self.request.execution
         final = None
         lock = client_obj = owned = None
         interrupted = failed = False
@@ -125,14 +97,14 @@ class _StudyRun:
         try:
             with signals_as_interrupts():
                 # Connect first: a cluster that cannot be reached leaves the store as it was.
-                client_obj, owned = _client(client, self.progress, security)
+                client_obj, owned = _client(ex.client, ex.progress, ex.security, self.caller)
                 with writing(self.loc.url):
                     lock = self.loc.lock().acquire()
                 self._open_or_create(lock)
                 self._announce()
                 self._run_waves(client_obj, cancel_on_exit=not owned)
                 self._check_not_all_failed()
-                if refit:
+                if ex.refit:
                     final = self._refit(client_obj)
         except KeyboardInterrupt as exc:
             interrupted = failed = True
@@ -142,11 +114,12 @@ class _StudyRun:
             raise
         finally:
             try:
-                _quietly_close(client_obj, owned, client, interrupted, keep_going=failed)
+                _quietly_close(client_obj, owned, ex.client, interrupted, keep_going=failed)
             finally:
                 if lock is not None:
                     lock.release()
-        return CVTRun(self.loc, final, self.configs, self.fits)
+        self.cube.guard = _released  # the study reads it; a write without the lock fails
+        return CVTRun(self.loc, final, self.configs, self.fits, self.cube)
 
     def _open_or_create(self, lock):
         """Decide, under the lock, whether the store is new, ours to resume, or another
@@ -156,10 +129,10 @@ class _StudyRun:
         try:
             kind, existing = inspect_store(self.loc)
         except StoreMismatchError as exc:
-            if not (self.overwrite and isinstance(exc, OldSchemaError)):
-                raise _unusable(self.loc, exc) from None
+            if not (self.request.execution.overwrite and isinstance(exc, OldSchemaError)):
+                raise _unusable(self.loc, exc, self.caller) from None
             kind, existing = "interrupted", None  # an older layout, replaced as asked
-        if existing is not None and self.overwrite:
+        if existing is not None and self.request.execution.overwrite:
             existing, kind = None, "interrupted"
         spec = self._plan(existing)  # before any wipe: a bad plan leaves the old study
         if kind == "interrupted":
@@ -182,25 +155,27 @@ class _StudyRun:
         try:
             kind, existing = inspect_store(self.loc, read_only=True)
         except StoreMismatchError as exc:
-            if self.overwrite and isinstance(exc, OldSchemaError):
+            if self.request.execution.overwrite and isinstance(exc, OldSchemaError):
                 return  # a study of an older layout, replaced as asked
-            raise _unusable(self.loc, exc) from None
+            raise _unusable(self.loc, exc, self.caller) from None
         if kind == "study":
-            self._plan(None if self.overwrite else existing)
+            self._plan(None if self.request.execution.overwrite else existing)
 
     def _plan(self, existing):
         """Seed, configurations and spec; refuses an ``existing`` study that differs."""
-        if self.random_state is None and existing is not None:
+        req = self.request
+        if req.random_state is None and existing is not None:
             ent = existing.meta["spec"]["seed"]  # a resume with None reuses the stored seed
             self.root = np.random.SeedSequence(int(ent["entropy"]), spawn_key=tuple(ent["spawn_key"]))
-        elif getattr(self, "root", None) is None:  # once: a Generator is consumed by it
-            self.root = as_seed_sequence(self.random_state, caller=CALLER)
-        p_grid, p_dist, n_iter = self.search
-        self.configs, search = P.candidates(p_grid, p_dist, n_iter, self.root, CALLER)
-        if search == "random":
-            P.check_estimator_methods(self.estimator, self.configs, self.metric, CALLER)
+        elif self.root is None:  # once: a Generator is consumed by it
+            self.root = as_seed_sequence(req.random_state, caller=self.caller)
+        search = req.search
+        self.configs, kind = plan.candidates(search.param_grid, search.param_distributions,
+                                             search.n_iter, self.root, self.caller)
+        if kind == "random":
+            plan.check_estimator_methods(req.estimator, self.configs, req.metric, self.caller)
         # stores made before lazy planning fingerprinted the list of parameter dicts
-        spec = self._spec(search, legacy=existing is not None and "params" in existing.meta)
+        spec = self._spec(kind, legacy=existing is not None and "params" in existing.meta)
         if existing is not None:
             diffs = _diff(_defaults(existing.meta["spec"]), _defaults(spec))
             if diffs:
@@ -218,51 +193,55 @@ class _StudyRun:
     def _spec(self, search, legacy=False):
         from ..cube import to_json
 
-        m, target, d = self.metric, self.target, self.dropping
-        x_digest, y_digest, g_digest = self.digests
+        req = self.request
+        target, dropping, protocol = req.data.target, req.dropping, req.protocol
+        x_digest, y_digest, g_digest = req.data.digests
         return to_json({
-            "metric": m.name,
-            "pos_label": None if target.pos_code is None else V.plain(target.classes[target.pos_code]),
-            "n_splits": self.n_splits,
-            "n_repeats": self.n_repeats,
+            "metric": req.metric.name,
+            "pos_label": None if target.pos_code is None else validation.plain(target.classes[target.pos_code]),
+            "n_splits": protocol.n_splits,
+            "n_repeats": protocol.n_repeats,
             "search": search,
-            "n_iter": self.search[2] if search == "random" else None,
-            "error_score": "raise" if isinstance(self.error_score, str) else "nan",
+            "n_iter": req.search.n_iter if search == "random" else None,
+            "error_score": "raise" if isinstance(req.error_score, str) else "nan",
             "seed": entropy_of(self.root),
             "data": {"X": x_digest, "y": y_digest, "groups": g_digest,
-                     "n_samples": len(self.y)},
-            "estimator": P.describe_estimator(self.estimator),
-            "candidates": P.sha(repr([P.describe_params(p) for p in self.configs] if legacy
-                                     else self.configs.describe())),
-            "dropping": None if d is None else {
-                "alpha": d.alpha, "n_bootstraps": d.n_bootstraps,
-                "min_predictions": d.min_predictions, "test_last_wave": d.test_last_wave},
+                     "n_samples": len(req.data.y)},
+            "estimator": plan.describe_estimator(req.estimator),
+            "candidates": plan.sha(repr([plan.describe_params(p) for p in self.configs] if legacy
+                                        else self.configs.describe())),
+            "dropping": None if dropping is None else {
+                "alpha": dropping.alpha, "n_bootstraps": dropping.n_bootstraps,
+                "min_predictions": dropping.min_predictions,
+                "test_last_wave": dropping.test_last_wave},
             # recorded only when not the default: a store from before it is "pooled"
-            **({} if self.selection == "pooled" else {"selection": self.selection}),
+            **({} if req.selection == "pooled" else {"selection": req.selection}),
+            # the user's own splits: their digest (K-fold's follow from the seed)
+            **protocol.describe(),
         })
 
     def _create(self, spec):
         from ..cube import create_cube
 
-        m, target = self.metric, self.target
-        folds = P.make_folds(self.y, self.groups, self.n_splits, self.n_repeats,
-                             m.is_classification, self.root)
+        req = self.request
+        metric, target, protocol = req.metric, req.data.target, req.protocol
+        folds = protocol.folds(req.data.y, req.data.groups, metric.is_classification, self.root)
         n_cfg = len(self.configs)
+        per_task = req.execution.configs_per_task
         return create_cube(
-            self.loc, n_configs=n_cfg, n_repeats=self.n_repeats, n_splits=self.n_splits,
-            folds=folds, y_stored=target.codes if m.is_classification else target.values,
+            self.loc, n_configs=n_cfg, n_repeats=protocol.n_repeats, n_splits=protocol.n_splits,
+            folds=folds, y_stored=target.codes if metric.is_classification else target.values,
             classes=target.classes,
-            n_classes_axis=len(target.classes) if m.needs_class_axis else 0,
-            config_chunk=min(auto_block(n_cfg) if self.configs_per_task is None
-                             else self.configs_per_task, n_cfg),
+            n_classes_axis=len(target.classes) if metric.needs_class_axis else 0,
+            config_chunk=min(auto_block(n_cfg) if per_task is None else per_task, n_cfg),
             meta={"spec": spec,
                   "classes": None if target.classes is None else target.classes.tolist(),
                   "configurations": self.configs.describe(), "versions": _versions(),
-                  "runs": [], "metadata": self.metadata},
+                  "runs": [], "metadata": req.metadata},
         )
 
     def _announce(self):
-        if not self.progress:
+        if not self.request.execution.progress:
             return
         st = self.cube.state()
         n_cfg, n_rep, n_spl = st.shape
@@ -273,9 +252,11 @@ class _StudyRun:
               f"{st.size - pending:,} already done; store {self.loc.url}", file=sys.stderr)
 
     def _run_waves(self, client, cancel_on_exit):
-        self.fits = run_waves(self.cube, client, self.estimator, self.configs, self.X, self.y,
-                               self.target, self.metric, self.error_score, self.progress,
-                               self.dropping, self.root, cancel_on_exit, self.token)
+        req = self.request
+        self.fits = run_waves(self.cube, client, req.estimator, self.configs, req.data.X,
+                              req.data.y, req.data.target, req.metric, req.error_score,
+                              req.execution.progress, req.dropping, self.root, cancel_on_exit,
+                              self.token)
         runs = list(self.cube.meta["runs"])
         runs[-1].update(finished=time.strftime("%Y-%m-%dT%H:%M:%S"), t1=time.time(),
                         fits=self.fits)
@@ -306,7 +287,9 @@ class _StudyRun:
         best = select_winner(self.cube)
         if best is None:
             return None
-        model = submit_with_data(client, refit, self.estimator, self.configs[best], self.X, self.y)
+        req = self.request
+        model = submit_with_data(client, refit, req.estimator, self.configs[best], req.data.X,
+                                 req.data.y)
         self.cube.set_meta(final_model={"config": int(best), **save_model(self.cube.location, model)})
         return model
 
@@ -325,15 +308,20 @@ class _StudyRun:
                                 f"resume", signum, done, total)
 
 
+def _released():
+    raise RuntimeError("the run's lock is released: its cube is read-only (open the store "
+                       "again through run_study to write)")
+
+
 def auto_block(n_configs):
     """The default block (chunk) width: see ``configs_per_task`` of :func:`run_study`."""
     return max(1, min(10, n_configs // 64))
 
 
-def _unusable(loc, exc):
+def _unusable(loc, exc, caller):
     if isinstance(exc, OldSchemaError):
-        return OldSchemaError(f"The 'store' parameter of {CALLER}: {exc}")
-    return StoreMismatchError(f"The 'store' parameter of {CALLER} points to {loc.url!r}, which exists and "
+        return OldSchemaError(f"The 'store' parameter of {caller}: {exc}")
+    return StoreMismatchError(f"The 'store' parameter of {caller} points to {loc.url!r}, which exists and "
                       f"is not a bbc_dask study store; refusing to touch it.")
 
 
@@ -349,10 +337,10 @@ def _versions():
             "python": sys.version.split()[0]}
 
 
-def _client(client, progress, security=None):
+def _client(client, progress, security, caller):
     from ..cluster import resolve_client
 
-    c, owned = resolve_client(client, CALLER, security=security)
+    c, owned = resolve_client(client, caller, security=security)
     if progress and (client is None or (isinstance(client, dict) and client.get("kind") == "local")):
         print(f"bbc_dask: started a local Dask cluster; dashboard: {c.dashboard_link}",
               file=sys.stderr)

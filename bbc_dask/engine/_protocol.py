@@ -1,0 +1,166 @@
+"""Protocols: the plan of splits a study runs.
+
+The engine runs whatever partitions a protocol gives: fold ids of shape (N, R), one
+column per repeat, each sample in exactly one test set of every repeat, trained on the
+other folds. The cube is laid out by those ids and the ledger is indexed by (config,
+repeat, fold), so a new protocol is a new class with :meth:`folds` and :meth:`describe`,
+not edits across the engine.
+
+Two protocols exist:
+
+- :class:`KFoldProtocol` — the papers' CVT: stratified (classification) or grouped K-fold,
+  ``n_repeats`` partitions from the study's seed (2018 paper, §3; the default).
+- :class:`SplitsProtocol` — the user's own partitions: any scikit-learn splitter
+  (``GroupKFold``, ``PredefinedSplit``, ``RepeatedStratifiedKFold``, ...) or a list of
+  ``(train, test)`` index pairs. BBC and BBC-F resample whole samples and whole folds, so
+  they are defined where the test sets partition the samples and every model is trained
+  on the rest; splitters that train on a part of the rest (``TimeSeriesSplit``) or whose
+  test sets overlap (``ShuffleSplit``) are refused with a one-line error.
+"""
+from __future__ import annotations
+
+import hashlib
+import warnings
+
+import numpy as np
+
+from ..exceptions import InvalidParameterError
+
+__all__ = ["KFoldProtocol", "SplitsProtocol", "as_protocol"]
+
+
+class KFoldProtocol:
+    """K-fold cross-validation, ``n_repeats`` times: stratified for classification,
+    grouped (and stratified where possible) with groups; each repeat's partition from its
+    own child of the study's seed."""
+
+    kind = "kfold"
+
+    def __init__(self, n_splits, n_repeats):
+        self.n_splits = n_splits
+        self.n_repeats = n_repeats
+
+    def folds(self, y, groups, classification, root):
+        """Fold ids ``(N, R)``."""
+        from ._plan import make_folds
+
+        return make_folds(y, groups, self.n_splits, self.n_repeats, classification, root)
+
+    def describe(self):
+        """What the study's spec records beside ``n_splits`` and ``n_repeats``: nothing
+        (the partitions follow from the seed), so stores made before protocols existed
+        compare equal."""
+        return {}
+
+
+class SplitsProtocol:
+    """The partitions of a user's splitter or list of ``(train, test)`` pairs, grouped
+    into repeats: consecutive test sets that together cover every sample once form one
+    repeat (so ``RepeatedKFold`` gives its repeats).
+
+    The partitions are computed once, when the request is built (a shuffling splitter
+    without a fixed ``random_state`` would give others on every call); the spec records
+    their digest, so a resume with other partitions is refused.
+    """
+
+    kind = "splits"
+
+    def __init__(self, folds, source):
+        self._folds = folds
+        self.source = source
+        self.n_repeats = folds.shape[1]
+        self.n_splits = int(folds.max()) + 1
+
+    def folds(self, y=None, groups=None, classification=None, root=None):
+        return self._folds.copy()
+
+    def describe(self):
+        return {"protocol": {"kind": self.kind, "source": self.source,
+                             "folds": hashlib.sha1(np.ascontiguousarray(self._folds)).hexdigest()}}
+
+    @classmethod
+    def from_cv(cls, cv, n, y, groups, name, caller):
+        """The protocol of ``cv`` (a splitter or an iterable of pairs) over ``n`` samples;
+        an InvalidParameterError naming ``name`` and ``caller`` if its test sets do not
+        partition the samples into repeats with the same number of folds."""
+        if isinstance(cv, (str, bytes)) or not (hasattr(cv, "split") or hasattr(cv, "__iter__")):
+            raise InvalidParameterError.of(
+                name, caller, "an int, a scikit-learn splitter or an iterable of (train, test) "
+                "index pairs", cv)
+        if hasattr(cv, "split") and hasattr(cv, "get_n_splits"):
+            source = type(cv).__name__
+            try:
+                with warnings.catch_warnings():  # groups go to every splitter; some ignore them
+                    warnings.filterwarnings("ignore", "The groups parameter is ignored")
+                    splits = list(cv.split(np.zeros((n, 1)), y, groups))
+            except (ValueError, TypeError) as exc:
+                raise InvalidParameterError.of(name, caller, "a splitter that can split these data",
+                                               shown=f"{source}", note=f"({exc})") from None
+        else:
+            source = "list of (train, test) pairs"
+            splits = list(cv)
+        return cls(_partitions(splits, n, name, caller, source), source)
+
+
+def _partitions(splits, n, name, caller, source):
+    """Fold ids ``(N, R)`` from ``(train, test)`` pairs, each repeat a partition."""
+    def bad(why):
+        return InvalidParameterError.of(
+            name, caller, "splits whose test sets partition the samples (each sample in one "
+                          "test set per repeat, trained on all the others)",
+            shown=f"{source} ({why})",
+            note="BBC and BBC-F resample whole samples and folds, so they are defined on "
+                 "such splits only.")
+
+    repeats, current, seen = [], np.full(n, -1, dtype=np.int64), 0
+    for i, pair in enumerate(splits):
+        try:
+            train, test = (np.asarray(a) for a in pair)
+        except (TypeError, ValueError):
+            raise bad(f"split {i} is not a (train, test) pair") from None
+        test, train = _indices(test, n, i, bad), _indices(train, n, i, bad)
+        if np.unique(test).size != test.size or np.any(current[test] >= 0):
+            raise bad(f"the test set of split {i} repeats samples of an earlier one")
+        if train.size + test.size != n or np.intersect1d(train, test).size:
+            raise bad(f"the training set of split {i} is not all the samples outside its test set")
+        k = int(current.max()) + 1 if seen else 0
+        current[test] = k
+        seen += test.size
+        if seen == n:
+            repeats.append(current)
+            current, seen = np.full(n, -1, dtype=np.int64), 0
+    if seen or not repeats:
+        raise bad(f"its {len(splits)} split(s) leave samples in no test set"
+                  if splits else "no split")
+    sizes = {int(r.max()) + 1 for r in repeats}
+    if len(sizes) > 1:
+        raise bad(f"its repeats have {sorted(sizes)} folds (every repeat needs the same number)")
+    if sizes == {1}:
+        raise bad("a single test set holds every sample")
+    return np.stack(repeats, axis=1)
+
+
+def _indices(a, n, i, bad):
+    if a.dtype == bool:
+        if a.shape != (n,):
+            raise bad(f"split {i} has a boolean mask of shape {a.shape} for {n} samples")
+        return np.flatnonzero(a)
+    if a.ndim != 1 or (a.size and (not np.issubdtype(a.dtype, np.integer) or a.min() < 0
+                                   or a.max() >= n)):
+        raise bad(f"the indices of split {i} are not positions 0..{n - 1}")
+    return a.astype(np.int64)
+
+
+def as_protocol(cv, n_splits, n_repeats, n, y, groups, caller, names):
+    """The request's protocol: K-fold × repeats when ``cv`` is None or an int (the number
+    of folds), else the partitions of a splitter or list of pairs."""
+    if cv is None:
+        return KFoldProtocol(n_splits, n_repeats)
+    changed = [names.get(k, k) for k, v, default in (("n_splits", n_splits, 10),
+                                                      ("n_repeats", n_repeats, 1)) if v != default]
+    if changed:
+        raise InvalidParameterError.of(
+            names.get("cv", "cv"), caller,
+            f"None when {' and '.join(map(repr, changed))} {'is' if len(changed) == 1 else 'are'} "
+            f"given (it sets the splits)", cv)
+    return SplitsProtocol.from_cv(cv, n, y, groups, names.get("cv", "cv"), caller)

@@ -1,0 +1,150 @@
+"""The study request: every argument of a study, checked once, typed, handed to the engine.
+
+The three front doors (:func:`bbc_dask.run_study`, :class:`bbc_dask.BBCSearchCV` and the
+command line's study file) build a :class:`StudyRequest` with :meth:`StudyRequest.build`;
+the engine takes nothing else. Errors name the entry point the user called and the
+parameter by *its* name there (``BBCSearchCV``'s ``scoring`` is the engine's ``metric``):
+
+=====================  ==================  ===================
+engine (run_study)     BBCSearchCV         study file
+=====================  ==================  ===================
+``metric``             ``scoring``         ``metric``
+``n_splits``           ``cv`` (an int)     ``cv.splits``
+``n_repeats``          ``n_repeats``       ``cv.repeats``
+``cv``                 ``cv`` (a splitter) ``cv.splitter``
+``param_grid``         ``param_grid``      ``grid``
+``random_state``       ``random_state``    ``random_state``
+=====================  ==================  ===================
+"""
+from __future__ import annotations
+
+import dataclasses
+import numbers
+import re
+import warnings
+
+import numpy as np
+
+from .. import _validation as validation
+from ..cluster import as_security
+from ..cube import as_location
+from ..exceptions import InvalidParameterError
+from ..metrics import Metric, Target, get_metric
+from ..stats._dropping import Dropping
+from . import _plan as plan
+from ._protocol import KFoldProtocol, SplitsProtocol, as_protocol
+
+__all__ = ["Execution", "Search", "StudyData", "StudyRequest"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Search:
+    """The configurations: a grid, or ``n_iter`` random draws of ``param_distributions``
+    (drawn once the seed is known). ``grid`` is the checked grid (None for a random
+    search)."""
+
+    param_grid: object
+    param_distributions: object
+    n_iter: int
+    grid: object
+
+
+@dataclasses.dataclass(frozen=True)
+class StudyData:
+    """The data as the tasks index them: ``y`` by position, ``target`` its encoding for
+    the metric, ``digests`` the fingerprints (X, y, groups) recorded in the spec."""
+
+    X: object
+    y: np.ndarray
+    groups: np.ndarray | None
+    target: Target
+    digests: tuple
+
+
+@dataclasses.dataclass(frozen=True)
+class Execution:
+    """How the study runs, not what it computes: none of these is in the spec."""
+
+    client: object
+    security: object
+    progress: bool
+    configs_per_task: int | None
+    overwrite: bool
+    refit: bool
+
+
+@dataclasses.dataclass(frozen=True)
+class StudyRequest:
+    """One study, checked: what it computes (estimator, search, data, protocol, metric,
+    dropping, selection, error_score, seed), where it is stored and how it runs.
+
+    Build it with :meth:`build`; every field is valid once it exists.
+    """
+
+    caller: str
+    estimator: object
+    search: Search
+    data: StudyData
+    protocol: KFoldProtocol | SplitsProtocol
+    metric: Metric
+    location: object
+    execution: Execution
+    dropping: Dropping | None
+    selection: str
+    error_score: object
+    random_state: object
+    metadata: dict | None
+
+    @classmethod
+    def build(cls, estimator, param_grid, X, y, *, store, metric, n_splits=10, n_repeats=1,
+              cv=None, groups=None, param_distributions=None, n_iter=10, error_score=np.nan,
+              pos_label=None, refit=True, random_state=None, client=None, overwrite=False,
+              progress=True, configs_per_task=None, dropping=None, metadata=None,
+              storage_options=None, security=None, selection="pooled", caller="run_study",
+              names=None):
+        """Check every argument of :func:`bbc_dask.run_study` (plus ``cv``, the user's
+        splits) and return the request. ``caller`` is the entry point the user called;
+        ``names`` maps the engine's parameter names to that entry point's (table above)."""
+        names = dict(names or {})
+        if isinstance(cv, numbers.Integral) and not isinstance(cv, bool) and n_splits in (10, cv):
+            n_splits, cv = cv, None  # an int is the number of folds, as in scikit-learn
+        try:
+            metric = get_metric(metric, caller=caller)
+            X = validation.check_X(X, caller)
+            y = y if y is None else np.asarray(y)  # the tasks index it by position
+            target, n_splits, n_repeats, groups = validation.check_cv_data(
+                estimator, X, y, groups, metric, n_splits, n_repeats, error_score, pos_label,
+                caller, kfold=cv is None)
+            protocol = as_protocol(cv, n_splits, n_repeats, len(y), y, groups, caller, names)
+            location = as_location(store, storage_options, caller, directory=True)
+            security = as_security(security, caller)
+            configs_per_task = validation.check_int(configs_per_task, "configs_per_task", caller,
+                                                    allow_none=True)
+            dropping = Dropping.coerce(dropping, caller)
+            validation.check_one_of(selection, "selection", caller, ("pooled", "fold_mean"))
+            grid = plan.check_search(param_grid, param_distributions, n_iter, caller)
+            if grid is not None:  # random draws are checked once the seed is known
+                plan.check_estimator_methods(estimator, grid, metric, caller)
+        except InvalidParameterError as exc:
+            raise _renamed(exc, names, caller) from None
+        if dropping is not None and (len(grid) if grid is not None else n_iter) < 2:
+            warnings.warn(f"dropping has no effect in {caller} with a single configuration; "
+                          f"running plain CVT.", UserWarning, stacklevel=3)
+        return cls(
+            caller=caller, estimator=estimator,
+            search=Search(param_grid, param_distributions, n_iter, grid),
+            data=StudyData(X, y, groups, target, plan.data_digest(X, np.asarray(y), groups)),
+            protocol=protocol, metric=metric, location=location,
+            execution=Execution(client, security, progress, configs_per_task, overwrite, refit),
+            dropping=dropping, selection=selection, error_score=error_score,
+            random_state=random_state, metadata=metadata)
+
+
+def _renamed(exc, names, caller):
+    """``exc`` with the engine's parameter names replaced by the caller's."""
+    msg = str(exc)
+    for engine_name, theirs in names.items():
+        msg = msg.replace(f"The {engine_name!r} parameter of {caller}",
+                          f"The {theirs!r} parameter of {caller}")
+        msg = re.sub(rf"\b{engine_name}=", f"{theirs}=", msg)
+    return type(exc)(msg) if msg != str(exc) else exc
