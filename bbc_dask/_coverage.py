@@ -22,7 +22,7 @@ import os
 
 import numpy as np
 
-from . import _validation as V
+from . import _validation as validation
 from ._random import as_seed_sequence, child_seed, entropy_of
 from .exceptions import InvalidParameterError, StoreMismatchError, UndefinedScoreError
 from .stats import CI_METHODS
@@ -105,30 +105,30 @@ VERSION = 2
 
 def _spec(protocol, settings, methods, n_repetitions, alpha, n_bootstraps, selection,
           random_state, caller):
-    V.check_one_of(protocol, "protocol", caller, tuple(_SETTING_KEYS))
+    validation.check_one_of(protocol, "protocol", caller, tuple(_SETTING_KEYS))
     if settings is None:
         settings = (TABLE2_PART if protocol == "simulation" else
                     [{"dataset": "breast_cancer", "n_train": n} for n in (50, 200)])
-    settings = list(V.check_instance(settings, "settings", caller, (list, tuple), "a list of dicts"))
+    settings = list(validation.check_instance(settings, "settings", caller, (list, tuple), "a list of dicts"))
     for s in settings:
-        V.check_instance(s, "settings", caller, dict, "a list of dicts")
+        validation.check_instance(s, "settings", caller, dict, "a list of dicts")
     for s in settings:
         if set(s) != set(_SETTING_KEYS[protocol]):
             raise InvalidParameterError.of(
                 "settings", caller, f"dicts of the keys {list(_SETTING_KEYS[protocol])} for "
                 f"the {protocol} protocol", s)
         if protocol == "real":
-            V.check_one_of(s["dataset"], "settings[i]['dataset']", caller, _DATASETS)
-            V.check_int(s["n_train"], "settings[i]['n_train']", caller, low=20)
+            validation.check_one_of(s["dataset"], "settings[i]['dataset']", caller, _DATASETS)
+            validation.check_int(s["n_train"], "settings[i]['n_train']", caller, low=20)
     methods = list(METHODS if methods is None else methods)
     for m in methods:
-        V.check_one_of(m, "methods", caller, METHODS)
+        validation.check_one_of(m, "methods", caller, METHODS)
     root = as_seed_sequence(random_state, caller=caller)
     return {"protocol": protocol, "settings": settings, "methods": methods,
-            "n_repetitions": V.check_int(n_repetitions, "n_repetitions", caller),
-            "alpha": V.check_real_open(alpha, "alpha", caller, 0.0, 0.5),
-            "n_bootstraps": V.check_int(n_bootstraps, "n_bootstraps", caller, low=2, allow_none=True),
-            "selection": V.check_one_of(selection, "selection", caller, ("fold_mean", "pooled")),
+            "n_repetitions": validation.check_int(n_repetitions, "n_repetitions", caller),
+            "alpha": validation.check_real_open(alpha, "alpha", caller, 0.0, 0.5),
+            "n_bootstraps": validation.check_int(n_bootstraps, "n_bootstraps", caller, low=2, allow_none=True),
+            "selection": validation.check_one_of(selection, "selection", caller, ("fold_mean", "pooled")),
             "version": VERSION, "seed": entropy_of(root)}
 
 

@@ -112,21 +112,21 @@ _RESOURCES = "a dict with 'requests' and/or 'limits' dicts (e.g. {'requests': {'
 
 
 def _kubernetes_options(options, caller):
-    from . import _validation as V
+    from . import _validation as validation
 
-    V.reject_unknown(options, sorted(KUBERNETES_DEFAULTS), caller, what="option")
+    validation.reject_unknown(options, sorted(KUBERNETES_DEFAULTS), caller, what="option")
     opts = copy.deepcopy(KUBERNETES_DEFAULTS)
     opts.update(copy.deepcopy(options))
     opts["name"] = opts["name"] or f"bbc-dask-{uuid.uuid4().hex[:8]}"
     opts["image"] = opts["image"] or _default_image()
     for key in ("n_workers", "threads_per_worker", "resource_timeout"):
-        opts[key] = V.check_int(opts[key], key, caller)
-    opts["adapt_minimum"], opts["adapt_maximum"] = V.check_bounds(
+        opts[key] = validation.check_int(opts[key], key, caller)
+    opts["adapt_minimum"], opts["adapt_maximum"] = validation.check_bounds(
         opts["adapt_minimum"], opts["adapt_maximum"], ("adapt_minimum", "adapt_maximum"), caller)
-    res = V.check_instance(opts["resources"], "resources", caller, dict, _RESOURCES)
+    res = validation.check_instance(opts["resources"], "resources", caller, dict, _RESOURCES)
     if set(res) - {"requests", "limits"} or not all(isinstance(v, dict) for v in res.values()):
         raise InvalidParameterError.of("resources", caller, _RESOURCES, res)
-    V.check_instance(opts["env"], "env", caller, dict, "a dict of environment variables")
+    validation.check_instance(opts["env"], "env", caller, dict, "a dict of environment variables")
     opts["env"] = {str(k): str(v) for k, v in opts["env"].items()}
     return opts
 
@@ -239,9 +239,9 @@ def make_client(kind="local", *, security=None, **options):
     """
     from distributed import Client, LocalCluster
 
-    from . import _validation as V
+    from . import _validation as validation
 
-    V.check_one_of(kind, "kind", "make_client", _KINDS)
+    validation.check_one_of(kind, "kind", "make_client", _KINDS)
     security = as_security(security, "make_client")
     if kind == "local":
         opts = dict(n_workers=os.cpu_count() or 1, threads_per_worker=1, processes=True)
@@ -267,7 +267,7 @@ def make_client(kind="local", *, security=None, **options):
         return client
     if kind == "address":
         opts = dict(options)
-        address = V.check_instance(opts.pop("address", None), "address", "make_client(kind='address')",
+        address = validation.check_instance(opts.pop("address", None), "address", "make_client(kind='address')",
                                    str, "a scheduler address such as 'tls://scheduler:8786'")
         try:
             return Client(address, security=security, **opts)

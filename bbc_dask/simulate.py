@@ -18,7 +18,7 @@ import numpy as np
 from scipy.stats import norm
 from sklearn.model_selection import StratifiedKFold
 
-from . import _validation as V
+from . import _validation as validation
 from ._random import as_seed_sequence, child_generator
 from .exceptions import InvalidParameterError
 
@@ -50,7 +50,7 @@ class SimulatedMatrix:
 
 def _beta_params(a, b, caller):
     for name, v in (("a", a), ("b", b)):
-        V.check_real_open(v, name, caller, 0.0, np.inf)
+        validation.check_real_open(v, name, caller, 0.0, np.inf)
 
 
 def _stratified_folds(y, n_splits, gen):
@@ -84,9 +84,9 @@ def accuracy_matrix(n_samples, n_configs, *, a=9.0, b=6.0, n_splits=10, random_s
     SimulatedMatrix
     """
     caller = "accuracy_matrix"
-    n = V.check_int(n_samples, "n_samples", caller, low=2)
-    c = V.check_int(n_configs, "n_configs", caller)
-    k = V.check_int(n_splits, "n_splits", caller, low=2, high=max(2, n // 2))
+    n = validation.check_int(n_samples, "n_samples", caller, low=2)
+    c = validation.check_int(n_configs, "n_configs", caller)
+    k = validation.check_int(n_splits, "n_splits", caller, low=2, high=max(2, n // 2))
     _beta_params(a, b, caller)
     gen = child_generator(as_seed_sequence(random_state, caller=caller), "simulate", 0)
     y = gen.permutation(np.arange(n) % 2)
@@ -130,12 +130,12 @@ def auc_matrix(
     SimulatedMatrix
     """
     caller = "auc_matrix"
-    n = V.check_int(n_samples, "n_samples", caller, low=4)
-    c = V.check_int(n_configs, "n_configs", caller)
+    n = validation.check_int(n_samples, "n_samples", caller, low=4)
+    c = validation.check_int(n_configs, "n_configs", caller)
     _beta_params(a, b, caller)
-    V.check_real_open(class_balance, "class_balance", caller, 0.0, 1.0)
-    n_repeats = V.check_int(n_repeats, "n_repeats", caller)
-    rho = V.check_real_closed(repeat_correlation, "repeat_correlation", caller, 0.0, 1.0)
+    validation.check_real_open(class_balance, "class_balance", caller, 0.0, 1.0)
+    n_repeats = validation.check_int(n_repeats, "n_repeats", caller)
+    rho = validation.check_real_closed(repeat_correlation, "repeat_correlation", caller, 0.0, 1.0)
     gen = child_generator(as_seed_sequence(random_state, caller=caller), "simulate", 1)
     for _ in range(10_000):
         y = (gen.random(n) < class_balance).astype(np.int64)
@@ -146,7 +146,7 @@ def auc_matrix(
             "class_balance", caller, f"a share that gives two samples of each class among "
             f"n_samples={n} (a draw of 10,000 never did)", class_balance)
     minority = int(min(y.sum(), n - y.sum()))
-    k = min(10, minority) if n_splits is None else V.check_int(n_splits, "n_splits", caller, low=2, high=minority)
+    k = min(10, minority) if n_splits is None else validation.check_int(n_splits, "n_splits", caller, low=2, high=minority)
     auc = gen.beta(a, b, size=c)
     mu = np.sqrt(2.0) * norm.ppf(auc)
     noise = gen.standard_normal((n, c))

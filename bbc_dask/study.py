@@ -5,7 +5,7 @@ import dataclasses
 
 import numpy as np
 
-from . import _validation as V
+from . import _validation as validation
 from .cube import DONE, DROPPED, FAILED, PENDING, open_cube
 from .cube._selection import (
     candidates,
@@ -224,7 +224,7 @@ class Study:
             shape = self._cube.reader().shape
             per_config = int(np.prod(shape)) // max(shape[1], 1) * 8
             return per_config * idx.size > IN_MEMORY_BYTES
-        return V.check_bool(chunked, "chunked", "Study", allow_none=True)
+        return validation.check_bool(chunked, "chunked", "Study", allow_none=True)
 
     _CHUNKED_KW = ("n_bootstraps", "confidence_level", "random_state", "pos_label", "block_size")
 
@@ -233,7 +233,7 @@ class Study:
         ``kwargs`` (any other refused), the study's positive class by default."""
         import inspect
 
-        V.reject_unknown(kwargs, allowed, caller)
+        validation.reject_unknown(kwargs, allowed, caller)
         y, pos = target_of(self._cube)
         params = inspect.signature(fn).parameters
         opts = {k: params[k].default for k in allowed} | {"pos_label": pos}
@@ -269,9 +269,9 @@ class Study:
             ``selected_config`` is the model it refit.
         """
         kwargs.setdefault("random_state", self.seed)
-        selection = V.check_one_of(kwargs.pop("selection", self.selection), "selection",
+        selection = validation.check_one_of(kwargs.pop("selection", self.selection), "selection",
                                    "Study.bbc", S.SELECTIONS)
-        if V.check_bool(kwargs.pop("include_incomplete", False), "include_incomplete", "Study.bbc"):
+        if validation.check_bool(kwargs.pop("include_incomplete", False), "include_incomplete", "Study.bbc"):
             res = self._bbc_incomplete(chunked, selection, kwargs)
             return dataclasses.replace(res, method="bbcd") if self.is_bbcd else res
         idx = self.candidates()
@@ -312,7 +312,7 @@ class Study:
         y, opts = self._chunked_opts(S.bbc, kwargs, caller,
                                      self._CHUNKED_KW + ("bootstrap_indices",))
         m = get_metric(self.metric, caller=caller)
-        arr, coord = V.as_predictions(self._cube.predictions(idx), m, caller)
+        arr, coord = validation.as_predictions(self._cube.predictions(idx), m, caller)
         folds = self._cube.folds()
         done = st[idx] == DONE  # (c, R, K): the ledger says which cells were predicted
         missing = np.stack([~done[:, r, folds[:, r]].T for r in range(folds.shape[1])], axis=2)
@@ -358,7 +358,7 @@ class Study:
         idx = self.candidates()
         if idx.size == 0:
             raise StudyNotReadyError(self._none_complete())
-        V.check_bool(chunked, "chunked", "Study", allow_none=True)
+        validation.check_bool(chunked, "chunked", "Study", allow_none=True)
         _, opts = self._chunked_opts(S.bbc_f, kwargs, "Study.bbc_f")
         opts.pop("pos_label")
         # The fold x configuration matrix is in the ledger: each task scored its fold with
@@ -394,7 +394,7 @@ class Study:
                 "an AUC)", method, note=f"This study's metric is {self.metric!r}.")
         kwargs.setdefault("random_state", self.seed)
         idx, pred, y, folds, pos = self._inputs()
-        r = V.check_int(repeat, "repeat", caller, low=0, high=pred.shape[2] - 1)
+        r = validation.check_int(repeat, "repeat", caller, low=0, high=pred.shape[2] - 1)
         kwargs.setdefault("pos_label", pos)
         res = selection_ci(pred[:, :, r], y, folds[:, r], method, **kwargs)
         if res.selected < 0:

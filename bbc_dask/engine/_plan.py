@@ -14,7 +14,7 @@ from sklearn.model_selection import (
     StratifiedKFold,
 )
 
-from .. import _validation as V
+from .. import _validation as validation
 from .._random import child_generator
 from ..exceptions import InvalidParameterError
 from ._tasks import configured, method_problem, response_method
@@ -106,7 +106,7 @@ _DISTRIBUTIONS = ("a dict, or a list of dicts, of lists or scipy.stats distribut
 
 def check_search(param_grid, param_distributions, n_iter, caller):
     """Validate the search arguments (no random draw yet: the seed may come from the store)."""
-    V.check_exactly_one({"param_grid": param_grid, "param_distributions": param_distributions},
+    validation.check_exactly_one({"param_grid": param_grid, "param_distributions": param_distributions},
                         caller, note="'param_grid' runs a grid search; 'param_distributions' "
                                      "with 'n_iter' a random search.")
     if param_grid is not None:
@@ -121,7 +121,7 @@ def check_search(param_grid, param_distributions, n_iter, caller):
                                            "a grid that defines at least one configuration",
                                            param_grid)
         return Configurations("grid", grid)
-    n_iter = V.check_int(n_iter, "n_iter", caller)
+    n_iter = validation.check_int(n_iter, "n_iter", caller)
     try:
         ParameterSampler(param_distributions, n_iter, random_state=0)
     except (TypeError, ValueError) as exc:

@@ -252,7 +252,7 @@ def _fold_scores(values, failed, target, metric, index=None, n=None, sample_bloc
     where the metric is undefined or the predictions cannot be scored); ``index`` the
     fold's positions among the ``n`` samples, in blocks of ``sample_block`` (see
     :func:`~bbc_dask.stats._bbc.fold_scores`)."""
-    from .. import _validation as V
+    from .. import _validation as validation
     from ..metrics import get_metric
     from ..stats._bbc import fold_scores
 
@@ -262,7 +262,7 @@ def _fold_scores(values, failed, target, metric, index=None, n=None, sample_bloc
     def score(cols):
         block = values[:, cols][:, :, None]
         if m.prediction == "labels":
-            enc = V.encode_predictions(block, None, m, target, "run_study")
+            enc = validation.encode_predictions(block, None, m, target, "run_study")
         elif np.isfinite(block).all():
             # scores and probabilities come from the estimator as the study stores them;
             # the user-input heuristics (e.g. "these look like labels") do not apply

@@ -12,7 +12,7 @@ from concurrent.futures import CancelledError
 
 import numpy as np
 
-from .. import metrics as M
+from .. import metrics
 from .._signals import deferred_interrupts, wait_done
 from ..cube import DONE, FAILED, PENDING
 from ..exceptions import StoreFullError, StoreLockedError, StudyError
@@ -328,7 +328,7 @@ class _Executor:
         self.configs = configs
         self.spec = (m.name, target.classes, target.pos_code,
                      len(target.classes) if m.needs_class_axis else 0, error_score,
-                     M.SAMPLE_BLOCK)  # the client's: fold scores are summed in its blocks
+                     metrics.SAMPLE_BLOCK)  # the client's: fold scores are summed in its blocks
         self.n_splits = n_splits
         self.writer = cube.writer(token if token is not None else (lambda: None))
         self.chunk = cube.config_chunk
