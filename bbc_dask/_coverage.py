@@ -86,15 +86,15 @@ def coverage(out_dir, *, protocol="simulation", settings=None, methods=None, n_r
     Paraschakis et al. (2024), AutoML, arXiv:2406.08099, section 4 and Tables 2-3.
     """
     caller = "coverage"
-    spec = _spec(protocol, settings, methods, n_repetitions, alpha, n_bootstraps, selection,
+    design = _design(protocol, settings, methods, n_repetitions, alpha, n_bootstraps, selection,
                  random_state, caller)
     from .cube import StoreLock
 
     os.makedirs(os.path.join(out_dir, "runs"), exist_ok=True)
     with StoreLock(out_dir):
-        spec = _manifest(out_dir, spec)
-        _run(out_dir, spec, client, caller)
-        return write_outputs(out_dir, spec)
+        design = _manifest(out_dir, design)
+        _run(out_dir, design, client, caller)
+        return write_outputs(out_dir, design)
 
 
 #: The harness's version, in its manifest: 2 made NB the paper's (fold AUCs resampled),
@@ -103,7 +103,7 @@ def coverage(out_dir, *, protocol="simulation", settings=None, methods=None, n_r
 VERSION = 2
 
 
-def _spec(protocol, settings, methods, n_repetitions, alpha, n_bootstraps, selection,
+def _design(protocol, settings, methods, n_repetitions, alpha, n_bootstraps, selection,
           random_state, caller):
     validation.check_one_of(protocol, "protocol", caller, tuple(_SETTING_KEYS))
     if settings is None:
@@ -132,7 +132,7 @@ def _spec(protocol, settings, methods, n_repetitions, alpha, n_bootstraps, selec
             "version": VERSION, "seed": entropy_of(root)}
 
 
-def _manifest(out_dir, spec):
+def _manifest(out_dir, design):
     """The study's arguments, written once; a resumed run must ask the same (more
     repetitions excepted: they extend the study)."""
     path = os.path.join(out_dir, "coverage.json")
@@ -140,12 +140,12 @@ def _manifest(out_dir, spec):
         with open(path) as f:
             old = json.load(f)
         if {k: v for k, v in old.items() if k != "n_repetitions"} != \
-                {k: v for k, v in spec.items() if k != "n_repetitions"}:
+                {k: v for k, v in design.items() if k != "n_repetitions"}:
             raise StoreMismatchError(
                 f"{out_dir!r} holds a coverage study of other arguments ({path}); use another "
                 f"directory or the same arguments to resume it.")
-    _write_json(path, spec)
-    return spec
+    _write_json(path, design)
+    return design
 
 
 def _write_json(path, obj):
@@ -163,18 +163,18 @@ def _run_path(out_dir, s, r):
     return os.path.join(out_dir, "runs", f"s{s:03d}_r{r:05d}.json")
 
 
-def _run(out_dir, spec, client, caller):
+def _run(out_dir, design, client, caller):
     from distributed import as_completed
 
     from .cluster import resolve_client
 
-    todo = [(s, r) for s in range(len(spec["settings"])) for r in range(spec["n_repetitions"])
+    todo = [(s, r) for s in range(len(design["settings"])) for r in range(design["n_repetitions"])
             if not os.path.exists(_run_path(out_dir, s, r))]
     if not todo:
         return
     client, owned = resolve_client(client, caller)
     try:
-        futures = [client.submit(repetition, spec, s, r, key=f"coverage-{s}-{r}", pure=False)
+        futures = [client.submit(repetition, design, s, r, key=f"coverage-{s}-{r}", pure=False)
                    for s, r in todo]
         for fut in as_completed(futures):
             rows = fut.result()
@@ -185,12 +185,12 @@ def _run(out_dir, spec, client, caller):
             client.close()
 
 
-def repetition(spec, s, r):
+def repetition(design, s, r):
     """One repetition of setting ``s``: every method's bound, selection and truth."""
-    root = np.random.SeedSequence(int(spec["seed"]["entropy"]), spawn_key=spec["seed"]["spawn_key"])
+    root = np.random.SeedSequence(int(design["seed"]["entropy"]), spawn_key=design["seed"]["spawn_key"])
     seed = child_seed(root, "coverage", s, r)
-    setting = spec["settings"][s]
-    if spec["protocol"] == "simulation":
+    setting = design["settings"][s]
+    if design["protocol"] == "simulation":
         pred, y, folds, truth = _simulated(setting, seed)
     else:
         pred, y, folds, truth = _real(setting, seed)
@@ -199,28 +199,28 @@ def repetition(spec, s, r):
     from .exceptions import BoundAboveObservedWarning
 
     rows = []
-    for m in spec["methods"]:
+    for m in design["methods"]:
         with warnings.catch_warnings():  # counted as the paper counts it: a bound is a bound
             warnings.simplefilter("ignore", BoundAboveObservedWarning)
-            bound, selected, reason = _bound(m, pred, y, folds, spec, child_seed(seed, "method", m))
+            bound, selected, reason = _bound(m, pred, y, folds, design, child_seed(seed, "method", m))
         rows.append({"setting": s, "rep": r, "method": m, "lower_bound": bound,
                      "selected": selected, "truth": truth[selected] if selected >= 0 else math.nan,
                      "reason": reason})
     return rows
 
 
-def _bound(method, pred, y, folds, spec, seed):
+def _bound(method, pred, y, folds, design, seed):
     from .stats import _bbc as S
     from .stats._selection_ci import selection_ci
 
-    alpha, boots = spec["alpha"], spec["n_bootstraps"]
+    alpha, boots = design["alpha"], design["n_bootstraps"]
     if method in BOOTSTRAP_METHODS:
         fn = {"bbc": S.bbc, "bbc_f": S.bbc_f, "naive_bootstrap": S.naive_bootstrap}[method]
         kw = {} if boots is None else {"n_bootstraps": boots}
         if method == "bbc":
-            kw["selection"] = spec["selection"]
+            kw["selection"] = design["selection"]
         if method == "naive_bootstrap":  # the paper's NB: its code's 500 fold resamples
-            kw = {"n_bootstraps": 500, **kw, "unit": "fold", "selection": spec["selection"]}
+            kw = {"n_bootstraps": 500, **kw, "unit": "fold", "selection": design["selection"]}
         try:
             res = fn(pred, y, metric="roc_auc", folds=folds, confidence_level=round(1 - alpha, 12),
                      random_state=seed, **kw)
@@ -314,22 +314,22 @@ def coverage_table(rows, alpha):
     return pd.DataFrame(out)
 
 
-def write_outputs(out_dir, spec):
+def write_outputs(out_dir, design):
     """Read every finished repetition and write ``coverage.csv``, ``coverage.png`` and
     ``coverage.html``; return the table."""
     rows = []
-    for s in range(len(spec["settings"])):
-        for r in range(spec["n_repetitions"]):
+    for s in range(len(design["settings"])):
+        for r in range(design["n_repetitions"]):
             path = _run_path(out_dir, s, r)
             if os.path.exists(path):
                 with open(path) as f:
                     rows.extend(json.load(f))
-    table = coverage_table(rows, spec["alpha"])
-    for i, key in enumerate(_SETTING_KEYS[spec["protocol"]]):
-        table.insert(1 + i, key, [spec["settings"][s][key] for s in table["setting"]])
+    table = coverage_table(rows, design["alpha"])
+    for i, key in enumerate(_SETTING_KEYS[design["protocol"]]):
+        table.insert(1 + i, key, [design["settings"][s][key] for s in table["setting"]])
     table.to_csv(os.path.join(out_dir, "coverage.csv"), index=False)
     from ._coverage_plot import write_html, write_png
 
-    write_png(table, spec, os.path.join(out_dir, "coverage.png"))
-    write_html(table, spec, os.path.join(out_dir, "coverage.html"))
+    write_png(table, design, os.path.join(out_dir, "coverage.png"))
+    write_html(table, design, os.path.join(out_dir, "coverage.html"))
     return table

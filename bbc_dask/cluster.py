@@ -174,18 +174,11 @@ def as_security(security, caller="bbc_dask"):
 #: glibc malloc thresholds of the workers bbc_dask starts (bytes). distributed sets
 #: ``MALLOC_TRIM_THRESHOLD_=65536`` so that workers hand freed memory back at once; that
 #: also fixes the mmap threshold at 128 kB, so every buffer of a task (a 1.6 MB chunk, a
-#: 400 kB argsort, a 256 kB row of bootstrap counts) is mapped and faulted in afresh: a
-#: pooled-score task took 127 instead of 80 ms (N = 200,000), a sample block of the
-#: chunked BBC 0.23 instead of 0.14 s. Buffers under 1 MiB come from the heap instead,
-#: and a worker keeps at most 4 MiB freed at the top of a heap. Measured on 2 workers
-#: (mmap / trim thresholds): the engine at N = 200,000 ran 469 and 483 config-folds/s at
-#: 1 / 4 MiB against 528 and 541 at 64 / 64 MiB (interleaved runs; the next session's
-#: interleaved runs, 515-584 against 535-572, within the noise) and 404 at
-#: distributed's setting; the chunked BBC of a 1,000,000-sample study on workers of
-#: 400 MB took 16.8 s with peaks of 246 MiB at 1 / 4 MiB, 16.5 s and 288 MiB at 4 / 4 MiB
-#: (2 MiB under the pause threshold from S3), 25.8 s and 218 MiB at distributed's; at
-#: 16 / 16 MiB the workers paused in the AUC of 200,000 samples, and at 64 / 64 MiB they
-#: stalled, paused, in the chunked BBC of 1,000,000 x 100 x 2.
+#: 400 kB argsort, a 256 kB row of bootstrap counts) is mapped and faulted in afresh.
+#: Buffers under 1 MiB come from the heap instead, and a worker keeps at most 4 MiB freed
+#: at the top of a heap: faster than distributed's setting, and lower peaks than larger
+#: thresholds, with which workers paused or stalled in the chunked BBC of 1,000,000
+#: samples (the measurements: docs/performance.md, "Tuning constants").
 MALLOC_MMAP_THRESHOLD = 2**20
 MALLOC_TRIM_THRESHOLD = 4 * 2**20
 #: The environment of every worker this module starts (locally through the nanny's

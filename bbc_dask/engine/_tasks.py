@@ -283,10 +283,10 @@ def _fold_scores(values, failed, target, metric, index=None, n=None, sample_bloc
     return out
 
 
-def _fit_block(estimator, params_block, X, y, folds, spec, r, k):
+def _fit_block(estimator, params_block, X, y, folds, scoring, r, k):
     """Fit and predict one block on (repeat ``r``, fold ``k``) and score its fold: the
     ledger's result (fit times, failures, errors, fold scores) and the predictions."""
-    metric, classes, pos_code, n_cls_axis, error_score, sample_block = spec
+    metric, classes, pos_code, n_cls_axis, error_score, sample_block = scoring
     X_train, y_train, X_test, y_test, test = _split(X, y, folds, r, k)
     res = fit_predict_block(estimator, params_block, X_train, y_train, X_test, metric, classes,
                             pos_code, n_cls_axis, error_score)
@@ -299,14 +299,14 @@ def _fit_block(estimator, params_block, X, y, folds, spec, r, k):
     return res, values
 
 
-def fit_write_blocks(estimator, params_blocks, X, y, folds, spec, writer, r, k, placements):
+def fit_write_blocks(estimator, params_blocks, X, y, folds, scoring, writer, r, k, placements):
     """Fit blocks of configurations on the training samples of (repeat ``r``, fold ``k``),
     predict the fold and write the predictions straight into their chunks of the cube
     (a block's chunks, each written whole); return only what the ledger records, never
     the predictions.
 
     The engine groups blocks when fits are short, so that Dask's per-task cost stays small
-    next to the work. ``spec`` = (metric, classes, pos_code, n_classes_axis, error_score,
+    next to the work. ``scoring`` = (metric, classes, pos_code, n_classes_axis, error_score,
     sample_block: the client's, for the fold scores); ``writer`` the cube's
     :class:`~bbc_dask.cube.ChunkWriter`; ``placements`` = (first config of the block's
     chunks, columns of the block's configurations in them) per block. The
@@ -322,7 +322,7 @@ def fit_write_blocks(estimator, params_blocks, X, y, folds, spec, writer, r, k, 
     t0 = time.perf_counter()
     parts, writes = [], []
     for params, (c0, cols) in zip(params_blocks, placements):
-        res, values = _fit_block(estimator, params, X, y, folds, spec, r, k)
+        res, values = _fit_block(estimator, params, X, y, folds, scoring, r, k)
         if values is None:  # error_score="raise": the study stops; nothing is written
             return dict(res, done=[])
         parts.append(res)

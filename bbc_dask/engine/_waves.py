@@ -252,8 +252,8 @@ def submit_with_data(client, fn, *args):
 LEDGER_INTERVAL = 0.5
 #: The run time a task aims at once blocks are timed: long enough that Dask's cost per
 #: task (a few ms of client, scheduler and worker time, on the workers' cores when the
-#: scheduler is local) is small next to the work. Measured (bench_cvt B, best of 3):
-#: 0.3 s -> 1.06x GridSearchCV's time, 0.6 s -> 1.03x, 1.0 s -> 1.02x.
+#: scheduler is local) is small next to the work (benchmarks/bench_cvt.py; the
+#: measurements: docs/performance.md, "Tuning constants").
 TARGET_TASK_SECONDS = 1.0
 #: A task holds its blocks' predictions until it writes them: at most this many bytes.
 TASK_PREDICTION_BYTES = 64 * 2**20
@@ -326,7 +326,7 @@ class _Executor:
                  progress, n_splits, token=None):
         self.cube, self.client, self.estimator = cube, client, estimator
         self.configs = configs
-        self.spec = (m.name, target.classes, target.pos_code,
+        self.scoring = (m.name, target.classes, target.pos_code,
                      len(target.classes) if m.needs_class_axis else 0, error_score,
                      metrics.SAMPLE_BLOCK)  # the client's: fold scores are summed in its blocks
         self.n_splits = n_splits
@@ -362,7 +362,7 @@ class _Executor:
             params.append(self.configs.take(cfgs))
             places.append((c0, np.asarray(cfgs) - c0))
         return self.client.submit(
-            fit_write_blocks, self.estimator, params, X_f, y_f, folds_f, self.spec,
+            fit_write_blocks, self.estimator, params, X_f, y_f, folds_f, self.scoring,
             self.writer, r, k, places,
             key=f"bbc-fit-r{r}-k{k}-c{first[0]}-n{len(group)}-{uuid.uuid4().hex[:8]}",
             retries=3, pure=False,
