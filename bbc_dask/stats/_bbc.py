@@ -1,4 +1,6 @@
-"""BBC-CV, BBC-F and the comparators on a prediction matrix (in memory).
+"""BBC-CV and the comparators (naive CVT, Tibshirani & Tibshirani, the naive bootstrap)
+on a prediction matrix (in memory). BBC-F is in :mod:`._bbc_f`, the fold score matrix in
+:mod:`._folds`.
 
 References
 ----------
@@ -14,18 +16,22 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
-from .._jit import njit
 
-from .. import _validation as V
-from .._random import as_seed_sequence, child_seed
+from .. import _validation as validation
+from .._random import as_seed_sequence
 from ..exceptions import UndefinedScoreError
-from ..metrics import get_metric, sample_blocks
-from ._inputs import prepare_inputs
+from ..metrics import get_metric
+from ._bbc_f import _bbc_f_matrix, _fold_draws, _inbag_means, bbc_f, fold_means
 from ._bootstrap import SEED_BLOCK, CountBlocks
 from ._dropping import DroppingScorer
+from ._folds import (_fold_matrix, check_fold_matrix, fold_centers, fold_rows, fold_score_matrix,
+                     fold_scores, subset_target)
+from ._inputs import prepare_inputs
 from ._result import BBCResult, ConfidenceInterval, summarise
 from ._winner import select
 
+# bbc_f, fold_score_matrix, _bbc_f_matrix and the fold-matrix helpers stay importable from
+# here: the study, the chunked path, the engine, the cube and the tests import them so.
 __all__ = [
     "bbc",
     "bbc_f",
@@ -40,8 +46,10 @@ _BLOCK_BYTES = 256 * 2**20
 
 
 def _block_size(block_size, n_boot, pred, caller):
+    """Bootstraps scored at once: ``block_size`` checked, or about :data:`_BLOCK_BYTES`
+    worth, in whole seed blocks."""
     if block_size is not None:
-        return V.check_int(block_size, "block_size", caller)
+        return validation.check_int(block_size, "block_size", caller)
     n, cols = pred.shape[0], int(np.prod(pred.shape[1:]))
     per_boot = n * 12 + cols * 8 * 4  # counts + float weights + a few (B, M) results
     size = max(SEED_BLOCK, (_BLOCK_BYTES // per_boot) // SEED_BLOCK * SEED_BLOCK)
@@ -49,15 +57,20 @@ def _block_size(block_size, n_boot, pred, caller):
 
 
 def _common(caller, n_bootstraps, confidence_level, random_state, bootstrap_indices, n):
-    conf = V.check_confidence_level(confidence_level, caller)
+    """``(confidence level, B, root seed, explicit (B, N) indices)`` of a bootstrap of
+    the ``n`` samples, its arguments checked (seed None with indices, indices None
+    without)."""
+    conf = validation.check_confidence_level(confidence_level, caller)
     if bootstrap_indices is None:
-        n_boot = V.check_int(n_bootstraps, "n_bootstraps", caller)
+        n_boot = validation.check_int(n_bootstraps, "n_bootstraps", caller)
         return conf, n_boot, as_seed_sequence(random_state, caller=caller), None
-    idx = V.as_bootstrap_indices(bootstrap_indices, n, "sample" if caller != "bbc_f" else "row", caller)
+    idx = validation.as_bootstrap_indices(bootstrap_indices, n, "sample", caller)
     return conf, idx.shape[0], None, idx
 
 
 def _full_scores(prep, n):
+    """Each configuration's score on the whole sample (each counted once), mean over
+    repeats: the naive scores the final winner is selected by."""
     return prep.scores(np.ones((1, n), dtype=np.int32))[0].mean(axis=1)
 
 
@@ -153,9 +166,9 @@ def bbc(
     True
     """
     caller = "bbc"
-    if V.check_bool(include_incomplete, "include_incomplete", caller):
+    if validation.check_bool(include_incomplete, "include_incomplete", caller):
         m = get_metric(metric, caller=caller)
-        arr, coord = V.as_predictions(predictions, m, caller)
+        arr, coord = validation.as_predictions(predictions, m, caller)
         missing = _missing(arr)
         if missing is not None and missing.any():
             return _bbc_incomplete(m, arr, coord, missing, y, folds, n_bootstraps,
@@ -279,9 +292,10 @@ def _bbc_incomplete(m, arr, coord, missing, y, folds, n_bootstraps, confidence_l
 def check_selection(selection, folds, n, n_rep, caller, required=False):
     """The validated folds (N, R) or None; ``selection`` one of :data:`SELECTIONS`, and
     folds given if it is ``"fold_mean"`` or ``required`` (the reason, said in the error)."""
-    V.check_one_of(selection, "selection", caller, SELECTIONS)
-    return V.as_folds(folds, n, n_rep, caller, required=required or selection == "fold_mean" and (
-        "with selection='fold_mean' (the winner is the best mean of the fold scores)"))
+    validation.check_one_of(selection, "selection", caller, SELECTIONS)
+    return validation.as_folds(
+        folds, n, n_rep, caller, required=required or selection == "fold_mean" and (
+            "with selection='fold_mean' (the winner is the best mean of the fold scores)"))
 
 
 def with_fold_mean_winner(res, F):
@@ -292,311 +306,6 @@ def with_fold_mean_winner(res, F):
     sel = select(full)
     return dataclasses.replace(res, selected_config=int(sel), naive_estimate=float(full[sel]),
                                selection="fold_mean")
-
-
-def fold_undefined(metric, fold, repeat, caller):
-    return (f"{metric!r} is undefined on fold {fold!r} of repeat {repeat} in {caller} (for "
-            f"AUC: the fold holds a single class). Use stratified folds with at least one "
-            f"sample of each class per fold, or what pools the folds: bbc, a winner by "
-            f"selection='pooled'.")
-
-
-def fold_score_matrix(predictions, y, folds, *, metric, pos_label=None):
-    """Per-fold score matrix of BBC-F: rows are (repeat, fold) pairs, repeat-major, folds
-    in sorted id order; entry = metric of the configuration on that fold's samples.
-
-    Returns ``(matrix (R*K, C), rows)`` with ``rows`` a list of ``(repeat, fold_id)``.
-    """
-    caller = "fold_score_matrix"
-    m, target, pred = prepare_inputs(predictions, y, metric, pos_label, caller)
-    f = V.as_folds(folds, pred.shape[0], pred.shape[2], caller)
-    return _fold_matrix(m, target, pred, f, caller)
-
-
-def subset_target(target, idx):
-    """The target of the samples ``idx`` (class list and positive class kept)."""
-    return dataclasses.replace(target, **{
-        f: getattr(target, f)[idx] for f in ("codes", "values", "time", "event")
-        if getattr(target, f) is not None})
-
-
-def fold_scores(m, target, pred, index=None, n=None, sample_block=None):
-    """Scores (C,) of every configuration on one fold: ``pred`` (n_f, C, 1(, K)) encoded,
-    the fold's samples only, ``target`` theirs; ``index`` their positions (increasing)
-    among the ``n`` samples of the whole sample (default: the fold alone), in blocks of
-    ``sample_block`` (default :data:`~bbc_dask.metrics.SAMPLE_BLOCK`).
-
-    The one computation of a fold score: the engine's tasks call it on the fold they
-    predicted and :func:`fold_score_matrix` forms the same terms, so the stored fold
-    scores equal the in-memory matrix bit for bit. A pointwise metric's sums are formed
-    per block of the whole sample and added in block order
-    (:meth:`~bbc_dask.metrics._Pointwise.fold_sums`), so that a cube chunked along
-    samples gives the same bits too (R² centred on the fold's own mean, as
-    :func:`fold_centers`); a ranking metric's are exact integers."""
-    if m.pairwise is not None:
-        return m.scores_once(target, pred)[:, 0]
-    k = pred.shape[0]
-    index = np.arange(k) if index is None else np.asarray(index)
-    n = k if n is None else int(n)
-    prep = m.prepare(target, pred)
-    cuts = np.searchsorted(index, [lo for lo, _ in sample_blocks(n, sample_block)] + [n]).tolist()
-    return prep.fold_scores(*prep.fold_sums(np.zeros((k, 1), dtype=np.int64), 1, cuts))[0]
-
-
-def fold_centers(target, at, n_rows):
-    """Each fold row's mean target (n_rows,), for R²'s sums: ``np.mean`` of the row's
-    values in sample order — the centre a fold's own target has
-    (:meth:`~bbc_dask.metrics.Target.value_center`), so the same bits; None for a
-    classification or survival target. Centring each fold on its own mean keeps R²'s
-    S2 - S1²/S0 free of cancellation (the whole sample's mean would not: a fold far from
-    it in units of its own spread lost most of its digits, and a constant fold was not
-    undefined)."""
-    if target.values is None:
-        return None
-    out = np.empty(n_rows)
-    for r in range(at.shape[1]):
-        for f in np.unique(at[:, r]):
-            if f >= 0:
-                out[f] = float(np.mean(target.values[at[:, r] == f]))
-    return out
-
-
-def fold_rows(folds):
-    """``(at (N, R), rows)``: each sample's row of the fold matrix in each repeat, and the
-    rows' ``(repeat, fold_id)`` — repeat-major, fold ids in sorted order."""
-    at = np.empty(folds.shape, dtype=np.int64)
-    rows = []
-    for r in range(folds.shape[1]):
-        ids, inv = np.unique(folds[:, r], return_inverse=True)
-        at[:, r] = len(rows) + inv.ravel()
-        rows.extend((r, i.item()) for i in ids)
-    return at, rows
-
-
-def check_fold_matrix(F, rows, metric, caller):
-    """``F`` itself, or UndefinedScoreError naming the first fold where some score is
-    undefined."""
-    bad = np.isnan(F).any(axis=1)
-    if bad.any():
-        r, k = rows[int(np.flatnonzero(bad)[0])]
-        raise UndefinedScoreError(fold_undefined(metric, k, r, caller))
-    return F
-
-
-def _fold_matrix(m, target, pred, folds, caller, sample_block=None):
-    at, rows = fold_rows(folds)
-    if m.pairwise is None:
-        # the same terms fold_scores forms on each fold (see there), in one pass
-        prep = m.prepare(target, pred, sample_block)
-        F = prep.fold_scores(*prep.fold_sums(at, len(rows), centers=fold_centers(target, at, len(rows))))
-        return check_fold_matrix(F, rows, m.name, caller), rows
-    idx = [np.flatnonzero(at[:, r] == i) for i, (r, _) in enumerate(rows)]
-    F = np.concatenate([fold_scores(m, subset_target(target, ix), pred[ix, :, r : r + 1])[None]
-                        for ix, (r, _) in zip(idx, rows)])
-    return check_fold_matrix(F, rows, m.name, caller), rows
-
-
-@njit(cache=True)
-def _inbag_means(counts, F):
-    # Compensated (Neumaier) sums, adding a row once per draw: mathematically equal means
-    # (frequent with fold accuracies, which are ratios) compare equal, so ties go to the
-    # lowest index as in exact arithmetic, whatever the row order or blocking.
-    n_boot, n_rows = counts.shape
-    n_cfg = F.shape[1]
-    out = np.zeros((n_boot, n_cfg))
-    comp = np.zeros(n_cfg)
-    for b in range(n_boot):
-        comp[:] = 0.0
-        tot = 0
-        for k in range(n_rows):
-            for _ in range(counts[b, k]):
-                tot += 1
-                for c in range(n_cfg):
-                    x = F[k, c]
-                    s = out[b, c]
-                    t = s + x
-                    if abs(s) >= abs(x):
-                        comp[c] += (s - t) + x
-                    else:
-                        comp[c] += (x - t) + s
-                    out[b, c] = t
-        for c in range(n_cfg):
-            out[b, c] = (out[b, c] + comp[c]) / tot
-    return out
-
-
-@njit(cache=True)
-def _oob_mean(counts, F, winners):
-    n_boot, n_rows = counts.shape
-    out = np.full(n_boot, np.nan)
-    for b in range(n_boot):
-        if winners[b] < 0:
-            continue
-        s = 0.0
-        k_out = 0
-        for k in range(n_rows):
-            if counts[b, k] == 0:
-                s += F[k, winners[b]]
-                k_out += 1
-        if k_out:
-            out[b] = s / k_out
-    return out
-
-
-def bbc_f(
-    predictions,
-    y,
-    folds,
-    *,
-    metric,
-    n_bootstraps=1000,
-    confidence_level=0.95,
-    random_state=None,
-    bootstrap_indices=None,
-    pos_label=None,
-    block_size=None,
-) -> BBCResult:
-    """BBC on folds (BBC-F): bootstrap the rows of the fold × configuration score matrix.
-
-    The per-fold score matrix has one row per (repeat, fold) pair (repeat-major, folds in
-    sorted id order). Each bootstrap resamples the K fold rows of one repeat with
-    replacement, selects the configuration with the best in-bag mean (ties to the lowest
-    index) and scores it by its mean over that repeat's out-of-bag rows [1]_ (Algorithm
-    1). With R repeats, bootstrap ``b`` resamples repeat ``b mod R``: the repeats share
-    the bootstraps in turn. ``selected_config`` and ``naive_estimate`` refer to the mean
-    over all rows of the matrix (every repeat).
-
-    Why one repeat per bootstrap: the rule of BBC with repeats [2]_ (§3.2) is that an
-    instance's predictions in all repeats are in a bootstrap sample or none, since they
-    are correlated. A fold bootstrap of one repeat keeps it: its in-bag instances are the
-    union of its in-bag folds, all others are out of bag. Rows of different repeats
-    share instances (every instance is in one fold of every repeat), so resampling the
-    (repeat, fold) rows together puts an instance in bag through one repeat's fold and out
-    of bag through another's: the out-of-bag score of the winner is then partly an
-    in-bag one (measured coverage of the 95% lower bound, N = 500, C = 100, b = 0.5,
-    predictions identical across 5 repeats: 0.655, against 0.99 with one repeat). Per
-    repeat bootstraps whose out-of-bag scores are averaged across repeats fail the same
-    rule less visibly — an instance in bag for one repeat's selection is out of bag in
-    another's score — and their average shrinks as if the repeats were new data (0.91).
-    With one repeat per bootstrap the distribution is the mixture of the repeats' BBC-F
-    distributions (0.99, the coverage of one repeat): the estimate averages the
-    partitions out; the interval does not narrow with repeats.
-
-    Parameters
-    ----------
-    predictions, y, metric, n_bootstraps, confidence_level, random_state, pos_label, block_size
-        As in :func:`bbc`.
-    folds : array-like of shape (N,) or (N, R)
-        Fold id of every sample in every repeat (any integer labels).
-    bootstrap_indices : array-like of shape (B, K), default=None
-        Explicit in-bag fold positions (0..K-1, in sorted fold id order) of each
-        bootstrap within its repeat ``b mod R`` (every repeat must then have K folds),
-        used exactly as given; a bootstrap with no out-of-bag fold gets NaN and is
-        excluded and counted.
-
-    Returns
-    -------
-    BBCResult
-
-    References
-    ----------
-    .. [1] Paraschakis, Castellani, Borboudakis, Tsamardinos, "Confidence Interval
-       Estimation of Predictive Performance in the Context of AutoML" (2024), Algorithm 1.
-    .. [2] Tsamardinos, Greasidou, Borboudakis, Machine Learning 107 (2018), §3.2.
-
-    Examples
-    --------
-    >>> import bbc_dask as bd
-    >>> sim = bd.simulate.auc_matrix(200, 20, random_state=0)
-    >>> res = bd.bbc_f(sim.predictions, sim.y, sim.folds, metric="roc_auc", random_state=0)
-    >>> res.method
-    'bbc_f'
-    """
-    caller = "bbc_f"
-    m, target, pred = prepare_inputs(predictions, y, metric, pos_label, caller)
-    f = V.as_folds(folds, pred.shape[0], pred.shape[2], caller)
-    F, rows = _fold_matrix(m, target, pred, f, caller)
-    return _bbc_f_matrix(F, rows, m.name, n_bootstraps, confidence_level, random_state,
-                         bootstrap_indices, block_size, caller)
-
-
-def repeat_rows(rows):
-    """The fold matrix's row positions of each repeat, in repeat order: ``rows`` is a list
-    of ``(repeat, fold_id)`` (:func:`fold_rows`)."""
-    reps = sorted({r for r, _ in rows})
-    return [np.array([i for i, (r, _) in enumerate(rows) if r == rep], dtype=np.int64)
-            for rep in reps]
-
-
-class RepeatBlocks:
-    """Iterate ``(positions, Fr, counts)``: the fold-level bootstraps of a fold matrix
-    whose rows are ``rows`` ((repeat, fold) pairs), bootstrap ``b`` resampling the K fold
-    rows of repeat ``b mod R`` (see :func:`bbc_f`): ``positions`` are the bootstraps'
-    indices in the whole set, ``Fr`` the repeat's rows of ``F``, ``counts`` (len, K) how
-    often each row is in bag. Repeat ``r``'s bootstraps are drawn from the root itself
-    with one repeat, else from its child ``(root, "repeat", r)``, in seed blocks: they
-    do not depend on ``block_size``. ``idx``: explicit (B, K) in-bag positions instead."""
-
-    def __init__(self, F, rows, root, stream, idx, n_boot, block_size, is_defined=None):
-        self.F, self.reps = np.ascontiguousarray(F, dtype=np.float64), repeat_rows(rows)
-        self.root, self.stream, self.idx = root, stream, idx
-        self.n_boot, self.block_size, self.is_defined = n_boot, block_size, is_defined
-        self.n_redrawn = 0
-
-    def __iter__(self):
-        for r, at in enumerate(self.reps):
-            mine = np.arange(r, self.n_boot, len(self.reps))
-            Fr = np.ascontiguousarray(self.F[at])
-            seed = (self.root if self.root is None or len(self.reps) == 1
-                    else child_seed(self.root, "repeat", r))
-            blocks = CountBlocks(seed, self.stream, None if self.idx is None else self.idx[mine],
-                                 mine.size, at.size, self.block_size, self.is_defined)
-            for start, stop, counts in blocks:
-                yield mine[start:stop], Fr, counts
-            self.n_redrawn += blocks.n_redrawn
-
-
-def _fold_draws(F, rows, stream, n_bootstraps, confidence_level, random_state,
-                bootstrap_indices, block_size, caller, is_defined=None):
-    """``(confidence level, RepeatBlocks)`` of a fold-level bootstrap, its arguments checked."""
-    conf = V.check_confidence_level(confidence_level, caller)
-    if bootstrap_indices is None:
-        n_boot = V.check_int(n_bootstraps, "n_bootstraps", caller)
-        root, idx = as_seed_sequence(random_state, caller=caller), None
-    else:
-        idx = V.as_fold_indices(bootstrap_indices, [len(at) for at in repeat_rows(rows)], caller)
-        n_boot, root = idx.shape[0], None
-    bs = V.check_int(block_size, "block_size", caller) if block_size is not None else n_boot
-    return conf, RepeatBlocks(F, rows, root, stream, idx, n_boot, bs, is_defined)
-
-
-def fold_means(F):
-    """The mean of each column of the fold matrix over all its rows (every repeat),
-    summed as BBC-F's in-bag means are (so equal means compare equal)."""
-    return _inbag_means(np.ones((1, F.shape[0]), dtype=np.int32), np.ascontiguousarray(F, dtype=np.float64))[0]
-
-
-def _bbc_f_matrix(F, rows, metric_name, n_bootstraps, confidence_level, random_state,
-                  bootstrap_indices, block_size, caller):
-    """BBC-F of the fold matrix ``F`` (R·K, C) whose rows are ``rows`` ((repeat, fold)
-    pairs): bootstrap ``b`` resamples the rows of repeat ``b mod R`` (see :func:`bbc_f`)."""
-    def defined(c):
-        return (c == 0).any(axis=1)
-
-    conf, blocks = _fold_draws(F, rows, "bbc_f", n_bootstraps, confidence_level, random_state,
-                               bootstrap_indices, block_size, caller, defined)
-    dist = np.full(blocks.n_boot, np.nan)
-    winners = np.full(blocks.n_boot, -1, dtype=np.int64)
-    for at, Fr, counts in blocks:
-        w = select(_inbag_means(counts, Fr))
-        dist[at] = _oob_mean(counts, Fr, w)
-        winners[at] = w
-    full = fold_means(F)
-    sel = select(full)
-    return summarise(
-        dist, winners, selected=sel, naive=full[sel], n_redrawn=blocks.n_redrawn, method="bbc_f",
-        metric=metric_name, confidence_level=conf, selection="fold_mean",
-    )
 
 
 def _no_interval(estimate, selected, naive, method, metric, conf):
@@ -621,8 +330,8 @@ def naive_cvt(predictions, y, *, metric, folds=None, confidence_level=0.95, pos_
     """
     caller = "naive_cvt"
     m, target, pred = prepare_inputs(predictions, y, metric, pos_label, caller)
-    V.as_folds(folds, pred.shape[0], pred.shape[2], caller, required=False)
-    conf = V.check_confidence_level(confidence_level, caller)
+    validation.as_folds(folds, pred.shape[0], pred.shape[2], caller, required=False)
+    conf = validation.check_confidence_level(confidence_level, caller)
     full = _full_scores(m.prepare(target, pred), pred.shape[0])
     sel = select(full)
     return _no_interval(full[sel], sel, full[sel], "naive_cvt", m.name, conf)
@@ -641,8 +350,8 @@ def tibshirani_tibshirani(predictions, y, folds, *, metric, confidence_level=0.9
     """
     caller = "tibshirani_tibshirani"
     m, target, pred = prepare_inputs(predictions, y, metric, pos_label, caller)
-    f = V.as_folds(folds, pred.shape[0], pred.shape[2], caller)
-    conf = V.check_confidence_level(confidence_level, caller)
+    f = validation.as_folds(folds, pred.shape[0], pred.shape[2], caller)
+    conf = validation.check_confidence_level(confidence_level, caller)
     full = _full_scores(m.prepare(target, pred), pred.shape[0])
     sel = select(full)
     F, _ = _fold_matrix(m, target, pred, f, caller)
@@ -705,7 +414,7 @@ def naive_bootstrap(
     caller = "naive_bootstrap"
     m, target, pred = prepare_inputs(predictions, y, metric, pos_label, caller)
     n = pred.shape[0]
-    V.check_one_of(unit, "unit", caller, ("sample", "fold"))
+    validation.check_one_of(unit, "unit", caller, ("sample", "fold"))
     if selection is None:
         selection = "pooled" if unit == "sample" else "fold_mean"
     f = check_selection(selection, folds, n, pred.shape[2], caller,
