@@ -103,7 +103,7 @@ class Study:
     @property
     def _configs(self):
         if self._param_objects is None:
-            from .engine._plan import Configurations
+            from .engine import Configurations
 
             desc = self.meta.get("configurations")
             self._param_objects = (Configurations.from_description(desc) if desc is not None
