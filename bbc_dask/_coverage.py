@@ -22,7 +22,7 @@ import os
 
 import numpy as np
 
-from . import _validation as V
+from . import _validation
 from ._random import as_seed_sequence, child_seed, entropy_of
 from .exceptions import InvalidParameterError, StoreMismatchError, UndefinedScoreError
 from .stats import CI_METHODS
@@ -105,30 +105,32 @@ VERSION = 2
 
 def _spec(protocol, settings, methods, n_repetitions, alpha, n_bootstraps, selection,
           random_state, caller):
-    V.check_one_of(protocol, "protocol", caller, tuple(_SETTING_KEYS))
+    _validation.check_one_of(protocol, "protocol", caller, tuple(_SETTING_KEYS))
     if settings is None:
         settings = (TABLE2_PART if protocol == "simulation" else
                     [{"dataset": "breast_cancer", "n_train": n} for n in (50, 200)])
-    settings = list(V.check_instance(settings, "settings", caller, (list, tuple), "a list of dicts"))
+    settings = list(_validation.check_instance(settings, "settings", caller, (list, tuple),
+                                               "a list of dicts"))
     for s in settings:
-        V.check_instance(s, "settings", caller, dict, "a list of dicts")
+        _validation.check_instance(s, "settings", caller, dict, "a list of dicts")
     for s in settings:
         if set(s) != set(_SETTING_KEYS[protocol]):
             raise InvalidParameterError.of(
                 "settings", caller, f"dicts of the keys {list(_SETTING_KEYS[protocol])} for "
                 f"the {protocol} protocol", s)
         if protocol == "real":
-            V.check_one_of(s["dataset"], "settings[i]['dataset']", caller, _DATASETS)
-            V.check_int(s["n_train"], "settings[i]['n_train']", caller, low=20)
+            _validation.check_one_of(s["dataset"], "settings[i]['dataset']", caller, _DATASETS)
+            _validation.check_int(s["n_train"], "settings[i]['n_train']", caller, low=20)
     methods = list(METHODS if methods is None else methods)
     for m in methods:
-        V.check_one_of(m, "methods", caller, METHODS)
+        _validation.check_one_of(m, "methods", caller, METHODS)
     root = as_seed_sequence(random_state, caller=caller)
     return {"protocol": protocol, "settings": settings, "methods": methods,
-            "n_repetitions": V.check_int(n_repetitions, "n_repetitions", caller),
-            "alpha": V.check_real_open(alpha, "alpha", caller, 0.0, 0.5),
-            "n_bootstraps": V.check_int(n_bootstraps, "n_bootstraps", caller, low=2, allow_none=True),
-            "selection": V.check_one_of(selection, "selection", caller, ("fold_mean", "pooled")),
+            "n_repetitions": _validation.check_int(n_repetitions, "n_repetitions", caller),
+            "alpha": _validation.check_real_open(alpha, "alpha", caller, 0.0, 0.5),
+            "n_bootstraps": _validation.check_int(n_bootstraps, "n_bootstraps", caller, low=2,
+                                                  allow_none=True),
+            "selection": _validation.check_one_of(selection, "selection", caller, ("fold_mean", "pooled")),
             "version": VERSION, "seed": entropy_of(root)}
 
 
@@ -210,12 +212,11 @@ def repetition(spec, s, r):
 
 
 def _bound(method, pred, y, folds, spec, seed):
-    from .stats import _bbc as S
-    from .stats._selection_ci import selection_ci
+    from .stats import bbc, bbc_f, naive_bootstrap, selection_ci
 
     alpha, boots = spec["alpha"], spec["n_bootstraps"]
     if method in BOOTSTRAP_METHODS:
-        fn = {"bbc": S.bbc, "bbc_f": S.bbc_f, "naive_bootstrap": S.naive_bootstrap}[method]
+        fn = {"bbc": bbc, "bbc_f": bbc_f, "naive_bootstrap": naive_bootstrap}[method]
         kw = {} if boots is None else {"n_bootstraps": boots}
         if method == "bbc":
             kw["selection"] = spec["selection"]
