@@ -9,6 +9,7 @@ import xarray as xr
 import zarr
 
 import bbc_dask as bd
+import bbc_dask._zarr as zarr_rules
 import bbc_dask.chunked._dispatch as L
 from bbc_dask.metrics import get_metric
 
@@ -37,7 +38,7 @@ def _small(metric, seed=0, n=600, c=23, r=2):
 def test_lazy_equals_in_memory_whatever_the_chunking(metric, chunk, client, monkeypatch):
     p, y = _small(metric)
     dims = ("sample", "config", "repeat", "class")[: p.ndim]
-    monkeypatch.setattr(L, "CHUNK_BYTES", chunk * p.shape[0] * int(np.prod(p.shape[2:])) * 8)
+    monkeypatch.setattr(zarr_rules, "CHUNK_BYTES", chunk * p.shape[0] * int(np.prod(p.shape[2:])) * 8)
     lazy = xr.DataArray(da.from_array(p, chunks=(100,) + p.shape[1:]), dims=dims)
     mem = bd.bbc(p, y, metric=metric, random_state=5, n_bootstraps=200)
     got = bd.bbc(lazy, y, metric=metric, random_state=5, n_bootstraps=200)
@@ -139,14 +140,14 @@ def test_zarr_array_read_by_tasks_equals_in_memory(metric, client, tmp_path, mon
     """A zarr.Array in any axis order, and the same store opened with xarray, are read by
     the tasks directly; chunk widths that are not a multiple of the stored chunk round up."""
     p, y = _small(metric, c=23)
-    monkeypatch.setattr(L, "CHUNK_BYTES", 7 * p.shape[0] * int(np.prod(p.shape[2:])) * 8)
+    monkeypatch.setattr(zarr_rules, "CHUNK_BYTES", 7 * p.shape[0] * int(np.prod(p.shape[2:])) * 8)
     dims = ("sample", "config", "repeat", "class")[: p.ndim]
     stored = ("config", "repeat", "sample", "class")[: p.ndim]
     z = _to_zarr(tmp_path / "c.zarr", np.transpose(p, [dims.index(d) for d in stored]), stored)
-    assert L._zarr_of(z) is z
+    assert zarr_rules.zarr_of(z) is z
     mem = bd.bbc(p, y, metric=metric, random_state=3, n_bootstraps=130)
     opened = xr.open_zarr(str(tmp_path / "c.zarr"), consolidated=False, zarr_format=3)["p"]
-    assert L._zarr_of(opened) is not None
+    assert zarr_rules.zarr_of(opened) is not None
     for cube in (z, opened):
         got = bd.bbc(cube, y, metric=metric, random_state=3, n_bootstraps=130)
         np.testing.assert_array_equal(got.bootstrap_distribution, mem.bootstrap_distribution)
@@ -162,7 +163,7 @@ def test_zarr_class_coordinate_and_no_repeat_axis(client, tmp_path):
     _to_zarr(tmp_path / "k.zarr", p[:, :, perm], ("sample", "config", "class"))
     ds = xr.open_zarr(str(tmp_path / "k.zarr"), consolidated=False, zarr_format=3)
     lazy = ds["p"].assign_coords({"class": perm})
-    assert L._zarr_of(lazy) is not None
+    assert zarr_rules.zarr_of(lazy) is not None
     mem = bd.bbc(da_mem, y, metric="neg_log_loss", random_state=0, n_bootstraps=100)
     got = bd.bbc(lazy, y, metric="neg_log_loss", random_state=0, n_bootstraps=100)
     np.testing.assert_array_equal(got.bootstrap_distribution, mem.bootstrap_distribution)
@@ -178,7 +179,7 @@ def test_lazily_indexed_slices_are_read_by_the_tasks(client, tmp_path):
     for sel in (dict(config=slice(3, 20)), dict(config=slice(1, 23, 3)), dict(repeat=slice(1, 2)),
                 dict(sample=slice(0, 500), config=slice(5, 9))):
         view = v.isel(**sel)
-        assert L._zarr_of(view) is not None and L.is_lazy(view)
+        assert zarr_rules.zarr_of(view) is not None and L.is_lazy(view)
         want_p = p[sel.get("sample", slice(None)), sel.get("config", slice(None)), sel.get("repeat", slice(None))]
         want_y = y[sel.get("sample", slice(None))]
         got = bd.bbc(view, want_y, metric="roc_auc", random_state=0, n_bootstraps=100)
@@ -192,12 +193,12 @@ def test_decoded_or_sliced_zarr_goes_through_dask(client, tmp_path):
     _to_zarr(tmp_path / "s.zarr", (p * 4).astype(np.float64), ("sample", "config", "repeat"),
              attrs={"scale_factor": 0.25})
     v = xr.open_zarr(str(tmp_path / "s.zarr"), consolidated=False, zarr_format=3)["p"]
-    assert L._zarr_of(v) is None and L.is_lazy(v)  # a decoding wrapper: not read raw
+    assert zarr_rules.zarr_of(v) is None and L.is_lazy(v)  # a decoding wrapper: not read raw
     mem = bd.bbc(p, y, metric="neg_mean_squared_error", random_state=0, n_bootstraps=100)
     got = bd.bbc(v, y, metric="neg_mean_squared_error", random_state=0, n_bootstraps=100)
     np.testing.assert_array_equal(got.bootstrap_distribution, mem.bootstrap_distribution)
     sl = v.isel(config=slice(3, 20))
-    assert L._zarr_of(sl) is None
+    assert zarr_rules.zarr_of(sl) is None
     got = bd.bbc(sl, y, metric="neg_mean_squared_error", random_state=0, n_bootstraps=100)
     want = bd.bbc(p[:, 3:20], y, metric="neg_mean_squared_error", random_state=0, n_bootstraps=100)
     np.testing.assert_array_equal(got.bootstrap_distribution, want.bootstrap_distribution)
@@ -325,7 +326,7 @@ def test_several_sample_blocks_equal_in_memory(metric, client, tmp_path, monkeyp
     import bbc_dask.metrics as M
 
     monkeypatch.setattr(M, "SAMPLE_BLOCK", 128)
-    monkeypatch.setattr(L, "CHUNK_BYTES", 128 * 4 * 2 * 8 * (3 if "ovr" in metric or "log" in metric else 1))
+    monkeypatch.setattr(zarr_rules, "CHUNK_BYTES", 128 * 4 * 2 * 8 * (3 if "ovr" in metric or "log" in metric else 1))
     monkeypatch.setattr(L, "SUMS_BYTES", 1)  # a group per stored chunk: several groups
     p, y = _cube(metric, 700, 13, 2)
     dims = ("sample", "config", "repeat", "class")[: p.ndim]
@@ -347,7 +348,7 @@ def test_sample_block_groups_of_several_parts_equal_in_memory(metric, client, tm
 
     monkeypatch.setattr(M, "SAMPLE_BLOCK", 128)
     per_config = 128 * 2 * 8 * (3 if metric == "neg_log_loss" else 1)
-    monkeypatch.setattr(L, "CHUNK_BYTES", 2 * per_config)
+    monkeypatch.setattr(zarr_rules, "CHUNK_BYTES", 2 * per_config)
     stacked = []
     real = M.Metric.stacked
     monkeypatch.setattr(M.Metric, "stacked", lambda self, parts, n: stacked.append(n) or real(self, parts, n))
@@ -370,7 +371,7 @@ def test_a_dask_array_goes_in_the_groups_of_a_store(client, tmp_path, monkeypatc
     import bbc_dask.metrics as M
 
     monkeypatch.setattr(M, "SAMPLE_BLOCK", 128)
-    monkeypatch.setattr(L, "CHUNK_BYTES", 128 * 2 * 8 * 2)  # two configurations a part
+    monkeypatch.setattr(zarr_rules, "CHUNK_BYTES", 128 * 2 * 8 * 2)  # two configurations a part
     monkeypatch.setattr(L, "_slots", lambda: 1)
     p, y = _small("accuracy", n=700, c=13)
     m = M.get_metric("accuracy")
@@ -454,7 +455,7 @@ def test_sample_block_counts_drawn_once_while_they_fit(share, y_kind, client, tm
     from bbc_dask.stats import _bootstrap as BS
 
     monkeypatch.setattr(M, "SAMPLE_BLOCK", 128)
-    monkeypatch.setattr(L, "CHUNK_BYTES", 128 * 2 * 8 * 2)  # parts of 2 configurations
+    monkeypatch.setattr(zarr_rules, "CHUNK_BYTES", 128 * 2 * 8 * 2)  # parts of 2 configurations
     monkeypatch.setattr(L, "SUMS_BYTES", 1)  # a group per part: 3 groups
     if not share:
         monkeypatch.setattr(L, "COUNTS_BYTES", 0)
@@ -659,7 +660,7 @@ def test_bbc_f_over_sample_blocks_equals_in_memory(metric, client, tmp_path, mon
     import bbc_dask.metrics as M
 
     monkeypatch.setattr(M, "SAMPLE_BLOCK", 128)
-    monkeypatch.setattr(L, "CHUNK_BYTES", 128 * 4 * 2 * 8 * (3 if "log" in metric else 1))
+    monkeypatch.setattr(zarr_rules, "CHUNK_BYTES", 128 * 4 * 2 * 8 * (3 if "log" in metric else 1))
     monkeypatch.setattr(L, "SUMS_BYTES", 1)  # a group per stored chunk: several groups
     p, y = _cube(metric, 700, 13, 2, seed=5)
     rng = np.random.default_rng(2)
@@ -745,7 +746,7 @@ def test_dropping_test_over_sample_blocks_equals_in_memory(metric, r, client, tm
     monkeypatch.setattr(M, "SAMPLE_BLOCK", 128)
     p, y, avail, src = _dropping_cube(metric, tmp_path, r=r)
     per = 128 * int(np.prod(p.shape[2:])) * 8  # a configuration of a sample block
-    monkeypatch.setattr(L, "CHUNK_BYTES", 4 * per)  # parts of a stored chunk (4)
+    monkeypatch.setattr(zarr_rules, "CHUNK_BYTES", 4 * per)  # parts of a stored chunk (4)
     monkeypatch.setattr(L, "SUMS_BYTES", 1)  # a group per part: 4 groups
     names = _dropping_task_names(client, monkeypatch, p, y, avail, metric, src)
     assert sum("dropping_sums" in k for k in names) == 6 * 4  # 6 sample blocks x 4 groups

@@ -41,7 +41,7 @@ from ..stats._winner import select
 #: their float32 weights take BATCH x 32,768 x 4 bytes (8 MiB), large enough for BLAS.
 BATCH = 64
 
-__all__ = ["BATCH", "ZarrBlock", "add_run", "add_sums", "add_tiles", "block_sums",
+__all__ = ["BATCH", "add_run", "add_sums", "add_tiles", "block_sums",
            "chunk_fold_matrix", "chunk_pooled", "dropping_sums", "finish_dropping",
            "finish_fold_sums", "finish_oob", "finish_sums", "finish_tile_dropping",
            "finish_tile_folds", "finish_tile_oob", "finish_tiles", "first_plans",
@@ -49,65 +49,6 @@ __all__ = ["BATCH", "ZarrBlock", "add_run", "add_sums", "add_tiles", "block_sums
            "prepare_and_score", "prepare_block", "run_dropping_sums",
            "run_oob_sums", "run_sums", "score_block", "tile_dropping_sums", "tile_fold_sums",
            "tile_sums"]
-
-
-class ZarrBlock:
-    """A region of a Zarr array, read on the worker with zarr alone.
-
-    Reading here rather than through a Dask array graph keeps ``dask.array`` (which
-    imports xarray and pandas, ~60 MiB) out of the workers, and reads each chunk once.
-    ``order`` permutes the stored axes to (sample, config, repeat[, class]);
-    ``expand`` inserts the repeat axis of a cube stored without one.
-    """
-
-    __slots__ = ("array", "config_axis", "configs", "expand", "key", "order")
-
-    def __init__(self, array, order, config_axis, configs, expand, key=None):
-        # configs: a slice, or the stored configuration indices (sorted) to read; key:
-        # slices of the other axes (a view of the stored array, or a block of samples)
-        self.array, self.order, self.config_axis = array, tuple(order), int(config_axis)
-        self.configs = configs if isinstance(configs, slice) else np.asarray(configs, dtype=np.int64)
-        self.expand = bool(expand)
-        self.key = tuple(slice(None) for _ in self.order) if key is None else tuple(key)
-
-    def __getstate__(self):
-        return tuple(getattr(self, k) for k in self.__slots__)
-
-    def __setstate__(self, state):
-        for k, v in zip(self.__slots__, state):
-            setattr(self, k, v)
-
-    def _get(self, key):
-        if isinstance(self.configs, slice):
-            return np.asarray(self.array[tuple(key)])
-        return np.asarray(self.array.oindex[tuple(key)])
-
-    def read(self):
-        key = list(self.key)
-        key[self.config_axis] = self.configs
-        s_ax = self.order[0]
-        rows = range(*key[s_ax].indices(self.array.shape[s_ax]))
-        step = int(self.array.chunks[s_ax])
-        if rows.step != 1 or len(rows) <= step:
-            raw = self._get(key)
-        else:
-            # one stored chunk along samples at a time: Zarr would decode every chunk of
-            # the block at once (a block of a few configurations of a tall cube reads
-            # whole chunks of many: their decoded sum, not the block, would be the peak)
-            cuts = [rows.start] + list(range((rows.start // step + 1) * step, rows.stop, step))
-            raw = None
-            for a, b in zip(cuts, cuts[1:] + [rows.stop]):
-                key[s_ax] = slice(a, b)
-                piece = self._get(key)
-                if raw is None:
-                    shape = list(piece.shape)
-                    shape[s_ax] = len(rows)
-                    raw = np.empty(shape, dtype=piece.dtype)
-                at = [slice(None)] * raw.ndim
-                at[s_ax] = slice(a - rows.start, b - rows.start)
-                raw[tuple(at)] = piece
-        arr = np.transpose(raw, self.order)
-        return arr[:, :, None] if self.expand else arr
 
 
 def _load(pred):

@@ -38,7 +38,7 @@ seed block of bootstraps has its own generator. The splits (see :mod:`._blocks`)
   matrix, the dropping test of a ranking metric up to RANK_SAMPLES (or without a sample
   source) and a study's cube with a ranking metric up to RANK_SAMPLES: one task prepares (reads
   along samples one stored chunk at a time, encodes, sorts) every sample of a block of
-  configurations once — a block of :data:`CHUNK_BYTES`, fewer configurations as N
+  configurations once — a block of :data:`~bbc_dask._zarr.CHUNK_BYTES`, fewer configurations as N
   grows. The counts of a group of seed blocks are drawn once per group (uint8) and
   shared by every block's scoring task while all of them fit in :data:`COUNTS_BYTES`
   (B × N bytes); beyond, one task per block prepares and scores it, drawing them again
@@ -50,7 +50,7 @@ undefined draw (the first pass starts from the plans of no redraw). Results equa
 in-memory path bit for bit, whatever the chunking and the number of workers.
 
 Zarr-backed cubes (a ``zarr.Array``, an xarray object opened from Zarr, or a study's
-store) are read by the tasks with zarr alone, chunk-aligned: the workers never import
+store: :mod:`bbc_dask._zarr`) are read by the tasks with zarr alone, chunk-aligned: the workers never import
 ``dask.array``/xarray/pandas (~60 MiB each). Other Dask-backed cubes go through their own
 graph.
 
@@ -70,7 +70,8 @@ from .. import _validation as V
 from .._random import as_seed_sequence
 from .._signals import deferred_interrupts, wait_done
 from ..exceptions import InvalidParameterError
-from .. import metrics as M
+from .. import _zarr, metrics as M
+from .._zarr import class_coord, config_width, dims_of, per_config_bytes, zarr_blocks, zarr_source
 from ..metrics import get_metric
 from ..stats import _bbc as S
 from ..stats._bootstrap import SEED_BLOCK
@@ -78,11 +79,9 @@ from ..stats._result import summarise
 from ..stats._winner import select
 from . import _blocks as K
 
-__all__ = ["CHUNK_BYTES", "COUNTS_BYTES", "SUMS_BYTES", "bbc", "bbc_f", "fold_matrix_over_blocks",
-           "bbc_over_blocks", "bbc_over_table", "is_lazy", "lazy_bbc", "lazy_bbc_f", "lazy_dropping_test", "zarr_blocks"]
+__all__ = ["COUNTS_BYTES", "SUMS_BYTES", "bbc", "bbc_f", "fold_matrix_over_blocks",
+           "bbc_over_blocks", "bbc_over_table", "is_lazy", "lazy_bbc", "lazy_bbc_f", "lazy_dropping_test"]
 
-#: Target size of one chunk a task reads, in float64 (its encoded size on the worker).
-CHUNK_BYTES = 16 * 2**20
 #: Bootstrap counts shared by configuration-block tasks (uint8: 64 × N bytes per seed
 #: block): in groups of at most this size, and only while all of them fit in it.
 COUNTS_BYTES = 32 * 2**20
@@ -121,113 +120,13 @@ RANK_CELL_BYTES = 24
 _DIMS = V.CUBE_DIMS
 
 
-def _zarr_source(x):
-    """``(zarr.Array, key)`` when every element of ``x`` is read unchanged from that array
-    at ``key`` (a tuple of slices): a zarr.Array, or an xarray variable opened from Zarr
-    with no decoding — lazily indexed (``chunks=None``, sliced or not) or Dask-backed as
-    opened (not sliced: Dask's slicing is a graph layer we do not read)."""
-    if type(x).__module__.startswith("zarr") and hasattr(x, "metadata") and hasattr(x, "oindex"):
-        return x, tuple(slice(None) for _ in x.shape)
-    data = getattr(getattr(x, "variable", None), "_data", None)
-    if data is None:
-        return None
-    graph = getattr(data, "dask", None)
-    if graph is not None:
-        if len(graph.layers) != 2:
-            return None
-        try:
-            (src,) = [layer for name, layer in graph.layers.items() if not graph.dependencies[name]]
-            (obj,) = list(src.values())
-        except ValueError:
-            return None
-    else:
-        obj = data
-    key = None
-    while True:  # xarray's adapters: accept plain pass-through wrappers only
-        name = type(obj).__name__
-        if name == "ZarrArrayWrapper":
-            arr = obj.get_array()
-            key = key or tuple(slice(None) for _ in arr.shape)
-            shape = tuple(len(range(*k.indices(n))) for k, n in zip(key, arr.shape))
-            return (arr, key) if shape == tuple(data.shape) and arr.dtype == data.dtype else None
-        if name == "LazilyIndexedArray":
-            k = tuple(obj.key.tuple)
-            if key is not None or not all(isinstance(i, slice) for i in k):
-                return None  # nested or integer indexing
-            key = k
-        elif name not in ("ImplicitToExplicitIndexingAdapter", "CopyOnWriteArray", "MemoryCachedArray"):
-            return None  # e.g. a decoding (mask/scale) wrapper: read through Dask instead
-        obj = obj.array
-
-
-def _zarr_of(x):
-    """The ``zarr.Array`` behind ``x`` (see :func:`_zarr_source`), or None."""
-    src = _zarr_source(x)
-    return None if src is None else src[0]
-
-
 def is_lazy(x):
-    if _zarr_of(x) is not None:
+    if _zarr.zarr_of(x) is not None:
         return True
     if type(x).__name__ == "Dataset" and "prediction" in getattr(x, "data_vars", {}):
         return is_lazy(x["prediction"])
     data = getattr(x, "data", x)
     return type(data).__module__.startswith("dask.array")
-
-
-def _dims_of(x, ndim, caller):
-    dims = getattr(x, "dims", None)
-    if dims is None:
-        names = getattr(getattr(x, "metadata", None), "dimension_names", None)
-        dims = tuple(names) if names and all(names) else _DIMS[: min(4, ndim)]
-        if ndim == 2:
-            dims = ("sample", "config")
-    return V.check_dims(dims, caller)
-
-
-def _per_config_bytes(shape, dims):
-    return int(np.prod([s for s, d in zip(shape, dims) if d != "config"])) * 8
-
-
-def config_width(per_config, stored, chunk_bytes=None):
-    """Configurations per task block: about ``chunk_bytes`` (``per_config`` bytes each),
-    a multiple of the ``stored`` chunk width when that fits, else fewer — the block then
-    reads part of each stored chunk, along samples one chunk at a time (memory bounded
-    by the budget, not by the stored width, when samples are many)."""
-    per = max(1, (CHUNK_BYTES if chunk_bytes is None else chunk_bytes) // max(per_config, 1))
-    return per // stored * stored if per >= stored else per
-
-
-def zarr_blocks(array, dims, configs=None, chunk_bytes=None, key=None):
-    """ZarrBlocks over ``configs`` (positions in the view ``array[key]``; default all),
-    each about ``chunk_bytes`` (see :func:`config_width`).
-    Returns ``(blocks, offsets)``."""
-    chunk_bytes = CHUNK_BYTES if chunk_bytes is None else chunk_bytes
-    ax = dims.index("config")
-    order = [dims.index(d) for d in _DIMS if d in dims]
-    expand = "repeat" not in dims
-    key = tuple(slice(None) for _ in array.shape) if key is None else tuple(key)
-    view = tuple(len(range(*k.indices(n))) for k, n in zip(key, array.shape))
-    width = config_width(_per_config_bytes(view, dims), int(array.chunks[ax]), chunk_bytes)
-    base = np.arange(*key[ax].indices(array.shape[ax]))  # view position -> stored index
-    full = all(k == slice(None) for k in key)
-    if configs is None and full:
-        n_cfg = array.shape[ax]
-        ranges = [slice(a, min(a + width, n_cfg)) for a in range(0, n_cfg, width)]
-        offsets = [r.start for r in ranges]
-        return [K.ZarrBlock(array, order, ax, r, expand) for r in ranges], offsets
-    configs = base if configs is None else base[np.asarray(configs, dtype=np.int64)]
-    # group the requested configurations by the stored-chunk window they fall in
-    groups = np.split(configs, np.flatnonzero(np.diff(configs // width)) + 1)
-    offsets = np.cumsum([0] + [g.size for g in groups[:-1]]).tolist()
-    return [K.ZarrBlock(array, order, ax, g, expand, key) for g in groups if g.size], offsets
-
-
-def _class_coord(x):
-    coords = getattr(x, "coords", None)
-    if coords is not None and "class" in getattr(x, "dims", ()) and "class" in coords:
-        return np.asarray(coords["class"].values)
-    return None
 
 
 class _Source:
@@ -247,8 +146,8 @@ class _Source:
         """Parts holding every sample of a block of configurations, and their offsets."""
         if self.zarr is not None:
             return zarr_blocks(self.zarr[0], self.dims, key=self.zarr[1])
-        per = _per_config_bytes(self.data.shape, _DIMS[: self.data.ndim])
-        width = max(1, min(self.c, CHUNK_BYTES // max(per, 1)))
+        per = per_config_bytes(self.data.shape, _DIMS[: self.data.ndim])
+        width = max(1, min(self.c, _zarr.CHUNK_BYTES // max(per, 1)))
         data = self.data.rechunk({0: -1, 1: width} | {i: -1 for i in range(2, self.data.ndim)})
         return list(data.to_delayed().ravel()), _offsets(data.chunks[1])
 
@@ -260,14 +159,14 @@ class _Source:
         (``per_config_held``)."""
         size = edges[0][1] - edges[0][0]
         if self.zarr is None:
-            per = _per_config_bytes((size,) + self.data.shape[1:], _DIMS[: self.data.ndim])
-            width = max(1, min(self.c, CHUNK_BYTES // max(per, 1)))
+            per = per_config_bytes((size,) + self.data.shape[1:], _DIMS[: self.data.ndim])
+            width = max(1, min(self.c, _zarr.CHUNK_BYTES // max(per, 1)))
         else:
             arr, key = self.zarr
             ax, s_ax = self.dims.index("config"), self.dims.index("sample")
             view = [len(range(*k.indices(n))) for k, n in zip(key, arr.shape)]
             view[s_ax] = size
-            width = config_width(_per_config_bytes(view, self.dims), int(arr.chunks[ax]))
+            width = config_width(per_config_bytes(view, self.dims), int(arr.chunks[ax]))
         # at most SUMS_BYTES of sums per task; and enough groups that the tasks of a
         # phase keep every worker thread busy twice over — only then, since each group
         # reads (and, beyond COUNTS_BYTES, draws) every sample block's counts again
@@ -301,7 +200,7 @@ class _Source:
                 for a in range(g0, min(g0 + span, self.c), width):
                     sel = cfg[a : min(a + width, self.c, g0 + span)]
                     sel = slice(sel.start, sel.stop, sel.step) if sel.step == 1 else np.asarray(sel)
-                    part.append(K.ZarrBlock(arr, order, ax, sel, "repeat" not in self.dims, k))
+                    part.append(_zarr.ZarrBlock(arr, order, ax, sel, "repeat" not in self.dims, k))
                 row.append(part)
             grid.append(row)
         return grid, list(range(0, self.c, span))
@@ -399,8 +298,8 @@ class _Source:
         a time."""
         if self.zarr is None:
             data = self.data[lo:hi][:, np.asarray(configs)]
-            per = _per_config_bytes(data.shape, _DIMS[: data.ndim])
-            width = max(1, CHUNK_BYTES // max(per, 1))
+            per = per_config_bytes(data.shape, _DIMS[: data.ndim])
+            width = max(1, _zarr.CHUNK_BYTES // max(per, 1))
             data = data.rechunk({0: -1, 1: width} | {i: -1 for i in range(2, data.ndim)})
             return list(data.to_delayed().ravel())
         arr, key = self.zarr
@@ -438,15 +337,15 @@ def _sources(predictions, metric, caller):
                 "predictions", caller, "a DataArray, or a Dataset with a 'prediction' variable",
                 shown=f"a Dataset of {sorted(x.data_vars)}")
         x = x["prediction"]
-    src = _zarr_source(x)
+    src = zarr_source(x)
     ndim = len(x.shape)
-    dims = _dims_of(x, ndim, caller)
+    dims = dims_of(x, ndim, caller)
     if metric.needs_class_axis != ("class" in dims):
         raise InvalidParameterError.of(
             "predictions", caller, f"a cube {'with' if metric.needs_class_axis else 'without'} "
             f"a 'class' axis (class probabilities) for the metric {metric.name!r}",
             shown=f"dims {dims}")
-    coord = _class_coord(x)
+    coord = class_coord(x)
     n, c = x.shape[dims.index("sample")], x.shape[dims.index("config")]
     if src is not None:
         return _Source(x, dims, n, c, coord, zarr=src)
