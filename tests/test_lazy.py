@@ -13,6 +13,7 @@ import bbc_dask._zarr as zarr_rules
 import bbc_dask.chunked as chunked
 from bbc_dask.chunked import _blocks as config_blocks
 from bbc_dask.chunked import _budgets as budgets
+from bbc_dask.chunked import _dispatch as dispatch
 from bbc_dask.chunked import _graph as graph
 from bbc_dask.chunked import _lazy_bbc_f as lazy_bbc_f
 from bbc_dask.chunked import _lazy_dropping as lazy_dropping
@@ -72,6 +73,29 @@ def test_lazy_rejects_explicit_indices(client):
         bd.bbc(lazy, y, metric="roc_auc", include_incomplete=True)
     with pytest.raises(ValueError, match=r"'bootstrap_indices' parameter of bbc must be None with a Dask- or Zarr-backed cube"):
         bd.bbc(lazy, y, metric="roc_auc", bootstrap_indices=np.zeros((2, 600), int))
+
+
+def test_use_chunked_is_the_one_rule_of_memory_or_chunks(monkeypatch):
+    """Told, as told (checked as a study checks it); else a lazy cube goes by chunks and
+    arrays stay in memory; else (a study's cube) beyond IN_MEMORY_BYTES, its bytes
+    computed only when needed."""
+    p, _ = _small("roc_auc")
+
+    def never():
+        raise AssertionError("the bytes were computed though the path was told")
+
+    assert chunked.use_chunked(nbytes=never, chunked=True) is True
+    assert chunked.use_chunked(p, chunked=np.bool_(False)) is False
+    with pytest.raises(TypeError, match=r"The 'chunked' parameter of Study must be None, True or False"):
+        chunked.use_chunked(nbytes=never, chunked="yes", caller="Study")
+    assert chunked.use_chunked(p) is False
+    assert chunked.use_chunked(da.from_array(p)) is True
+    assert chunked.use_chunked(xr.DataArray(da.from_array(p), dims=("sample", "config", "repeat"))) is True
+    limit = chunked.IN_MEMORY_BYTES
+    assert chunked.use_chunked(nbytes=limit) is False
+    assert chunked.use_chunked(nbytes=lambda: limit + 1) is True
+    monkeypatch.setattr(dispatch, "IN_MEMORY_BYTES", 10)
+    assert chunked.use_chunked(nbytes=11) is True
 
 
 def _watch(client, stop, seen):

@@ -1,11 +1,12 @@
 """The public ``bbc_dask.bbc`` and ``bbc_dask.bbc_f``: the statistics layer's functions
 for arrays in memory, dispatching a lazy cube to the chunked path (the statistics never
-import Dask)."""
+import Dask); and the one rule that decides between the two (:func:`use_chunked`)."""
 from __future__ import annotations
 
 import functools
 import inspect
 
+from .. import _validation
 from .._zarr import zarr_of
 from ..exceptions import InvalidParameterError
 from ..stats import bbc as in_memory_bbc
@@ -13,7 +14,7 @@ from ..stats import bbc_f as in_memory_bbc_f
 from ._lazy_bbc import lazy_bbc
 from ._lazy_bbc_f import lazy_bbc_f
 
-__all__ = ["bbc", "bbc_f", "is_lazy"]
+__all__ = ["IN_MEMORY_BYTES", "bbc", "bbc_f", "is_lazy", "use_chunked"]
 
 
 def is_lazy(x):
@@ -24,6 +25,28 @@ def is_lazy(x):
         return is_lazy(x["prediction"])
     data = getattr(x, "data", x)
     return type(data).__module__.startswith("dask.array")
+
+
+#: Predictions (float64 bytes) a study's estimate reads into memory when not told which
+#: path to take: beyond, it goes by the chunked path.
+IN_MEMORY_BYTES = 2**30
+
+
+def use_chunked(predictions=None, *, nbytes=None, chunked=None, caller="bbc"):
+    """Whether an estimate goes by the chunked path: the one rule of the public
+    estimators and of a study. The result is the same bit for bit either way; only
+    resources differ.
+
+    - ``chunked`` True or False: as told (checked: None, True or False, for ``caller``);
+    - else, ``predictions`` given: whether they are a Dask- or Zarr-backed cube
+      (:func:`is_lazy`) — arrays in memory stay in memory;
+    - else ``nbytes``, the predictions' bytes as float64 (a study's cube), or a function
+      giving them (called only here): whether they exceed :data:`IN_MEMORY_BYTES`."""
+    if chunked is not None:
+        return _validation.check_bool(chunked, "chunked", caller, allow_none=True)
+    if predictions is not None:
+        return is_lazy(predictions)
+    return (nbytes() if callable(nbytes) else nbytes) > IN_MEMORY_BYTES
 
 
 def _no_explicit(bootstrap_indices, caller):
@@ -49,7 +72,7 @@ def _dispatching(in_memory, lazy, passed):
             return in_memory(*args, **kwargs)
         bound.apply_defaults()
         a = bound.arguments
-        if not is_lazy(a["predictions"]):
+        if not use_chunked(a["predictions"]):
             return in_memory(*args, **kwargs)
         caller = in_memory.__name__
         _no_explicit(a["bootstrap_indices"], caller)
