@@ -210,12 +210,11 @@ def repetition(design, s, r):
 
 
 def _bound(method, pred, y, folds, design, seed):
-    from .stats import _bbc as S
-    from .stats._selection_ci import selection_ci
+    from .stats import bbc, bbc_f, naive_bootstrap, selection_ci
 
     alpha, boots = design["alpha"], design["n_bootstraps"]
     if method in BOOTSTRAP_METHODS:
-        fn = {"bbc": S.bbc, "bbc_f": S.bbc_f, "naive_bootstrap": S.naive_bootstrap}[method]
+        fn = {"bbc": bbc, "bbc_f": bbc_f, "naive_bootstrap": naive_bootstrap}[method]
         kw = {} if boots is None else {"n_bootstraps": boots}
         if method == "bbc":
             kw["selection"] = design["selection"]

@@ -13,7 +13,7 @@ import os
 
 import numpy as np
 
-from .stats._winner import ranking
+from .stats import ranking
 
 __all__ = [
     "estimates",

@@ -19,8 +19,8 @@ cube, in this same process.
    it between waves), against the in-memory test on the loaded cube.
 3. The same two cubes, and the study, from an S3 store (a moto server started here).
 4. A ranking metric beyond ``RANK_SAMPLES`` (2**20): ROC AUC on 2,000,000 x 20 x 2, BBC
-   and BBC-F by pairs of sample tiles (``bbc_dask.chunked._dispatch._bbc_by_tiles``,
-   ``_fold_matrix_by_tiles``), on 2 workers of 400 MB — where the configuration-block
+   and BBC-F by pairs of sample tiles (``bbc_dask.chunked._lazy_bbc._bbc_by_tiles``,
+   ``bbc_dask.chunked._lazy_bbc_f._fold_matrix_by_tiles``), on 2 workers of 400 MB — where the configuration-block
    path, a task holding every sample, has its workers killed. With ``--quick``: 100,000 x 5 x 2 with the thresholds lowered to one
    sample block (4 tiles).
 
@@ -352,13 +352,13 @@ def dropping_scale(study, limit, where, n_boot=1000):
 
 
 def tiles_scale(tmp, limit, B, quick):
-    import bbc_dask.chunked._dispatch as L
+    from bbc_dask.chunked import _budgets as budgets
 
     n, c = (100_000, 5) if quick else (2_000_000, 20)
     if quick:  # the dispatch is decided in this process: its thresholds are the ones read
-        L.RANK_SAMPLES = L.RANK_TILE = L.RANK_FOLD_TILE = SAMPLE_BLOCK
-    print(f"4. a ranking metric by pairs of sample tiles of {L.RANK_TILE} (BBC) and "
-          f"{L.RANK_FOLD_TILE} (BBC-F) (beyond {L.RANK_SAMPLES} samples): 2 workers of "
+        budgets.RANK_SAMPLES = budgets.RANK_TILE = budgets.RANK_FOLD_TILE = SAMPLE_BLOCK
+    print(f"4. a ranking metric by pairs of sample tiles of {budgets.RANK_TILE} (BBC) and "
+          f"{budgets.RANK_FOLD_TILE} (BBC-F) (beyond {budgets.RANK_SAMPLES} samples): 2 workers of "
           f"{limit}, B={B}")
     scale({("roc_auc", n, c): os.path.join(tmp, "tiles.zarr")}, limit, B, "local")
 

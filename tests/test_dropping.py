@@ -329,16 +329,16 @@ def _studies_alike(tmp_path, client, monkeypatch, metric, alpha, path, off):
     from sklearn.datasets import make_classification
     from sklearn.tree import DecisionTreeClassifier
 
-    import bbc_dask.chunked._dispatch as L
+    from bbc_dask.chunked import _lazy_dropping as lazy_dropping
 
-    calls, real = [], getattr(L, path)
-    monkeypatch.setattr(L, path, lambda *a: calls.append(1) or real(*a))
+    calls, real = [], getattr(lazy_dropping, path)
+    monkeypatch.setattr(lazy_dropping, path, lambda *a: calls.append(1) or real(*a))
     X, y = make_classification(600, 10, random_state=0)
     grid = {"max_depth": [1, 2, 3, 5, 8], "min_samples_leaf": [1, 5, 10, 20]}
     out = []
     for name in ("chunked", "configurations"):
         if name == "configurations":
-            monkeypatch.setattr(L, off, lambda *a: False)
+            monkeypatch.setattr(lazy_dropping, off, lambda *a: False)
         out.append(bd.run_study(
             DecisionTreeClassifier(random_state=0), grid, X, y, store=tmp_path / f"{name}.zarr",
             metric=metric, n_splits=5, random_state=0, client=client, progress=False,
@@ -366,11 +366,11 @@ def test_a_study_tests_a_ranking_metric_by_pairs_of_tiles(tmp_path, client, monk
     """Between waves, a study's dropping test of AUC beyond RANK_SAMPLES goes by pairs of
     sample tiles (600 samples in tiles of 128); its decisions, and so the study, equal
     those of the test over configuration blocks holding every sample."""
-    import bbc_dask.chunked._dispatch as L
     import bbc_dask.metrics as M
+    from bbc_dask.chunked import _budgets as budgets
 
     monkeypatch.setattr(M, "SAMPLE_BLOCK", 64)
-    monkeypatch.setattr(L, "RANK_TILE", 128)
-    monkeypatch.setattr(L, "RANK_SAMPLES", 256)
+    monkeypatch.setattr(budgets, "RANK_TILE", 128)
+    monkeypatch.setattr(budgets, "RANK_SAMPLES", 256)
     _studies_alike(tmp_path, client, monkeypatch, "roc_auc", 0.99, "_dropping_by_tiles",
                    "_by_tiles")

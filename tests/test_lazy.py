@@ -9,7 +9,18 @@ import xarray as xr
 import zarr
 
 import bbc_dask as bd
-import bbc_dask.chunked._dispatch as L
+import bbc_dask._zarr as zarr_rules
+import bbc_dask.chunked as chunked
+from bbc_dask.chunked import _blocks as config_blocks
+from bbc_dask.chunked import _budgets as budgets
+from bbc_dask.chunked import _dispatch as dispatch
+from bbc_dask.chunked import _graph as graph
+from bbc_dask.chunked import _lazy_bbc_f as lazy_bbc_f
+from bbc_dask.chunked import _lazy_dropping as lazy_dropping
+from bbc_dask.chunked import _sample_sums as sample_sums
+from bbc_dask.chunked import _source as source
+from bbc_dask.chunked import _task_base as task_base
+from bbc_dask.chunked import _tile_sums as tile_sums
 from bbc_dask.metrics import get_metric
 
 
@@ -37,7 +48,7 @@ def _small(metric, seed=0, n=600, c=23, r=2):
 def test_lazy_equals_in_memory_whatever_the_chunking(metric, chunk, client, monkeypatch):
     p, y = _small(metric)
     dims = ("sample", "config", "repeat", "class")[: p.ndim]
-    monkeypatch.setattr(L, "CHUNK_BYTES", chunk * p.shape[0] * int(np.prod(p.shape[2:])) * 8)
+    monkeypatch.setattr(zarr_rules, "CHUNK_BYTES", chunk * p.shape[0] * int(np.prod(p.shape[2:])) * 8)
     lazy = xr.DataArray(da.from_array(p, chunks=(100,) + p.shape[1:]), dims=dims)
     mem = bd.bbc(p, y, metric=metric, random_state=5, n_bootstraps=200)
     got = bd.bbc(lazy, y, metric=metric, random_state=5, n_bootstraps=200)
@@ -62,6 +73,29 @@ def test_lazy_rejects_explicit_indices(client):
         bd.bbc(lazy, y, metric="roc_auc", include_incomplete=True)
     with pytest.raises(ValueError, match=r"'bootstrap_indices' parameter of bbc must be None with a Dask- or Zarr-backed cube"):
         bd.bbc(lazy, y, metric="roc_auc", bootstrap_indices=np.zeros((2, 600), int))
+
+
+def test_use_chunked_is_the_one_rule_of_memory_or_chunks(monkeypatch):
+    """Told, as told (checked as a study checks it); else a lazy cube goes by chunks and
+    arrays stay in memory; else (a study's cube) beyond IN_MEMORY_BYTES, its bytes
+    computed only when needed."""
+    p, _ = _small("roc_auc")
+
+    def never():
+        raise AssertionError("the bytes were computed though the path was told")
+
+    assert chunked.use_chunked(nbytes=never, chunked=True) is True
+    assert chunked.use_chunked(p, chunked=np.bool_(False)) is False
+    with pytest.raises(TypeError, match=r"The 'chunked' parameter of Study must be None, True or False"):
+        chunked.use_chunked(nbytes=never, chunked="yes", caller="Study")
+    assert chunked.use_chunked(p) is False
+    assert chunked.use_chunked(da.from_array(p)) is True
+    assert chunked.use_chunked(xr.DataArray(da.from_array(p), dims=("sample", "config", "repeat"))) is True
+    limit = chunked.IN_MEMORY_BYTES
+    assert chunked.use_chunked(nbytes=limit) is False
+    assert chunked.use_chunked(nbytes=lambda: limit + 1) is True
+    monkeypatch.setattr(dispatch, "IN_MEMORY_BYTES", 10)
+    assert chunked.use_chunked(nbytes=11) is True
 
 
 def _watch(client, stop, seen):
@@ -139,14 +173,14 @@ def test_zarr_array_read_by_tasks_equals_in_memory(metric, client, tmp_path, mon
     """A zarr.Array in any axis order, and the same store opened with xarray, are read by
     the tasks directly; chunk widths that are not a multiple of the stored chunk round up."""
     p, y = _small(metric, c=23)
-    monkeypatch.setattr(L, "CHUNK_BYTES", 7 * p.shape[0] * int(np.prod(p.shape[2:])) * 8)
+    monkeypatch.setattr(zarr_rules, "CHUNK_BYTES", 7 * p.shape[0] * int(np.prod(p.shape[2:])) * 8)
     dims = ("sample", "config", "repeat", "class")[: p.ndim]
     stored = ("config", "repeat", "sample", "class")[: p.ndim]
     z = _to_zarr(tmp_path / "c.zarr", np.transpose(p, [dims.index(d) for d in stored]), stored)
-    assert L._zarr_of(z) is z
+    assert zarr_rules.zarr_of(z) is z
     mem = bd.bbc(p, y, metric=metric, random_state=3, n_bootstraps=130)
     opened = xr.open_zarr(str(tmp_path / "c.zarr"), consolidated=False, zarr_format=3)["p"]
-    assert L._zarr_of(opened) is not None
+    assert zarr_rules.zarr_of(opened) is not None
     for cube in (z, opened):
         got = bd.bbc(cube, y, metric=metric, random_state=3, n_bootstraps=130)
         np.testing.assert_array_equal(got.bootstrap_distribution, mem.bootstrap_distribution)
@@ -162,7 +196,7 @@ def test_zarr_class_coordinate_and_no_repeat_axis(client, tmp_path):
     _to_zarr(tmp_path / "k.zarr", p[:, :, perm], ("sample", "config", "class"))
     ds = xr.open_zarr(str(tmp_path / "k.zarr"), consolidated=False, zarr_format=3)
     lazy = ds["p"].assign_coords({"class": perm})
-    assert L._zarr_of(lazy) is not None
+    assert zarr_rules.zarr_of(lazy) is not None
     mem = bd.bbc(da_mem, y, metric="neg_log_loss", random_state=0, n_bootstraps=100)
     got = bd.bbc(lazy, y, metric="neg_log_loss", random_state=0, n_bootstraps=100)
     np.testing.assert_array_equal(got.bootstrap_distribution, mem.bootstrap_distribution)
@@ -178,7 +212,7 @@ def test_lazily_indexed_slices_are_read_by_the_tasks(client, tmp_path):
     for sel in (dict(config=slice(3, 20)), dict(config=slice(1, 23, 3)), dict(repeat=slice(1, 2)),
                 dict(sample=slice(0, 500), config=slice(5, 9))):
         view = v.isel(**sel)
-        assert L._zarr_of(view) is not None and L.is_lazy(view)
+        assert zarr_rules.zarr_of(view) is not None and chunked.is_lazy(view)
         want_p = p[sel.get("sample", slice(None)), sel.get("config", slice(None)), sel.get("repeat", slice(None))]
         want_y = y[sel.get("sample", slice(None))]
         got = bd.bbc(view, want_y, metric="roc_auc", random_state=0, n_bootstraps=100)
@@ -192,12 +226,12 @@ def test_decoded_or_sliced_zarr_goes_through_dask(client, tmp_path):
     _to_zarr(tmp_path / "s.zarr", (p * 4).astype(np.float64), ("sample", "config", "repeat"),
              attrs={"scale_factor": 0.25})
     v = xr.open_zarr(str(tmp_path / "s.zarr"), consolidated=False, zarr_format=3)["p"]
-    assert L._zarr_of(v) is None and L.is_lazy(v)  # a decoding wrapper: not read raw
+    assert zarr_rules.zarr_of(v) is None and chunked.is_lazy(v)  # a decoding wrapper: not read raw
     mem = bd.bbc(p, y, metric="neg_mean_squared_error", random_state=0, n_bootstraps=100)
     got = bd.bbc(v, y, metric="neg_mean_squared_error", random_state=0, n_bootstraps=100)
     np.testing.assert_array_equal(got.bootstrap_distribution, mem.bootstrap_distribution)
     sl = v.isel(config=slice(3, 20))
-    assert L._zarr_of(sl) is None
+    assert zarr_rules.zarr_of(sl) is None
     got = bd.bbc(sl, y, metric="neg_mean_squared_error", random_state=0, n_bootstraps=100)
     want = bd.bbc(p[:, 3:20], y, metric="neg_mean_squared_error", random_state=0, n_bootstraps=100)
     np.testing.assert_array_equal(got.bootstrap_distribution, want.bootstrap_distribution)
@@ -212,10 +246,10 @@ def test_chunked_dropping_test_equals_in_memory(metric, client, tmp_path):
     configs = np.array([0, 1, 2, 5, 6, 11, 17, 18, 19, 20, 29])
     want = bd.dropping_test(p[:, configs], y, avail, metric=metric, alpha=0.9, n_bootstraps=150,
                             random_state=np.random.SeedSequence(8))
-    blocks, _ = L.zarr_blocks(z, ("sample", "config", "repeat"), configs=configs,
+    blocks, _ = chunked.zarr_blocks(z, ("sample", "config", "repeat"), configs=configs,
                               chunk_bytes=8 * 400 * 2 * 8)
     assert len(blocks) > 3
-    got = L.lazy_dropping_test(client, blocks, y, avail, metric=metric, alpha=0.9,
+    got = chunked.lazy_dropping_test(client, blocks, y, avail, metric=metric, alpha=0.9,
                                n_bootstraps=150, seed=np.random.SeedSequence(8))
     assert got.best == want.best and got.n_redrawn == want.n_redrawn
     np.testing.assert_array_equal(got.p_hat, want.p_hat)
@@ -235,9 +269,9 @@ def test_chunked_dropping_test_survives_losing_every_worker(make_local_client, t
     z = _to_zarr(tmp_path / "d.zarr", p, ("sample", "config", "repeat"), chunk_cfg=4)
     want = bd.dropping_test(p, y, avail, metric="roc_auc", alpha=0.9, n_bootstraps=150,
                             random_state=np.random.SeedSequence(8))
-    blocks, _ = L.zarr_blocks(z, ("sample", "config", "repeat"), chunk_bytes=4 * 400 * 2 * 8)
+    blocks, _ = chunked.zarr_blocks(z, ("sample", "config", "repeat"), chunk_bytes=4 * 400 * 2 * 8)
     with make_local_client() as c:
-        real, restarted = L.wait_done, []
+        real, restarted = lazy_dropping.wait_done, []
 
         def restart_then_wait(futures):
             if not restarted:
@@ -245,8 +279,8 @@ def test_chunked_dropping_test_survives_losing_every_worker(make_local_client, t
                 restarted.append(1)
             real(futures)
 
-        monkeypatch.setattr(L, "wait_done", restart_then_wait)
-        got = L.lazy_dropping_test(c, blocks, y, avail, metric="roc_auc", alpha=0.9,
+        monkeypatch.setattr(lazy_dropping, "wait_done", restart_then_wait)
+        got = chunked.lazy_dropping_test(c, blocks, y, avail, metric="roc_auc", alpha=0.9,
                                    n_bootstraps=150, seed=np.random.SeedSequence(8))
     assert restarted
     _same_decision(got, want)
@@ -268,10 +302,10 @@ def test_chunked_dropping_test_draws_counts_again_when_too_large_to_share(client
                             random_state=np.random.SeedSequence(8))
     assert want.n_redrawn >= 5
     z = _to_zarr(tmp_path / "d.zarr", p, ("sample", "config", "repeat"), chunk_cfg=4)
-    blocks, _ = L.zarr_blocks(z, ("sample", "config", "repeat"), chunk_bytes=4 * 400 * 2 * 8)
-    monkeypatch.setattr(L, "COUNTS_BYTES", 1)
+    blocks, _ = chunked.zarr_blocks(z, ("sample", "config", "repeat"), chunk_bytes=4 * 400 * 2 * 8)
+    monkeypatch.setattr(budgets, "COUNTS_BYTES", 1)
     with get_task_stream(client) as ts:
-        got = L.lazy_dropping_test(client, blocks, y, avail, metric="roc_auc", alpha=0.9,
+        got = chunked.lazy_dropping_test(client, blocks, y, avail, metric="roc_auc", alpha=0.9,
                                    n_bootstraps=150, seed=np.random.SeedSequence(8), key="redraw")
     assert got.best == want.best and got.n_redrawn == want.n_redrawn
     np.testing.assert_array_equal(got.p_hat, want.p_hat)
@@ -325,8 +359,8 @@ def test_several_sample_blocks_equal_in_memory(metric, client, tmp_path, monkeyp
     import bbc_dask.metrics as M
 
     monkeypatch.setattr(M, "SAMPLE_BLOCK", 128)
-    monkeypatch.setattr(L, "CHUNK_BYTES", 128 * 4 * 2 * 8 * (3 if "ovr" in metric or "log" in metric else 1))
-    monkeypatch.setattr(L, "SUMS_BYTES", 1)  # a group per stored chunk: several groups
+    monkeypatch.setattr(zarr_rules, "CHUNK_BYTES", 128 * 4 * 2 * 8 * (3 if "ovr" in metric or "log" in metric else 1))
+    monkeypatch.setattr(budgets, "SUMS_BYTES", 1)  # a group per stored chunk: several groups
     p, y = _cube(metric, 700, 13, 2)
     dims = ("sample", "config", "repeat", "class")[: p.ndim]
     z = _to_zarr(tmp_path / "c.zarr", p, dims, chunk_cfg=4)
@@ -347,7 +381,7 @@ def test_sample_block_groups_of_several_parts_equal_in_memory(metric, client, tm
 
     monkeypatch.setattr(M, "SAMPLE_BLOCK", 128)
     per_config = 128 * 2 * 8 * (3 if metric == "neg_log_loss" else 1)
-    monkeypatch.setattr(L, "CHUNK_BYTES", 2 * per_config)
+    monkeypatch.setattr(zarr_rules, "CHUNK_BYTES", 2 * per_config)
     stacked = []
     real = M.Metric.stacked
     monkeypatch.setattr(M.Metric, "stacked", lambda self, parts, n: stacked.append(n) or real(self, parts, n))
@@ -370,8 +404,8 @@ def test_a_dask_array_goes_in_the_groups_of_a_store(client, tmp_path, monkeypatc
     import bbc_dask.metrics as M
 
     monkeypatch.setattr(M, "SAMPLE_BLOCK", 128)
-    monkeypatch.setattr(L, "CHUNK_BYTES", 128 * 2 * 8 * 2)  # two configurations a part
-    monkeypatch.setattr(L, "_slots", lambda: 1)
+    monkeypatch.setattr(zarr_rules, "CHUNK_BYTES", 128 * 2 * 8 * 2)  # two configurations a part
+    monkeypatch.setattr(budgets, "slots", lambda: 1)
     p, y = _small("accuracy", n=700, c=13)
     m = M.get_metric("accuracy")
     edges = M.sample_blocks(700, 128)
@@ -379,7 +413,7 @@ def test_a_dask_array_goes_in_the_groups_of_a_store(client, tmp_path, monkeypatc
     lazy = xr.DataArray(da.from_array(p, chunks=(100, 3, 2)), dims=("sample", "config", "repeat"))
     groups = {}
     for name, x in (("zarr", z), ("dask", lazy)):
-        runs, offsets = L._sources(x, m, "bbc").sample_runs(edges, 4 * 64 * 2 * 8 * 2, 128 * 2 * 4)
+        runs, offsets = source._sources(x, m, "bbc").sample_runs(edges, 4 * 64 * 2 * 8 * 2, 128 * 2 * 4)
         groups[name] = (offsets, [[len(parts) for _, parts in g] for g in runs])
     assert groups["dask"] == groups["zarr"]
     # 13 configurations: a group of 6 parts (whole parts: 12), then the last part
@@ -387,11 +421,11 @@ def test_a_dask_array_goes_in_the_groups_of_a_store(client, tmp_path, monkeypatc
     # a Dask task gets its parts loaded at once: their raw bytes (float64 labels here,
     # twice the features' float32) keep to HOLD_BYTES too — 2 parts where a store's
     # task has 4
-    monkeypatch.setattr(L, "HOLD_BYTES", 2 * (2 * 128 * 2 * 8))
+    monkeypatch.setattr(budgets, "HOLD_BYTES", 2 * (2 * 128 * 2 * 8))
     lazy64 = xr.DataArray(da.from_array(p.astype(np.float64), chunks=(100, 3, 2)),
                           dims=("sample", "config", "repeat"))
     for name, x in (("zarr", z), ("dask", lazy64)):
-        runs, offsets = L._sources(x, m, "bbc").sample_runs(edges, 4 * 64 * 2 * 8 * 2, 128 * 2 * 4)
+        runs, offsets = source._sources(x, m, "bbc").sample_runs(edges, 4 * 64 * 2 * 8 * 2, 128 * 2 * 4)
         groups[name] = (offsets, [max(len(parts) for _, parts in g) for g in runs])
     assert groups["zarr"] == ([0, 8], [4, 3]) and groups["dask"] == ([0, 4, 8, 12], [2, 2, 2, 1])
     want = bd.bbc(p, y, metric="accuracy", random_state=3, n_bootstraps=150)
@@ -425,8 +459,8 @@ def test_sample_blocks_plan_redraws_only_when_a_draw_is_undefined(client, tmp_pa
     import bbc_dask.metrics as M
 
     monkeypatch.setattr(M, "SAMPLE_BLOCK", 128)
-    planned, real = [], L.K.plan_group
-    monkeypatch.setattr(L.K, "plan_group", lambda *a: planned.append(1) or real(*a))
+    planned, real = [], task_base.plan_group
+    monkeypatch.setattr(task_base, "plan_group", lambda *a: planned.append(1) or real(*a))
     rng = np.random.default_rng(6)
     p = rng.normal(size=(300, 5, 2))
     z = _to_zarr(tmp_path / "r2.zarr", p, ("sample", "config", "repeat"))
@@ -454,12 +488,12 @@ def test_sample_block_counts_drawn_once_while_they_fit(share, y_kind, client, tm
     from bbc_dask.stats import _bootstrap as BS
 
     monkeypatch.setattr(M, "SAMPLE_BLOCK", 128)
-    monkeypatch.setattr(L, "CHUNK_BYTES", 128 * 2 * 8 * 2)  # parts of 2 configurations
-    monkeypatch.setattr(L, "SUMS_BYTES", 1)  # a group per part: 3 groups
+    monkeypatch.setattr(zarr_rules, "CHUNK_BYTES", 128 * 2 * 8 * 2)  # parts of 2 configurations
+    monkeypatch.setattr(budgets, "SUMS_BYTES", 1)  # a group per part: 3 groups
     if not share:
-        monkeypatch.setattr(L, "COUNTS_BYTES", 0)
+        monkeypatch.setattr(budgets, "COUNTS_BYTES", 0)
     draws, real = [], BS.block_counts
-    monkeypatch.setattr(L.K, "block_counts", lambda *a: draws.append(1) or real(*a))
+    monkeypatch.setattr(task_base, "block_counts", lambda *a: draws.append(1) or real(*a))
     rng = np.random.default_rng(6)
     p = rng.normal(size=(300, 5, 2))
     z = _to_zarr(tmp_path / "r2.zarr", p, ("sample", "config", "repeat"), chunk_cfg=2)
@@ -476,7 +510,7 @@ def test_sample_block_counts_drawn_once_while_they_fit(share, y_kind, client, tm
     assert len(draws) == (passes * per_pass if share else (passes * 3 + 1) * per_pass)
     # on the two workers: the shared counts are copied to both (else every task of a
     # block would be tied to the worker that drew its counts)
-    held, real_replicate = [], L._replicate
+    held, real_replicate = [], graph._replicate
 
     def replicate(persisted):
         real_replicate(persisted)
@@ -485,7 +519,7 @@ def test_sample_block_counts_drawn_once_while_they_fit(share, y_kind, client, tm
         futures = futures_of(persisted)
         held.extend(len(w) for w in client.who_has(futures).values())
 
-    monkeypatch.setattr(L, "_replicate", replicate)
+    monkeypatch.setattr(graph, "_replicate", replicate)
     _same(bd.bbc(z, y, metric="r2", random_state=1, n_bootstraps=100), want)
     assert held == ([2] * 3 * passes if share else []), held
 
@@ -588,10 +622,10 @@ def test_shared_counts_stay_unchanged_when_a_seed_block_scores_one_bootstrap(tmp
     dims = ("sample", "config", "repeat")
     z = _to_zarr(tmp_path / "c.zarr", p, dims, chunk_cfg=2)
     want = bd.bbc(p, y, metric="roc_auc", random_state=4, n_bootstraps=65)
-    blocks, offsets = L.zarr_blocks(z, dims, chunk_bytes=2 * 300 * 2 * 8)
+    blocks, offsets = chunked.zarr_blocks(z, dims, chunk_bytes=2 * 300 * 2 * 8)
     assert len(blocks) == 5
     with dask.config.set(scheduler="sync"):
-        _same(L.bbc_over_blocks(blocks, offsets, y, metric="roc_auc", n_bootstraps=65,
+        _same(chunked.bbc_over_blocks(blocks, offsets, y, metric="roc_auc", n_bootstraps=65,
                                 confidence_level=0.95, random_state=4, pos_label=None,
                                 caller="bbc"), want)
 
@@ -611,17 +645,17 @@ def test_counts_drawn_again_in_each_block_when_too_large_to_share(sample_block, 
     want = bd.bbc(p, y, metric="roc_auc", random_state=2, n_bootstraps=140)
     assert want.n_redrawn > 20
     z = _to_zarr(tmp_path / "c.zarr", p, ("sample", "config", "repeat"), chunk_cfg=2)
-    monkeypatch.setattr(L, "COUNTS_BYTES", 1)
-    blocks, offsets = L.zarr_blocks(z, ("sample", "config", "repeat"), chunk_bytes=2 * 700 * 2 * 8)
+    monkeypatch.setattr(budgets, "COUNTS_BYTES", 1)
+    blocks, offsets = chunked.zarr_blocks(z, ("sample", "config", "repeat"), chunk_bytes=2 * 700 * 2 * 8)
 
     def run():
-        return L.bbc_over_blocks(blocks, offsets, y, metric="roc_auc", n_bootstraps=140,
+        return chunked.bbc_over_blocks(blocks, offsets, y, metric="roc_auc", n_bootstraps=140,
                                  confidence_level=0.95, random_state=2, pos_label=None,
                                  caller="bbc")
 
     _same(run(), want)  # on the cluster
-    drawn, real = [], L.K.plan_counts
-    monkeypatch.setattr(L.K, "plan_counts", lambda *a: drawn.append(1) or real(*a))
+    drawn, real = [], config_blocks.plan_counts
+    monkeypatch.setattr(config_blocks, "plan_counts", lambda *a: drawn.append(1) or real(*a))
     with dask.config.set(scheduler="sync"):  # here, to count the draws
         _same(run(), want)
     assert len(blocks) == 5 and len(drawn) == 5 * 3  # each block drew each seed block
@@ -638,8 +672,8 @@ def test_chunked_dropping_and_bbc_f_over_sample_blocks(metric, client, tmp_path,
     z = _to_zarr(tmp_path / "d.zarr", p, ("sample", "config", "repeat"), chunk_cfg=3)
     want = bd.dropping_test(p, y, avail, metric=metric, alpha=0.9, n_bootstraps=150,
                             random_state=np.random.SeedSequence(8))
-    blocks, _ = L.zarr_blocks(z, ("sample", "config", "repeat"), chunk_bytes=3 * 450 * 2 * 8)
-    got = L.lazy_dropping_test(client, blocks, y, avail, metric=metric, alpha=0.9,
+    blocks, _ = chunked.zarr_blocks(z, ("sample", "config", "repeat"), chunk_bytes=3 * 450 * 2 * 8)
+    got = chunked.lazy_dropping_test(client, blocks, y, avail, metric=metric, alpha=0.9,
                                n_bootstraps=150, seed=np.random.SeedSequence(8))
     assert got.best == want.best and got.n_redrawn == want.n_redrawn
     np.testing.assert_array_equal(got.p_hat, want.p_hat)
@@ -655,12 +689,11 @@ def test_bbc_f_over_sample_blocks_equals_in_memory(metric, client, tmp_path, mon
     configuration group) task sums its block per fold row, the sums chained in block
     order; the fold matrix, and so the result, equal the in-memory ones bit for bit
     (Zarr, and Dask chunked along samples), every task holding one sample block."""
-    import bbc_dask.chunked._blocks as K
     import bbc_dask.metrics as M
 
     monkeypatch.setattr(M, "SAMPLE_BLOCK", 128)
-    monkeypatch.setattr(L, "CHUNK_BYTES", 128 * 4 * 2 * 8 * (3 if "log" in metric else 1))
-    monkeypatch.setattr(L, "SUMS_BYTES", 1)  # a group per stored chunk: several groups
+    monkeypatch.setattr(zarr_rules, "CHUNK_BYTES", 128 * 4 * 2 * 8 * (3 if "log" in metric else 1))
+    monkeypatch.setattr(budgets, "SUMS_BYTES", 1)  # a group per stored chunk: several groups
     p, y = _cube(metric, 700, 13, 2, seed=5)
     rng = np.random.default_rng(2)
     folds = np.stack([rng.permutation(np.arange(700) % 5), rng.permutation(np.arange(700) % 4)], 1)
@@ -668,16 +701,16 @@ def test_bbc_f_over_sample_blocks_equals_in_memory(metric, client, tmp_path, mon
     z = _to_zarr(tmp_path / "c.zarr", p, dims, chunk_cfg=4)
     want = bd.bbc_f(p, y, folds, metric=metric, random_state=3, n_bootstraps=150)
     F, _ = bd.fold_score_matrix(p, y, folds, metric=metric)
-    sizes, real = [], K.fold_block_sums
-    monkeypatch.setattr(K, "fold_block_sums", lambda parts, block, *a: sizes.append(
+    sizes, real = [], sample_sums.fold_block_sums
+    monkeypatch.setattr(sample_sums, "fold_block_sums", lambda parts, block, *a: sizes.append(
         block[1].shape[0]) or real(parts, block, *a))
     with dask.config.set(scheduler="sync"):  # in this process: the calls are seen
-        got, _ = L._fold_matrix_by_samples(L._sources(z, get_metric(metric), "t"),
+        got, _ = lazy_bbc_f._fold_matrix_by_samples(source._sources(z, get_metric(metric), "t"),
                                         _target_of(y, metric),
                                         folds, get_metric(metric), "t")
     np.testing.assert_array_equal(got, F)
     assert len(sizes) == 6 * 4 and max(sizes) == 128  # 6 blocks x 4 groups
-    monkeypatch.setattr(K, "fold_block_sums", real)
+    monkeypatch.setattr(sample_sums, "fold_block_sums", real)
     _same(bd.bbc_f(z, y, folds, metric=metric, random_state=3, n_bootstraps=150), want)
     lazy = xr.DataArray(da.from_array(p, chunks=(100,) + p.shape[1:]), dims=dims)
     _same(bd.bbc_f(lazy, y, folds, metric=metric, random_state=3, n_bootstraps=150), want)
@@ -700,7 +733,7 @@ def _dropping_cube(metric, tmp_path, n=700, c=13, r=2):
     p[np.broadcast_to(~avail[:, None, :], p.shape[:3])] = np.nan
     dims = ("sample", "config", "repeat", "class")[: p.ndim]
     z = _to_zarr(tmp_path / f"{metric}.zarr", p, dims, chunk_cfg=4)
-    return p, y, avail, L._sources(z, get_metric(metric), "test")
+    return p, y, avail, source._sources(z, get_metric(metric), "test")
 
 
 def _same_decision(got, want):
@@ -721,9 +754,9 @@ def _dropping_task_names(client, monkeypatch, p, y, avail, metric, src):
     full, S, _ = D.dropping_scores(p, y, avail, metric=metric, n_boot=150,
                                    root=np.random.SeedSequence(8))
     seen, real = [], D.decide
-    monkeypatch.setattr(D, "decide", lambda *a: seen.append(a) or real(*a))
+    monkeypatch.setattr(lazy_dropping, "decide", lambda *a: seen.append(a) or real(*a))
     with get_task_stream(client) as ts:
-        got = L.lazy_dropping_test(client, [], y, avail, metric=metric, alpha=0.9,
+        got = chunked.lazy_dropping_test(client, [], y, avail, metric=metric, alpha=0.9,
                                    n_bootstraps=150, seed=np.random.SeedSequence(8), source=src)
     _same_decision(got, want)
     (got_full, got_S, *_), = seen
@@ -745,8 +778,8 @@ def test_dropping_test_over_sample_blocks_equals_in_memory(metric, r, client, tm
     monkeypatch.setattr(M, "SAMPLE_BLOCK", 128)
     p, y, avail, src = _dropping_cube(metric, tmp_path, r=r)
     per = 128 * int(np.prod(p.shape[2:])) * 8  # a configuration of a sample block
-    monkeypatch.setattr(L, "CHUNK_BYTES", 4 * per)  # parts of a stored chunk (4)
-    monkeypatch.setattr(L, "SUMS_BYTES", 1)  # a group per part: 4 groups
+    monkeypatch.setattr(zarr_rules, "CHUNK_BYTES", 4 * per)  # parts of a stored chunk (4)
+    monkeypatch.setattr(budgets, "SUMS_BYTES", 1)  # a group per part: 4 groups
     names = _dropping_task_names(client, monkeypatch, p, y, avail, metric, src)
     assert sum("dropping_sums" in k for k in names) == 6 * 4  # 6 sample blocks x 4 groups
     assert sum("finish_dropping" in k for k in names) == 4
@@ -763,7 +796,7 @@ def test_dropping_test_over_sample_blocks_redraws_as_in_memory(share, client, tm
 
     monkeypatch.setattr(M, "SAMPLE_BLOCK", 128)
     if not share:
-        monkeypatch.setattr(L, "COUNTS_BYTES", 0)
+        monkeypatch.setattr(budgets, "COUNTS_BYTES", 0)
     rng = np.random.default_rng(6)
     p = rng.normal(size=(300, 5, 2))
     y = np.zeros(300)
@@ -774,9 +807,9 @@ def test_dropping_test_over_sample_blocks_redraws_as_in_memory(share, client, tm
     want = bd.dropping_test(p, y, avail, metric="r2", alpha=0.6, n_bootstraps=150,
                             random_state=np.random.SeedSequence(8))
     assert want.n_redrawn > 5 and 0 < want.drop.sum() < 4
-    got = L.lazy_dropping_test(client, [], y, avail, metric="r2", alpha=0.6, n_bootstraps=150,
+    got = chunked.lazy_dropping_test(client, [], y, avail, metric="r2", alpha=0.6, n_bootstraps=150,
                                seed=np.random.SeedSequence(8),
-                               source=L._sources(z, get_metric("r2"), "test"))
+                               source=source._sources(z, get_metric("r2"), "test"))
     _same_decision(got, want)
 
 
@@ -792,7 +825,7 @@ def test_study_groups_shrink_with_more_bootstraps():
         shape, dims = (1_000_000, 100, 2), ("sample", "config", "repeat")
         configs, chunk_width, fold_fraction = np.arange(100), 10, 1.0
 
-    src = L._Source.of_table(Table())
+    src = source._Source.of_table(Table())
     edges = M.sample_blocks(1_000_000, M.SAMPLE_BLOCK)
     sizes = {b: [g.size for g in src._table_groups(edges, 0, b)] for b in (0, 200, 256, 1000)}
     assert sizes[0] == sizes[200] == sizes[256] == [20] * 5
@@ -922,7 +955,6 @@ def test_study_cube_over_sample_runs_equals_in_memory(metric, client, tmp_path, 
     of some configurations — a run of blocks (one group of six configurations) or one
     block (a group per stored chunk) — never every sample; equal to in memory bit for
     bit, in bag and out of bag."""
-    import bbc_dask.chunked._blocks as K
     import bbc_dask.cube._layout as C
     import bbc_dask.metrics as M
 
@@ -936,14 +968,14 @@ def test_study_cube_over_sample_runs_equals_in_memory(metric, client, tmp_path, 
                         lambda self, configs, repeats=None, rows_=None, **kw:
                         rows.append(kw.get("rows")) or read(self, configs, repeats, **kw))
     for name in ("run_sums", "run_oob_sums"):
-        real = getattr(K, name)
-        monkeypatch.setattr(K, name, lambda *a, _f=real, **k: runs.append(len(a[4])) or _f(*a, **k))
+        real = getattr(sample_sums, name)
+        monkeypatch.setattr(sample_sums, name, lambda *a, _f=real, **k: runs.append(len(a[4])) or _f(*a, **k))
     cube = int(np.prod(s.cube["prediction"].shape)) * 8
     n_blocks = -(-s.cube.sizes["sample"] // 128)
-    monkeypatch.setattr(L, "_slots", lambda: 1)  # at least two tasks per group
+    monkeypatch.setattr(budgets, "slots", lambda: 1)  # at least two tasks per group
     # one group of six, runs of half the blocks; a group per stored chunk, a block per task
-    for hold, longest in ((L.HOLD_BYTES, -(-n_blocks // 2)), (cube // 9, 1)):
-        monkeypatch.setattr(L, "HOLD_BYTES", hold)
+    for hold, longest in ((budgets.HOLD_BYTES, -(-n_blocks // 2)), (cube // 9, 1)):
+        monkeypatch.setattr(budgets, "HOLD_BYTES", hold)
         rows.clear(), runs.clear()
         with dask.config.set(scheduler="sync"):  # in this process: the reads are seen
             _same(s.bbc(chunked=True, n_bootstraps=150, random_state=3), want)
@@ -1043,9 +1075,9 @@ def test_study_sample_runs_hold_at_most_their_budget(n, c, r, b, monkeypatch):
     class Reader:  # the shape is all the plan reads
         shape = (n, c, r)
 
-    monkeypatch.setattr(L, "_slots", lambda: 2)
+    monkeypatch.setattr(budgets, "slots", lambda: 2)
     table = SampleTable(Reader(), np.arange(c), chunk_width=10)
-    src = L._Source.of_table(table)
+    src = source._Source.of_table(table)
     edges = M.sample_blocks(n, M.SAMPLE_BLOCK)
     out = -(-b // 64) * 64 * r * 8 * 2  # as _bbc_by_samples sizes a configuration's sums
     runs, offsets = src.sample_runs(edges, out, 0)
@@ -1056,8 +1088,8 @@ def test_study_sample_runs_hold_at_most_their_budget(n, c, r, b, monkeypatch):
         assert [j for blocks, _ in g for j, _, _ in blocks] == list(range(len(edges)))
         for blocks, parts in g:
             rows = blocks[-1][2] - blocks[0][1]
-            assert rows * width * r * 8 <= L.HOLD_BYTES
-            assert len(blocks) * width * out <= L.SUMS_BYTES
+            assert rows * width * r * 8 <= budgets.HOLD_BYTES
+            assert len(blocks) * width * out <= budgets.SUMS_BYTES
         seen.extend(g[0][1][0].configs.tolist())
         assert g[0][1][0].configs[0] == off
     assert seen == list(range(c))
@@ -1072,22 +1104,21 @@ def test_ranking_metric_by_pairs_of_tiles_equals_in_memory(metric, n, client, tm
     of 3 configurations — equal to the in-memory result bit for bit (in bag, out of
     bag, full scores), from a Zarr store and a Dask array. Every task holds two tiles'
     samples at most: its counts and sorted columns do not grow with N."""
-    import bbc_dask.chunked._blocks as K
     import bbc_dask.metrics as M
 
     monkeypatch.setattr(M, "SAMPLE_BLOCK", 128)
-    monkeypatch.setattr(L, "RANK_TILE", 256)
-    monkeypatch.setattr(L, "RANK_SAMPLES", 512)
+    monkeypatch.setattr(budgets, "RANK_TILE", 256)
+    monkeypatch.setattr(budgets, "RANK_SAMPLES", 512)
     per = {"roc_auc_ovr": 3, "roc_auc_ovo": 4}.get(metric, 1)  # sorted columns held a sample
-    monkeypatch.setattr(L, "HOLD_BYTES", 3 * 2 * 256 * 2 * per * L.RANK_CELL_BYTES)
+    monkeypatch.setattr(budgets, "HOLD_BYTES", 3 * 2 * 256 * 2 * per * budgets.RANK_CELL_BYTES)
     p, y = _cube(metric, n, 13, 2)
     dims = ("sample", "config", "repeat", "class")[: p.ndim]
     z = _to_zarr(tmp_path / "c.zarr", p, dims, chunk_cfg=4)
     want = bd.bbc(p, y, metric=metric, random_state=3, n_bootstraps=150)
     assert len(set(want.winners.tolist())) > 3
     held = []
-    real = K.tile_sums
-    monkeypatch.setattr(K, "tile_sums", lambda tiles, *a, **k: held.append(
+    real = tile_sums.tile_sums
+    monkeypatch.setattr(tile_sums, "tile_sums", lambda tiles, *a, **k: held.append(
         (sum(hi - lo for bl, _ in tiles for _, lo, hi in bl), len(tiles), k["weight"], k["oob"]))
         or real(tiles, *a, **k))
     with dask.config.set(scheduler="sync"):  # in this process: the tasks are seen
@@ -1110,15 +1141,14 @@ def test_bbc_f_of_a_ranking_metric_by_pairs_of_tiles_equals_in_memory(metric, cl
     weights. N = 1,100 in tiles of 256 (5 tiles), folds of 5 and 4 over 2 repeats: the fold matrix and the
     result equal the in-memory ones bit for bit (Zarr and Dask), every task holding two
     tiles at most."""
-    import bbc_dask.chunked._blocks as K
     import bbc_dask.metrics as M
 
     monkeypatch.setattr(M, "SAMPLE_BLOCK", 128)
-    monkeypatch.setattr(L, "RANK_FOLD_TILE", 256)
-    monkeypatch.setattr(L, "RANK_TILE", 128)  # BBC's: not BBC-F's
-    monkeypatch.setattr(L, "RANK_SAMPLES", 512)
+    monkeypatch.setattr(budgets, "RANK_FOLD_TILE", 256)
+    monkeypatch.setattr(budgets, "RANK_TILE", 128)  # BBC's: not BBC-F's
+    monkeypatch.setattr(budgets, "RANK_SAMPLES", 512)
     per = {"roc_auc_ovr": 3, "roc_auc_ovo": 4}.get(metric, 1)  # sorted columns held a sample
-    monkeypatch.setattr(L, "HOLD_BYTES", 3 * 2 * 256 * 2 * per * L.RANK_CELL_BYTES)
+    monkeypatch.setattr(budgets, "HOLD_BYTES", 3 * 2 * 256 * 2 * per * budgets.RANK_CELL_BYTES)
     n = 1100
     p, y = _cube(metric, n, 13, 2, seed=6)
     rng = np.random.default_rng(2)
@@ -1127,18 +1157,18 @@ def test_bbc_f_of_a_ranking_metric_by_pairs_of_tiles_equals_in_memory(metric, cl
     z = _to_zarr(tmp_path / "c.zarr", p, dims, chunk_cfg=4)
     want = bd.bbc_f(p, y, folds, metric=metric, random_state=3, n_bootstraps=150)
     F, _ = bd.fold_score_matrix(p, y, folds, metric=metric)
-    held, real = [], K.tile_fold_sums
-    monkeypatch.setattr(K, "tile_fold_sums", lambda tiles, *a, **k: held.append(
+    held, real = [], tile_sums.tile_fold_sums
+    monkeypatch.setattr(tile_sums, "tile_fold_sums", lambda tiles, *a, **k: held.append(
         (sum(hi - lo for bl, _ in tiles for _, lo, hi in bl), len(tiles), k["weight"]))
         or real(tiles, *a, **k))
     with dask.config.set(scheduler="sync"):  # in this process: the tasks are seen
-        got, _ = L._fold_matrix_by_tiles(L._sources(z, get_metric(metric), "t"),
+        got, _ = lazy_bbc_f._fold_matrix_by_tiles(source._sources(z, get_metric(metric), "t"),
                                       _target_of(y, metric), folds, get_metric(metric), "t")
     np.testing.assert_array_equal(got, F)
     assert len(held) == (5 * 4 // 2 + 5) * -(-13 // 3)  # jobs x groups of 3
     assert max(h[0] for h in held) <= 2 * 256
     assert sorted({(h[1], h[2]) for h in held}) == [(1, 2 - 5), (2, 1)]  # weights
-    monkeypatch.setattr(K, "tile_fold_sums", real)
+    monkeypatch.setattr(tile_sums, "tile_fold_sums", real)
     _same(bd.bbc_f(z, y, folds, metric=metric, random_state=3, n_bootstraps=150), want)
     lazy = xr.DataArray(da.from_array(p, chunks=(100,) + p.shape[1:]), dims=dims)
     _same(bd.bbc_f(lazy, y, folds, metric=metric, random_state=3, n_bootstraps=150), want)
@@ -1152,8 +1182,8 @@ def test_ranking_metric_by_tiles_redraws_as_in_memory(metric, client, tmp_path, 
     import bbc_dask.metrics as M
 
     monkeypatch.setattr(M, "SAMPLE_BLOCK", 128)
-    monkeypatch.setattr(L, "RANK_TILE", 256)
-    monkeypatch.setattr(L, "RANK_SAMPLES", 512)
+    monkeypatch.setattr(budgets, "RANK_TILE", 256)
+    monkeypatch.setattr(budgets, "RANK_SAMPLES", 512)
     p, y = _cube(metric, 900, 6, 2)
     rare = np.zeros(900, dtype=bool)
     rare[np.random.default_rng(1).choice(900, 3, replace=False)] = True
@@ -1171,8 +1201,8 @@ def test_study_cube_ranking_metric_by_pairs_of_tiles(client, tmp_path, monkeypat
     import bbc_dask.metrics as M
 
     monkeypatch.setattr(M, "SAMPLE_BLOCK", 64)
-    monkeypatch.setattr(L, "RANK_TILE", 128)
-    monkeypatch.setattr(L, "RANK_SAMPLES", 256)
+    monkeypatch.setattr(budgets, "RANK_TILE", 128)
+    monkeypatch.setattr(budgets, "RANK_SAMPLES", 256)
     s = _study_of("roc_auc", tmp_path / "s.zarr", client)
     want = s.bbc(chunked=False, n_bootstraps=150, random_state=3)
     rows = []
@@ -1197,10 +1227,10 @@ def test_dropping_test_of_a_ranking_metric_by_pairs_of_tiles(metric, client, tmp
     import bbc_dask.metrics as M
 
     monkeypatch.setattr(M, "SAMPLE_BLOCK", 64)
-    monkeypatch.setattr(L, "RANK_TILE", 128)
-    monkeypatch.setattr(L, "RANK_SAMPLES", 256)
+    monkeypatch.setattr(budgets, "RANK_TILE", 128)
+    monkeypatch.setattr(budgets, "RANK_SAMPLES", 256)
     per = {"roc_auc_ovr": 3, "roc_auc_ovo": 4}.get(metric, 1)  # sorted columns held a sample
-    monkeypatch.setattr(L, "HOLD_BYTES", 3 * 2 * 128 * 2 * per * L.RANK_CELL_BYTES)
+    monkeypatch.setattr(budgets, "HOLD_BYTES", 3 * 2 * 128 * 2 * per * budgets.RANK_CELL_BYTES)
     p, y, avail, src = _dropping_cube(metric, tmp_path)
     names = _dropping_task_names(client, monkeypatch, p, y, avail, metric, src)
     assert sum("tile_dropping_sums" in k for k in names) == (15 + 6) * 5  # jobs x groups
@@ -1212,8 +1242,8 @@ def test_dropping_test_of_auc_by_tiles_redraws_as_in_memory(client, tmp_path, mo
     import bbc_dask.metrics as M
 
     monkeypatch.setattr(M, "SAMPLE_BLOCK", 64)
-    monkeypatch.setattr(L, "RANK_TILE", 128)
-    monkeypatch.setattr(L, "RANK_SAMPLES", 256)
+    monkeypatch.setattr(budgets, "RANK_TILE", 128)
+    monkeypatch.setattr(budgets, "RANK_SAMPLES", 256)
     rng = np.random.default_rng(6)
     p = rng.normal(size=(500, 5, 2))
     y = np.zeros(500, dtype=int)
@@ -1225,9 +1255,9 @@ def test_dropping_test_of_auc_by_tiles_redraws_as_in_memory(client, tmp_path, mo
     want = bd.dropping_test(p, y, avail, metric="roc_auc", alpha=0.6, n_bootstraps=150,
                             random_state=np.random.SeedSequence(8))
     assert want.n_redrawn > 5
-    got = L.lazy_dropping_test(client, [], y, avail, metric="roc_auc", alpha=0.6,
+    got = chunked.lazy_dropping_test(client, [], y, avail, metric="roc_auc", alpha=0.6,
                                n_bootstraps=150, seed=np.random.SeedSequence(8),
-                               source=L._sources(z, get_metric("roc_auc"), "test"))
+                               source=source._sources(z, get_metric("roc_auc"), "test"))
     _same_decision(got, want)
 
 
@@ -1238,12 +1268,12 @@ def test_tiles_narrow_where_one_configuration_would_not_fit(monkeypatch):
     import bbc_dask.metrics as M
 
     n = 10 * M.SAMPLE_BLOCK * 4 + 5
-    assert [len(t) for t in L._tiles(n)] == [4] * 10 + [1]  # 2**17 samples each
-    narrow = L._tiles(n, 50)
+    assert [len(t) for t in source._tiles(n)] == [4] * 10 + [1]  # 2**17 samples each
+    narrow = source._tiles(n, 50)
     assert all(len(t) == 1 for t in narrow) and len(narrow) == 41
     for cols in (1, 10, 20, 50):
-        size = max(hi - lo for t in L._tiles(n, cols) for _, lo, hi in t)
-        assert size == M.SAMPLE_BLOCK or 2 * size * cols * L.RANK_CELL_BYTES <= L.HOLD_BYTES
+        size = max(hi - lo for t in source._tiles(n, cols) for _, lo, hi in t)
+        assert size == M.SAMPLE_BLOCK or 2 * size * cols * budgets.RANK_CELL_BYTES <= budgets.HOLD_BYTES
 
 
 @pytest.mark.parametrize("n_tiles", [1, 2, 3])
@@ -1255,9 +1285,9 @@ def test_tile_jobs_weigh_to_the_whole_sample(n_tiles, monkeypatch):
 
     monkeypatch.setattr(M, "SAMPLE_BLOCK", 128)
     p, y = _cube("roc_auc", 128 * n_tiles, 3, 1)
-    src = L._sources(xr.DataArray(da.from_array(p), dims=("sample", "config", "repeat")),
+    src = source._sources(xr.DataArray(da.from_array(p), dims=("sample", "config", "repeat")),
                      get_metric("roc_auc"), "t")
-    lay = L._TileLayout(src, _target_of(y, "roc_auc"), get_metric("roc_auc"), tile=128)
+    lay = source._TileLayout(src, _target_of(y, "roc_auc"), get_metric("roc_auc"), tile=128)
     assert len(lay.tiles) == n_tiles
     pairs = np.zeros((n_tiles, n_tiles))
     for which, weight in lay.jobs:

@@ -187,7 +187,7 @@ def test_fold_rows_by_pair_sums_equal_the_fold_matrix(n_classes, monkeypatch):
     """BBC-F's fold rows by pair sums (0/1 weights of every fold row at once, as a tile
     task) give the in-memory fold scores' bits — for one-vs-rest AUC of 8 classes or
     more too, whose class mean once summed in another order for several rows."""
-    from bbc_dask.chunked._blocks import finish_tile_folds
+    from bbc_dask.chunked._tile_sums import finish_tile_folds
     from bbc_dask.stats._bbc import fold_rows
 
     rng = np.random.default_rng(1)

@@ -37,6 +37,7 @@ import time
 import numpy as np
 import zarr
 
+from .._zarr import config_groups, config_width
 from ..exceptions import (
     OldSchemaError,
     StoreDamagedError,
@@ -385,15 +386,10 @@ class Cube:
     def blocks(self, configs, chunk_bytes=None):
         """:class:`CubeBlock`s over ``configs`` (sorted), each about ``chunk_bytes`` as
         float64 and aligned to the stored configuration chunks; and their offsets."""
-        from ..chunked._dispatch import config_width
-
         configs = np.asarray(configs, dtype=np.int64)
         shape = self.reader().shape
         per = int(np.prod([s for i, s in enumerate(shape) if i != 1])) * 8
-        width = config_width(per, self.config_chunk, chunk_bytes)
-        groups = np.split(configs, np.flatnonzero(np.diff(configs // width)) + 1)
-        groups = [g for g in groups if g.size]
-        offsets = np.cumsum([0] + [g.size for g in groups[:-1]]).tolist()
+        groups, offsets = config_groups(configs, config_width(per, self.config_chunk, chunk_bytes))
         reader = self.reader()
         return [CubeBlock(reader, g) for g in groups], offsets
 

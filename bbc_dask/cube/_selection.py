@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..stats._winner import select
+from ..stats import select
 from ._schema import DONE, FAILED
 
 __all__ = ["candidates", "complete", "failure_groups", "ledger_fold_matrix", "pooled_scores",
@@ -50,7 +50,7 @@ def pooled_scores(cube, idx):
     """Pooled scores (len(idx), R) of complete configurations ``idx``, from the ledger;
     those not recorded yet (a run stopped before its last step) are computed here from
     their predictions, with the same function the engine's tasks use."""
-    from ..chunked._blocks import chunk_pooled
+    from ..chunked import chunk_pooled
 
     pooled = cube.pooled()[idx]
     missing = np.flatnonzero(np.isnan(pooled).any(axis=1))
@@ -65,7 +65,7 @@ def ledger_fold_matrix(cube, idx, caller):
     complete configurations ``idx`` (each task scored the fold it predicted, as
     :func:`bbc_dask.fold_score_matrix` does), repeat-major, and its rows' ``(repeat,
     fold)``; UndefinedScoreError naming the first fold where a score is undefined."""
-    from ..stats._bbc import check_fold_matrix
+    from ..stats import check_fold_matrix
 
     fs = cube.fold_scores()[idx]  # (c, R, K)
     rows = [(r, k) for r in range(fs.shape[1]) for k in range(fs.shape[2])]
@@ -77,13 +77,13 @@ def select_winner(cube):
     """The configuration CVT selects among the :func:`candidates`, by the study's
     ``selection``: the best pooled CV score (mean over repeats, as
     :func:`bbc_dask.naive_cvt` selects) or the best mean of the ledger's fold scores (as
-    :func:`bbc_dask.bbc_f` selects), by :func:`bbc_dask.stats._winner.select` — or None
+    :func:`bbc_dask.bbc_f` selects), by :func:`bbc_dask.stats.select` — or None
     if none is complete."""
     idx = np.flatnonzero(candidates(cube))
     if idx.size == 0:
         return None
     if cube.meta["spec"].get("selection", "pooled") == "fold_mean":
-        from ..stats._bbc import fold_means
+        from ..stats import fold_means
 
         best = select(fold_means(ledger_fold_matrix(cube, idx, "the study's winner")[0]))
     else:

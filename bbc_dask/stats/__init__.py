@@ -1,20 +1,10 @@
 """Bootstrap statistics on prediction matrices: pure NumPy/numba, no Dask.
 
-The estimators are loaded on first access, so that a process which only unpickles a
-result (:mod:`._result`, NumPy alone) does not import numba.
+Every name is loaded on first access (PEP 562), so that a process which only unpickles
+a result (:mod:`._result`, NumPy alone) does not import the estimators and their
+kernels. The other layers import these names from here, never from the private modules.
 """
 import importlib
-
-__all__ = [
-    "BBCResult",
-    "ConfidenceInterval",
-    "bbc",
-    "bbc_f",
-    "fold_score_matrix",
-    "naive_bootstrap",
-    "naive_cvt",
-    "tibshirani_tibshirani",
-]
 
 #: The 2024 paper's comparators (bbc_dask.selection_ci's methods) with the paper's names.
 #: Here, not in the module that computes them, so that the command line builds its
@@ -23,18 +13,39 @@ CI_METHODS = {"delong": "DL", "hanley_mcneil": "HM", "tilting": "BT", "delong_10
               "hanley_mcneil_10p": "HM10p", "tilting_10p": "BT10p", "mabt": "MABT"}
 
 
-
 def alpha_of(confidence_level):
     """``1 - confidence_level`` as the decimal a user means: 1 - 0.95 is
     0.050000000000000044 in floating point, which would move the methods' brackets."""
     return round(1.0 - confidence_level, 12)
 
 
-_WHERE = {"BBCResult": "._result", "ConfidenceInterval": "._result"}
+#: Every name the other layers use, by module.
+_MODULES = {
+    "._result": ("BBCResult", "ConfidenceInterval", "summarise"),
+    "._bbc": ("bbc", "bbc_f", "fold_score_matrix", "naive_bootstrap", "naive_cvt",
+              "tibshirani_tibshirani", "SELECTIONS", "bbc_f_of_matrix", "bbc_incomplete",
+              "check_fold_matrix", "check_selection", "fold_centers", "fold_matrix",
+              "fold_means", "fold_rows", "fold_scores", "full_scores", "with_fold_mean_winner"),
+    "._bootstrap": ("SEED_BLOCK", "block_counts", "defined_parts", "fill_counts", "first_plan",
+                    "plan_counts", "plan_seed_block"),
+    "._dropping": ("Dropping", "DroppingScorer", "available_mask", "decide", "dropping_rule",
+                   "fill_unavailable", "frame_of", "mean_over_repeats"),
+    "._inputs": ("prepare_inputs",),
+    "._selection_ci": ("selection_ci",),
+    "._winner": ("ranking", "select"),
+}
+#: Public names of helpers whose name in their module is private (the chunked path and
+#: the study share them with the statistics).
+_RENAMED = {"bbc_f_of_matrix": "_bbc_f_matrix", "bbc_incomplete": "_bbc_incomplete",
+            "fold_matrix": "_fold_matrix", "full_scores": "_full_scores",
+            "available_mask": "_available"}
+_WHERE = {name: module for module, names in _MODULES.items() for name in names}
+
+__all__ = sorted(_WHERE) + ["CI_METHODS", "alpha_of"]
 
 
 def __getattr__(name):
-    if name in __all__:
-        mod = importlib.import_module(_WHERE.get(name, "._bbc"), __name__)
-        return getattr(mod, name)
+    if name in _WHERE:
+        module = importlib.import_module(_WHERE[name], __name__)
+        return getattr(module, _RENAMED.get(name, name))
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,149 @@
+"""The graph pieces BBC, BBC-F and the dropping test share: seeds, plans, the counts
+kept on the cluster, the chains that add sample blocks in order, and the gathering."""
+from __future__ import annotations
+
+import contextlib
+
+import numpy as np
+
+from .. import _validation
+from .._random import as_seed_sequence
+from .._signals import deferred_interrupts, wait_done
+from ..stats import SEED_BLOCK
+from . import _budgets, _sample_sums, _task_base
+
+
+def _tree(items, fn):
+    from dask import delayed
+
+    while len(items) > 1:
+        items = [delayed(fn, pure=True)(items[i], items[i + 1]) if i + 1 < len(items) else items[i]
+                 for i in range(0, len(items), 2)]
+    return items[0]
+
+
+def _seed(root):
+    return int(root.entropy), [int(k) for k in root.spawn_key]
+
+
+def _seed_groups(n_boot, n, keep):
+    """Seed blocks in groups: with ``keep`` (their counts are held) at most
+    :data:`~._budgets.COUNTS_BYTES` of uint8 counts per group."""
+    n_seed = -(-n_boot // SEED_BLOCK)
+    # plans alone: a task per seed block (they run in parallel); kept counts: as many seed
+    # blocks as fit, in at least two groups (two workers draw at once)
+    per = min(max(1, _budgets.COUNTS_BYTES // (SEED_BLOCK * n)), -(-n_seed // 2)) if keep else 1
+    return [list(range(a, min(a + per, n_seed))) for a in range(0, n_seed, per)]
+
+
+def _bbc_args(n_bootstraps, confidence_level, random_state, caller):
+    conf = _validation.check_confidence_level(confidence_level, caller)
+    n_boot = _validation.check_int(n_bootstraps, "n_bootstraps", caller)
+    return conf, n_boot, _seed(as_seed_sequence(random_state, caller=caller))
+
+
+def _plans(seed, stream, n_boot, n, sb, rule, keep, frame=None):
+    """Delayed :func:`._blocks.plan_group` of every group of seed blocks."""
+    from dask import delayed
+
+    return [delayed(_task_base.plan_group, pure=True)(seed, stream, ks, n, sb, rule, keep, frame)
+            for ks in _seed_groups(n_boot, n, keep)]
+
+
+def _attempts(group):
+    return np.concatenate([plan.attempts for plan, _ in group])
+
+
+def _replicate(persisted):
+    """Copy persisted results to every worker of their distributed cluster (nothing for
+    a local scheduler: they are in this process)."""
+    from distributed import futures_of
+
+    futures = futures_of(persisted)
+    if futures and len(futures[0].client.scheduler_info()["workers"]) > 1:
+        futures[0].client.replicate(futures)
+
+
+def _keeps_counts(n_boot, n):
+    """Whether every count of ``n_boot`` bootstraps of ``n`` samples (uint8, whole seed
+    blocks) fits in :data:`~._budgets.COUNTS_BYTES`: then they are drawn once and shared."""
+    return -(-n_boot // SEED_BLOCK) * SEED_BLOCK * n <= _budgets.COUNTS_BYTES
+
+
+def _shared_counts(keep, seed, stream, plans, n_blocks, n_boot, client=None):
+    """While every block's counts fit in COUNTS_BYTES (``keep``; B x N bytes, B rounded
+    up to whole seed blocks) each block's are drawn once, kept on the cluster and shared
+    by the block's task of every group (and by the out-of-bag pass) — as the in-memory
+    kernel draws them once; beyond (None), each task draws its block's again, so that
+    no worker holds B x N. On a distributed cluster the shared counts are copied to
+    every worker (at most COUNTS_BYTES each): a task's only dependency would otherwise
+    tie it to the worker that drew them, and leave other workers idle."""
+    if not keep:
+        return None
+    import dask
+    from dask import delayed
+
+    items = [delayed(_task_base.block_batches, pure=True)(seed, stream, plans, j, n_boot)
+             for j in range(n_blocks)]
+    counts = dask.persist(*items) if client is None else tuple(client.persist(items))
+    with deferred_interrupts():  # a blocking client call: a Ctrl-C inside could break it
+        _replicate(counts)
+    return counts
+
+
+def _nbytes(x):
+    """Bytes of the arrays in ``x`` (arrays, tuples, lists, dataclasses of them)."""
+    if isinstance(x, np.ndarray):
+        return x.nbytes
+    if isinstance(x, (tuple, list)):
+        return sum(_nbytes(v) for v in x)
+    return sum(_nbytes(v) for v in vars(x).values()) if hasattr(x, "__dataclass_fields__") else 0
+
+
+@contextlib.contextmanager
+def _carrying(blocks_in):
+    """Dask's warning of a large graph, raised by the bytes of ``blocks_in``: each sample
+    block's target travels with its tasks by design (see :func:`_chain`) — ~10 bytes per
+    sample, 10 MB at a million samples, in which the warning would otherwise print its
+    advice to load the data with Dask, which does not apply."""
+    import dask
+    from dask.utils import parse_bytes
+
+    key = "distributed.admin.large-graph-warning-threshold"
+    limit = parse_bytes(dask.config.get(key, "10MB")) + _nbytes(blocks_in)
+    with dask.config.set({key: limit}):
+        yield
+
+
+def _chain(task_runs, one, many, blocks_in, common, *args, counts=None):
+    """The sums of ``task_runs`` added in block order: a task per run (``one`` for a
+    block alone, ``many`` for a run, which gives a list of its blocks' sums). Each task
+    gets its blocks' ``blocks_in`` (their target: ~10 bytes per sample) and the plans
+    (8 × B × J bytes of totals for J sample blocks) as arguments, not as a shared
+    dependency, which would draw every task to the worker that holds it."""
+    from dask import delayed
+
+    acc = None
+    for blocks, parts in task_runs:
+        if len(blocks) == 1:
+            (j, lo, hi), = blocks
+            kw = {} if counts is None else {"counts": counts[j]}
+            s = delayed(one, pure=True)(parts, blocks_in[j], *common, j, hi - lo, *args, **kw)
+            acc = s if acc is None else delayed(_sample_sums.add_sums, pure=True)(acc, s)
+        else:
+            kw = {} if counts is None else {"counts": [counts[j] for j, _, _ in blocks]}
+            s = delayed(many, pure=True)(parts, [blocks_in[j] for j, _, _ in blocks], *common,
+                                         blocks, *args, **kw)
+            acc = delayed(_sample_sums.add_run, pure=True)(acc, s)
+    return acc
+
+
+def _gathered(client, graph):
+    """``graph`` (a list of delayed) computed on ``client`` — a task that raises (a read
+    from object storage that failed, say) is run again up to 3 times; a lost worker's
+    tasks the scheduler reschedules — waited for outside the client (a Ctrl-C then
+    leaves the client usable) and gathered."""
+    futures = client.compute(graph, retries=3)
+    wait_done(futures)
+    with deferred_interrupts():
+        return client.gather(futures)
