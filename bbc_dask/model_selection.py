@@ -15,7 +15,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from . import _validation as validation
 from .exceptions import InvalidParameterError
-from .stats._dropping import Dropping
+from .stats import Dropping
 
 __all__ = ["BBCSearchCV"]
 

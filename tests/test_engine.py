@@ -241,13 +241,13 @@ def _assert_chunked_equal(study, **kw):
 
 def test_study_chunked_estimates_and_bad_input(tmp_path, cancer, client, monkeypatch):
     import bbc_dask._zarr as zarr_rules
-    import bbc_dask.study as St
+    import bbc_dask._tuning as tuning
 
     X, y = cancer
     s = _run(tmp_path / "s.zarr", X, y, client, refit=False)
     monkeypatch.setattr(zarr_rules, "CHUNK_BYTES", 1)  # one stored chunk (3 configs) per task
     _assert_chunked_equal(s, random_state=4, n_bootstraps=120)
-    monkeypatch.setattr(St, "IN_MEMORY_BYTES", 1)  # the automatic choice takes the chunks
+    monkeypatch.setattr(tuning, "IN_MEMORY_BYTES", 1)  # the automatic choice takes the chunks
     np.testing.assert_array_equal(s.bbc(random_state=4, n_bootstraps=120).bootstrap_distribution,
                                   s.bbc(chunked=False, random_state=4, n_bootstraps=120).bootstrap_distribution)
     with pytest.raises(TypeError, match=r"Study.bbc\(chunked=True\) got an unexpected keyword argument 'bootstrap_indices'"):

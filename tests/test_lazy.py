@@ -13,7 +13,7 @@ import bbc_dask._zarr as zarr_rules
 import bbc_dask.chunked as chunked
 from bbc_dask.chunked import _blocks as config_blocks
 from bbc_dask.chunked import _budgets as budgets
-from bbc_dask.chunked import _dispatch as dispatch
+import bbc_dask._tuning as tuning
 from bbc_dask.chunked import _graph as graph
 from bbc_dask.chunked import _lazy_bbc_f as lazy_bbc_f
 from bbc_dask.chunked import _lazy_dropping as lazy_dropping
@@ -91,10 +91,10 @@ def test_use_chunked_is_the_one_rule_of_memory_or_chunks(monkeypatch):
     assert chunked.use_chunked(p) is False
     assert chunked.use_chunked(da.from_array(p)) is True
     assert chunked.use_chunked(xr.DataArray(da.from_array(p), dims=("sample", "config", "repeat"))) is True
-    limit = chunked.IN_MEMORY_BYTES
+    limit = tuning.IN_MEMORY_BYTES
     assert chunked.use_chunked(nbytes=limit) is False
     assert chunked.use_chunked(nbytes=lambda: limit + 1) is True
-    monkeypatch.setattr(dispatch, "IN_MEMORY_BYTES", 10)
+    monkeypatch.setattr(tuning, "IN_MEMORY_BYTES", 10)
     assert chunked.use_chunked(nbytes=11) is True
 
 

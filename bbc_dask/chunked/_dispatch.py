@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 import inspect
 
+from .. import _tuning as tuning
 from .. import _validation
 from .._zarr import zarr_of
 from ..exceptions import InvalidParameterError
@@ -14,7 +15,7 @@ from ..stats import bbc_f as in_memory_bbc_f
 from ._lazy_bbc import lazy_bbc
 from ._lazy_bbc_f import lazy_bbc_f
 
-__all__ = ["IN_MEMORY_BYTES", "bbc", "bbc_f", "is_lazy", "use_chunked"]
+__all__ = ["bbc", "bbc_f", "is_lazy", "use_chunked"]
 
 
 def is_lazy(x):
@@ -27,11 +28,6 @@ def is_lazy(x):
     return type(data).__module__.startswith("dask.array")
 
 
-#: Predictions (float64 bytes) a study's estimate reads into memory when not told which
-#: path to take: beyond, it goes by the chunked path.
-IN_MEMORY_BYTES = 2**30
-
-
 def use_chunked(predictions=None, *, nbytes=None, chunked=None, caller="bbc"):
     """Whether an estimate goes by the chunked path: the one rule of the public
     estimators and of a study. The result is the same bit for bit either way; only
@@ -41,12 +37,12 @@ def use_chunked(predictions=None, *, nbytes=None, chunked=None, caller="bbc"):
     - else, ``predictions`` given: whether they are a Dask- or Zarr-backed cube
       (:func:`is_lazy`) — arrays in memory stay in memory;
     - else ``nbytes``, the predictions' bytes as float64 (a study's cube), or a function
-      giving them (called only here): whether they exceed :data:`IN_MEMORY_BYTES`."""
+      giving them (called only here): whether they exceed ``bbc_dask._tuning.IN_MEMORY_BYTES``."""
     if chunked is not None:
         return _validation.check_bool(chunked, "chunked", caller, allow_none=True)
     if predictions is not None:
         return is_lazy(predictions)
-    return (nbytes() if callable(nbytes) else nbytes) > IN_MEMORY_BYTES
+    return (nbytes() if callable(nbytes) else nbytes) > tuning.IN_MEMORY_BYTES
 
 
 def _no_explicit(bootstrap_indices, caller):

@@ -148,7 +148,7 @@ def run_spec(spec, *, scheduler=None, store=None, progress=True, cluster=None,
     ``cluster`` overrides keys of the study file's ``cluster:`` section (``kind``, options,
     ``security``); ``storage_options`` updates its ``storage_options``."""
     from ..engine import StudyRequest, run_cvt
-    from ..stats._dropping import Dropping
+    from ..stats import Dropping
     from ..study import study_of
     from . import _studyfile as studyfile
 

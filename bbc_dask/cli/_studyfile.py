@@ -149,7 +149,7 @@ def resolve_spec(raw, base="."):
         if bad:
             raise _err(f"dropping.{bad[0]}", "unknown key (allowed: alpha, n_bootstraps, "
                                              "min_predictions, test_last_wave)")
-        from ..stats._dropping import Dropping
+        from ..stats import Dropping
 
         try:
             Dropping(**drop)

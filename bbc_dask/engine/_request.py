@@ -30,7 +30,7 @@ from ..cluster import as_security
 from ..cube import as_location
 from ..exceptions import InvalidParameterError
 from ..metrics import Metric, Target, get_metric
-from ..stats._dropping import Dropping
+from ..stats import Dropping
 from . import _plan as plan
 from ._protocol import KFoldProtocol, SplitsProtocol, as_protocol
 

@@ -263,7 +263,7 @@ class _StudyRun:
         self.cube.set_meta(runs=runs)
 
     def _check_not_all_failed(self):
-        from ..cube._selection import failure_groups
+        from ..cube import failure_groups
 
         st = self.cube.state()
         if not np.all(np.any(st == FAILED, axis=(1, 2))):
@@ -280,7 +280,7 @@ class _StudyRun:
 
     def _refit(self, client):
         from ..cube import save_model
-        from ..cube._selection import select_winner
+        from ..cube import select_winner
 
         if "final_model" in self.cube.meta:  # a rerun of a finished study: it is saved
             return None

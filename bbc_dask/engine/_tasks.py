@@ -251,10 +251,10 @@ def _fold_scores(values, failed, target, metric, index=None, n=None, sample_bloc
     """The metric of each trained configuration on this fold (NaN for failed ones, or
     where the metric is undefined or the predictions cannot be scored); ``index`` the
     fold's positions among the ``n`` samples, in blocks of ``sample_block`` (see
-    :func:`~bbc_dask.stats._bbc.fold_scores`)."""
+    :func:`~bbc_dask.stats.fold_scores`)."""
     from .. import _validation as validation
     from ..metrics import get_metric
-    from ..stats._bbc import fold_scores
+    from ..stats import fold_scores
 
     m = get_metric(metric)
     out = np.full(values.shape[1], np.nan)

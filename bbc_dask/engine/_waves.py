@@ -166,8 +166,8 @@ def _fold_mean_best(cube, idx, k):
     None for a study that selects by the pooled score (the test's own θo)."""
     if cube.meta["spec"].get("selection", "pooled") != "fold_mean":
         return None
-    from ..stats._bbc import fold_means
-    from ..stats._winner import select
+    from ..stats import fold_means
+    from ..stats import select
 
     fs = cube.fold_scores()[idx][:, :, : k + 1]  # (c, R, k+1): every cell done
     best = select(fold_means(fs.reshape(idx.size, -1).T))
@@ -177,7 +177,7 @@ def _fold_mean_best(cube, idx, k):
 def _pooled_pass(cube, client, m, target):
     """Pooled scores of complete configurations that have none yet, as tasks reading
     their chunks (the driver never loads predictions)."""
-    from ..chunked._blocks import chunk_pooled, held
+    from ..chunked import chunk_pooled, held
 
     state = cube.state()
     complete = np.all(state == DONE, axis=(1, 2))

@@ -1,0 +1,274 @@
+"""A study's estimates: BBC, BBC-F, BBCD and the 2024 paper's comparators on the store's
+configurations (the half of :class:`bbc_dask.Study` that computes; the other half reads)."""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from . import _tuning as tuning
+from . import _validation as validation
+from .chunked import use_chunked
+from .cube import DONE, FAILED, ledger_fold_matrix, target_of
+from .exceptions import StudyNotReadyError
+from .stats import (
+    SELECTIONS,
+    bbc_f_of_matrix,
+    bbc_incomplete,
+    with_fold_mean_winner,
+)
+from .stats import bbc as in_memory_bbc
+from .stats import bbc_f as in_memory_bbc_f
+
+__all__ = ["StudyEstimates", "study_scores"]
+
+
+def study_scores(method):
+    """``method`` without :class:`~bbc_dask.exceptions.LabelsAsScoresWarning`: a study's
+    predictions are what its metric needs by construction (scores of fully grown trees
+    can be 0 and 1)."""
+    import functools
+
+    @functools.wraps(method)
+    def wrapped(*args, **kwargs):
+        import warnings
+
+        from .exceptions import LabelsAsScoresWarning
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", LabelsAsScoresWarning)
+            return method(*args, **kwargs)
+
+    return wrapped
+
+
+class StudyEstimates:
+    """The estimates of a :class:`bbc_dask.Study` (its ``_cube``, ``spec``, ``metric``,
+    ``seed``, ``store``, :meth:`candidates` and :meth:`failures`)."""
+
+    # -------------------------------------------------------------- estimates
+    def _inputs(self):
+        idx = self.candidates()
+        if idx.size == 0:
+            raise StudyNotReadyError(self._none_complete())
+        y, pos = target_of(self._cube)
+        return idx, self._cube.predictions(idx), y, self._cube.folds(), pos
+
+    def _none_complete(self):
+        groups = self.failures()
+        msg = f"The study at {self.store!r} has no complete configuration yet"
+        if groups:
+            n = sum(g["count"] for g in groups)
+            msg += f"; {n} configurations failed, most with: {groups[0]['error'].splitlines()[0]}"
+        return msg + "."
+
+    @staticmethod
+    def _remap(res, idx):
+        """``res`` of the configurations ``idx`` with the study's indices; ``configs`` (what
+        it is conditioned on) ``idx`` itself unless it says otherwise."""
+        w = np.where(res.winners >= 0, idx[np.maximum(res.winners, 0)], -1)
+        return dataclasses.replace(res, winners=w, selected_config=int(idx[res.selected_config]),
+                                   configs=idx if res.configs is None else idx[res.configs])
+
+    @property
+    def is_bbcd(self):
+        """True when the study ran with BBCD-CV dropping."""
+        return self.spec.get("dropping") is not None
+
+    def _chunked(self, idx, chunked):
+        def nbytes():  # read only when the choice is automatic
+            shape = self._cube.reader().shape
+            return int(np.prod(shape)) // max(shape[1], 1) * 8 * idx.size
+
+        return use_chunked(nbytes=nbytes, chunked=chunked, caller="Study")
+
+    _CHUNKED_KW = ("n_bootstraps", "confidence_level", "random_state", "pos_label", "block_size")
+
+    def _chunked_opts(self, fn, kwargs, caller, allowed=_CHUNKED_KW):
+        """``(y, options)``: ``fn``'s defaults of the ``allowed`` keywords, updated by
+        ``kwargs`` (any other refused), the study's positive class by default."""
+        import inspect
+
+        validation.reject_unknown(kwargs, allowed, caller)
+        y, pos = target_of(self._cube)
+        params = inspect.signature(fn).parameters
+        opts = {k: params[k].default for k in allowed} | {"pos_label": pos}
+        return y, opts | kwargs
+
+    def _blocks(self, idx):
+        return self._cube.blocks(idx)
+
+    @study_scores
+    def bbc(self, *, chunked=None, **kwargs):
+        """:func:`bbc_dask.bbc` on the study's :meth:`candidates` (indices in the result
+        refer to the study's configurations).
+
+        For a BBCD study this is the BBCD-CV estimate: BBC over the configurations that
+        survived to the end — the last wave's test included (``Dropping.test_last_wave``)
+        — as the 2018 paper's code runs it; the result says ``method="bbcd"``.
+
+        Parameters
+        ----------
+        chunked : bool or None, default=None
+            Map the bootstraps over chunks read from the store by Dask tasks (on the
+            active ``distributed.Client``, else Dask's local scheduler) instead of loading
+            the cube: for a pointwise metric, runs of sample blocks of groups of
+            configurations (a worker's memory does not grow with the number of samples);
+            for a ranking metric, configuration chunks holding every sample. None: chunked
+            when the complete configurations exceed ``IN_MEMORY_BYTES`` (1 GiB as
+            float64). The result is identical either way.
+        **kwargs
+            Passed to :func:`bbc_dask.bbc` (``n_bootstraps``, ``confidence_level``,
+            ``random_state``, ...). ``random_state`` defaults to :attr:`seed`, the
+            study's own: the same numbers however the study is opened or asked;
+            ``selection`` to the study's (:attr:`selection`), so that
+            ``selected_config`` is the model it refit.
+        """
+        kwargs.setdefault("random_state", self.seed)
+        selection = validation.check_one_of(kwargs.pop("selection", self.selection), "selection",
+                                   "Study.bbc", SELECTIONS)
+        if validation.check_bool(kwargs.pop("include_incomplete", False), "include_incomplete", "Study.bbc"):
+            res = self._bbc_incomplete(chunked, selection, kwargs)
+            return dataclasses.replace(res, method="bbcd") if self.is_bbcd else res
+        idx = self.candidates()
+        if idx.size and self._chunked(idx, chunked):
+            from .chunked import bbc_over_table
+
+            y, opts = self._chunked_opts(in_memory_bbc, kwargs, "Study.bbc(chunked=True)")
+            opts.pop("block_size")  # per-task blocks are the seed blocks
+            blocks, offsets = self._blocks(idx)
+            res = bbc_over_table(self._cube.sample_table(idx), blocks, offsets, y,
+                                 metric=self.metric, **opts)
+        else:
+            idx, pred, y, folds, pos = self._inputs()
+            kwargs.setdefault("pos_label", pos)
+            res = in_memory_bbc(pred, y, metric=self.metric, folds=folds, **kwargs)
+        if selection == "fold_mean":  # the ledger's fold scores: no prediction read
+            res = with_fold_mean_winner(res, ledger_fold_matrix(self._cube, idx, "Study.bbc")[0])
+        res = self._remap(res, idx)
+        return dataclasses.replace(res, method="bbcd") if self.is_bbcd else res
+
+    def _bbc_incomplete(self, chunked, selection, kwargs):
+        """BBC over every configuration trained on some fold (see :meth:`bbc`)."""
+        from .metrics import get_metric
+
+        caller = "Study.bbc"
+        st = self._cube.state()
+        idx = np.flatnonzero((st == DONE).any(axis=2).all(axis=1))  # a fold of every repeat
+        if idx.size == 0:
+            raise StudyNotReadyError(self._none_complete())
+        if chunked or (chunked is None and self._chunked(idx, None)):
+            from .exceptions import InvalidParameterError
+
+            raise InvalidParameterError.of(
+                "chunked", caller, "False with include_incomplete=True (the trained "
+                "configurations are read into memory)", chunked,
+                note=f"Their predictions exceed IN_MEMORY_BYTES ({tuning.IN_MEMORY_BYTES:,} bytes as "
+                     f"float64)." if chunked is None else None)
+        y, opts = self._chunked_opts(in_memory_bbc, kwargs, caller,
+                                     self._CHUNKED_KW + ("bootstrap_indices",))
+        m = get_metric(self.metric, caller=caller)
+        arr, coord = validation.as_predictions(self._cube.predictions(idx), m, caller)
+        folds = self._cube.folds()
+        done = st[idx] == DONE  # (c, R, K): the ledger says which cells were predicted
+        missing = np.stack([~done[:, r, folds[:, r]].T for r in range(folds.shape[1])], axis=2)
+        final = np.isin(idx, self.candidates())
+        res = bbc_incomplete(
+            m, arr, coord, missing, y, folds, opts["n_bootstraps"], opts["confidence_level"],
+            opts["random_state"], opts["bootstrap_indices"], opts["pos_label"],
+            opts["block_size"], selection, final, caller)
+        return self._remap(res, idx)
+
+    @property
+    def selection(self):
+        """How the study's winner is chosen (``run_study``'s ``selection``):
+        ``"pooled"`` or ``"fold_mean"``."""
+        return self.spec.get("selection", "pooled")  # stores before it: pooled
+
+
+    @property
+    def dropped(self):
+        """Dropped configurations: a list of ``{"config", "wave", "p_hat"}`` by wave."""
+        dw, dp = self._cube.dropped_waves()
+        out = [{"config": int(c), "wave": int(dw[c]), "p_hat": float(dp[c])}
+               for c in np.flatnonzero(dw >= 0)]
+        return sorted(out, key=lambda d: (d["wave"], d["config"]))
+
+    @property
+    def dropping_log(self):
+        """Per tested wave: active configurations before/after, what was dropped."""
+        return self._cube.decisions()
+
+    @property
+    def models_trained(self):
+        """``(trained, full)``: fits run (done or failed cells) versus the full CVT count."""
+        st = self._cube.state()
+        return int(((st == DONE) | (st == FAILED)).sum()), int(st.size)
+
+    def bbc_f(self, *, chunked=None, **kwargs):
+        """:func:`bbc_dask.bbc_f` on the study's :meth:`candidates`. The fold ×
+        configuration matrix is the ledger's (each engine task scored the fold it
+        predicted, as :func:`bbc_dask.fold_score_matrix` does): no prediction is read,
+        whatever ``chunked`` (accepted as in :meth:`bbc`)."""
+        kwargs.setdefault("random_state", self.seed)
+        idx = self.candidates()
+        if idx.size == 0:
+            raise StudyNotReadyError(self._none_complete())
+        validation.check_bool(chunked, "chunked", "Study", allow_none=True)
+        _, opts = self._chunked_opts(in_memory_bbc_f, kwargs, "Study.bbc_f")
+        opts.pop("pos_label")
+        # The fold x configuration matrix is in the ledger: each task scored its fold with
+        # the function fold_score_matrix uses, so this equals bbc_f on the loaded cube.
+        F, rows = ledger_fold_matrix(self._cube, idx, "Study.bbc_f")
+        res = bbc_f_of_matrix(F, rows, self.metric, opts["n_bootstraps"], opts["confidence_level"],
+                              opts["random_state"], None, opts["block_size"], "Study.bbc_f")
+        return self._remap(res, idx)
+
+    @study_scores
+    def selection_ci(self, method="mabt", *, repeat=0, **kwargs):
+        """:func:`bbc_dask.selection_ci` (the 2024 paper's DL, HM, BT, their 10p variants,
+        MABT) on one repeat of the study's :meth:`candidates`: their out-of-sample
+        scores and the study's folds. Configuration indices in the result (``selected``,
+        ``details["top"]``...) refer to the study's configurations.
+
+        Parameters
+        ----------
+        method : str, default="mabt"
+        repeat : int, default=0
+            The CV repeat whose predictions and folds are used (the methods take one).
+        **kwargs
+            Passed to :func:`bbc_dask.selection_ci`; ``random_state`` defaults to
+            :attr:`seed`.
+        """
+        from .exceptions import InvalidParameterError
+        from .stats import selection_ci
+
+        caller = "Study.selection_ci"
+        if self.metric != "roc_auc":
+            raise InvalidParameterError.of(
+                "method", caller, "used on a study of the metric 'roc_auc' (the methods bound "
+                "an AUC)", method, note=f"This study's metric is {self.metric!r}.")
+        kwargs.setdefault("random_state", self.seed)
+        idx, pred, y, folds, pos = self._inputs()
+        r = validation.check_int(repeat, "repeat", caller, low=0, high=pred.shape[2] - 1)
+        kwargs.setdefault("pos_label", pos)
+        res = selection_ci(pred[:, :, r], y, folds[:, r], method, **kwargs)
+        if res.selected < 0:
+            return res
+        details = dict(res.details)
+        details["top"] = idx[details["top"]]
+        details["best"], details["final"] = int(idx[details["best"]]), int(idx[details["final"]])
+        return dataclasses.replace(res, selected=int(idx[res.selected]), details=details)
+
+    def fold_scores(self):
+        """Per-(repeat, fold) scores, (R*K, C) repeat-major, NaN for cells not trained
+        (pending, failed, dropped): complete configurations and the folds that dropped
+        ones trained before BBCD dropped them."""
+        st = self._cube.state()
+        n_cfg, n_rep, n_spl = st.shape
+        F = np.full((n_rep * n_spl, n_cfg), np.nan)
+        done = (st == DONE).reshape(n_cfg, -1).T  # (R*K, C) repeat-major
+        got = self._cube.fold_scores().reshape(n_cfg, -1).T
+        F[done] = got[done]
+        return F
+
