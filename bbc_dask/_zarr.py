@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import _tuning as tuning
 from . import _validation
 
-__all__ = ["CHUNK_BYTES", "ZarrBlock", "class_coord", "config_groups", "config_width", "dims_of",
+__all__ = ["ZarrBlock", "class_coord", "config_groups", "config_width", "dims_of",
            "per_config_bytes", "zarr_blocks", "zarr_of", "zarr_source"]
 
-#: Target size of one chunk a task reads, in float64 (its encoded size on the worker).
-CHUNK_BYTES = 16 * 2**20
 
 _DIMS = _validation.CUBE_DIMS
 
@@ -88,7 +87,7 @@ def config_width(per_config, stored, chunk_bytes=None):
     a multiple of the ``stored`` chunk width when that fits, else fewer — the block then
     reads part of each stored chunk, along samples one chunk at a time (memory bounded
     by the budget, not by the stored width, when samples are many)."""
-    per = max(1, (CHUNK_BYTES if chunk_bytes is None else chunk_bytes) // max(per_config, 1))
+    per = max(1, (tuning.CHUNK_BYTES if chunk_bytes is None else chunk_bytes) // max(per_config, 1))
     return per // stored * stored if per >= stored else per
 
 
@@ -96,7 +95,7 @@ def zarr_blocks(array, dims, configs=None, chunk_bytes=None, key=None):
     """ZarrBlocks over ``configs`` (positions in the view ``array[key]``; default all),
     each about ``chunk_bytes`` (see :func:`config_width`).
     Returns ``(blocks, offsets)``."""
-    chunk_bytes = CHUNK_BYTES if chunk_bytes is None else chunk_bytes
+    chunk_bytes = tuning.CHUNK_BYTES if chunk_bytes is None else chunk_bytes
     ax = dims.index("config")
     order = [dims.index(d) for d in _DIMS if d in dims]
     expand = "repeat" not in dims

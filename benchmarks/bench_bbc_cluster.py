@@ -352,13 +352,13 @@ def dropping_scale(study, limit, where, n_boot=1000):
 
 
 def tiles_scale(tmp, limit, B, quick):
-    from bbc_dask.chunked import _budgets as budgets
+    import bbc_dask._tuning as tuning
 
     n, c = (100_000, 5) if quick else (2_000_000, 20)
     if quick:  # the dispatch is decided in this process: its thresholds are the ones read
-        budgets.RANK_SAMPLES = budgets.RANK_TILE = budgets.RANK_FOLD_TILE = SAMPLE_BLOCK
-    print(f"4. a ranking metric by pairs of sample tiles of {budgets.RANK_TILE} (BBC) and "
-          f"{budgets.RANK_FOLD_TILE} (BBC-F) (beyond {budgets.RANK_SAMPLES} samples): 2 workers of "
+        tuning.RANK_SAMPLES = tuning.RANK_TILE = tuning.RANK_FOLD_TILE = SAMPLE_BLOCK
+    print(f"4. a ranking metric by pairs of sample tiles of {tuning.RANK_TILE} (BBC) and "
+          f"{tuning.RANK_FOLD_TILE} (BBC-F) (beyond {tuning.RANK_SAMPLES} samples): 2 workers of "
           f"{limit}, B={B}")
     scale({("roc_auc", n, c): os.path.join(tmp, "tiles.zarr")}, limit, B, "local")
 

@@ -367,10 +367,10 @@ def test_a_study_tests_a_ranking_metric_by_pairs_of_tiles(tmp_path, client, monk
     sample tiles (600 samples in tiles of 128); its decisions, and so the study, equal
     those of the test over configuration blocks holding every sample."""
     import bbc_dask.metrics as M
-    from bbc_dask.chunked import _budgets as budgets
+    import bbc_dask._tuning as tuning
 
     monkeypatch.setattr(M, "SAMPLE_BLOCK", 64)
-    monkeypatch.setattr(budgets, "RANK_TILE", 128)
-    monkeypatch.setattr(budgets, "RANK_SAMPLES", 256)
+    monkeypatch.setattr(tuning, "RANK_TILE", 128)
+    monkeypatch.setattr(tuning, "RANK_SAMPLES", 256)
     _studies_alike(tmp_path, client, monkeypatch, "roc_auc", 0.99, "_dropping_by_tiles",
                    "_by_tiles")

@@ -240,12 +240,11 @@ def _assert_chunked_equal(study, **kw):
 
 
 def test_study_chunked_estimates_and_bad_input(tmp_path, cancer, client, monkeypatch):
-    import bbc_dask._zarr as zarr_rules
     import bbc_dask._tuning as tuning
 
     X, y = cancer
     s = _run(tmp_path / "s.zarr", X, y, client, refit=False)
-    monkeypatch.setattr(zarr_rules, "CHUNK_BYTES", 1)  # one stored chunk (3 configs) per task
+    monkeypatch.setattr(tuning, "CHUNK_BYTES", 1)  # one stored chunk (3 configs) per task
     _assert_chunked_equal(s, random_state=4, n_bootstraps=120)
     monkeypatch.setattr(tuning, "IN_MEMORY_BYTES", 1)  # the automatic choice takes the chunks
     np.testing.assert_array_equal(s.bbc(random_state=4, n_bootstraps=120).bootstrap_distribution,

@@ -48,7 +48,7 @@ def _small(metric, seed=0, n=600, c=23, r=2):
 def test_lazy_equals_in_memory_whatever_the_chunking(metric, chunk, client, monkeypatch):
     p, y = _small(metric)
     dims = ("sample", "config", "repeat", "class")[: p.ndim]
-    monkeypatch.setattr(zarr_rules, "CHUNK_BYTES", chunk * p.shape[0] * int(np.prod(p.shape[2:])) * 8)
+    monkeypatch.setattr(tuning, "CHUNK_BYTES", chunk * p.shape[0] * int(np.prod(p.shape[2:])) * 8)
     lazy = xr.DataArray(da.from_array(p, chunks=(100,) + p.shape[1:]), dims=dims)
     mem = bd.bbc(p, y, metric=metric, random_state=5, n_bootstraps=200)
     got = bd.bbc(lazy, y, metric=metric, random_state=5, n_bootstraps=200)
@@ -173,7 +173,7 @@ def test_zarr_array_read_by_tasks_equals_in_memory(metric, client, tmp_path, mon
     """A zarr.Array in any axis order, and the same store opened with xarray, are read by
     the tasks directly; chunk widths that are not a multiple of the stored chunk round up."""
     p, y = _small(metric, c=23)
-    monkeypatch.setattr(zarr_rules, "CHUNK_BYTES", 7 * p.shape[0] * int(np.prod(p.shape[2:])) * 8)
+    monkeypatch.setattr(tuning, "CHUNK_BYTES", 7 * p.shape[0] * int(np.prod(p.shape[2:])) * 8)
     dims = ("sample", "config", "repeat", "class")[: p.ndim]
     stored = ("config", "repeat", "sample", "class")[: p.ndim]
     z = _to_zarr(tmp_path / "c.zarr", np.transpose(p, [dims.index(d) for d in stored]), stored)
@@ -303,7 +303,7 @@ def test_chunked_dropping_test_draws_counts_again_when_too_large_to_share(client
     assert want.n_redrawn >= 5
     z = _to_zarr(tmp_path / "d.zarr", p, ("sample", "config", "repeat"), chunk_cfg=4)
     blocks, _ = chunked.zarr_blocks(z, ("sample", "config", "repeat"), chunk_bytes=4 * 400 * 2 * 8)
-    monkeypatch.setattr(budgets, "COUNTS_BYTES", 1)
+    monkeypatch.setattr(tuning, "COUNTS_BYTES", 1)
     with get_task_stream(client) as ts:
         got = chunked.lazy_dropping_test(client, blocks, y, avail, metric="roc_auc", alpha=0.9,
                                    n_bootstraps=150, seed=np.random.SeedSequence(8), key="redraw")
@@ -359,8 +359,8 @@ def test_several_sample_blocks_equal_in_memory(metric, client, tmp_path, monkeyp
     import bbc_dask.metrics as M
 
     monkeypatch.setattr(M, "SAMPLE_BLOCK", 128)
-    monkeypatch.setattr(zarr_rules, "CHUNK_BYTES", 128 * 4 * 2 * 8 * (3 if "ovr" in metric or "log" in metric else 1))
-    monkeypatch.setattr(budgets, "SUMS_BYTES", 1)  # a group per stored chunk: several groups
+    monkeypatch.setattr(tuning, "CHUNK_BYTES", 128 * 4 * 2 * 8 * (3 if "ovr" in metric or "log" in metric else 1))
+    monkeypatch.setattr(tuning, "SUMS_BYTES", 1)  # a group per stored chunk: several groups
     p, y = _cube(metric, 700, 13, 2)
     dims = ("sample", "config", "repeat", "class")[: p.ndim]
     z = _to_zarr(tmp_path / "c.zarr", p, dims, chunk_cfg=4)
@@ -381,7 +381,7 @@ def test_sample_block_groups_of_several_parts_equal_in_memory(metric, client, tm
 
     monkeypatch.setattr(M, "SAMPLE_BLOCK", 128)
     per_config = 128 * 2 * 8 * (3 if metric == "neg_log_loss" else 1)
-    monkeypatch.setattr(zarr_rules, "CHUNK_BYTES", 2 * per_config)
+    monkeypatch.setattr(tuning, "CHUNK_BYTES", 2 * per_config)
     stacked = []
     real = M.Metric.stacked
     monkeypatch.setattr(M.Metric, "stacked", lambda self, parts, n: stacked.append(n) or real(self, parts, n))
@@ -404,7 +404,7 @@ def test_a_dask_array_goes_in_the_groups_of_a_store(client, tmp_path, monkeypatc
     import bbc_dask.metrics as M
 
     monkeypatch.setattr(M, "SAMPLE_BLOCK", 128)
-    monkeypatch.setattr(zarr_rules, "CHUNK_BYTES", 128 * 2 * 8 * 2)  # two configurations a part
+    monkeypatch.setattr(tuning, "CHUNK_BYTES", 128 * 2 * 8 * 2)  # two configurations a part
     monkeypatch.setattr(budgets, "slots", lambda: 1)
     p, y = _small("accuracy", n=700, c=13)
     m = M.get_metric("accuracy")
@@ -421,7 +421,7 @@ def test_a_dask_array_goes_in_the_groups_of_a_store(client, tmp_path, monkeypatc
     # a Dask task gets its parts loaded at once: their raw bytes (float64 labels here,
     # twice the features' float32) keep to HOLD_BYTES too — 2 parts where a store's
     # task has 4
-    monkeypatch.setattr(budgets, "HOLD_BYTES", 2 * (2 * 128 * 2 * 8))
+    monkeypatch.setattr(tuning, "HOLD_BYTES", 2 * (2 * 128 * 2 * 8))
     lazy64 = xr.DataArray(da.from_array(p.astype(np.float64), chunks=(100, 3, 2)),
                           dims=("sample", "config", "repeat"))
     for name, x in (("zarr", z), ("dask", lazy64)):
@@ -488,10 +488,10 @@ def test_sample_block_counts_drawn_once_while_they_fit(share, y_kind, client, tm
     from bbc_dask.stats import _bootstrap as BS
 
     monkeypatch.setattr(M, "SAMPLE_BLOCK", 128)
-    monkeypatch.setattr(zarr_rules, "CHUNK_BYTES", 128 * 2 * 8 * 2)  # parts of 2 configurations
-    monkeypatch.setattr(budgets, "SUMS_BYTES", 1)  # a group per part: 3 groups
+    monkeypatch.setattr(tuning, "CHUNK_BYTES", 128 * 2 * 8 * 2)  # parts of 2 configurations
+    monkeypatch.setattr(tuning, "SUMS_BYTES", 1)  # a group per part: 3 groups
     if not share:
-        monkeypatch.setattr(budgets, "COUNTS_BYTES", 0)
+        monkeypatch.setattr(tuning, "COUNTS_BYTES", 0)
     draws, real = [], BS.block_counts
     monkeypatch.setattr(task_base, "block_counts", lambda *a: draws.append(1) or real(*a))
     rng = np.random.default_rng(6)
@@ -645,7 +645,7 @@ def test_counts_drawn_again_in_each_block_when_too_large_to_share(sample_block, 
     want = bd.bbc(p, y, metric="roc_auc", random_state=2, n_bootstraps=140)
     assert want.n_redrawn > 20
     z = _to_zarr(tmp_path / "c.zarr", p, ("sample", "config", "repeat"), chunk_cfg=2)
-    monkeypatch.setattr(budgets, "COUNTS_BYTES", 1)
+    monkeypatch.setattr(tuning, "COUNTS_BYTES", 1)
     blocks, offsets = chunked.zarr_blocks(z, ("sample", "config", "repeat"), chunk_bytes=2 * 700 * 2 * 8)
 
     def run():
@@ -692,8 +692,8 @@ def test_bbc_f_over_sample_blocks_equals_in_memory(metric, client, tmp_path, mon
     import bbc_dask.metrics as M
 
     monkeypatch.setattr(M, "SAMPLE_BLOCK", 128)
-    monkeypatch.setattr(zarr_rules, "CHUNK_BYTES", 128 * 4 * 2 * 8 * (3 if "log" in metric else 1))
-    monkeypatch.setattr(budgets, "SUMS_BYTES", 1)  # a group per stored chunk: several groups
+    monkeypatch.setattr(tuning, "CHUNK_BYTES", 128 * 4 * 2 * 8 * (3 if "log" in metric else 1))
+    monkeypatch.setattr(tuning, "SUMS_BYTES", 1)  # a group per stored chunk: several groups
     p, y = _cube(metric, 700, 13, 2, seed=5)
     rng = np.random.default_rng(2)
     folds = np.stack([rng.permutation(np.arange(700) % 5), rng.permutation(np.arange(700) % 4)], 1)
@@ -778,8 +778,8 @@ def test_dropping_test_over_sample_blocks_equals_in_memory(metric, r, client, tm
     monkeypatch.setattr(M, "SAMPLE_BLOCK", 128)
     p, y, avail, src = _dropping_cube(metric, tmp_path, r=r)
     per = 128 * int(np.prod(p.shape[2:])) * 8  # a configuration of a sample block
-    monkeypatch.setattr(zarr_rules, "CHUNK_BYTES", 4 * per)  # parts of a stored chunk (4)
-    monkeypatch.setattr(budgets, "SUMS_BYTES", 1)  # a group per part: 4 groups
+    monkeypatch.setattr(tuning, "CHUNK_BYTES", 4 * per)  # parts of a stored chunk (4)
+    monkeypatch.setattr(tuning, "SUMS_BYTES", 1)  # a group per part: 4 groups
     names = _dropping_task_names(client, monkeypatch, p, y, avail, metric, src)
     assert sum("dropping_sums" in k for k in names) == 6 * 4  # 6 sample blocks x 4 groups
     assert sum("finish_dropping" in k for k in names) == 4
@@ -796,7 +796,7 @@ def test_dropping_test_over_sample_blocks_redraws_as_in_memory(share, client, tm
 
     monkeypatch.setattr(M, "SAMPLE_BLOCK", 128)
     if not share:
-        monkeypatch.setattr(budgets, "COUNTS_BYTES", 0)
+        monkeypatch.setattr(tuning, "COUNTS_BYTES", 0)
     rng = np.random.default_rng(6)
     p = rng.normal(size=(300, 5, 2))
     y = np.zeros(300)
@@ -974,8 +974,8 @@ def test_study_cube_over_sample_runs_equals_in_memory(metric, client, tmp_path, 
     n_blocks = -(-s.cube.sizes["sample"] // 128)
     monkeypatch.setattr(budgets, "slots", lambda: 1)  # at least two tasks per group
     # one group of six, runs of half the blocks; a group per stored chunk, a block per task
-    for hold, longest in ((budgets.HOLD_BYTES, -(-n_blocks // 2)), (cube // 9, 1)):
-        monkeypatch.setattr(budgets, "HOLD_BYTES", hold)
+    for hold, longest in ((tuning.HOLD_BYTES, -(-n_blocks // 2)), (cube // 9, 1)):
+        monkeypatch.setattr(tuning, "HOLD_BYTES", hold)
         rows.clear(), runs.clear()
         with dask.config.set(scheduler="sync"):  # in this process: the reads are seen
             _same(s.bbc(chunked=True, n_bootstraps=150, random_state=3), want)
@@ -1088,8 +1088,8 @@ def test_study_sample_runs_hold_at_most_their_budget(n, c, r, b, monkeypatch):
         assert [j for blocks, _ in g for j, _, _ in blocks] == list(range(len(edges)))
         for blocks, parts in g:
             rows = blocks[-1][2] - blocks[0][1]
-            assert rows * width * r * 8 <= budgets.HOLD_BYTES
-            assert len(blocks) * width * out <= budgets.SUMS_BYTES
+            assert rows * width * r * 8 <= tuning.HOLD_BYTES
+            assert len(blocks) * width * out <= tuning.SUMS_BYTES
         seen.extend(g[0][1][0].configs.tolist())
         assert g[0][1][0].configs[0] == off
     assert seen == list(range(c))
@@ -1107,10 +1107,10 @@ def test_ranking_metric_by_pairs_of_tiles_equals_in_memory(metric, n, client, tm
     import bbc_dask.metrics as M
 
     monkeypatch.setattr(M, "SAMPLE_BLOCK", 128)
-    monkeypatch.setattr(budgets, "RANK_TILE", 256)
-    monkeypatch.setattr(budgets, "RANK_SAMPLES", 512)
+    monkeypatch.setattr(tuning, "RANK_TILE", 256)
+    monkeypatch.setattr(tuning, "RANK_SAMPLES", 512)
     per = {"roc_auc_ovr": 3, "roc_auc_ovo": 4}.get(metric, 1)  # sorted columns held a sample
-    monkeypatch.setattr(budgets, "HOLD_BYTES", 3 * 2 * 256 * 2 * per * budgets.RANK_CELL_BYTES)
+    monkeypatch.setattr(tuning, "HOLD_BYTES", 3 * 2 * 256 * 2 * per * tuning.RANK_CELL_BYTES)
     p, y = _cube(metric, n, 13, 2)
     dims = ("sample", "config", "repeat", "class")[: p.ndim]
     z = _to_zarr(tmp_path / "c.zarr", p, dims, chunk_cfg=4)
@@ -1144,11 +1144,11 @@ def test_bbc_f_of_a_ranking_metric_by_pairs_of_tiles_equals_in_memory(metric, cl
     import bbc_dask.metrics as M
 
     monkeypatch.setattr(M, "SAMPLE_BLOCK", 128)
-    monkeypatch.setattr(budgets, "RANK_FOLD_TILE", 256)
-    monkeypatch.setattr(budgets, "RANK_TILE", 128)  # BBC's: not BBC-F's
-    monkeypatch.setattr(budgets, "RANK_SAMPLES", 512)
+    monkeypatch.setattr(tuning, "RANK_FOLD_TILE", 256)
+    monkeypatch.setattr(tuning, "RANK_TILE", 128)  # BBC's: not BBC-F's
+    monkeypatch.setattr(tuning, "RANK_SAMPLES", 512)
     per = {"roc_auc_ovr": 3, "roc_auc_ovo": 4}.get(metric, 1)  # sorted columns held a sample
-    monkeypatch.setattr(budgets, "HOLD_BYTES", 3 * 2 * 256 * 2 * per * budgets.RANK_CELL_BYTES)
+    monkeypatch.setattr(tuning, "HOLD_BYTES", 3 * 2 * 256 * 2 * per * tuning.RANK_CELL_BYTES)
     n = 1100
     p, y = _cube(metric, n, 13, 2, seed=6)
     rng = np.random.default_rng(2)
@@ -1182,8 +1182,8 @@ def test_ranking_metric_by_tiles_redraws_as_in_memory(metric, client, tmp_path, 
     import bbc_dask.metrics as M
 
     monkeypatch.setattr(M, "SAMPLE_BLOCK", 128)
-    monkeypatch.setattr(budgets, "RANK_TILE", 256)
-    monkeypatch.setattr(budgets, "RANK_SAMPLES", 512)
+    monkeypatch.setattr(tuning, "RANK_TILE", 256)
+    monkeypatch.setattr(tuning, "RANK_SAMPLES", 512)
     p, y = _cube(metric, 900, 6, 2)
     rare = np.zeros(900, dtype=bool)
     rare[np.random.default_rng(1).choice(900, 3, replace=False)] = True
@@ -1201,8 +1201,8 @@ def test_study_cube_ranking_metric_by_pairs_of_tiles(client, tmp_path, monkeypat
     import bbc_dask.metrics as M
 
     monkeypatch.setattr(M, "SAMPLE_BLOCK", 64)
-    monkeypatch.setattr(budgets, "RANK_TILE", 128)
-    monkeypatch.setattr(budgets, "RANK_SAMPLES", 256)
+    monkeypatch.setattr(tuning, "RANK_TILE", 128)
+    monkeypatch.setattr(tuning, "RANK_SAMPLES", 256)
     s = _study_of("roc_auc", tmp_path / "s.zarr", client)
     want = s.bbc(chunked=False, n_bootstraps=150, random_state=3)
     rows = []
@@ -1227,10 +1227,10 @@ def test_dropping_test_of_a_ranking_metric_by_pairs_of_tiles(metric, client, tmp
     import bbc_dask.metrics as M
 
     monkeypatch.setattr(M, "SAMPLE_BLOCK", 64)
-    monkeypatch.setattr(budgets, "RANK_TILE", 128)
-    monkeypatch.setattr(budgets, "RANK_SAMPLES", 256)
+    monkeypatch.setattr(tuning, "RANK_TILE", 128)
+    monkeypatch.setattr(tuning, "RANK_SAMPLES", 256)
     per = {"roc_auc_ovr": 3, "roc_auc_ovo": 4}.get(metric, 1)  # sorted columns held a sample
-    monkeypatch.setattr(budgets, "HOLD_BYTES", 3 * 2 * 128 * 2 * per * budgets.RANK_CELL_BYTES)
+    monkeypatch.setattr(tuning, "HOLD_BYTES", 3 * 2 * 128 * 2 * per * tuning.RANK_CELL_BYTES)
     p, y, avail, src = _dropping_cube(metric, tmp_path)
     names = _dropping_task_names(client, monkeypatch, p, y, avail, metric, src)
     assert sum("tile_dropping_sums" in k for k in names) == (15 + 6) * 5  # jobs x groups
@@ -1242,8 +1242,8 @@ def test_dropping_test_of_auc_by_tiles_redraws_as_in_memory(client, tmp_path, mo
     import bbc_dask.metrics as M
 
     monkeypatch.setattr(M, "SAMPLE_BLOCK", 64)
-    monkeypatch.setattr(budgets, "RANK_TILE", 128)
-    monkeypatch.setattr(budgets, "RANK_SAMPLES", 256)
+    monkeypatch.setattr(tuning, "RANK_TILE", 128)
+    monkeypatch.setattr(tuning, "RANK_SAMPLES", 256)
     rng = np.random.default_rng(6)
     p = rng.normal(size=(500, 5, 2))
     y = np.zeros(500, dtype=int)
@@ -1273,7 +1273,7 @@ def test_tiles_narrow_where_one_configuration_would_not_fit(monkeypatch):
     assert all(len(t) == 1 for t in narrow) and len(narrow) == 41
     for cols in (1, 10, 20, 50):
         size = max(hi - lo for t in source._tiles(n, cols) for _, lo, hi in t)
-        assert size == M.SAMPLE_BLOCK or 2 * size * cols * budgets.RANK_CELL_BYTES <= budgets.HOLD_BYTES
+        assert size == M.SAMPLE_BLOCK or 2 * size * cols * tuning.RANK_CELL_BYTES <= tuning.HOLD_BYTES
 
 
 @pytest.mark.parametrize("n_tiles", [1, 2, 3])

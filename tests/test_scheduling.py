@@ -4,6 +4,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
+import bbc_dask._tuning as tuning
 from bbc_dask.engine import _waves
 
 
@@ -26,7 +27,7 @@ def test_rank_keeps_the_order_of_alike_cheap_blocks():
 
 
 def test_grouper_sizes_tasks_by_predicted_block_time(monkeypatch):
-    monkeypatch.setattr(_waves, "TARGET_TASK_SECONDS", 0.3)
+    monkeypatch.setattr(tuning, "TARGET_TASK_SECONDS", 0.3)
     cost = np.array([0.05] * 20 + [0.4] * 4 + [np.nan] * 4)
     tasks = [(0, 0, b) for b in _blocks(28)]
     g = _waves._Grouper(tasks, len(tasks), n_threads=1, cost=cost)
@@ -42,7 +43,7 @@ def test_grouper_sizes_tasks_by_predicted_block_time(monkeypatch):
 
 
 def test_grouper_bounds_the_predictions_a_task_holds(monkeypatch):
-    monkeypatch.setattr(_waves, "TASK_PREDICTION_BYTES", 3000)
+    monkeypatch.setattr(tuning, "TASK_PREDICTION_BYTES", 3000)
     tasks = [(0, 0, b) for b in _blocks(40)]
     g = _waves._Grouper(tasks, len(tasks), n_threads=1, cost=np.full(40, 0.001), block_bytes=1000)
     g.next()

@@ -43,7 +43,7 @@ seed block of bootstraps has its own generator. The splits:
   matrix, the dropping test of a ranking metric up to RANK_SAMPLES (or without a sample
   source) and a study's cube with a ranking metric up to RANK_SAMPLES: one task prepares (reads
   along samples one stored chunk at a time, encodes, sorts) every sample of a block of
-  configurations once — a block of :data:`CHUNK_BYTES`, fewer configurations as N
+  configurations once — a block of :data:`bbc_dask._tuning.CHUNK_BYTES`, fewer configurations as N
   grows. The counts of a group of seed blocks are drawn once per group (uint8) and
   shared by every block's scoring task while all of them fit in :data:`COUNTS_BYTES`
   (B × N bytes); beyond, one task per block prepares and scores it, drawing them again
@@ -66,13 +66,13 @@ run — :mod:`._task_base`, :mod:`._blocks` (configuration blocks), :mod:`._samp
 :mod:`._tile_sums` — are NumPy and zarr only: importing them loads no Dask. Zarr's block
 rules are :mod:`bbc_dask._zarr`'s, shared with the study's store.
 """
-from .._zarr import CHUNK_BYTES, zarr_blocks
+from .._zarr import zarr_blocks
 from ._blocks import chunk_pooled, held, merge_winners
 from ._dispatch import bbc, bbc_f, is_lazy, use_chunked
 from ._lazy_bbc import bbc_over_blocks, bbc_over_table, lazy_bbc
 from ._lazy_bbc_f import fold_matrix_over_blocks, lazy_bbc_f
 from ._lazy_dropping import lazy_dropping_test
 
-__all__ = ["CHUNK_BYTES", "bbc", "bbc_f", "bbc_over_blocks", "bbc_over_table",
+__all__ = ["bbc", "bbc_f", "bbc_over_blocks", "bbc_over_table",
            "chunk_pooled", "fold_matrix_over_blocks", "held", "is_lazy", "lazy_bbc", "lazy_bbc_f",
            "lazy_dropping_test", "merge_winners", "use_chunked", "zarr_blocks"]

@@ -6,11 +6,12 @@ import contextlib
 
 import numpy as np
 
+from .. import _tuning as tuning
 from .. import _validation
 from .._random import as_seed_sequence
 from .._signals import deferred_interrupts, wait_done
 from ..stats import SEED_BLOCK
-from . import _budgets, _sample_sums, _task_base
+from . import _sample_sums, _task_base
 
 
 def _tree(items, fn):
@@ -28,11 +29,11 @@ def _seed(root):
 
 def _seed_groups(n_boot, n, keep):
     """Seed blocks in groups: with ``keep`` (their counts are held) at most
-    :data:`~._budgets.COUNTS_BYTES` of uint8 counts per group."""
+    :data:`~bbc_dask._tuning.COUNTS_BYTES` of uint8 counts per group."""
     n_seed = -(-n_boot // SEED_BLOCK)
     # plans alone: a task per seed block (they run in parallel); kept counts: as many seed
     # blocks as fit, in at least two groups (two workers draw at once)
-    per = min(max(1, _budgets.COUNTS_BYTES // (SEED_BLOCK * n)), -(-n_seed // 2)) if keep else 1
+    per = min(max(1, tuning.COUNTS_BYTES // (SEED_BLOCK * n)), -(-n_seed // 2)) if keep else 1
     return [list(range(a, min(a + per, n_seed))) for a in range(0, n_seed, per)]
 
 
@@ -66,8 +67,8 @@ def _replicate(persisted):
 
 def _keeps_counts(n_boot, n):
     """Whether every count of ``n_boot`` bootstraps of ``n`` samples (uint8, whole seed
-    blocks) fits in :data:`~._budgets.COUNTS_BYTES`: then they are drawn once and shared."""
-    return -(-n_boot // SEED_BLOCK) * SEED_BLOCK * n <= _budgets.COUNTS_BYTES
+    blocks) fits in :data:`~bbc_dask._tuning.COUNTS_BYTES`: then they are drawn once and shared."""
+    return -(-n_boot // SEED_BLOCK) * SEED_BLOCK * n <= tuning.COUNTS_BYTES
 
 
 def _shared_counts(keep, seed, stream, plans, n_blocks, n_boot, client=None):

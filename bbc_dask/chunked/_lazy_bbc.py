@@ -1,5 +1,5 @@
 """BBC of a lazy cube on the cluster: along sample blocks (pointwise metrics), by pairs
-of sample tiles (ranking metrics beyond :data:`~._budgets.RANK_SAMPLES`), or over
+of sample tiles (ranking metrics beyond :data:`~bbc_dask._tuning.RANK_SAMPLES`), or over
 configuration blocks holding every sample."""
 from __future__ import annotations
 
@@ -183,7 +183,7 @@ def bbc_over_blocks(blocks, offsets, y, *, metric, n_bootstraps, confidence_leve
     CubeBlocks or Dask delayed arrays) whose configurations start at ``offsets``: one
     task prepares each block once, the counts of each group of seed blocks are drawn
     once, one task scores a block against a group (or, when the counts exceed
-    :data:`~._budgets.COUNTS_BYTES`, one task prepares a block and scores it against every plan,
+    :data:`~bbc_dask._tuning.COUNTS_BYTES`, one task prepares a block and scores it against every plan,
     drawing its counts); a tree merges the winners."""
     import dask
     from dask import delayed

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import _tuning as tuning
 from .. import _validation, metrics
 from ..metrics import get_metric
 from ..stats import bbc_f_of_matrix, check_fold_matrix, fold_centers, fold_rows
-from . import _blocks, _budgets, _sample_sums, _tile_sums
+from . import _blocks, _sample_sums, _tile_sums
 from ._graph import _carrying, _chain
 from ._source import _by_tiles, _n_repeats, _sources, _target, _TileLayout
 
@@ -31,7 +32,7 @@ def lazy_bbc_f(predictions, y, folds, *, metric, n_bootstraps, confidence_level,
 def _lazy_fold_matrix(src, y, target, folds, m, pos_label, caller):
     """``(F (R·K, C), rows)`` of a lazy cube, on the cluster: a pointwise metric's summed
     over (sample block, configuration group) tasks (:func:`_fold_matrix_by_samples`), a
-    ranking metric's beyond :data:`~._budgets.RANK_SAMPLES` by pairs of sample tiles
+    ranking metric's beyond :data:`~bbc_dask._tuning.RANK_SAMPLES` by pairs of sample tiles
     (:func:`_fold_matrix_by_tiles`) — a task's memory does not grow with N — and below,
     per configuration block holding every sample (:func:`fold_matrix_over_blocks`)."""
     if m.pairwise is None or _by_tiles(m, src.n):
@@ -46,7 +47,7 @@ def _fold_matrix_by_samples(src, target, folds, m, caller):
     group, each sample block's sums per fold row (:meth:`~bbc_dask.metrics._Pointwise.fold_sums`)
     added in block order along a chain of tasks — the very terms and additions of
     :func:`bbc_dask.fold_score_matrix`, so the same bits. A task holds one sample block of
-    its group (:data:`~._budgets.HOLD_BYTES`) and R·K sums per configuration."""
+    its group (:data:`~bbc_dask._tuning.HOLD_BYTES`) and R·K sums per configuration."""
     import dask
     from dask import delayed
 
@@ -74,14 +75,14 @@ def _fold_matrix_by_samples(src, target, folds, m, caller):
 
 def _fold_matrix_by_tiles(src, target, folds, m, caller):
     """The fold × configuration matrix (R·K, C) of a ranking metric by pairs of sample
-    tiles of :data:`~._budgets.RANK_FOLD_TILE` (see :func:`~._lazy_bbc._bbc_by_tiles`): each fold row's
+    tiles of :data:`~bbc_dask._tuning.RANK_FOLD_TILE` (see :func:`~._lazy_bbc._bbc_by_tiles`): each fold row's
     statistics are the pair sums of its 0/1 weights, exact integers, so the matrix has
     the in-memory bits."""
     import dask
     from dask import delayed
 
     at, rows = fold_rows(folds)
-    lay = _TileLayout(src, target, m, _budgets.RANK_FOLD_TILE)
+    lay = _TileLayout(src, target, m, tuning.RANK_FOLD_TILE)
     shared = lay.shared([(target.subset(lo, hi), at[lo:hi]) for lo, hi in lay.span], None)
     row_repeat = [r for r, _ in rows]
     finished = [delayed(_tile_sums.finish_tile_folds, pure=True)(

@@ -1,7 +1,7 @@
 """The BBCD dropping test of a study's cube between waves, on the cluster: over
 configuration blocks holding every sample, along sample blocks (a pointwise metric given
 a sample source) or by pairs of sample tiles (a ranking metric beyond
-:data:`~._budgets.RANK_SAMPLES`)."""
+:data:`~bbc_dask._tuning.RANK_SAMPLES`)."""
 from __future__ import annotations
 
 import numpy as np
@@ -29,11 +29,11 @@ def lazy_dropping_test(client, blocks, y, available, *, metric, alpha, n_bootstr
     :class:`~bbc_dask.cube.SampleTable`, or a :class:`~._source._Source` — and a
     pointwise metric of more than one sample block, the test goes by sample blocks
     (:func:`_dropping_by_samples`), and with a ranking metric beyond
-    :data:`~._budgets.RANK_SAMPLES` by pairs of sample tiles (:func:`_dropping_by_tiles`):
+    :data:`~bbc_dask._tuning.RANK_SAMPLES` by pairs of sample tiles (:func:`_dropping_by_tiles`):
     a task's memory does not grow with N. Otherwise over the configuration ``blocks``
     (every sample), whose tasks ``key`` names: each block is prepared once; the counts of
     each group of seed blocks are drawn once and shared, or, beyond
-    :data:`~._budgets.COUNTS_BYTES`, drawn again by each block's task. A repeat with no
+    :data:`~bbc_dask._tuning.COUNTS_BYTES`, drawn again by each block's task. A repeat with no
     sample available at all goes that way too, to fail as the in-memory test does.
     ``best``: θo, if not the best of the pooled scores (see
     :func:`~bbc_dask.stats.decide`)."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import _tuning as tuning
 from .. import _validation, _zarr, metrics
 from .._zarr import class_coord, config_width, dims_of, per_config_bytes, zarr_blocks, zarr_source
 from ..exceptions import InvalidParameterError
@@ -32,20 +33,20 @@ class _Source:
         if self.zarr is not None:
             return zarr_blocks(self.zarr[0], self.dims, key=self.zarr[1])
         per = per_config_bytes(self.data.shape, _DIMS[: self.data.ndim])
-        width = max(1, min(self.c, _zarr.CHUNK_BYTES // max(per, 1)))
+        width = max(1, min(self.c, tuning.CHUNK_BYTES // max(per, 1)))
         data = self.data.rechunk({0: -1, 1: width} | {i: -1 for i in range(2, self.data.ndim)})
         return list(data.to_delayed().ravel()), _offsets(data.chunks[1])
 
     def sample_grid(self, edges, per_config_out, per_config_held):
         """``(grid, offsets)``: ``grid[j][g]`` the parts of sample block ``j`` of
         configuration group ``g`` (chunk-aligned, in order), groups starting at
-        ``offsets``. A group's sums take at most :data:`~._budgets.SUMS_BYTES` (``per_config_out``
-        bytes per configuration), its prepared features :data:`~._budgets.HOLD_BYTES`
+        ``offsets``. A group's sums take at most :data:`~bbc_dask._tuning.SUMS_BYTES` (``per_config_out``
+        bytes per configuration), its prepared features :data:`~bbc_dask._tuning.HOLD_BYTES`
         (``per_config_held``)."""
         size = edges[0][1] - edges[0][0]
         if self.zarr is None:
             per = per_config_bytes((size,) + self.data.shape[1:], _DIMS[: self.data.ndim])
-            width = max(1, min(self.c, _zarr.CHUNK_BYTES // max(per, 1)))
+            width = max(1, min(self.c, tuning.CHUNK_BYTES // max(per, 1)))
         else:
             arr, key = self.zarr
             ax, s_ax = self.dims.index("config"), self.dims.index("sample")
@@ -57,8 +58,8 @@ class _Source:
         # reads (and, beyond COUNTS_BYTES, draws) every sample block's counts again
         # (many sample blocks: one group)
         n_groups = -(-2 * _budgets.slots() // len(edges))
-        span = min(_budgets.SUMS_BYTES // max(per_config_out, 1),
-                   _budgets.HOLD_BYTES // max(per_config_held, 1),
+        span = min(tuning.SUMS_BYTES // max(per_config_out, 1),
+                   tuning.HOLD_BYTES // max(per_config_held, 1),
                    -(-self.c // n_groups))
         span = max(width, span // width * width)
         if self.zarr is None:
@@ -69,7 +70,7 @@ class _Source:
             data = self.data.rechunk({0: size, 1: width} | {i: -1 for i in range(2, self.data.ndim)})
             d = data.to_delayed().reshape(len(edges), -1)
             raw = size * int(np.prod(self.data.shape[2:])) * self.data.dtype.itemsize
-            per_group = max(1, min(span // width, _budgets.HOLD_BYTES // max(width * raw, 1)))
+            per_group = max(1, min(span // width, tuning.HOLD_BYTES // max(width * raw, 1)))
             span = per_group * width
             return ([[list(row[g : g + per_group]) for g in range(0, len(row), per_group)]
                      for row in d], list(range(0, self.c, span)))
@@ -130,20 +131,20 @@ class _Source:
         sample blocks decodes the stored chunks holding its slots whole: per fold a
         fraction f of the fold's (``fold_fraction``; 1 where a chunk holds a whole fold)
         beyond its own. Groups of c/g configurations in runs of
-        :data:`~._budgets.HOLD_BYTES` take about g draws and 1 + f × cube / g / HOLD_BYTES
+        :data:`~bbc_dask._tuning.HOLD_BYTES` take about g draws and 1 + f × cube / g / HOLD_BYTES
         decodings of the cube: g = sqrt(f × cube / HOLD_BYTES) balances the two (a draw
         of every count of 256 bootstraps costs about as much as a decoding of the cube's
         float64, as measured at 10^6 samples); with more bootstraps (``n_boot``) a draw
         costs more, and g shrinks as sqrt(256 / n_boot) (the dropping test's 1,000: about
         half as many groups). A group is narrower still where one sample block of it as read would
         exceed HOLD_BYTES, or its sums (``per_config_out`` bytes per configuration)
-        :data:`~._budgets.SUMS_BYTES`: many configurations of few samples."""
+        :data:`~bbc_dask._tuning.SUMS_BYTES`: many configurations of few samples."""
         t, per = self.table, self._cell_bytes
         cube = self.n * self.c * per
         draws = min(1.0, 256 / max(n_boot, 1))
-        n_groups = max(1, min(self.c, round(float(np.sqrt(cube / _budgets.HOLD_BYTES * draws * t.fold_fraction)))))
-        cap = min(_budgets.HOLD_BYTES // ((edges[0][1] - edges[0][0]) * per),
-                  _budgets.SUMS_BYTES // max(per_config_out, 1))
+        n_groups = max(1, min(self.c, round(float(np.sqrt(cube / tuning.HOLD_BYTES * draws * t.fold_fraction)))))
+        cap = min(tuning.HOLD_BYTES // ((edges[0][1] - edges[0][0]) * per),
+                  tuning.SUMS_BYTES // max(per_config_out, 1))
         size = max(1, min(-(-self.c // n_groups), cap))
         stored = t.configs // t.chunk_width
         pieces = [ch[i : i + size] for ch in np.split(np.arange(self.c), np.flatnonzero(np.diff(stored)) + 1)
@@ -158,15 +159,15 @@ class _Source:
         return groups + [np.concatenate(cur)]
 
     def _runs(self, edges, width, n_groups, per_config_out=0):
-        """Consecutive sample blocks in runs: as many as :data:`~._budgets.HOLD_BYTES` of ``width``
-        configurations as read (float64), and their blocks' sums :data:`~._budgets.SUMS_BYTES`
+        """Consecutive sample blocks in runs: as many as :data:`~bbc_dask._tuning.HOLD_BYTES` of ``width``
+        configurations as read (float64), and their blocks' sums :data:`~bbc_dask._tuning.SUMS_BYTES`
         (``per_config_out`` bytes per configuration and block), allow — each run decodes
         the stored chunks holding its slots whole, so the fewer runs the less decoding —
         yet enough runs that the tasks keep every worker thread busy twice over."""
         per_row = width * self._cell_bytes
         size = edges[0][1] - edges[0][0]
-        per_run = max(1, min(_budgets.HOLD_BYTES // max(per_row * size, 1),
-                             _budgets.SUMS_BYTES // max(width * per_config_out, 1)))
+        per_run = max(1, min(tuning.HOLD_BYTES // max(per_row * size, 1),
+                             tuning.SUMS_BYTES // max(width * per_config_out, 1)))
         per_run = min(per_run, -(-len(edges) // -(-2 * _budgets.slots() // n_groups)))
         return [[(j, *edges[j]) for j in range(a, min(a + per_run, len(edges)))]
                 for a in range(0, len(edges), per_run)]
@@ -185,7 +186,7 @@ class _Source:
         if self.zarr is None:
             data = self.data[lo:hi][:, np.asarray(configs)]
             per = per_config_bytes(data.shape, _DIMS[: data.ndim])
-            width = max(1, _zarr.CHUNK_BYTES // max(per, 1))
+            width = max(1, tuning.CHUNK_BYTES // max(per, 1))
             data = data.rechunk({0: -1, 1: width} | {i: -1 for i in range(2, data.ndim)})
             return list(data.to_delayed().ravel())
         arr, key = self.zarr
@@ -249,12 +250,12 @@ def _by_samples(m, src):
 
 def _tiles(n, columns=1, tile=None):
     """The tiles of ``n`` samples: lists of consecutive sample blocks ``(j, lo, hi)``,
-    ``tile`` (default :data:`~._budgets.RANK_TILE`) samples each — fewer where two tiles of one
-    configuration's ``columns`` (repeats x classes) would exceed :data:`~._budgets.HOLD_BYTES` —
+    ``tile`` (default :data:`~bbc_dask._tuning.RANK_TILE`) samples each — fewer where two tiles of one
+    configuration's ``columns`` (repeats x classes) would exceed :data:`~bbc_dask._tuning.HOLD_BYTES` —
     and at least one block."""
     edges = metrics.sample_blocks(n)
-    size = min(_budgets.RANK_TILE if tile is None else tile,
-               _budgets.HOLD_BYTES // (2 * columns * _budgets.RANK_CELL_BYTES))
+    size = min(tuning.RANK_TILE if tile is None else tile,
+               tuning.HOLD_BYTES // (2 * columns * tuning.RANK_CELL_BYTES))
     q = max(1, size // metrics.SAMPLE_BLOCK)
     return [[(j, *edges[j]) for j in range(a, min(a + q, len(edges)))]
             for a in range(0, len(edges), q)]
@@ -262,16 +263,16 @@ def _tiles(n, columns=1, tile=None):
 
 def _by_tiles(m, n):
     """Whether BBC of metric ``m`` goes by pairs of sample tiles: a ranking metric of more
-    than :data:`~._budgets.RANK_SAMPLES` samples, over more than two tiles (with two, a pair is the
+    than :data:`~bbc_dask._tuning.RANK_SAMPLES` samples, over more than two tiles (with two, a pair is the
     whole sample)."""
-    return m.pairwise is not None and n > _budgets.RANK_SAMPLES and len(_tiles(n)) > 2
+    return m.pairwise is not None and n > tuning.RANK_SAMPLES and len(_tiles(n)) > 2
 
 
 class _TileLayout:
     """The tiles of a source, their jobs — ``(tiles, weight)``: each pair of tiles with
     weight 1, each tile alone with weight 2 - t (none with two tiles; one tile alone has
     weight 1) — and the width of
-    a group of configurations a job holds (:data:`~._budgets.HOLD_BYTES` of sorted columns of two
+    a group of configurations a job holds (:data:`~bbc_dask._tuning.HOLD_BYTES` of sorted columns of two
     tiles)."""
 
     def __init__(self, src, target, m, tile=None):
@@ -284,8 +285,8 @@ class _TileLayout:
         self.jobs = ([((a, b), 1) for a in range(t) for b in range(a + 1, t)]
                      + ([((a,), 2 - t) for a in range(t)] if t != 2 else []))
         self.span = [(bl[0][1], bl[-1][2]) for bl in self.tiles]
-        per = 2 * (self.span[0][1] - self.span[0][0]) * self.n_rep * held * _budgets.RANK_CELL_BYTES
-        self.width = max(1, _budgets.HOLD_BYTES // per)
+        per = 2 * (self.span[0][1] - self.span[0][0]) * self.n_rep * held * tuning.RANK_CELL_BYTES
+        self.width = max(1, tuning.HOLD_BYTES // per)
 
     def shared(self, per_tile, plans):
         """Each tile's inputs and the plans as tasks of their own, on which the jobs

@@ -16,6 +16,8 @@ from collections import OrderedDict
 import numpy as np
 from sklearn.base import clone
 
+from .. import _tuning as tuning
+
 __all__ = ["fit_predict_block", "fit_write_blocks", "method_problem", "refit", "response_method"]
 
 
@@ -87,8 +89,6 @@ def _response(est, method, X_test, classes, pos_code, n_classes_axis):
 #: mostly other configuration blocks of the same (repeat, fold), and copying X's training
 #: rows cost as much as the rest of a cheap task (measured: 29% of a task at N = 200,000).
 _SPLITS = threading.local()
-#: Splits larger than this are not kept (they would double a worker's share of X).
-SPLIT_CACHE_BYTES = 256 * 2**20
 
 
 def _split(X, y, folds, r, k):
@@ -108,7 +108,7 @@ def _split(X, y, folds, r, k):
     # (copy=False) must not change the next task's data. Read-only inputs are what
     # scikit-learn's own parallel search passes (joblib memmaps), so estimators copy then.
     if all(type(a) is np.ndarray for a in out) and \
-            out[0].nbytes + out[2].nbytes <= SPLIT_CACHE_BYTES:
+            out[0].nbytes + out[2].nbytes <= tuning.SPLIT_CACHE_BYTES:
         for a in out:
             a.flags.writeable = False
         _SPLITS.last = (key, tuple(weakref.ref(o) for o in (X, y, folds)), out)
@@ -161,7 +161,7 @@ def _fit_shared(est, X_train, y_train, X_test):
     test rows it takes.
 
     For a pipeline, the transformer steps' outputs on this split are kept per thread (up
-    to :data:`SPLIT_CACHE_BYTES`, least recently used dropped first) and reused by the
+    to :data:`tuning.SPLIT_CACHE_BYTES`, least recently used dropped first) and reused by the
     next configuration whose transformer steps have the same parameters: a grid over the
     final step (an SVC's C after a scaler and a PCA) fits its transformers once per fold
     and worker, as dask-ml's search does. The reuse is exact: it makes the calls
@@ -184,11 +184,11 @@ def _fit_shared(est, X_train, y_train, X_test):
         for step in steps:
             Xt_test = step.transform(Xt_test)
         if type(Xt) is np.ndarray and type(Xt_test) is np.ndarray and \
-                Xt.nbytes + Xt_test.nbytes <= SPLIT_CACHE_BYTES:
+                Xt.nbytes + Xt_test.nbytes <= tuning.SPLIT_CACHE_BYTES:
             # read-only like the split: a final step must not change what the next reuses
             Xt.flags.writeable = Xt_test.flags.writeable = False
             outputs[token] = (Xt, Xt_test)
-            while sum(a.nbytes + b.nbytes for a, b in outputs.values()) > SPLIT_CACHE_BYTES:
+            while sum(a.nbytes + b.nbytes for a, b in outputs.values()) > tuning.SPLIT_CACHE_BYTES:
                 outputs.popitem(last=False)  # least recently used first
     final.fit(Xt, y_train)
     return final, Xt_test

@@ -12,6 +12,7 @@ from concurrent.futures import CancelledError
 
 import numpy as np
 
+from .. import _tuning as tuning
 from .. import metrics
 from .._signals import deferred_interrupts, wait_done
 from ..cube import DONE, FAILED, PENDING
@@ -230,45 +231,30 @@ def _result(fut):
         return fut.result()
 
 
-#: Resubmissions of one task after its data was lost before giving up.
-MAX_RESUBMITS = 5
 
 
 def submit_with_data(client, fn, *args):
     """``fn(*args[:-2], X_future, y_future)`` on the cluster, surviving the loss of the data."""
     *head, X, y = args
     data = _Data(client, X, y, broadcast=False)
-    for attempt in range(MAX_RESUBMITS + 1):
+    for attempt in range(tuning.MAX_RESUBMITS + 1):
         X_f, y_f = data.refresh()
         fut = client.submit(fn, *head, X_f, y_f, pure=False, retries=3)
         try:
             return _result(fut)
         except CancelledError:
-            if attempt == MAX_RESUBMITS:
+            if attempt == tuning.MAX_RESUBMITS:
                 raise
 
 
-#: Seconds between ledger writes while results arrive: one batched write, not one per task.
-LEDGER_INTERVAL = 0.5
-#: The run time a task aims at once blocks are timed: long enough that Dask's cost per
-#: task (a few ms of client, scheduler and worker time, on the workers' cores when the
-#: scheduler is local) is small next to the work (benchmarks/bench_cvt.py; the
-#: measurements: docs/performance.md, "Tuning constants").
-TARGET_TASK_SECONDS = 1.0
-#: A task holds its blocks' predictions until it writes them: at most this many bytes.
-TASK_PREDICTION_BYTES = 64 * 2**20
-#: Tasks per worker thread kept for the end of a stage, so that the last tasks balance.
-TAIL_TASKS_PER_THREAD = 3
-#: Blocks whose fits take less than this are not reordered among themselves.
-RANK_SECONDS = 0.01
 
 
 class _Grouper:
     """Groups consecutive configuration blocks of one (repeat, fold) into tasks that should
-    last about :data:`TARGET_TASK_SECONDS` (one block per task until a thread's worth of
-    tasks reported), never so many blocks that fewer than :data:`TAIL_TASKS_PER_THREAD`
+    last about :data:`tuning.TARGET_TASK_SECONDS` (one block per task until a thread's worth of
+    tasks reported), never so many blocks that fewer than :data:`tuning.TAIL_TASKS_PER_THREAD`
     tasks per thread remain to balance the end, nor more than
-    :data:`TASK_PREDICTION_BYTES` of predictions (``block_bytes`` each). A block's
+    :data:`tuning.TASK_PREDICTION_BYTES` of predictions (``block_bytes`` each). A block's
     predicted time is its configurations' measured fit time (``cost``) plus the mean
     per-block overhead seen so far (writing, scoring), or the mean block time where a fit
     time is unknown. Grouping only changes which task computes a block, never what it
@@ -277,7 +263,7 @@ class _Grouper:
     def __init__(self, tasks, n_blocks, n_threads, cost, block_bytes=0):
         self.fresh, self.left, self.n_threads = iter(tasks), n_blocks, n_threads
         self.cost = cost
-        self.max_blocks = max(1, TASK_PREDICTION_BYTES // max(1, block_bytes))
+        self.max_blocks = max(1, tuning.TASK_PREDICTION_BYTES // max(1, block_bytes))
         self.peek = None
         self.block_seconds, self.overhead, self.timed = 0.0, 0.0, 0
 
@@ -302,9 +288,9 @@ class _Grouper:
         group = [first]
         if self.timed >= self.n_threads and self.block_seconds > 0:
             limit = min(self.max_blocks,
-                        max(1, self.left // (TAIL_TASKS_PER_THREAD * self.n_threads)))
+                        max(1, self.left // (tuning.TAIL_TASKS_PER_THREAD * self.n_threads)))
             total = self.predict(first)
-            while len(group) < limit and total < TARGET_TASK_SECONDS:
+            while len(group) < limit and total < tuning.TARGET_TASK_SECONDS:
                 task = next(self.fresh, None)
                 if task is None:
                     break
@@ -349,7 +335,7 @@ class _Executor:
         order, so that grouped blocks stay contiguous in the store)."""
         cost = np.array([self.cost[b].sum() for b in blocks])
         with np.errstate(divide="ignore", invalid="ignore"):
-            klass = np.floor(np.log2(np.maximum(cost, RANK_SECONDS) / RANK_SECONDS))
+            klass = np.floor(np.log2(np.maximum(cost, tuning.RANK_SECONDS) / tuning.RANK_SECONDS))
         klass[~np.isfinite(cost)] = np.inf
         return [blocks[i] for i in np.argsort(-klass, kind="stable")]
 
@@ -407,7 +393,7 @@ class _Executor:
                     res = _result(fut)
                 except CancelledError:
                     # its data was lost with a worker: scatter again and resubmit
-                    if tries >= MAX_RESUBMITS:
+                    if tries >= tuning.MAX_RESUBMITS:
                         raise
                     retry.append((group, tries + 1))
                     continue
@@ -417,7 +403,7 @@ class _Executor:
                     self._record(group[len(res["done"])], res)
                 groups.observe(res["elapsed"], len(group),
                                sum(float(np.nansum(p["fit_time"])) for p in res.get("parts", [])))
-                if not meta or time.monotonic() - self.flushed >= LEDGER_INTERVAL:
+                if not meta or time.monotonic() - self.flushed >= tuning.LEDGER_INTERVAL:
                     self.flush()
         finally:
             # What finished is recorded whatever stops the run: its chunks are written.

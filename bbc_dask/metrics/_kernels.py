@@ -14,6 +14,7 @@ Layout conventions shared by every kernel:
 from __future__ import annotations
 
 import numpy as np
+from .. import _tuning as tuning
 from .._jit import njit, prange
 
 __all__ = [
@@ -355,10 +356,8 @@ def _weighted_sums(counts, g, oob, zero):
     return out
 
 
-#: Weights an indicator sum holds at once (float32): its temporaries are of this size,
-#: not of the counts' (64 x N bytes per seed block).
-_SLICE_BYTES = 4 * 2**20
-#: Samples per slice of an indicator sum: 65,793 weights of 255 stay below 2**24.
+#: Samples per slice of an indicator sum: 65,793 weights of 255 stay below 2**24, so the
+#: float32 sums are exact (a bound of correctness, not a tuning constant).
 _SLICE = 2**16
 
 
@@ -425,7 +424,7 @@ def indicator_sums(counts, masks, oob, axis):
     n_boot, n = counts.shape[1 - axis], counts.shape[axis]
     ftype = np.float32 if oob or counts.dtype in (np.bool_, np.uint8) else np.float64
     out = np.zeros((n_boot, masks.shape[0]), dtype=np.int64)
-    step = max(1, min(_SLICE, _SLICE_BYTES // max(np.dtype(ftype).itemsize * n_boot, 1)))
+    step = max(1, min(_SLICE, tuning.SLICE_BYTES // max(np.dtype(ftype).itemsize * n_boot, 1)))
     for lo in range(0, n, step):
         part = counts[:, lo : lo + step] if axis == 1 else counts[lo : lo + step]
         w = ((part == 0) if oob else part).astype(ftype)

@@ -17,6 +17,7 @@ import dataclasses
 
 import numpy as np
 
+from .. import _tuning as tuning
 from .. import _validation as validation
 from .._random import as_seed_sequence
 from ..exceptions import UndefinedScoreError
@@ -42,17 +43,16 @@ __all__ = [
     "tibshirani_tibshirani",
 ]
 
-_BLOCK_BYTES = 256 * 2**20
 
 
 def _block_size(block_size, n_boot, pred, caller):
-    """Bootstraps scored at once: ``block_size`` checked, or about :data:`_BLOCK_BYTES`
+    """Bootstraps scored at once: ``block_size`` checked, or about :data:`tuning.BOOTSTRAP_BLOCK_BYTES`
     worth, in whole seed blocks."""
     if block_size is not None:
         return validation.check_int(block_size, "block_size", caller)
     n, cols = pred.shape[0], int(np.prod(pred.shape[1:]))
     per_boot = n * 12 + cols * 8 * 4  # counts + float weights + a few (B, M) results
-    size = max(SEED_BLOCK, (_BLOCK_BYTES // per_boot) // SEED_BLOCK * SEED_BLOCK)
+    size = max(SEED_BLOCK, (tuning.BOOTSTRAP_BLOCK_BYTES // per_boot) // SEED_BLOCK * SEED_BLOCK)
     return min(size, max(n_boot, 1))
 
 

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .. import _tuning as tuning
 from .._random import child_generator
 from ..exceptions import UndefinedScoreError
 from ..metrics import sample_blocks
@@ -164,14 +165,11 @@ def _seed_block(root, stream, k, n, is_defined, frame=None):
     return counts, redrawn
 
 
-#: Bytes of counts a definedness rule sees at once: its temporaries (masks, weights) are
-#: of this order, not of the seed block's (64 x N: 64 MB of uint8 at a million samples).
-_RULE_BYTES = 4 * 2**20
 
 
 def _defined_rows(is_defined, counts):
     """``is_defined(counts)`` evaluated on slices of rows (every rule is per bootstrap)."""
-    step = max(1, _RULE_BYTES // max(counts[0].nbytes, 1))
+    step = max(1, tuning.RULE_BYTES // max(counts[0].nbytes, 1))
     if step >= counts.shape[0]:
         return np.asarray(is_defined(counts), dtype=bool)
     return np.concatenate([np.asarray(is_defined(counts[i : i + step]), dtype=bool)
@@ -181,8 +179,8 @@ def _defined_rows(is_defined, counts):
 def defined_parts(rule, counts, lo, hi):
     """``rule.part(counts, lo, hi)`` (a streaming :class:`~bbc_dask.metrics.Definedness`
     on samples ``lo..hi-1``) evaluated on slices of rows: its float temporaries are
-    :data:`_RULE_BYTES`, not 8 bytes per count."""
-    step = max(1, _RULE_BYTES // max(8 * counts.shape[1], 1))
+    :data:`tuning.RULE_BYTES`, not 8 bytes per count."""
+    step = max(1, tuning.RULE_BYTES // max(8 * counts.shape[1], 1))
     return np.concatenate([rule.part(counts[i : i + step], lo, hi)
                            for i in range(0, counts.shape[0], step)])
 
