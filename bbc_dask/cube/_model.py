@@ -28,7 +28,7 @@ import os
 import secrets
 import sys
 
-from .. import _validation as V
+from .. import _validation as validation
 from ..exceptions import UntrustedModelError
 
 __all__ = ["MODEL_FILE", "load_model", "save_model"]
@@ -132,7 +132,7 @@ def load_model(location, record, trusted=None):
     """
     import skops.io as sio
 
-    trusted = V.check_str_list(trusted, "trusted", "load_final_model")
+    trusted = validation.check_str_list(trusted, "trusted", "load_final_model")
     data = location.read_bytes(record["file"])
     where = f"{location.url}/{record['file']}"
     digest = hashlib.sha256(data).hexdigest()

@@ -19,7 +19,7 @@ import hashlib
 
 import numpy as np
 
-from .. import _validation as V
+from .. import _validation as validation
 from ..exceptions import StoreDamagedError
 from ._layout import chunk_crc, chunk_file, prediction_chunks, unreadable_chunk
 
@@ -347,7 +347,7 @@ def verify_store(store, *, repair=False, storage_options=None):
     from ._location import as_location, writing
     from ._schema import open_cube
 
-    repair = V.check_bool(repair, "repair", "verify_store")
+    repair = validation.check_bool(repair, "repair", "verify_store")
     location = as_location(store, storage_options, "verify_store")
     cube = open_cube(location, mode="r+" if repair else "r", check=False)
     report = verify(cube)

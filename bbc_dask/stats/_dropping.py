@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import _validation as V
+from .. import _validation as validation
 from ..exceptions import InvalidParameterError
 from ._inputs import prepare_inputs
 from ._bootstrap import CountBlocks, Frame
@@ -55,10 +55,10 @@ class Dropping:
     test_last_wave: bool = True
 
     def __post_init__(self):
-        V.check_real_open(self.alpha, "alpha", "Dropping", 0.5, 1.0)
-        V.check_int(self.n_bootstraps, "n_bootstraps", "Dropping")
-        V.check_int(self.min_predictions, "min_predictions", "Dropping")
-        V.check_bool(self.test_last_wave, "test_last_wave", "Dropping")
+        validation.check_real_open(self.alpha, "alpha", "Dropping", 0.5, 1.0)
+        validation.check_int(self.n_bootstraps, "n_bootstraps", "Dropping")
+        validation.check_int(self.min_predictions, "min_predictions", "Dropping")
+        validation.check_bool(self.test_last_wave, "test_last_wave", "Dropping")
 
     @classmethod
     def coerce(cls, dropping, caller):
@@ -123,11 +123,11 @@ def dropping_test(predictions, y, available, *, metric, alpha=0.99, n_bootstraps
     .. [1] Tsamardinos, Greasidou, Borboudakis, Machine Learning 107 (2018), §4.1.
     """
     caller = "dropping_test"
-    alpha = V.check_real_open(alpha, "alpha", caller, 0.5, 1.0)
+    alpha = validation.check_real_open(alpha, "alpha", caller, 0.5, 1.0)
     if bootstrap_indices is None:
         from .._random import as_seed_sequence
 
-        n_boot = V.check_int(n_bootstraps, "n_bootstraps", caller)
+        n_boot = validation.check_int(n_bootstraps, "n_bootstraps", caller)
         root, idx = as_seed_sequence(random_state, caller=caller), None
     else:
         root, idx = None, bootstrap_indices
@@ -184,7 +184,7 @@ class MaskedRule:
 
 
 def _available(available, n, n_rep, caller):
-    return V.per_sample_and_repeat(np.asarray(available, dtype=bool), "available", caller, n,
+    return validation.per_sample_and_repeat(np.asarray(available, dtype=bool), "available", caller, n,
                                    n_rep, "one flag")
 
 
@@ -253,7 +253,7 @@ def dropping_scores(predictions, y, available, *, metric, pos_label=None, root=N
     """Scores of every configuration on all available rows (C,) and per bootstrap (B, C)."""
     sc = DroppingScorer(predictions, y, available, metric, pos_label, class_coord)
     if idx is not None:
-        idx = V.as_bootstrap_indices(idx, sc.n, "sample", "dropping_test", any_width=True)
+        idx = validation.as_bootstrap_indices(idx, sc.n, "sample", "dropping_test", any_width=True)
         n_boot = idx.shape[0]
     S = np.empty((n_boot, sc.n_configs))
     blocks = CountBlocks(root, "dropping", idx, n_boot, sc.n, block_size or 256, sc.defined,

@@ -2,7 +2,7 @@
 estimator of the statistics layer (BBC, BBC-F, the dropping test, the comparators)."""
 from __future__ import annotations
 
-from .. import _validation as V
+from .. import _validation as validation
 from ..metrics import get_metric
 
 __all__ = ["prepare_inputs"]
@@ -17,8 +17,8 @@ def prepare_inputs(predictions, y, metric, pos_label, caller, class_coord=None, 
     (N, C, R[, K]).
     """
     m = get_metric(metric, caller=caller)
-    arr, coord = V.as_predictions(predictions, m, caller)
-    target = V.as_target(y, m, caller, pos_label=pos_label)
-    pred = V.encode_predictions(arr, coord if class_coord is None else class_coord, m, target,
+    arr, coord = validation.as_predictions(predictions, m, caller)
+    target = validation.as_target(y, m, caller, pos_label=pos_label)
+    pred = validation.encode_predictions(arr, coord if class_coord is None else class_coord, m, target,
                                 caller, check_scores)
     return m, target, pred

@@ -24,12 +24,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .. import _validation as V
+from .. import _validation as validation
 from .._random import as_seed_sequence, child_generator
 from ..exceptions import InvalidParameterError
 from ..metrics import get_metric
 from . import CI_METHODS
-from . import _auc_ci as A
+from . import _auc_ci as auc_ci
 
 __all__ = ["METHODS", "SelectionCI", "selection_ci"]
 
@@ -183,21 +183,21 @@ def selection_ci(predictions, y, folds, method="mabt", *, alpha=0.05, learn_ids=
 
 def _check(predictions, y, folds, method, alpha, learn_frac, n_bootstraps, resamples, pos_label,
            caller):
-    V.check_one_of(method, "method", caller, tuple(METHODS))
-    V.check_real_open(alpha, "alpha", caller, 0.0, 0.5)
-    V.check_real_open(learn_frac, "learn_frac", caller, 0.0, 1.0)
-    V.check_int(n_bootstraps, "n_bootstraps", caller, low=2)
-    V.check_instance(resamples, "resamples", caller, dict, "a dict of frequency matrices or None",
+    validation.check_one_of(method, "method", caller, tuple(METHODS))
+    validation.check_real_open(alpha, "alpha", caller, 0.0, 0.5)
+    validation.check_real_open(learn_frac, "learn_frac", caller, 0.0, 1.0)
+    validation.check_int(n_bootstraps, "n_bootstraps", caller, low=2)
+    validation.check_instance(resamples, "resamples", caller, dict, "a dict of frequency matrices or None",
                      allow_none=True)
     metric = get_metric("roc_auc", caller=caller)
-    target = V.as_target(y, metric, caller, pos_label=pos_label)
-    pred, _ = V.as_predictions(predictions, metric, caller)
+    target = validation.as_target(y, metric, caller, pos_label=pos_label)
+    pred, _ = validation.as_predictions(predictions, metric, caller)
     if pred.shape[2] != 1:
         raise InvalidParameterError.of("predictions", caller, "of shape (N, C) or (N, C, 1)",
                                        shown=f"shape {pred.shape}")
-    pred = V.encode_predictions(pred, None, metric, target, caller, check_scores=True)[:, :, 0]
+    pred = validation.encode_predictions(pred, None, metric, target, caller, check_scores=True)[:, :, 0]
     n = pred.shape[0]
-    f = V.per_sample_and_repeat(folds, "folds", caller, n, 1, "one fold id")[:, 0]
+    f = validation.per_sample_and_repeat(folds, "folds", caller, n, 1, "one fold id")[:, 0]
     return pred, (target.codes == target.pos_code).astype(np.int64), f
 
 
@@ -263,9 +263,9 @@ def _select(pred, y, folds, learn):
     valid = np.zeros(pred.shape[1])
     for k in ids:  # the reference BLAS's order of M %*% rep(1/K, K)
         rows = learn[folds[learn] == k]
-        valid += weight * A.auc_columns(pred[rows], y[rows])
+        valid += weight * auc_ci.auc_columns(pred[rows], y[rows])
     top = np.flatnonzero(valid >= _quantile7(valid, 0.9))
-    position = int(np.argmax(A.auc_columns(pred[np.ix_(ev, top)], y[ev])))
+    position = int(np.argmax(auc_ci.auc_columns(pred[np.ix_(ev, top)], y[ev])))
     return _Selection(learn, ev, int(np.argmax(valid)), top, int(top[position]), position)
 
 
@@ -287,26 +287,26 @@ def _bound(method, pred, y, sel, alpha, n_boot, resamples, gen):
     k = len(sel.top) if ten else 1
     level = 1 - (1 - alpha) ** (1 / k) if method in ("delong_10p", "tilting_10p") else alpha
     ye, se = y[sel.eval], pred[sel.eval, col]
-    pairs = A.PairedAUC(se, ye)
+    pairs = auc_ci.PairedAUC(se, ye)
     auc = pairs.observed()
     details = {"top": sel.top, "best": sel.best, "final": sel.final}
     if method.startswith("delong"):
-        bound, reason = A.delong_lower(se, ye, level)
+        bound, reason = auc_ci.delong_lower(se, ye, level)
     elif method.startswith("hanley"):
         # the reference code's HM10p keeps alpha (no Šidák), a quirk the paper reports with
-        bound, reason, n_success = A.hanley_mcneil_lower(se, ye, auc, level, len(y))
+        bound, reason, n_success = auc_ci.hanley_mcneil_lower(se, ye, auc, level, len(y))
         details.update(n_success=n_success, n_fail=len(y) - n_success)
     else:
         boot_key, bound_key = RESAMPLE_KEYS[method]
         freq = _resamples(resamples, boot_key, ye, n_boot, gen, len(sel.eval))
         if method == "mabt":
-            cols = [pairs if c == col else A.PairedAUC(pred[sel.eval, c], ye) for c in sel.top]
+            cols = [pairs if c == col else auc_ci.PairedAUC(pred[sel.eval, c], ye) for c in sel.top]
             tilt, p_value, details["c_alpha"] = _mabt(cols, sel.position, freq, ye, level, auc)
             step = 0.1
         else:
             tilt, p_value = _tilting(pairs, freq, ye, auc)
             step = 1.0
-        cal = A.calibrate(p_value, level, step)
+        cal = auc_ci.calibrate(p_value, level, step)
         details.update(cal)
         bound, reason = _tilted_bound(cal, tilt, pairs, ye, resamples, bound_key, n_boot, gen,
                                       level)
@@ -321,14 +321,14 @@ def _resamples(resamples, key, y, n_boot, gen, n_eval, probabilities=None):
                 "resamples", "selection_ci", f"frequency matrices with {n_eval} columns (the "
                 f"evaluation rows)", shown=f"{key!r} of shape {freq.shape}")
         return freq
-    return A.stratified_freq(y, n_boot, gen, probabilities)
+    return auc_ci.stratified_freq(y, n_boot, gen, probabilities)
 
 
 def _tilting(pairs, freq, y, t0):
     """BT's p-value (spec section 7 step 5): the importance-weighted share of replicates
     above the observed AUC, ties counted half, over R (not the sum of the weights)."""
     t = pairs.of(freq)
-    tilt = A.Tilting(freq, t, y)
+    tilt = auc_ci.Tilting(freq, t, y)
     above, tied = (t > t0).astype(float), (t == t0).astype(float)
 
     def p_value(tau):
@@ -348,10 +348,10 @@ def _mabt(cols, position, freq, y, level, t0):
     n_rep = t_all.shape[0]
     row_max = np.sort((rankdata(t_all, method="max", axis=0) / (n_rep + 1)).max(axis=1))
     t = t_all[:, position]
-    tilt = A.Tilting(freq, t, y)
+    tilt = auc_ci.Tilting(freq, t, y)
 
     def p_value(tau):
-        f_tau = A.weighted_ecdf_at(t, tilt.weights(tau), t0)
+        f_tau = auc_ci.weighted_ecdf_at(t, tilt.weights(tau), t0)
         return 1 - np.searchsorted(row_max, f_tau, side="right") / n_rep
     # the critical value, for the record: p <= level iff F_tau >= the j*-th row maximum
     j = next(j for j in range(1, n_rep + 1) if 1 - j / n_rep <= level)
