@@ -147,22 +147,23 @@ def run_spec(spec, *, scheduler=None, store=None, progress=True, cluster=None,
 
     ``cluster`` overrides keys of the study file's ``cluster:`` section (``kind``, options,
     ``security``); ``storage_options`` updates its ``storage_options``."""
+    from ..cube import StoreLocation
     from ..stats._dropping import Dropping
     from ..study import run_study
-    from . import _studyfile as F
+    from . import _studyfile as studyfile
 
     if store:
-        spec = dict(spec, store=os.path.abspath(store) if "://" not in store else store)
+        spec = dict(spec, store=StoreLocation.absolute(store))
     if cluster:
         merged = dict(spec["cluster"])
         if cluster.get("kind", merged.get("kind")) != merged.get("kind"):
             merged = {k: v for k, v in merged.items() if k == "security"}  # another kind's options don't apply
         merged.update(cluster)
-        spec = dict(spec, cluster=F.check_cluster(merged))
+        spec = dict(spec, cluster=studyfile.check_cluster(merged))
     if storage_options:
         spec = dict(spec, storage_options={**(spec.get("storage_options") or {}), **storage_options})
-    X, y, groups = F.load_data(spec)
-    estimator, grid = F.build_search(spec)
+    X, y, groups = studyfile.load_data(spec)
+    estimator, grid = studyfile.build_search(spec)
     dropping = Dropping.coerce(spec["dropping"], "the study file")
     return run_study(
         estimator, grid, X, y, store=spec["store"], metric=spec["metric"],
