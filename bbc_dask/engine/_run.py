@@ -12,7 +12,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .. import _validation as V
+from .. import _validation as validation
 from .._random import as_seed_sequence, entropy_of
 from .._signals import signals_as_interrupts
 from ..cluster import as_security
@@ -25,7 +25,7 @@ from ..exceptions import (
 )
 from ..metrics import get_metric
 from ..stats._dropping import Dropping
-from . import _plan as P
+from . import _plan as plan
 from ._tasks import refit
 from ._waves import run_waves, submit_with_data
 
@@ -78,18 +78,19 @@ def run_cvt(estimator, param_grid, X, y, *, store, metric, n_splits, n_repeats, 
     check them, then run or resume the study in its store under the run lock and refit the
     winner. Returns a :class:`CVTRun`."""
     m = get_metric(metric, caller=CALLER)
-    X = V.check_X(X, CALLER)
+    X = validation.check_X(X, CALLER)
     y = y if y is None else np.asarray(y)  # the tasks index it by position
-    target, n_splits, n_repeats, groups = V.check_cv_data(
+    target, n_splits, n_repeats, groups = validation.check_cv_data(
         estimator, X, y, groups, m, n_splits, n_repeats, error_score, pos_label, CALLER)
     location = as_location(store, storage_options, CALLER, directory=True)
+    location.check_client(client, CALLER)
     security = as_security(security, CALLER)
-    configs_per_task = V.check_int(configs_per_task, "configs_per_task", CALLER, allow_none=True)
+    configs_per_task = validation.check_int(configs_per_task, "configs_per_task", CALLER, allow_none=True)
     dropping = Dropping.coerce(dropping, CALLER)
-    V.check_one_of(selection, "selection", CALLER, ("pooled", "fold_mean"))
-    grid = P.check_search(param_grid, param_distributions, n_iter, CALLER)
+    validation.check_one_of(selection, "selection", CALLER, ("pooled", "fold_mean"))
+    grid = plan.check_search(param_grid, param_distributions, n_iter, CALLER)
     if grid is not None:  # random draws are checked once the seed is known
-        P.check_estimator_methods(estimator, grid, m, CALLER)
+        plan.check_estimator_methods(estimator, grid, m, CALLER)
     if dropping is not None and (len(grid) if grid is not None else n_iter) < 2:
         warnings.warn(f"dropping has no effect in {CALLER} with a single configuration; running "
                       f"plain CVT.", UserWarning, stacklevel=3)
@@ -99,7 +100,7 @@ def run_cvt(estimator, param_grid, X, y, *, store, metric, n_splits, n_repeats, 
         search=(param_grid, param_distributions, n_iter), error_score=error_score,
         random_state=random_state, overwrite=overwrite, progress=progress,
         configs_per_task=configs_per_task, dropping=dropping, metadata=metadata,
-        selection=selection, digests=P.data_digest(X, np.asarray(y), groups),
+        selection=selection, digests=plan.data_digest(X, np.asarray(y), groups),
     )
     return run.run(client, security, refit)
 
@@ -196,9 +197,9 @@ class _StudyRun:
         elif getattr(self, "root", None) is None:  # once: a Generator is consumed by it
             self.root = as_seed_sequence(self.random_state, caller=CALLER)
         p_grid, p_dist, n_iter = self.search
-        self.configs, search = P.candidates(p_grid, p_dist, n_iter, self.root, CALLER)
+        self.configs, search = plan.candidates(p_grid, p_dist, n_iter, self.root, CALLER)
         if search == "random":
-            P.check_estimator_methods(self.estimator, self.configs, self.metric, CALLER)
+            plan.check_estimator_methods(self.estimator, self.configs, self.metric, CALLER)
         # stores made before lazy planning fingerprinted the list of parameter dicts
         spec = self._spec(search, legacy=existing is not None and "params" in existing.meta)
         if existing is not None:
@@ -222,7 +223,8 @@ class _StudyRun:
         x_digest, y_digest, g_digest = self.digests
         return to_json({
             "metric": m.name,
-            "pos_label": None if target.pos_code is None else V.plain(target.classes[target.pos_code]),
+            "pos_label": (None if target.pos_code is None
+                          else validation.plain(target.classes[target.pos_code])),
             "n_splits": self.n_splits,
             "n_repeats": self.n_repeats,
             "search": search,
@@ -231,8 +233,8 @@ class _StudyRun:
             "seed": entropy_of(self.root),
             "data": {"X": x_digest, "y": y_digest, "groups": g_digest,
                      "n_samples": len(self.y)},
-            "estimator": P.describe_estimator(self.estimator),
-            "candidates": P.sha(repr([P.describe_params(p) for p in self.configs] if legacy
+            "estimator": plan.describe_estimator(self.estimator),
+            "candidates": plan.sha(repr([plan.describe_params(p) for p in self.configs] if legacy
                                      else self.configs.describe())),
             "dropping": None if d is None else {
                 "alpha": d.alpha, "n_bootstraps": d.n_bootstraps,
@@ -245,7 +247,7 @@ class _StudyRun:
         from ..cube import create_cube
 
         m, target = self.metric, self.target
-        folds = P.make_folds(self.y, self.groups, self.n_splits, self.n_repeats,
+        folds = plan.make_folds(self.y, self.groups, self.n_splits, self.n_repeats,
                              m.is_classification, self.root)
         n_cfg = len(self.configs)
         return create_cube(
