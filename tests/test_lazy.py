@@ -1018,7 +1018,7 @@ def test_slot_chunks_are_the_whole_fold_or_equal_cuts_of_at_least_the_target():
         assert m * s - n < m  # equal chunks: the last one short by less than one slot each
     assert slot_chunk(10**6, 80 * 2**10) == SLOT_CHUNK_MIN + 1  # 3,906 chunks of 257 slots
     assert 200_000 * 8 < SLOT_CHUNK_BYTES_REMOTE
-    assert slot_chunk(200_000, 8, remote=True) == 200_000 != slot_chunk(200_000, 8)
+    assert slot_chunk(200_000, 8, SLOT_CHUNK_BYTES_REMOTE) == 200_000 != slot_chunk(200_000, 8)
 
 
 def test_a_read_of_some_samples_fetches_only_the_chunks_of_their_slots(client, tmp_path,

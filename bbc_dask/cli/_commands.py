@@ -147,13 +147,14 @@ def run_spec(spec, *, scheduler=None, store=None, progress=True, cluster=None,
 
     ``cluster`` overrides keys of the study file's ``cluster:`` section (``kind``, options,
     ``security``); ``storage_options`` updates its ``storage_options``."""
+    from ..cube import StoreLocation
     from ..engine import StudyRequest, run_cvt
     from ..stats import Dropping
     from ..study import study_of
     from . import _studyfile as studyfile
 
     if store:
-        spec = dict(spec, store=os.path.abspath(store) if "://" not in store else store)
+        spec = dict(spec, store=StoreLocation.absolute(store))
     if cluster:
         merged = dict(spec["cluster"])
         if cluster.get("kind", merged.get("kind")) != merged.get("kind"):

@@ -167,10 +167,7 @@ def resolve_spec(raw, base="."):
     if rs is not None and (not isinstance(rs, int) or isinstance(rs, bool) or rs < 0):
         raise _err("random_state", f"expected a non-negative integer or null, got {rs!r}")
     spec["random_state"] = rs
-    store = raw.get("store", f"runs/{spec['name']}.zarr")
-    if not isinstance(store, str) or not store:
-        raise _err("store", f"expected a path, got {store!r}")
-    spec["store"] = store if "://" in store else os.path.abspath(os.path.join(base, store))
+    spec["store"] = _resolve_store(raw.get("store", f"runs/{spec['name']}.zarr"), base)
     cluster = raw.get("cluster", {"kind": "local"}) or {"kind": "local"}
     if not isinstance(cluster, dict):
         raise _err("cluster", f"expected a mapping (kind: local|address, options), got {cluster!r}")
@@ -185,12 +182,7 @@ def resolve_spec(raw, base="."):
         spec["cluster"]["security"] = {
             k: os.path.abspath(os.path.join(base, v)) if k.startswith("tls_") and k != "tls_min_version"
             and isinstance(v, str) else v for k, v in sec.items()}
-    so = raw.get("storage_options")
-    if so is not None and not isinstance(so, dict):
-        raise _err("storage_options", f"expected a mapping of fsspec options, got {so!r}")
-    if so and "://" not in spec["store"]:
-        raise _err("storage_options", "applies to URL stores (s3://...) only")
-    spec["storage_options"] = so
+    spec["storage_options"] = _resolve_storage_options(raw.get("storage_options"), spec["store"])
     cpt = raw.get("configs_per_task")  # None: the engine's default for the grid's size
     spec["configs_per_task"] = None if cpt is None else _int(cpt, "configs_per_task", 1)
     es = raw.get("error_score", "nan")
@@ -217,6 +209,26 @@ CLUSTER_KEYS = {
               "local_directory": str},
     "address": {"address": str},
 }
+
+
+def _resolve_store(store, base):
+    """The study file's ``store``: a path made absolute against the file's folder, a URL
+    as it is (the store location tells which)."""
+    from ..cube import StoreLocation
+
+    if not isinstance(store, str) or not store:
+        raise _err("store", f"expected a path, got {store!r}")
+    return StoreLocation.absolute(store, base)
+
+
+def _resolve_storage_options(options, store):
+    from ..cube import StoreLocation
+
+    if options is not None and not isinstance(options, dict):
+        raise _err("storage_options", f"expected a mapping of fsspec options, got {options!r}")
+    if options and not StoreLocation.is_url(store):
+        raise _err("storage_options", "applies to URL stores (s3://...) only")
+    return options
 
 
 def check_cluster(cluster):

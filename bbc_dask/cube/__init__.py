@@ -1,10 +1,20 @@
 """The prediction cube: the only code that opens, writes or locks a study store.
 
 Schema, create/open, the fold-aligned prediction layout and its readers, the writer the
-tasks use, the batched ledger, the run lock, and what the ledger says about selection."""
+tasks use, the batched ledger, what the ledger says about selection, the store locations
+(one class per storage backend, picked by the URL's scheme in :data:`BACKENDS`) and their
+run locks."""
 from ._layout import ChunkWriter, CubeBlock, PredictionReader, SampleTable
-from ._location import StoreLocation, as_location, writing
-from ._lock import LockToken, ObjectStoreLock, StoreLock
+from ._location import (
+    BACKENDS,
+    FsspecLocation,
+    LocalLocation,
+    MemoryLocation,
+    S3Location,
+    StoreLocation,
+    as_location,
+)
+from ._lock import LockToken, ObjectStoreLock, ProcessLock, StoreLock
 from ._model import load_model, save_model
 from ._schema import (
     DONE,
@@ -28,8 +38,10 @@ from ._selection import (
     target_of,
 )
 from ._verify import Damage, VerifyReport, verify_store
+from ._writing import writing
 
 __all__ = [
+    "BACKENDS",
     "DONE",
     "DROPPED",
     "FAILED",
@@ -39,9 +51,14 @@ __all__ = [
     "Cube",
     "CubeBlock",
     "Damage",
+    "FsspecLocation",
+    "LocalLocation",
     "LockToken",
+    "MemoryLocation",
     "ObjectStoreLock",
     "PredictionReader",
+    "ProcessLock",
+    "S3Location",
     "SampleTable",
     "StoreLocation",
     "StoreLock",

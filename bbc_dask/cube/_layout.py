@@ -1,4 +1,4 @@
-"""The fold-aligned layout of predictions (schema 2 and later), its readers and its chunk writer.
+"""The fold-aligned layout of predictions (schema 3), its readers and its chunk writer.
 
 Why this layout: a CVT task fits a block of configurations on the training samples of one
 (repeat, fold) and predicts that fold's test samples. Stored in sample order, its output
@@ -15,9 +15,10 @@ without reading them first) and is idempotent (a task's predictions are determin
 a chunk rewritten on resume gets the same bytes. Padding costs at most one slot per fold
 (stratified folds differ in size by at most one sample per class).
 
-Along slots a fold is cut into chunks of ``s`` slots, :data:`SLOT_CHUNK_BYTES` to twice
-it each, :data:`SLOT_CHUNK_BYTES_REMOTE` in an object store (:func:`slot_chunk`; one
-chunk, ``s = L``, while the whole fold fits): a read of some samples decodes the chunks holding
+Along slots a fold is cut into chunks of ``s`` slots, the store's target to twice it each
+(:func:`slot_chunk`; one chunk, ``s = L``, while the whole fold fits; the target is the
+store location's: :data:`SLOT_CHUNK_BYTES` on disk, :data:`SLOT_CHUNK_BYTES_REMOTE` in an
+object store): a read of some samples decodes the chunks holding
 their slots, not the whole fold, so what a reader of a sample range holds does not grow
 with N. (Zarr's sharding would keep one file per task, but zarr-python reads a shard
 before writing it even whole — a damaged shard could then not be rewritten — and decoded
@@ -78,7 +79,7 @@ def digest(a):
 #: MiB; 2**18 13.0 s and 25.2 s, 224 MiB; 2**20 (two chunks a fold) 14.8 s and 36.0 s.
 SLOT_CHUNK_BYTES = 2**18
 
-#: The same in an object store (a URL): every chunk is a request there, and from a moto
+#: The same in an object store (an fsspec URL): every chunk is a request there; from a moto
 #: server 2**18 made the study above 2.4x slower to estimate than whole folds (117 s
 #: against 48 s) and 2.1x slower to write (81 s against 38 s).
 SLOT_CHUNK_BYTES_REMOTE = 2**22
@@ -87,14 +88,14 @@ SLOT_CHUNK_BYTES_REMOTE = 2**22
 SLOT_CHUNK_MIN = 256
 
 
-def slot_chunk(n_slots, row_bytes, remote=False):
+def slot_chunk(n_slots, row_bytes, target=None):
     """Slots per stored chunk of a fold of ``n_slots`` slots whose slot takes ``row_bytes``
     (a block's configurations and classes, float64): the whole fold while it fits in
-    :data:`SLOT_CHUNK_BYTES` (``remote``, an object store: :data:`SLOT_CHUNK_BYTES_REMOTE`)
-    or :data:`SLOT_CHUNK_MIN` slots, whichever holds more, else equal chunks of at least
-    that and less than twice it."""
+    ``target`` bytes (the store location's ``slot_chunk_bytes``; None:
+    :data:`SLOT_CHUNK_BYTES`) or :data:`SLOT_CHUNK_MIN` slots, whichever holds more, else
+    equal chunks of at least that and less than twice it."""
     n_slots = max(1, int(n_slots))
-    target = SLOT_CHUNK_BYTES_REMOTE if remote else SLOT_CHUNK_BYTES
+    target = SLOT_CHUNK_BYTES if target is None else target
     per = max(SLOT_CHUNK_MIN, target // max(1, int(row_bytes)))
     m = max(1, n_slots // per)
     return -(-n_slots // m)
@@ -374,7 +375,7 @@ class ChunkWriter:
         chunks are encoded and written concurrently; one hop to Zarr's I/O thread per
         run of blocks, not per chunk: under CPU contention each hop costs milliseconds).
         Returns the CRC-32 of every block, in order."""
-        from ._location import writing
+        from ._writing import writing
 
         w = self.array.chunks[3]
         n_cfg = self.array.shape[3]

@@ -1,85 +1,52 @@
-"""Where a study store lives: a local directory or an fsspec URL (``s3://bucket/study.zarr``).
+"""Where a study store lives: one class per storage backend behind one interface.
 
 The engine needs a few operations beside Zarr's own — does the store exist, what does it
 hold, write or read a small object (the creation marker, the final model), wipe it, lock it
-— and this class gives them for both kinds of store. A local directory keeps the kernel's
-``fcntl`` lock; an object store gets a lease object written with conditional requests
-(:mod:`bbc_dask.cube._lock`).
+— and the size a stored chunk of a fold is cut to along slots. :class:`StoreLocation`
+declares them; each backend is a subclass with its own lock and chunk target:
+
+- :class:`LocalLocation`: a directory (or a ``file://`` URL); the kernel's ``fcntl`` lock.
+- :class:`FsspecLocation`: any other fsspec URL (``gs://``, ``az://``, ...); a lease object
+  written with conditional requests (:class:`~bbc_dask.cube._lock.ObjectStoreLock`).
+- :class:`S3Location`: ``s3://`` (and ``s3a://``); the same lease, renewed with S3's
+  conditional overwrite (``If-Match``).
+- :class:`MemoryLocation`: ``memory://name``, fsspec's in-memory file system of this
+  process; a lock of this process, workers that are threads of it.
+
+``StoreLocation(store)`` and :func:`as_location` pick the class by the URL's scheme in
+:data:`BACKENDS` (a path is ``file``; an unlisted scheme is :class:`FsspecLocation`): a new
+backend is one subclass and one line there.
 """
 from __future__ import annotations
 
-import contextlib
-import errno
+import abc
 import os
 import uuid
 
-from .. import _validation as V
-from ..exceptions import InvalidParameterError, StoreAccessError, StoreFullError
-from ._lock import LOCK_NAME, ObjectStoreLock, StoreLock
+from .. import _validation as validation
+from ..exceptions import InvalidParameterError
+from ._lock import LOCK_NAME, ObjectStoreLock, ProcessLock, StoreLock
+from ._writing import writing
 
-__all__ = ["StoreLocation", "as_location", "writing"]
+__all__ = ["BACKENDS", "FsspecLocation", "LocalLocation", "MemoryLocation", "S3Location",
+           "StoreLocation", "as_location", "writing"]
 
 #: Our marker of a creation or overwrite in progress (not part of the Zarr hierarchy).
 CREATING_NAME = ".bbc_creating"
 
-
-@contextlib.contextmanager
-def writing(url):
-    """Around a write to the store at ``url``: a full device (or quota) becomes a
-    :class:`StoreFullError` that names the store, a store the user may not write (a
-    read-only device, no permission) a :class:`StoreAccessError`; other errors pass
-    unchanged."""
-    try:
-        yield
-    except OSError as exc:
-        if getattr(exc, "errno", None) in (errno.ENOSPC, errno.EDQUOT) and not isinstance(exc, StoreFullError):
-            err = StoreFullError(
-                f"No space left on the device of the store {url!r}: finished cells are kept; "
-                f"free space and run the same command again to resume")
-            err.errno = exc.errno
-            _quiet_abandoned_writes()
-            raise err from exc
-        if getattr(exc, "errno", None) in (errno.EACCES, errno.EPERM, errno.EROFS) \
-                and not isinstance(exc, StoreAccessError):
-            raise StoreAccessError(f"Cannot write the store {url!r}: {exc.strerror or exc}; "
-                                   f"choose a store this user may write") from exc
-        raise
-
-
-class _AbandonedWrites:
-    """Drops what asyncio logs about the other chunk writes of a Zarr call that one full
-    device failed (pending tasks destroyed, their own ENOSPC never retrieved): the error
-    was raised and reported once, naming the store; 48 lines of asyncio noise would hide
-    that line."""
-
-    def filter(self, record):
-        exc = record.exc_info[1] if record.exc_info else None
-        if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
-            return False
-        msg = record.getMessage()
-        return not ("destroyed but it is pending" in msg and "zarr" in msg)
-
-
-_ABANDONED = _AbandonedWrites()
-
-
-def _quiet_abandoned_writes():
-    import logging
-
-    log = logging.getLogger("asyncio")
-    if _ABANDONED not in log.filters:
-        log.addFilter(_ABANDONED)
-
-
-def _is_url(store):
-    return isinstance(store, str) and "://" in store
-
-
 _STORE = "a directory path or an fsspec URL string such as 's3://bucket/study.zarr'"
 
 
-class StoreLocation:
-    """A study store, local or remote.
+def _scheme(store):
+    """The URL scheme of ``store`` (``s3`` of ``s3://bucket/x``); ``file`` for a path."""
+    return store.split("://", 1)[0] if StoreLocation.is_url(store) else "file"
+
+
+class StoreLocation(abc.ABC):
+    """A study store, whatever its backend.
+
+    ``StoreLocation(store, storage_options)`` gives the subclass of the store's backend
+    (see :data:`BACKENDS`).
 
     Parameters
     ----------
@@ -90,161 +57,196 @@ class StoreLocation:
         local path.
     """
 
+    #: Whether the store lives in this process only (its workers must be threads of it).
+    in_process_only = False
+
+    def __new__(cls, store=None, storage_options=None, caller="bbc_dask"):
+        if cls is StoreLocation:
+            cls = BACKENDS.get(_scheme(store), FsspecLocation)
+        return super().__new__(cls)
+
     def __init__(self, store, storage_options=None, caller="bbc_dask"):
-        V.check_instance(store, "store", caller, (str, os.PathLike), _STORE)
-        V.check_instance(storage_options, "storage_options", caller, dict, "a dict or None",
-                         allow_none=True)
+        validation.check_instance(store, "store", caller, (str, os.PathLike), _STORE)
+        validation.check_instance(storage_options, "storage_options", caller, dict,
+                                  "a dict or None", allow_none=True)
         self.storage_options = dict(storage_options or {})
-        if _is_url(store) and store.startswith("file://"):
-            store = store[len("file://"):]
-        if _is_url(store):
-            self.is_local = False
-            self.url = store.rstrip("/")
-            self.protocol = store.split("://", 1)[0]
-            self._fs = None
-        else:
-            if self.storage_options:
-                raise InvalidParameterError.of(
-                    "storage_options", caller, "None for a local path", self.storage_options,
-                    note=f"Storage options apply to URL stores only; {os.fspath(store)!r} is "
-                         f"a local path.")
-            self.is_local = True
-            self.url = os.path.abspath(os.fspath(store))
-            self.protocol = "file"
-        if not self.is_local:
-            self._check_url(caller)
+        self._open(store, caller)
 
-    def _check_url(self, caller):
-        try:
-            import fsspec
+    @abc.abstractmethod
+    def _open(self, store, caller):
+        """Set ``url`` and ``protocol`` from ``store`` (checked first)."""
 
-            fsspec.get_filesystem_class(self.protocol)
-        except ImportError as e:
-            hint = " Install it with: pip install 'bbc-dask[s3]'." if self.protocol in ("s3", "s3a") else ""
-            raise ImportError(f"The store {self.url!r} needs the fsspec backend for "
-                              f"{self.protocol!r} ({e}).{hint}") from None
-        except ValueError as e:
-            raise InvalidParameterError.of("store", caller, _STORE, self.url, note=f"({e})") from None
+    # -------------------------------------------------- what the command line asks
+    @staticmethod
+    def is_url(store):
+        """True when ``store`` is a URL (``scheme://...``), not a local path."""
+        return isinstance(store, str) and "://" in store
+
+    @staticmethod
+    def absolute(store, base=None):
+        """``store`` as it can be passed on from any directory: a path made absolute
+        (against ``base``, else the working directory), a URL as it is."""
+        if StoreLocation.is_url(store):
+            return store
+        return os.path.abspath(os.path.join(base, store) if base else store)
 
     def __repr__(self):
-        return f"StoreLocation({self.url!r})"
+        return f"{type(self).__name__}({self.url!r})"
 
     def __str__(self):
         return self.url
 
-    # -------------------------------------------------------------- file system
+    # -------------------------------------------------------------- the backend
     @property
-    def fs(self):
-        """A synchronous fsspec file system and the store's root path in it."""
-        if self._fs is None:
-            from fsspec.core import url_to_fs
+    @abc.abstractmethod
+    def slot_chunk_bytes(self):
+        """Target bytes of a stored prediction chunk along slots (see
+        :func:`~bbc_dask.cube._layout.slot_chunk`)."""
 
-            self._fs, self._root = url_to_fs(self.url, **self.storage_options)
-        return self._fs
-
-    @property
-    def root(self):
-        if self.is_local:
-            return self.url
-        self.fs  # noqa: B018 — sets _root
-        return self._root
-
-    def _entry(self, name):
-        return os.path.join(self.url, name) if self.is_local else f"{self.root}/{name}"
-
+    @abc.abstractmethod
     def zarr_store(self, read_only=False):
         """The Zarr v3 store object for this location."""
-        import zarr.storage
 
-        if self.is_local:
-            return zarr.storage.LocalStore(self.url, read_only=read_only)
-        return zarr.storage.FsspecStore.from_url(self.url, storage_options=self.storage_options,
-                                                 read_only=read_only)
+    @abc.abstractmethod
+    def lock(self, **options):
+        """The run lock of this store (not yet acquired)."""
 
+    @abc.abstractmethod
     def exists(self):
-        if self.is_local:
-            return os.path.exists(self.url)
-        self.fs.invalidate_cache()
-        return bool(self.fs.ls(self.root, detail=False)) if self.fs.exists(self.root) else False
+        """True when the store exists and holds something."""
 
+    @abc.abstractmethod
     def is_file(self):
         """True when the location is a single file or object, not a store prefix."""
-        if self.is_local:
-            return os.path.exists(self.url) and not os.path.isdir(self.url)
-        try:
-            return self.fs.isfile(self.root)
-        except FileNotFoundError:
-            return False
 
+    @abc.abstractmethod
     def listdir(self):
         """Names of the entries directly under the store (empty when it does not exist)."""
-        if self.is_local:
-            return os.listdir(self.url) if os.path.isdir(self.url) else []
-        self.fs.invalidate_cache()
-        try:
-            return [p.rstrip("/").rsplit("/", 1)[-1] for p in self.fs.ls(self.root, detail=False)]
-        except FileNotFoundError:
-            return []
 
+    @abc.abstractmethod
     def has(self, name):
-        if self.is_local:
-            return os.path.exists(self._entry(name))
-        self.fs.invalidate_cache()
-        return self.fs.exists(self._entry(name))
+        """True when the store holds the entry ``name``."""
 
+    @abc.abstractmethod
+    def read_bytes(self, name):
+        """The content of the entry ``name``."""
+
+    @abc.abstractmethod
+    def _write_bytes(self, name, data):
+        """Write the entry ``name`` whole (see :meth:`write_bytes`)."""
+
+    @abc.abstractmethod
+    def _remove(self, name):
+        """Delete the entry ``name`` (a file or an object)."""
+
+    @abc.abstractmethod
+    def _remove_tree(self, name):
+        """Delete the entry ``name`` and everything under it."""
+
+    def check_client(self, client, caller):
+        """Refuse a ``client`` whose workers cannot reach this store (every store but one
+        in memory can be reached from anywhere given its URL)."""
+
+    # ------------------------------------------------------------- operations
     def write_bytes(self, name, data):
         """Write ``name`` whole: a reader sees the old or the new content, never a part."""
         with writing(self.url):
             self._write_bytes(name, data)
 
-    def _write_bytes(self, name, data):
-        if self.is_local:
-            os.makedirs(self.url, exist_ok=True)
-            tmp = self._entry(f".{name}.{uuid.uuid4().hex}.tmp")
-            with open(tmp, "wb") as f:
-                f.write(data)
-            os.replace(tmp, self._entry(name))
-        else:
-            self.fs.pipe_file(self._entry(name), data)  # one PUT: atomic on object stores
-
-    def read_bytes(self, name):
-        if self.is_local:
-            with open(self._entry(name), "rb") as f:
-                return f.read()
-        return self.fs.cat_file(self._entry(name))
-
     def remove(self, name):
-        if self.is_local:
-            os.remove(self._entry(name))
-        else:
-            self.fs.rm_file(self._entry(name))
+        """Delete the entry ``name``."""
+        self._remove(name)
 
     def wipe(self):
         """Delete every entry but the lock (held by the caller), crash-safely: the
         creation marker goes first and the group's ``zarr.json`` (the study's identity)
         next, so a kill at any point leaves a store that reads as an interrupted creation,
         never as a study with missing parts."""
-        import shutil
-
         self.write_bytes(CREATING_NAME, b"")
         entries = [e for e in self.listdir() if e not in (LOCK_NAME, CREATING_NAME)]
         entries.sort(key=lambda e: e != "zarr.json")
         for entry in entries:
-            full = self._entry(entry)
-            if self.is_local:
-                shutil.rmtree(full) if os.path.isdir(full) else os.remove(full)
-            else:
-                self.fs.rm(full, recursive=True)
-        if not self.is_local:
-            self.fs.invalidate_cache()
+            self._remove_tree(entry)
 
     def remove_temporaries(self, folders):
-        """Delete the temporary files of writes that a killed process left (Zarr's
-        ``*.partial`` and our ``.*.tmp``) at the top of the store and inside ``folders``
-        (the study's own arrays) — nowhere else, so a mistaken path never loses a user's
-        file. Only called under the run lock, once the location is known to hold a study.
-        Object stores write whole objects and leave none. Returns how many were removed."""
-        if not self.is_local or not os.path.isdir(self.url):
+        """Delete the temporary files of writes that a killed process left; only called
+        under the run lock, once the location is known to hold a study. Returns how many
+        were removed. Object stores write whole objects and leave none."""
+        return 0
+
+
+class LocalLocation(StoreLocation):
+    """A store in a local directory, locked with the kernel's ``fcntl`` lock."""
+
+    def _open(self, store, caller):
+        if self.is_url(store) and store.startswith("file://"):
+            store = store[len("file://"):]
+        if self.storage_options:
+            raise InvalidParameterError.of(
+                "storage_options", caller, "None for a local path", self.storage_options,
+                note=f"Storage options apply to URL stores only; {os.fspath(store)!r} is "
+                     f"a local path.")
+        self.url = os.path.abspath(os.fspath(store))
+        self.protocol = "file"
+
+    @property
+    def slot_chunk_bytes(self):
+        from . import _layout
+
+        return _layout.SLOT_CHUNK_BYTES
+
+    @property
+    def root(self):
+        return self.url
+
+    def _entry(self, name):
+        return os.path.join(self.url, name)
+
+    def zarr_store(self, read_only=False):
+        import zarr.storage
+
+        return zarr.storage.LocalStore(self.url, read_only=read_only)
+
+    def lock(self, **options):
+        return StoreLock(self.url)
+
+    def exists(self):
+        return os.path.exists(self.url)
+
+    def is_file(self):
+        return os.path.exists(self.url) and not os.path.isdir(self.url)
+
+    def listdir(self):
+        return os.listdir(self.url) if os.path.isdir(self.url) else []
+
+    def has(self, name):
+        return os.path.exists(self._entry(name))
+
+    def read_bytes(self, name):
+        with open(self._entry(name), "rb") as f:
+            return f.read()
+
+    def _write_bytes(self, name, data):
+        os.makedirs(self.url, exist_ok=True)
+        tmp = self._entry(f".{name}.{uuid.uuid4().hex}.tmp")
+        with open(tmp, "wb") as f:
+            f.write(data)
+        os.replace(tmp, self._entry(name))
+
+    def _remove(self, name):
+        os.remove(self._entry(name))
+
+    def _remove_tree(self, name):
+        import shutil
+
+        full = self._entry(name)
+        shutil.rmtree(full) if os.path.isdir(full) else os.remove(full)
+
+    def remove_temporaries(self, folders):
+        """Delete Zarr's ``*.partial`` and our ``.*.tmp`` files at the top of the store
+        and inside ``folders`` (the study's own arrays) — nowhere else, so a mistaken path
+        never loses a user's file (see :meth:`StoreLocation.remove_temporaries`)."""
+        if not os.path.isdir(self.url):
             return 0
 
         def junk(name):
@@ -262,16 +264,177 @@ class StoreLocation:
                 pass
         return len(found)
 
+
+class FsspecLocation(StoreLocation):
+    """A store at an fsspec URL (an object store), locked with a lease object."""
+
+    #: Said when the URL's fsspec backend is not installed.
+    install_hint = ""
+
+    def _open(self, store, caller):
+        self.url = store.rstrip("/")
+        self.protocol = store.split("://", 1)[0]
+        self._fs = None
+        try:
+            import fsspec
+
+            fsspec.get_filesystem_class(self.protocol)
+        except ImportError as e:
+            raise ImportError(f"The store {self.url!r} needs the fsspec backend for "
+                              f"{self.protocol!r} ({e}).{self.install_hint}") from None
+        except ValueError as e:
+            raise InvalidParameterError.of("store", caller, _STORE, self.url, note=f"({e})") from None
+
+    @property
+    def slot_chunk_bytes(self):
+        from . import _layout
+
+        return _layout.SLOT_CHUNK_BYTES_REMOTE
+
+    @property
+    def fs(self):
+        """A synchronous fsspec file system and the store's root path in it."""
+        if self._fs is None:
+            from fsspec.core import url_to_fs
+
+            self._fs, self._root = url_to_fs(self.url, **self.storage_options)
+        return self._fs
+
+    @property
+    def root(self):
+        self.fs  # noqa: B018 — sets _root
+        return self._root
+
+    def _entry(self, name):
+        return f"{self.root}/{name}"
+
+    def zarr_store(self, read_only=False):
+        import zarr.storage
+
+        return zarr.storage.FsspecStore.from_url(self.url, storage_options=self.storage_options,
+                                                 read_only=read_only)
+
     def lock(self, **options):
-        """The run lock of this store (not yet acquired)."""
-        if self.is_local:
-            return StoreLock(self.url)
         return ObjectStoreLock(self, **options)
+
+    def replace_if_match(self, path, data, etag):
+        """Overwrite the object ``path`` with ``data`` if its ETag is still ``etag``:
+        ``(True, what the write returned)``, or ``(False, None)`` when it changed. fsspec
+        has no conditional overwrite in general: compare, then write."""
+        self.fs.invalidate_cache(path)
+        try:
+            current = self.fs.info(path).get("ETag")
+        except FileNotFoundError:
+            return False, None
+        if current != etag:
+            return False, None
+        return True, self.fs.pipe_file(path, data)
+
+    def exists(self):
+        self.fs.invalidate_cache()
+        return bool(self.fs.ls(self.root, detail=False)) if self.fs.exists(self.root) else False
+
+    def is_file(self):
+        try:
+            return self.fs.isfile(self.root)
+        except FileNotFoundError:
+            return False
+
+    def listdir(self):
+        self.fs.invalidate_cache()
+        try:
+            return [p.rstrip("/").rsplit("/", 1)[-1] for p in self.fs.ls(self.root, detail=False)]
+        except FileNotFoundError:
+            return []
+
+    def has(self, name):
+        self.fs.invalidate_cache()
+        return self.fs.exists(self._entry(name))
+
+    def read_bytes(self, name):
+        return self.fs.cat_file(self._entry(name))
+
+    def _write_bytes(self, name, data):
+        self.fs.pipe_file(self._entry(name), data)  # one PUT: atomic on object stores
+
+    def _remove(self, name):
+        self.fs.rm_file(self._entry(name))
+
+    def _remove_tree(self, name):
+        self.fs.rm(self._entry(name), recursive=True)
+
+    def wipe(self):
+        super().wipe()
+        self.fs.invalidate_cache()
+
+
+class S3Location(FsspecLocation):
+    """A store on S3 (or an S3-compatible object store): the lease is renewed with S3's
+    conditional overwrite, so two runs can never both renew it."""
+
+    install_hint = " Install it with: pip install 'bbc-dask[s3]'."
+
+    def replace_if_match(self, path, data, etag):
+        try:
+            return True, self.fs.pipe_file(path, data, IfMatch=etag)
+        except OSError as e:
+            if getattr(e, "errno", None) == 22:
+                return False, None  # 412 PreconditionFailed: someone else wrote the lease
+            raise
+
+
+class MemoryLocation(FsspecLocation):
+    """A store in this process's memory (``memory://name``: fsspec's in-memory file
+    system), gone when the process ends: for tests and trials. The run lock is a table of
+    this process; the workers must be threads of it (``client={"kind": "local",
+    "processes": False}``) — worker processes would each see a memory of their own."""
+
+    in_process_only = True
+
+    @property
+    def slot_chunk_bytes(self):
+        from . import _layout
+
+        return _layout.SLOT_CHUNK_BYTES  # a chunk costs no request here
+
+    def lock(self, **options):
+        return ProcessLock(self.url)
+
+    def check_client(self, client, caller):
+        if not _workers_in_process(client):
+            raise InvalidParameterError.of(
+                "store", caller, "a directory or an object store URL when the workers are "
+                "other processes", self.url,
+                note="A memory:// store lives in this process only: run it with "
+                     "client={'kind': 'local', 'processes': False} (worker threads).")
+
+
+def _workers_in_process(client):
+    """True when the workers of ``client`` (a :func:`bbc_dask.run_study` argument) are
+    threads of this process: a dict of a local cluster without processes, or a Client
+    whose workers all report this process's id."""
+    if isinstance(client, dict):
+        return client.get("kind", "local") == "local" and client.get("processes") is False
+    if client is None or isinstance(client, str):
+        return False  # a local cluster of processes; a scheduler elsewhere
+    pids = client.run(os.getpid)
+    return all(pid == os.getpid() for pid in pids.values())
+
+
+#: The location class of each URL scheme (a path is ``file``); any other scheme is an
+#: :class:`FsspecLocation`.
+BACKENDS = {
+    "file": LocalLocation,
+    "s3": S3Location,
+    "s3a": S3Location,
+    "memory": MemoryLocation,
+}
 
 
 def as_location(store, storage_options=None, caller="bbc_dask", *, directory=False):
-    """The :class:`StoreLocation` of ``store``; with ``directory``, one that is not a file
-    (a store to create or resume)."""
+    """The :class:`StoreLocation` of ``store`` (of the class its scheme names in
+    :data:`BACKENDS`); with ``directory``, one that is not a file (a store to create or
+    resume)."""
     if isinstance(store, StoreLocation):
         if storage_options:
             raise InvalidParameterError.of("storage_options", caller, "None with a StoreLocation "

@@ -1,17 +1,22 @@
-"""The run lock of a store: one writer per study store.
+"""The run lock of a store: one writer per study store. Each kind of store location has
+its own (:meth:`bbc_dask.cube.StoreLocation.lock`).
 
-Local directory: an ``fcntl`` lock on ``<store>/.bbc_lock``, held by the process that runs
-the study for as long as it runs. The kernel releases it when that process dies, however it
-dies (SIGKILL included), so a stale lock file never blocks a resume.
+Local directory (:class:`StoreLock`): an ``fcntl`` lock on ``<store>/.bbc_lock``, held by
+the process that runs the study for as long as it runs. The kernel releases it when that
+process dies, however it dies (SIGKILL included), so a stale lock file never blocks a resume.
 
 Object store (:class:`ObjectStoreLock`): there is no kernel to release a lock, so the lock
 is a *lease*: an object ``<store>/.bbc_lock`` created with a conditional write
 (``If-None-Match: *``, so two runs cannot both create it) and renewed by a heartbeat thread
-with compare-and-swap writes (``If-Match: <etag>``). A lease whose heartbeat is older than
-its time-to-live, or whose holder is a dead process on this host, is stale and taken over
-with the same compare-and-swap, so a killed run never blocks its resume for long. A holder
-that fails to renew (taken over, or cut off for longer than the TTL) marks itself lost and
-the engine stops before its next write (:meth:`ObjectStoreLock.check`).
+with compare-and-swap writes (the location's ``replace_if_match``: ``If-Match: <etag>`` on
+S3). A lease whose heartbeat is older than its time-to-live, or whose holder is a dead
+process on this host, is stale and taken over with the same compare-and-swap, so a killed
+run never blocks its resume for long. A holder that fails to renew (taken over, or cut off
+for longer than the TTL) marks itself lost and the engine stops before its next write
+(:meth:`ObjectStoreLock.check`).
+
+Store in this process's memory (:class:`ProcessLock`): a table of the stores this process
+holds; the run's tasks are threads of the same process and read it.
 """
 from __future__ import annotations
 
@@ -28,7 +33,8 @@ from ..exceptions import InvalidParameterError, StoreLockedError
 #: The lock's entry in the store (not part of the Zarr hierarchy).
 LOCK_NAME = ".bbc_lock"
 
-__all__ = ["LOCK_NAME", "LockToken", "ObjectStoreLock", "StoreLock", "StoreLockedError"]
+__all__ = ["LOCK_NAME", "LockToken", "ObjectStoreLock", "ProcessLock", "StoreLock",
+           "StoreLockedError"]
 
 
 def _locked(where, holder):
@@ -39,7 +45,25 @@ def _locked(where, holder):
     )
 
 
-class StoreLock:
+def _holder_info(token):
+    """What a lock tells of its holder: the run's token, process, host and start time."""
+    return {"token": token, "pid": os.getpid(), "host": socket.gethostname(),
+            "started": time.strftime("%Y-%m-%dT%H:%M:%S")}
+
+
+class _Lock:
+    """A run lock used as a context manager: acquired on entry, released on exit."""
+
+    def __enter__(self):
+        return self.acquire()
+
+    def __exit__(self, *exc):
+        self.release()
+
+
+class StoreLock(_Lock):
+    """The ``fcntl`` lock of a local directory (see the module docstring)."""
+
     def __init__(self, path):
         self.path = os.path.join(os.fspath(path), LOCK_NAME)
         self._fd = None
@@ -57,8 +81,7 @@ class StoreLock:
                 holder = {}
             os.close(fd)
             raise _locked(os.path.dirname(self.path), holder) from None
-        info = json.dumps({"token": self._token, "pid": os.getpid(), "host": socket.gethostname(),
-                           "started": time.strftime("%Y-%m-%dT%H:%M:%S")}).encode()
+        info = json.dumps(_holder_info(self._token)).encode()
         os.ftruncate(fd, 0)
         os.pwrite(fd, info, 0)
         self._fd = fd
@@ -82,19 +105,13 @@ class StoreLock:
 
     def token(self):
         """The check the run's tasks make before they write (see :class:`LockToken`)."""
-        return LockToken(self.path, self._token)
+        return FileLockToken(self.path, self._token)
 
     def release(self):
         if self._fd is not None:
             fcntl.flock(self._fd, fcntl.LOCK_UN)
             os.close(self._fd)
             self._fd = None
-
-    def __enter__(self):
-        return self.acquire()
-
-    def __exit__(self, *exc):
-        self.release()
 
 
 def _pid_alive(pid):
@@ -107,12 +124,12 @@ def _pid_alive(pid):
     return True
 
 
-class ObjectStoreLock:
+class ObjectStoreLock(_Lock):
     """A lease on an object store (see the module docstring).
 
     Parameters
     ----------
-    location : StoreLocation
+    location : FsspecLocation
         A URL store.
     ttl : float, default=None
         Seconds without a heartbeat after which the lease is stale; None reads
@@ -132,7 +149,6 @@ class ObjectStoreLock:
             raise InvalidParameterError.of(
                 "ttl", "the store lock (or the environment variable BBC_DASK_LOCK_TTL)",
                 "a number of seconds > 0", raw)
-        self._s3 = location.protocol in ("s3", "s3a")
         self._token = uuid.uuid4().hex
         self._started = time.strftime("%Y-%m-%dT%H:%M:%S")
         self._etag = None
@@ -170,20 +186,12 @@ class ObjectStoreLock:
         try:
             if if_match is None:
                 out = self.fs.pipe_file(self.path, body, mode="create")
-            elif self._s3:
-                out = self.fs.pipe_file(self.path, body, IfMatch=if_match)
             else:
-                # Other back ends: no conditional overwrite in fsspec; compare, then write.
-                _, etag = self._read()
-                if etag != if_match:
+                written, out = self.location.replace_if_match(self.path, body, if_match)
+                if not written:
                     return None
-                out = self.fs.pipe_file(self.path, body)
         except FileExistsError:
             return None
-        except OSError as e:
-            if if_match is not None and self._s3 and getattr(e, "errno", None) == 22:
-                return None  # 412 PreconditionFailed: someone else wrote the lease
-            raise
         self.fs.invalidate_cache(self.path)
         etag = out.get("ETag") if isinstance(out, dict) else None
         return etag or self.fs.info(self.path).get("ETag") or "-"
@@ -242,8 +250,8 @@ class ObjectStoreLock:
 
     def token(self):
         """The check the run's tasks make before they write (see :class:`LockToken`)."""
-        return LockToken(self.path, self._token, self.location.storage_options if not
-                         self.location.is_local else None, self.location.protocol, self.ttl)
+        return LeaseToken(self.path, self._token, self.location.storage_options,
+                          self.location.protocol, self.ttl)
 
     def is_held(self):
         holder, etag = self._read()
@@ -260,11 +268,42 @@ class ObjectStoreLock:
             self.fs.rm_file(self.path)
             self.fs.invalidate_cache(self.path)
 
-    def __enter__(self):
-        return self.acquire()
 
-    def __exit__(self, *exc):
-        self.release()
+#: The stores in this process's memory held by a run of this process: URL -> holder.
+_HELD = {}
+_HELD_LOCK = threading.Lock()
+
+
+class ProcessLock(_Lock):
+    """The run lock of a store in this process's memory (``memory://``): an entry in a
+    table of this process, released by the run or with the process."""
+
+    def __init__(self, url):
+        self.url = url
+        self._token = uuid.uuid4().hex
+
+    def acquire(self):
+        with _HELD_LOCK:
+            holder = _HELD.get(self.url)
+            if holder is not None:
+                raise _locked(self.url, holder)
+            _HELD[self.url] = _holder_info(self._token)
+        return self
+
+    def is_held(self):
+        return self.url in _HELD
+
+    def check(self):
+        """The lock cannot be lost while the process lives."""
+
+    def token(self):
+        """The check the run's tasks make before they write (see :class:`LockToken`)."""
+        return ProcessLockToken(self.url, self._token)
+
+    def release(self):
+        with _HELD_LOCK:
+            if _HELD.get(self.url, {}).get("token") == self._token:
+                del _HELD[self.url]
 
 
 #: Per worker process: when each token was last seen holding its lease (monotonic time).
@@ -274,32 +313,23 @@ _SEEN = {}
 class LockToken:
     """The run lock's check as tasks make it before writing a chunk (picklable).
 
-    The lock (a kernel lock or a lease) belongs to the driver; a task on a worker reads
-    the lock object and compares its token with the run's: a run that lost the store (its
-    lease taken over after it was cut off, or the store overwritten) has its late tasks
-    refuse to write. On an object store a lease read costs a request, so a worker trusts
-    a seen lease for ``ttl / 8`` seconds: a lease is only taken over after ``ttl`` without
-    renewal, so that window cannot let a write pass after another run took the store.
+    The lock (a kernel lock, a lease or a table of this process) belongs to the driver; a
+    task on a worker reads the lock and compares its token with the run's: a run that lost
+    the store (its lease taken over after it was cut off, or the store overwritten) has
+    its late tasks refuse to write. On an object store a lease read costs a request, so a
+    worker trusts a seen lease for ``ttl / 8`` seconds: a lease is only taken over after
+    ``ttl`` without renewal, so that window cannot let a write pass after another run took
+    the store. Each lock has its subclass, which reads the holder.
     """
 
-    def __init__(self, path, token, storage_options=None, protocol="file", ttl=None):
+    ttl = None
+
+    def __init__(self, path, token):
         self.path, self.token = path, token
-        self.storage_options, self.protocol, self.ttl = storage_options, protocol, ttl
 
     def _holder(self):
-        if self.protocol == "file":
-            try:
-                with open(self.path, "rb") as f:
-                    return json.loads(f.read().decode() or "{}")
-            except (OSError, ValueError):
-                return {}
-        import fsspec
-
-        fs = fsspec.filesystem(self.protocol, **(self.storage_options or {}))
-        try:
-            return json.loads(fs.cat_file(self.path).decode() or "{}")
-        except (FileNotFoundError, ValueError):
-            return {}
+        """The holder the lock names now (empty when there is none or it is unreadable)."""
+        raise NotImplementedError
 
     def __call__(self):
         now = time.monotonic()
@@ -312,3 +342,39 @@ class LockToken:
                 f"({self.path!r}); not writing.")
         if self.ttl is not None:
             _SEEN[self.token] = now
+
+
+class FileLockToken(LockToken):
+    """The check of a :class:`StoreLock`: the lock file names the holder."""
+
+    def _holder(self):
+        try:
+            with open(self.path, "rb") as f:
+                return json.loads(f.read().decode() or "{}")
+        except (OSError, ValueError):
+            return {}
+
+
+class LeaseToken(LockToken):
+    """The check of an :class:`ObjectStoreLock`: the lease object names the holder."""
+
+    def __init__(self, path, token, storage_options, protocol, ttl):
+        super().__init__(path, token)
+        self.storage_options, self.protocol, self.ttl = storage_options, protocol, ttl
+
+    def _holder(self):
+        import fsspec
+
+        fs = fsspec.filesystem(self.protocol, **(self.storage_options or {}))
+        try:
+            return json.loads(fs.cat_file(self.path).decode() or "{}")
+        except (FileNotFoundError, ValueError):
+            return {}
+
+
+class ProcessLockToken(LockToken):
+    """The check of a :class:`ProcessLock` (tasks run in the same process): its table
+    names the holder."""
+
+    def _holder(self):
+        return _HELD.get(self.path, {})

@@ -125,7 +125,7 @@ def _create(location, *, n_configs, n_repeats, n_splits, folds, y_stored, classe
     slots = slot_layout(folds, n_splits)
     cls = (n_classes_axis,) if n_classes_axis else ()
     along = slot_chunk(slots.shape[2], config_chunk * max(1, n_classes_axis) * 8,
-                       remote=not location.is_local)
+                       location.slot_chunk_bytes)
     g.create_array("prediction", shape=(n_repeats, n_splits, slots.shape[2], n_configs) + cls,
                    chunks=(1, 1, along, config_chunk) + cls, dtype="float64",
                    fill_value=np.nan, compressors=_PREDICTION_CODECS(),

@@ -117,6 +117,7 @@ class StudyRequest:
                 caller, kfold=cv is None)
             protocol = as_protocol(cv, n_splits, n_repeats, len(y), y, groups, caller, names)
             location = as_location(store, storage_options, caller, directory=True)
+            location.check_client(client, caller)
             security = as_security(security, caller)
             configs_per_task = validation.check_int(configs_per_task, "configs_per_task", caller,
                                                     allow_none=True)
