@@ -84,3 +84,22 @@ RULE_BYTES = 4 * 2**20
 #: Weights an indicator sum holds at once (float32): its temporaries are of this size,
 #: not of the counts' (64 x N bytes per seed block).
 SLICE_BYTES = 4 * 2**20
+
+# ---- The store (bbc_dask.cube).
+
+#: Target bytes (float64, every class) of one stored prediction chunk along slots on a
+#: disk (and in memory): a fold of a block beyond it is cut into equal chunks of this size
+#: to twice it (the measurements: docs/performance.md, "Tuning constants"). Fixed in a
+#: store when it is created.
+SLOT_CHUNK_BYTES = 2**18
+#: The same in an object store (an fsspec URL): every chunk is a request there.
+SLOT_CHUNK_BYTES_REMOTE = 2**22
+#: Fewest slots in a chunk cut along slots (a block of many configurations and classes).
+SLOT_CHUNK_MIN = 256
+#: Decoded stored chunks one read of some samples (``PredictionReader.read`` with
+#: ``rows``) asks Zarr for at once.
+READ_BYTES = 16 * 2**20
+#: Bytes of predictions ``verify`` reads at once while checking checksums (a row of
+#: chunks of one fold): raw chunks, checked and dropped, so a larger read than an
+#: estimate's, which decodes and keeps what it reads.
+VERIFY_READ_BYTES = 64 * 2**20

@@ -288,14 +288,14 @@ def study_scale(store, n, c, limit, B, where, storage_options=None, whole_folds=
     """A study's store (predictions stored by fold, as the engine writes them): the
     tasks read runs of sample blocks of groups of configurations. ``whole_folds``: the
     layout of stores written before folds were cut along slots (one chunk per fold)."""
-    import bbc_dask.cube._layout as C
+    import bbc_dask._tuning as tuning
 
     rng = np.random.default_rng(0)
     X = rng.normal(size=(n, 3)).astype(np.float32)
     y = (X[:, 0] + rng.normal(size=n) > 0).astype(int)
-    kept = C.SLOT_CHUNK_BYTES, C.SLOT_CHUNK_BYTES_REMOTE
+    kept = tuning.SLOT_CHUNK_BYTES, tuning.SLOT_CHUNK_BYTES_REMOTE
     if whole_folds:  # the store is created in this process: its layout is the one read
-        C.SLOT_CHUNK_BYTES = C.SLOT_CHUNK_BYTES_REMOTE = 2**62
+        tuning.SLOT_CHUNK_BYTES = tuning.SLOT_CHUNK_BYTES_REMOTE = 2**62
     try:
         with cluster(2) as cli:
             _, t_build = timed(lambda: bd.run_study(
@@ -303,7 +303,7 @@ def study_scale(store, n, c, limit, B, where, storage_options=None, whole_folds=
                 n_splits=5, n_repeats=2, random_state=0, client=cli, progress=False,
                 refit=False, storage_options=storage_options))
     finally:
-        C.SLOT_CHUNK_BYTES, C.SLOT_CHUNK_BYTES_REMOTE = kept
+        tuning.SLOT_CHUNK_BYTES, tuning.SLOT_CHUNK_BYTES_REMOTE = kept
     study = bd.open_study(store, storage_options=storage_options)
     with cluster(2, limit) as cli:
         cli.run(_probe_start)
@@ -416,9 +416,9 @@ def main():
             shutil.rmtree(os.path.join(tmp, f"{v}.zarr"), ignore_errors=True)
         study = (100_000, 20) if args.quick else (1_000_000, 100)
         if args.quick:  # the study is created in this process: its folds are cut in 2
-            import bbc_dask.cube._layout as C
+            import bbc_dask._tuning as tuning
 
-            C.SLOT_CHUNK_BYTES = C.SLOT_CHUNK_BYTES_REMOTE = 2**16
+            tuning.SLOT_CHUNK_BYTES = tuning.SLOT_CHUNK_BYTES_REMOTE = 2**16
         if not args.skip_study:
             print(f"2b. a study's store (stored by fold): 2 workers of {args.limit}, B={B}")
             for whole in (False, True):  # folds cut along slots; whole folds (stores before)

@@ -9,11 +9,11 @@ import xarray as xr
 import zarr
 
 import bbc_dask as bd
+import bbc_dask._tuning as tuning
 import bbc_dask._zarr as zarr_rules
 import bbc_dask.chunked as chunked
 from bbc_dask.chunked import _blocks as config_blocks
 from bbc_dask.chunked import _budgets as budgets
-import bbc_dask._tuning as tuning
 from bbc_dask.chunked import _graph as graph
 from bbc_dask.chunked import _lazy_bbc_f as lazy_bbc_f
 from bbc_dask.chunked import _lazy_dropping as lazy_dropping
@@ -988,13 +988,12 @@ def test_study_cube_over_sample_runs_equals_in_memory(metric, client, tmp_path, 
 def test_study_reader_reads_some_samples_of_any_configurations(client, tmp_path, monkeypatch):
     """Samples lo:hi of consecutive or scattered configurations, read a stored chunk or
     several at a time, equal those rows of the whole read."""
-    import bbc_dask.cube._layout as C
 
     s = _study_of("neg_log_loss", tmp_path / "s.zarr", client)
     reader = s._cube.reader()
     whole = reader.read(slice(0, 6))
-    for budget in (1, C.READ_BYTES):
-        monkeypatch.setattr(C, "READ_BYTES", budget)
+    for budget in (1, tuning.READ_BYTES):
+        monkeypatch.setattr(tuning, "READ_BYTES", budget)
         for configs in (slice(1, 5), np.array([0, 3, 4]), np.array([5])):
             for lo, hi in ((0, 569), (100, 229), (568, 569)):
                 got = reader.read(configs, rows=(lo, hi))
@@ -1007,7 +1006,8 @@ def test_slot_chunks_are_the_whole_fold_or_equal_cuts_of_at_least_the_target():
     SLOT_CHUNK_MIN slots), else equal chunks holding the target to under twice it —
     never fewer than SLOT_CHUNK_MIN slots, whatever N; an object store's target is its
     own."""
-    from bbc_dask.cube._layout import SLOT_CHUNK_BYTES, SLOT_CHUNK_BYTES_REMOTE, SLOT_CHUNK_MIN, slot_chunk
+    from bbc_dask._tuning import SLOT_CHUNK_BYTES, SLOT_CHUNK_BYTES_REMOTE, SLOT_CHUNK_MIN
+    from bbc_dask.cube._layout import slot_chunk
 
     assert slot_chunk(100, 8) == 100 and slot_chunk(257, 2**20) == 257
     per = SLOT_CHUNK_BYTES // 8
@@ -1037,8 +1037,8 @@ def test_a_read_of_some_samples_fetches_only_the_chunks_of_their_slots(client, t
             Seen.keys.add(key)
             return await self._store.get(key, prototype, byte_range)
 
-    monkeypatch.setattr(C, "SLOT_CHUNK_MIN", 8)
-    monkeypatch.setattr(C, "SLOT_CHUNK_BYTES", 38 * 2 * 2 * 8)  # 2 configurations x 2 classes
+    monkeypatch.setattr(tuning, "SLOT_CHUNK_MIN", 8)
+    monkeypatch.setattr(tuning, "SLOT_CHUNK_BYTES", 38 * 2 * 2 * 8)  # 2 configurations x 2 classes
     s = _study_of("neg_log_loss", tmp_path / "s.zarr", client)
     slots = s._cube.slot_sample()
     arr = zarr.open_group(zarr.storage.LocalStore(str(tmp_path / "s.zarr")), mode="r")["prediction"]

@@ -138,11 +138,11 @@ def test_a_study_on_s3_equals_local_disk(s3, tmp_path, client, monkeypatch):
     from sklearn.preprocessing import StandardScaler
     from sklearn.datasets import load_breast_cancer
 
-    import bbc_dask.cube._layout as C
+    import bbc_dask._tuning as tuning
     import bbc_dask.metrics as M
 
-    monkeypatch.setattr(C, "SLOT_CHUNK_MIN", 8)
-    monkeypatch.setattr(C, "SLOT_CHUNK_BYTES_REMOTE", 27 * 2 * 8)  # 190 slots of 2 configurations
+    monkeypatch.setattr(tuning, "SLOT_CHUNK_MIN", 8)
+    monkeypatch.setattr(tuning, "SLOT_CHUNK_BYTES_REMOTE", 27 * 2 * 8)  # 190 slots of 2 configurations
 
     X, y = load_breast_cancer(return_X_y=True)
     est = make_pipeline(StandardScaler(), LogisticRegression(max_iter=500))

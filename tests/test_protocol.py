@@ -19,7 +19,6 @@ from sklearn.model_selection import (
 
 import bbc_dask as bd
 from bbc_dask.cli import main
-from bbc_dask.engine import SplitsProtocol
 
 GRID = {"C": [0.01, 0.1, 1.0]}
 THREADS = {"kind": "local", "n_workers": 1, "threads_per_worker": 2, "processes": False}

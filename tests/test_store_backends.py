@@ -21,7 +21,7 @@ from bbc_dask.cube import (
     StoreLock,
     as_location,
 )
-from bbc_dask.cube._layout import SLOT_CHUNK_BYTES, SLOT_CHUNK_BYTES_REMOTE
+from bbc_dask._tuning import SLOT_CHUNK_BYTES, SLOT_CHUNK_BYTES_REMOTE
 from bbc_dask.exceptions import InvalidParameterError, StoreLockedError
 
 IN_PROCESS = {"kind": "local", "n_workers": 1, "threads_per_worker": 1, "processes": False}

@@ -122,10 +122,10 @@ def test_a_fold_cut_along_slots_is_verified_and_repaired_chunk_by_chunk(
     the block's chunks and resets its cells, and a rerun restores the study."""
     import zarr
 
-    import bbc_dask.cube._layout as C
+    import bbc_dask._tuning as tuning
 
-    monkeypatch.setattr(C, "SLOT_CHUNK_MIN", 8)
-    monkeypatch.setattr(C, "SLOT_CHUNK_BYTES", 26 * 3 * 8)  # 80 slots of 3 configurations
+    monkeypatch.setattr(tuning, "SLOT_CHUNK_MIN", 8)
+    monkeypatch.setattr(tuning, "SLOT_CHUNK_BYTES", 26 * 3 * 8)  # 80 slots of 3 configurations
     store = tmp_path / "s.zarr"
     _assert_same(reference[1], _snapshot(_run(store, client)))
     assert zarr.open_group(str(store), mode="r")["prediction"].chunks[2] == 27

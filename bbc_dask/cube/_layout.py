@@ -17,7 +17,7 @@ a chunk rewritten on resume gets the same bytes. Padding costs at most one slot 
 
 Along slots a fold is cut into chunks of ``s`` slots, the store's target to twice it each
 (:func:`slot_chunk`; one chunk, ``s = L``, while the whole fold fits; the target is the
-store location's: :data:`SLOT_CHUNK_BYTES` on disk, :data:`SLOT_CHUNK_BYTES_REMOTE` in an
+store location's: :data:`bbc_dask._tuning.SLOT_CHUNK_BYTES` on disk, :data:`bbc_dask._tuning.SLOT_CHUNK_BYTES_REMOTE` in an
 object store): a read of some samples decodes the chunks holding
 their slots, not the whole fold, so what a reader of a sample range holds does not grow
 with N. (Zarr's sharding would keep one file per task, but zarr-python reads a shard
@@ -35,6 +35,8 @@ from __future__ import annotations
 import threading
 
 import numpy as np
+
+from .. import _tuning as tuning
 
 __all__ = ["ChunkWriter", "CubeBlock", "PredictionReader", "SampleOrderView", "SampleTable",
            "chunk_crc", "chunk_file", "decoded_rows", "digest", "prediction_chunks", "slot_chunk",
@@ -72,38 +74,18 @@ def digest(a):
     return h.hexdigest()
 
 
-#: Target bytes (float64, every class) of one stored prediction chunk along slots: a fold
-#: of a block beyond it is cut into equal chunks of this size to twice it. Measured on
-#: 1,000,000 x 100 x 2 accuracy, 5 folds (2 workers of 400 MB; whole folds: 16.3 s,
-#: dropping test 40.1 s), chunks of about the target: 2**17 13.0 s and 24.6 s, peaks 198
-#: MiB; 2**18 13.0 s and 25.2 s, 224 MiB; 2**20 (two chunks a fold) 14.8 s and 36.0 s.
-SLOT_CHUNK_BYTES = 2**18
-
-#: The same in an object store (an fsspec URL): every chunk is a request there; from a moto
-#: server 2**18 made the study above 2.4x slower to estimate than whole folds (117 s
-#: against 48 s) and 2.1x slower to write (81 s against 38 s).
-SLOT_CHUNK_BYTES_REMOTE = 2**22
-
-#: Fewest slots in a chunk cut along slots (a block of many configurations and classes).
-SLOT_CHUNK_MIN = 256
-
-
 def slot_chunk(n_slots, row_bytes, target=None):
     """Slots per stored chunk of a fold of ``n_slots`` slots whose slot takes ``row_bytes``
     (a block's configurations and classes, float64): the whole fold while it fits in
     ``target`` bytes (the store location's ``slot_chunk_bytes``; None:
-    :data:`SLOT_CHUNK_BYTES`) or :data:`SLOT_CHUNK_MIN` slots, whichever holds more, else
+    :data:`bbc_dask._tuning.SLOT_CHUNK_BYTES`) or :data:`bbc_dask._tuning.SLOT_CHUNK_MIN` slots, whichever holds more, else
     equal chunks of at least that and less than twice it."""
     n_slots = max(1, int(n_slots))
-    target = SLOT_CHUNK_BYTES if target is None else target
-    per = max(SLOT_CHUNK_MIN, target // max(1, int(row_bytes)))
+    target = tuning.SLOT_CHUNK_BYTES if target is None else target
+    per = max(tuning.SLOT_CHUNK_MIN, target // max(1, int(row_bytes)))
     m = max(1, n_slots // per)
     return -(-n_slots // m)
 
-
-#: Decoded stored chunks one read of some samples (:meth:`PredictionReader.read` with
-#: ``rows``) asks Zarr for at once.
-READ_BYTES = 16 * 2**20
 
 #: Slot layouts a worker has loaded, by digest: (slot_sample, sample -> flat slot).
 _LAYOUTS = {}
@@ -215,7 +197,7 @@ class PredictionReader:
         increasing order, so those of ``lo:hi`` are one run of slots per fold. Zarr decodes
         each stored chunk holding some of them whole (along slots a chunk holds a whole
         fold in stores of one chunk per fold), so they are read a few configuration chunks
-        at a time — up to :data:`READ_BYTES` decoded beside the output, or one column of
+        at a time — up to :data:`bbc_dask._tuning.READ_BYTES` decoded beside the output, or one column of
         chunks (a call per chunk costs Zarr's overhead: 3 ms, measured, on 200,000 x 1
         chunks)."""
         out = np.empty((hi - lo, width, len(repeats)) + tail)
@@ -235,7 +217,7 @@ class PredictionReader:
         longest = max(s1 - s0 for _, _, _, s0, s1, _ in runs)
         per_chunk = decoded_rows(self.array, longest) * int(np.prod(self.array.chunks[3:])) \
             * self.array.dtype.itemsize
-        stored = cfg // (w * max(1, READ_BYTES // per_chunk))
+        stored = cfg // (w * max(1, tuning.READ_BYTES // per_chunk))
         windows = np.split(np.arange(cfg.size), np.flatnonzero(np.diff(stored)) + 1)
         for i, r, k, s0, s1, at in runs:
             for win in windows:

@@ -23,6 +23,7 @@ import abc
 import os
 import uuid
 
+from .. import _tuning as tuning
 from .. import _validation as validation
 from ..exceptions import InvalidParameterError
 from ._lock import LOCK_NAME, ObjectStoreLock, ProcessLock, StoreLock
@@ -191,9 +192,7 @@ class LocalLocation(StoreLocation):
 
     @property
     def slot_chunk_bytes(self):
-        from . import _layout
-
-        return _layout.SLOT_CHUNK_BYTES
+        return tuning.SLOT_CHUNK_BYTES
 
     @property
     def root(self):
@@ -287,9 +286,7 @@ class FsspecLocation(StoreLocation):
 
     @property
     def slot_chunk_bytes(self):
-        from . import _layout
-
-        return _layout.SLOT_CHUNK_BYTES_REMOTE
+        return tuning.SLOT_CHUNK_BYTES_REMOTE
 
     @property
     def fs(self):
@@ -393,9 +390,7 @@ class MemoryLocation(FsspecLocation):
 
     @property
     def slot_chunk_bytes(self):
-        from . import _layout
-
-        return _layout.SLOT_CHUNK_BYTES  # a chunk costs no request here
+        return tuning.SLOT_CHUNK_BYTES  # a chunk costs no request here
 
     def lock(self, **options):
         return ProcessLock(self.url)

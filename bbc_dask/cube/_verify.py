@@ -19,14 +19,12 @@ import hashlib
 
 import numpy as np
 
+from .. import _tuning as tuning
 from .. import _validation as validation
 from ..exceptions import StoreDamagedError
 from ._layout import chunk_crc, chunk_file, prediction_chunks, unreadable_chunk
 
 __all__ = ["Damage", "VerifyReport", "repair", "verify", "verify_store"]
-
-#: Bytes of predictions read at once while checking (a row of chunks of one fold).
-READ_BYTES = 64 * 2**20
 
 _IDENTITY = ("y", "fold", "slot_sample", "sample", "config", "repeat", "split")
 _LEDGER = ("state", "fit_time", "fold_score", "pooled", "chunk_crc", "error")
@@ -181,7 +179,7 @@ def _check_predictions(cube, counted, crc):
     arr = cube.group["prediction"]
     w = arr.chunks[3]
     n_cfg = arr.shape[3]
-    group = max(1, READ_BYTES // cube.chunk_nbytes)  # a block's chunks along slots together
+    group = max(1, tuning.VERIFY_READ_BYTES // cube.chunk_nbytes)  # a block's chunks along slots together
     along = len(prediction_chunks(arr, 0, 0, 0))
     damages, checked = [], 0
     for r in range(arr.shape[0]):
