@@ -193,10 +193,10 @@ def test_job_overlays_choose_their_store(name):
             assert vols["store"]["persistentVolumeClaim"]["claimName"] == pvc["metadata"]["name"]
             assert any(m["mountPath"] == "/data" for m in c["volumeMounts"])
     # The study file in the ConfigMap is a valid study for our CLI.
-    from bbc_dask.cli._studyfile import resolve_spec
+    from bbc_dask.cli._studyfile import resolve_study_file
 
     cm = next(d for d in docs if d["kind"] == "ConfigMap")
-    spec = resolve_spec(yaml.safe_load(cm["data"]["study.yaml"]), base="/tmp")
+    spec = resolve_study_file(yaml.safe_load(cm["data"]["study.yaml"]), base="/tmp")
     assert spec["metric"] == "roc_auc" and spec["dropping"]
     mounted = {v["name"]: v for v in job["spec"]["job"]["spec"]["volumes"]}["study"]
     assert mounted["configMap"]["name"] == cm["metadata"]["name"]

@@ -119,10 +119,10 @@ def _open(store, storage_options=None):
         return open_study(store, storage_options=storage_options or None)
 
 
-def _client(spec, scheduler):
+def _client(resolved, scheduler):
     """What run_study connects to: an address, or make_client's arguments (the run starts
     the cluster, and on an interrupt closes it without a word from its workers)."""
-    cluster = dict(spec["cluster"])
+    cluster = dict(resolved["cluster"])
     kind = cluster.pop("kind", "local")
     cluster.pop("security", None)
     if scheduler:
@@ -141,9 +141,9 @@ def _client(spec, scheduler):
     return {"kind": kind, **cluster}
 
 
-def run_spec(spec, *, scheduler=None, store=None, progress=True, cluster=None,
+def run_study_file(resolved, *, scheduler=None, store=None, progress=True, cluster=None,
              storage_options=None):
-    """Run (or resume) a resolved study spec; returns the Study.
+    """Run (or resume) a resolved study file; returns the Study.
 
     ``cluster`` overrides keys of the study file's ``cluster:`` section (``kind``, options,
     ``security``); ``storage_options`` updates its ``storage_options``."""
@@ -154,27 +154,27 @@ def run_spec(spec, *, scheduler=None, store=None, progress=True, cluster=None,
     from . import _studyfile as studyfile
 
     if store:
-        spec = dict(spec, store=StoreLocation.absolute(store))
+        resolved = dict(resolved, store=StoreLocation.absolute(store))
     if cluster:
-        merged = dict(spec["cluster"])
+        merged = dict(resolved["cluster"])
         if cluster.get("kind", merged.get("kind")) != merged.get("kind"):
             merged = {k: v for k, v in merged.items() if k == "security"}  # another kind's options don't apply
         merged.update(cluster)
-        spec = dict(spec, cluster=studyfile.check_cluster(merged))
+        resolved = dict(resolved, cluster=studyfile.check_cluster(merged))
     if storage_options:
-        spec = dict(spec, storage_options={**(spec.get("storage_options") or {}), **storage_options})
-    X, y, groups, *folds = studyfile.load_data(spec)
-    estimator, grid = studyfile.build_search(spec)
+        resolved = dict(resolved, storage_options={**(resolved.get("storage_options") or {}), **storage_options})
+    X, y, groups, *folds = studyfile.load_data(resolved)
+    estimator, grid = studyfile.build_search(resolved)
     request = StudyRequest.build(
-        estimator, grid, X, y, store=spec["store"], metric=spec["metric"],
-        n_splits=spec["cv"]["splits"], n_repeats=spec["cv"]["repeats"],
-        cv=studyfile.build_cv(spec, *folds), groups=groups,
-        random_state=spec["random_state"], client=_client(spec, scheduler), progress=progress,
-        configs_per_task=spec["configs_per_task"],
-        dropping=Dropping.coerce(spec["dropping"], "the study file"), metadata=spec,
-        storage_options=spec.get("storage_options"), security=spec["cluster"].get("security"),
-        error_score="raise" if spec.get("error_score") == "raise" else float("nan"),
-        selection=spec.get("selection", "pooled"), caller="the study file",
+        estimator, grid, X, y, store=resolved["store"], metric=resolved["metric"],
+        n_splits=resolved["cv"]["splits"], n_repeats=resolved["cv"]["repeats"],
+        cv=studyfile.build_cv(resolved, *folds), groups=groups,
+        random_state=resolved["random_state"], client=_client(resolved, scheduler), progress=progress,
+        configs_per_task=resolved["configs_per_task"],
+        dropping=Dropping.coerce(resolved["dropping"], "the study file"), metadata=resolved,
+        storage_options=resolved.get("storage_options"), security=resolved["cluster"].get("security"),
+        error_score="raise" if resolved.get("error_score") == "raise" else float("nan"),
+        selection=resolved.get("selection", "pooled"), caller="the study file",
         names=STUDY_FILE_NAMES)
     return study_of(run_cvt(request))
 
@@ -211,7 +211,7 @@ def run(study_file, scheduler, store, cluster_kind, cluster_option, tls_ca_file,
     """Run STUDY_FILE, or resume it if its store holds the same study."""
     from ._studyfile import load_study_file
 
-    spec = load_study_file(study_file)
+    resolved = load_study_file(study_file)
     cluster = _parse_options(cluster_option, "--cluster-option")
     if cluster_kind:
         cluster["kind"] = cluster_kind
@@ -221,13 +221,13 @@ def run(study_file, scheduler, store, cluster_kind, cluster_option, tls_ca_file,
     if tls:
         cluster["security"] = tls
     t = time.time()
-    study = run_spec(spec, scheduler=scheduler, store=store, progress=not no_progress,
+    study = run_study_file(resolved, scheduler=scheduler, store=store, progress=not no_progress,
                      cluster=cluster, storage_options=_parse_options(storage_option, "--storage-option"))
     st = study.status()
     click.echo(f"finished: {st['done']} cells done, {st['failed']} failed, {st['dropped']} dropped "
                f"in {time.time() - t:.1f} s; store {study.store}")
     _echo_failures(study)
-    _print_estimates(study, spec.get("bootstraps", 1000), spec.get("confidence", 0.95), "both",
+    _print_estimates(study, resolved.get("bootstraps", 1000), resolved.get("confidence", 0.95), "both",
                      None)
 
 
@@ -342,8 +342,8 @@ def estimate(store, method, bootstraps, confidence, seed, as_json, partial, ci_m
     """The estimate, CI, lower bound and naive estimate of the study at STORE."""
     study = _open(store, _parse_options(storage_option, "--storage-option"))
     missing = _check_finished(study, partial, "estimates")
-    spec = study.metadata or {}
-    level = confidence or spec.get("confidence", 0.95)
+    resolved = study.metadata or {}
+    level = confidence or resolved.get("confidence", 0.95)
     cis = {}
     kw = {} if seed is None else {"random_state": seed}  # None: the study's own seed
     if bootstraps is not None:  # else the methods' own 2000 (the paper's)
@@ -352,7 +352,7 @@ def estimate(store, method, bootstraps, confidence, seed, as_json, partial, ci_m
         warnings.simplefilter("ignore", BoundAboveObservedWarning)
         for m in (_CI_METHODS if "all" in ci_methods else dict.fromkeys(ci_methods)):
             cis[m] = study.selection_ci(m, alpha=alpha_of(level), **kw)
-    _print_estimates(study, bootstraps or spec.get("bootstraps", 1000), level, method,
+    _print_estimates(study, bootstraps or resolved.get("bootstraps", 1000), level, method,
                      seed, as_json, partial=missing, cis=cis)
 
 
@@ -369,9 +369,9 @@ def report(store, out_dir, bootstraps, partial, storage_option):
 
     study = _open(store, _parse_options(storage_option, "--storage-option"))
     _check_finished(study, partial, "a report")
-    spec = study.metadata or {}
-    path = write_report(study, out_dir, n_bootstraps=bootstraps or spec.get("bootstraps", 1000),
-                        confidence_level=spec.get("confidence", 0.95),
+    resolved = study.metadata or {}
+    path = write_report(study, out_dir, n_bootstraps=bootstraps or resolved.get("bootstraps", 1000),
+                        confidence_level=resolved.get("confidence", 0.95),
                         random_state=None)
     click.echo(f"report: {path}")
 
@@ -442,14 +442,14 @@ def demo(store, out_dir, workers, no_progress):
     """A real study (breast cancer; logistic regression, SVM and random forest grids) on
     a local Dask cluster, its estimates next to the naive one, and a report."""
     from ..report import write_report
-    from ._studyfile import resolve_spec
+    from ._studyfile import resolve_study_file
 
     raw = json.loads(json.dumps(DEMO))
     raw["store"] = os.path.abspath(store)
     raw["cluster"]["n_workers"] = workers
-    spec = resolve_spec(raw)
+    resolved = resolve_study_file(raw)
     t = time.time()
-    study = run_spec(spec, progress=not no_progress)
+    study = run_study_file(resolved, progress=not no_progress)
     click.echo(f"{len(study.params)} configurations × 5 folds × 2 repeats on {workers} local "
                f"workers in {time.time() - t:.1f} s")
     _print_estimates(study, 1000, 0.95, "both", None)

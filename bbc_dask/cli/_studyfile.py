@@ -1,4 +1,4 @@
-"""Study files (YAML): validation, the resolved spec, data loading and the grid.
+"""Study files (YAML): validation, the resolved study file, data loading and the grid.
 
 A study file::
 
@@ -65,7 +65,7 @@ def _need(d, key, where, types, what):
 
 
 def load_study_file(path):
-    """Read and validate a study file; returns the resolved spec (a JSON-able dict with
+    """Read and validate a study file; returns the resolved study file (a JSON-able dict with
     absolute paths and defaults filled in)."""
     import yaml
 
@@ -87,7 +87,7 @@ def load_study_file(path):
     _check_expansion(raw, path)
     if not isinstance(raw, dict):
         raise StudyFileError(f"study file: {path}: expected a mapping of keys, got {type(raw).__name__}")
-    return resolve_spec(raw, base=os.path.dirname(path))
+    return resolve_study_file(raw, base=os.path.dirname(path))
 
 
 #: Most values a study file may expand to once YAML aliases are followed: far above any
@@ -125,24 +125,24 @@ def _check_expansion(raw, path):
         stack.extend((c, False) for c in children if isinstance(c, (dict, list)))
 
 
-def resolve_spec(raw, base="."):
+def resolve_study_file(raw, base="."):
     unknown = sorted(set(raw) - _TOP)
     if unknown:
         raise _err(unknown[0], f"unknown key (allowed: {', '.join(sorted(_TOP))})")
-    spec = {"name": str(raw.get("name", "study"))}
+    resolved = {"name": str(raw.get("name", "study"))}
     data = _need(raw, "data", "", dict, "a mapping with 'path' and 'target', or 'sklearn'")
-    spec["data"] = _resolve_data(data, base)
+    resolved["data"] = _resolve_data(data, base)
     grid = _need(raw, "grid", "", list, "a list of estimator or pipeline entries")
     if not grid:
         raise _err("grid", "empty list")
-    spec["grid"] = [_resolve_entry(e, f"grid[{i}]") for i, e in enumerate(grid)]
-    spec["cv"] = _resolve_cv(raw.get("cv", {}) or {}, spec["data"])
+    resolved["grid"] = [_resolve_entry(e, f"grid[{i}]") for i, e in enumerate(grid)]
+    resolved["cv"] = _resolve_cv(raw.get("cv", {}) or {}, resolved["data"])
     from ..metrics import metric_names
 
     metric = raw.get("metric", "roc_auc")
     if metric not in metric_names():
         raise _err("metric", f"unknown metric {metric!r} (one of {', '.join(metric_names())})")
-    spec["metric"] = metric
+    resolved["metric"] = metric
     drop = raw.get("dropping", False)
     if isinstance(drop, dict):
         bad = sorted(set(drop) - {"alpha", "n_bootstraps", "min_predictions", "test_last_wave"})
@@ -157,47 +157,47 @@ def resolve_spec(raw, base="."):
             raise _err("dropping", str(e)) from None
     elif not isinstance(drop, bool):
         raise _err("dropping", f"expected true, false or a mapping, got {drop!r}")
-    spec["dropping"] = drop
-    spec["bootstraps"] = _int(raw.get("bootstraps", 1000), "bootstraps", 1)
+    resolved["dropping"] = drop
+    resolved["bootstraps"] = _int(raw.get("bootstraps", 1000), "bootstraps", 1)
     conf = raw.get("confidence", 0.95)
     if not isinstance(conf, float) or not 0 < conf < 1:
         raise _err("confidence", f"expected a number in (0, 1), got {conf!r}")
-    spec["confidence"] = conf
+    resolved["confidence"] = conf
     rs = raw.get("random_state", 0)
     if rs is not None and (not isinstance(rs, int) or isinstance(rs, bool) or rs < 0):
         raise _err("random_state", f"expected a non-negative integer or null, got {rs!r}")
-    spec["random_state"] = rs
-    spec["store"] = _resolve_store(raw.get("store", f"runs/{spec['name']}.zarr"), base)
+    resolved["random_state"] = rs
+    resolved["store"] = _resolve_store(raw.get("store", f"runs/{resolved['name']}.zarr"), base)
     cluster = raw.get("cluster", {"kind": "local"}) or {"kind": "local"}
     if not isinstance(cluster, dict):
         raise _err("cluster", f"expected a mapping (kind: local|address, options), got {cluster!r}")
     if "address" in cluster and "kind" not in cluster:
         cluster = {"kind": "address", **cluster}
-    spec["cluster"] = check_cluster({"kind": "local", **cluster})
-    sec = spec["cluster"].get("security")
+    resolved["cluster"] = check_cluster({"kind": "local", **cluster})
+    sec = resolved["cluster"].get("security")
     if sec is not None:
         if not isinstance(sec, dict):
             raise _err("cluster.security", f"expected a mapping of TLS files (tls_ca_file, "
                                            f"tls_client_cert, tls_client_key), got {sec!r}")
-        spec["cluster"]["security"] = {
+        resolved["cluster"]["security"] = {
             k: os.path.abspath(os.path.join(base, v)) if k.startswith("tls_") and k != "tls_min_version"
             and isinstance(v, str) else v for k, v in sec.items()}
-    spec["storage_options"] = _resolve_storage_options(raw.get("storage_options"), spec["store"])
+    resolved["storage_options"] = _resolve_storage_options(raw.get("storage_options"), resolved["store"])
     cpt = raw.get("configs_per_task")  # None: the engine's default for the grid's size
-    spec["configs_per_task"] = None if cpt is None else _int(cpt, "configs_per_task", 1)
+    resolved["configs_per_task"] = None if cpt is None else _int(cpt, "configs_per_task", 1)
     es = raw.get("error_score", "nan")
     if isinstance(es, float) and es != es:
         es = "nan"
     if es not in ("nan", "raise"):
         raise _err("error_score", f"expected nan (a failing configuration is recorded and "
                                   f"skipped) or raise (stop at the first error), got {es!r}")
-    spec["error_score"] = es
+    resolved["error_score"] = es
     sel = raw.get("selection", "pooled")
     if sel not in ("pooled", "fold_mean"):
         raise _err("selection", f"expected pooled (the best pooled CV score) or fold_mean (the "
                                 f"best mean fold score), got {sel!r}")
-    spec["selection"] = sel
-    return spec
+    resolved["selection"] = sel
+    return resolved
 
 
 #: What a study file may set for each kind of cluster: data only. Dask's own options
@@ -448,10 +448,10 @@ def _splitter(name, params):
     return getattr(model_selection, name)(**params)
 
 
-def build_cv(spec, folds=None):
+def build_cv(resolved, folds=None):
     """The study's ``cv`` argument: None for K-fold, else the named splitter or the
     ``PredefinedSplit`` of a fold column (``folds``, from :func:`load_data`)."""
-    cv = spec["cv"]
+    cv = resolved["cv"]
     if "splitter" in cv:
         return _splitter(cv["splitter"]["name"], cv["splitter"]["params"])
     if "column" in cv:
@@ -461,24 +461,24 @@ def build_cv(spec, folds=None):
     return None
 
 
-def build_search(spec):
+def build_search(resolved):
     """``(estimator, param_grid)`` for :func:`bbc_dask.run_study`: a one-step pipeline
     whose ``model`` is set per configuration, one grid per entry."""
     from sklearn.pipeline import Pipeline
 
     grids = []
-    for entry in spec["grid"]:
+    for entry in resolved["grid"]:
         est = _build_entry(entry)
         grid = _grid_values(entry["grid"], "grid")
         grids.append({"model": [est]} | {f"model__{k}": v for k, v in grid.items()})
-    return Pipeline([("model", _build_entry(spec["grid"][0]))]), grids
+    return Pipeline([("model", _build_entry(resolved["grid"][0]))]), grids
 
 
-def load_data(spec):
-    """``(X, y, groups)`` of the spec's ``data``, and the fold ids when ``cv.column`` names
+def load_data(resolved):
+    """``(X, y, groups)`` of the resolved study file's ``data``, and the fold ids when ``cv.column`` names
     a column of them; errors name the key."""
-    d = spec["data"]
-    gcol = spec["cv"].get("groups")
+    d = resolved["data"]
+    gcol = resolved["cv"].get("groups")
     if "sklearn" in d:
         from sklearn import datasets
 
@@ -511,7 +511,7 @@ def load_data(spec):
             raise _err("cv.groups", f"no column {gcol!r} in {p}")
         groups = df[gcol].to_numpy()
         drop.append(gcol)
-    fcol = spec["cv"].get("column")
+    fcol = resolved["cv"].get("column")
     if fcol is not None:  # the user's own folds: not a feature
         if fcol not in df.columns:
             raise _err("cv.column", f"no column {fcol!r} in {p}")
