@@ -42,6 +42,15 @@ def study_scores(method):
     return wrapped
 
 
+def _default_client():
+    try:
+        from distributed import default_client
+
+        return default_client()
+    except (ImportError, ValueError):
+        return None
+
+
 class StudyEstimates:
     """The estimates of a :class:`bbc_dask.Study` (its ``_cube``, ``spec``, ``metric``,
     ``seed``, ``store``, :meth:`candidates` and :meth:`failures`)."""
@@ -80,7 +89,12 @@ class StudyEstimates:
             shape = self._cube.reader().shape
             return int(np.prod(shape)) // max(shape[1], 1) * 8 * idx.size
 
-        return use_chunked(nbytes=nbytes, chunked=chunked, caller="Study")
+        use = use_chunked(nbytes=nbytes, chunked=chunked, caller="Study")
+        if use and getattr(self.location, "in_process_only", False):
+            client = _default_client()  # None: Dask's threads, in this process
+            if client is not None:
+                self.location.check_client(client, "Study")
+        return use
 
     _CHUNKED_KW = ("n_bootstraps", "confidence_level", "random_state", "pos_label", "block_size")
 

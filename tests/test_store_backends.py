@@ -130,3 +130,17 @@ def test_a_memory_store_refuses_workers_in_other_processes(memory_url, client):
         _study(memory_url, client)
     assert "\n" not in str(info.value) and "processes': False" in str(info.value)
     assert not as_location(memory_url).exists()  # refused before the store was touched
+
+
+def test_a_memory_study_reads_in_this_process_whatever_the_default_client(memory_url, client):
+    """A memory store's cube is read here, not by tasks: with worker processes as the
+    default client (the session's cluster) its values and the in-memory estimate come
+    back, and the chunked estimate (tasks on those workers) is refused in one line."""
+    study = _study(memory_url, IN_PROCESS)
+    with client.as_current():
+        values = bd.open_study(memory_url).cube["prediction"].values
+        assert values.shape == (120, 3, 1) and not np.isnan(values).any()
+        assert study.bbc(n_bootstraps=50, random_state=0).n_bootstraps == 50
+        with pytest.raises(InvalidParameterError, match="'store' parameter of Study") as info:
+            study.bbc(chunked=True, n_bootstraps=50)
+        assert "\n" not in str(info.value)

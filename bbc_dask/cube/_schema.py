@@ -414,8 +414,13 @@ class Cube:
         w = self.config_chunk
         chunks = ((n,), tuple(min(w, c - a) for a in range(0, c, w)), (1,) * r) + tuple(
             (s,) for s in view.shape[3:])
-        pred = da.from_array(view, chunks=chunks, name=f"bbc-cube-{self.path}-{self.meta.get('created')}",
-                             asarray=False, fancy=False, meta=np.empty((0,) * view.ndim))
+        if getattr(self.location, "in_process_only", False):
+            # a store in this process's memory: read now, not by tasks that a client's
+            # worker processes would run against a memory of their own (and wait forever)
+            pred = view[(slice(None),) * view.ndim]
+        else:
+            pred = da.from_array(view, chunks=chunks, name=f"bbc-cube-{self.path}-{self.meta.get('created')}",
+                                 asarray=False, fancy=False, meta=np.empty((0,) * view.ndim))
         dims = ("sample", "config", "repeat") + (("class",) if self.needs_class_axis else ())
         coords = {"sample": np.arange(n), "config": np.arange(c), "repeat": np.arange(r),
                   "split": self._read("split")}
