@@ -549,8 +549,8 @@ def check_cv_data(estimator, X, y, groups, metric, n_splits, n_repeats, error_sc
             k = small[0]
             raise InvalidParameterError(
                 f"The class {plain(target.classes[k])!r} of 'y' has {counts[k]} members, fewer "
-                f"than n_splits={n_splits}: stratified folds need at least n_splits members "
-                f"in every class (use fewer splits) in {caller}."
+                f"than n_splits={n_splits}: stratified folds need a member of every class in "
+                f"every fold (use fewer splits) in {caller}."
             )
     if not (isinstance(error_score, str) and error_score == "raise"):
         if not (isinstance(error_score, float) and math.isnan(error_score)):

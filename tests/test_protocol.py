@@ -179,3 +179,18 @@ def test_study_file_cv_errors_name_the_key(tmp_path, cv, why):
     path, _ = _study_file(tmp_path, cv)
     out = CliRunner().invoke(main, ["run", path, "--no-progress"])
     assert out.exit_code == 2 and why in out.output, out.output
+
+
+def test_study_file_request_errors_name_the_study_files_keys(tmp_path):
+    """An argument the study file's own checks cannot judge (50 folds need 50 groups, or
+    50 members of every class: the data decide) is refused by the request in the study
+    file's words."""
+    path, _ = _study_file(tmp_path, "{splits: 50}")
+    out = CliRunner().invoke(main, ["run", path, "--no-progress"])
+    assert out.exit_code == 2, out.output
+    assert "n_splits" not in out.output and "run_study" not in out.output
+    assert "The 'cv.groups' parameter of the study file has 9 groups; cv.splits=50" in out.output
+    path, _ = _study_file(tmp_path, "{splits: 50, groups: null}")
+    out = CliRunner().invoke(main, ["run", path, "--no-progress"])
+    assert out.exit_code == 2 and "n_splits" not in out.output, out.output
+    assert "members, fewer than cv.splits=50: stratified folds need a member" in out.output
