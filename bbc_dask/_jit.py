@@ -132,10 +132,8 @@ def one_blas_thread():
     OpenBLAS: 1 of 150 log-loss bootstraps differed by an ulp between 1 and 2 threads),
     so the pointwise sums run at one thread everywhere — in memory as in Dask's workers,
     which hold BLAS at one thread already — and give the same bits on any machine and
-    any number of workers. The cost, measured on 2 idle cores for 500 bootstraps of
-    70,000 samples x 2 repeats: log loss (12 configurations) 0.73 against 0.59 s at two
-    threads; R^2 (40 configurations) 1.99 against 2.25 s — panels of 64 columns split
-    poorly over threads. As with any thread limit (threadpoolctl's caveat), a BLAS call
+    any number of workers. The cost is small either way (docs/performance.md, "Tuning
+    constants"): panels of 64 columns split poorly over threads. As with any thread limit (threadpoolctl's caveat), a BLAS call
     another thread of the process makes meanwhile runs at one thread too."""
     entered = False
     try:

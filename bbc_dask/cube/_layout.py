@@ -198,8 +198,8 @@ class PredictionReader:
         each stored chunk holding some of them whole (along slots a chunk holds a whole
         fold in stores of one chunk per fold), so they are read a few configuration chunks
         at a time — up to :data:`bbc_dask._tuning.READ_BYTES` decoded beside the output, or one column of
-        chunks (a call per chunk costs Zarr's overhead: 3 ms, measured, on 200,000 x 1
-        chunks)."""
+        chunks (a call per chunk would cost Zarr's overhead per chunk: docs/performance.md,
+        "Tuning constants")."""
         out = np.empty((hi - lo, width, len(repeats)) + tail)
         cfg = np.arange(self.array.shape[3])[configs] if isinstance(configs, slice) else configs
         if cfg.size == 0 or hi <= lo:

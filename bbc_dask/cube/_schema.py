@@ -93,9 +93,9 @@ def to_json(obj):
 
 def _PREDICTION_CODECS():
     """LZ4 at level 1, no byte shuffle, then a CRC-32C of the compressed bytes. LZ4 writes
-    a task's chunk faster than Zarr's default Zstd (measured on 20,000 x 10 float64: 3.0
-    vs 7.9 ms) and still folds the NaN columns of dropped or failed configurations (0.55
-    of the bytes of a chunk half NaN); model outputs are mostly incompressible anyway.
+    a task's chunk faster than Zarr's default Zstd and still folds the NaN columns of
+    dropped or failed configurations (docs/performance.md, "Tuning constants"); model
+    outputs are mostly incompressible anyway.
     The checksum is needed because Blosc decodes a truncated chunk as zeros without a
     word (checked): with it, a damaged chunk fails to read and its file is named."""
     from zarr.codecs import BloscCodec, Crc32cCodec

@@ -87,7 +87,7 @@ def _response(est, method, X_test, classes, pos_code, n_classes_axis):
 
 #: The last split each worker built, per thread: consecutive tasks of a worker are
 #: mostly other configuration blocks of the same (repeat, fold), and copying X's training
-#: rows cost as much as the rest of a cheap task (measured: 29% of a task at N = 200,000).
+#: rows cost as much as the rest of a cheap task (docs/performance.md, "Tuning constants").
 _SPLITS = threading.local()
 
 

@@ -40,7 +40,7 @@ def auc_sorted(neg, pos):
     Returns (M,) int64 (the integer :func:`auc_inbag` gives with all counts 1).
 
     Serial on purpose: it runs inside the engine's tasks, one per worker thread, where
-    waking numba's thread pool cost more than the merge (5 ms per call under load)."""
+    waking numba's thread pool cost more than the merge (docs/performance.md)."""
     n_rows, n_neg = neg.shape
     n_pos = pos.shape[1]
     out = np.zeros(n_rows, dtype=np.int64)

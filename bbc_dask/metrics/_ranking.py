@@ -292,8 +292,8 @@ class _CIndex(_Prepared):
     #: Bytes of the kernel's Fenwick tree of a column ((ranks + 1) x bootstraps int64)
     #: in :meth:`pair_sums_t` (a task of the chunked path): beyond, the bootstraps go
     #: through it in slices — a seed block's 64 over two tiles of 131,072 samples would
-    #: take 128 MiB. Not in :meth:`scores`: slices of few bootstraps make the kernel 3.5-4.5x
-    #: slower (measured, 400,000 samples: 2.5-3.1 s against 0.69 s for 64 bootstraps).
+    #: take 128 MiB. Not in :meth:`scores`: slices of few bootstraps make the kernel several
+    #: times slower (docs/performance.md, "Tuning constants").
     TREE_BYTES = 16 * 2**20
 
     def _numerators(self, weights_t, tree_bytes=None):
