@@ -41,6 +41,10 @@ def _study_file(tmp_path, **over):
     return path
 
 
+# Slow (36 s, the longest of the default suite): the command line's run, status, estimate
+# and report are in the default suite through test_first_contact, and kill/resume through
+# test_engine_cluster and test_reliability; CI runs this one every time with the slow tests.
+@pytest.mark.slow
 def test_run_kill_resume_status_estimate_report(tmp_path):
     f = _study_file(tmp_path)
     store = tmp_path / "trees.zarr"
