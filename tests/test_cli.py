@@ -218,6 +218,9 @@ def test_example_study_files_validate():
         assert len(grid) == len(spec["grid"])
 
 
+# Slow (13 s): the command line's run on a scheduler address is in the default suite
+# through test_tls (--scheduler with TLS flags); CI runs this one every time.
+@pytest.mark.slow
 def test_run_on_an_existing_scheduler(tmp_path, make_local_client):
     f = _study_file(tmp_path, grid=[{"estimator": "sklearn.linear_model.LogisticRegression",
                                      "params": {"max_iter": 3000}, "grid": {"C": [0.1, 1.0]}}],
