@@ -20,6 +20,7 @@ holds; the run's tasks are threads of the same process and read it.
 """
 from __future__ import annotations
 
+import abc
 import fcntl
 import json
 import os
@@ -310,7 +311,7 @@ class ProcessLock(_Lock):
 _SEEN = {}
 
 
-class LockToken:
+class LockToken(abc.ABC):
     """The run lock's check as tasks make it before writing a chunk (picklable).
 
     The lock (a kernel lock, a lease or a table of this process) belongs to the driver; a
@@ -327,9 +328,9 @@ class LockToken:
     def __init__(self, path, token):
         self.path, self.token = path, token
 
+    @abc.abstractmethod
     def _holder(self):
         """The holder the lock names now (empty when there is none or it is unreadable)."""
-        raise NotImplementedError
 
     def __call__(self):
         now = time.monotonic()
