@@ -9,6 +9,7 @@ import numpy as np
 from . import _tuning as tuning
 from . import _validation as validation
 from .chunked import use_chunked
+from .cluster import current_client
 from .cube import DONE, FAILED, ledger_fold_matrix, target_of
 from .exceptions import StudyNotReadyError
 from .stats import (
@@ -40,15 +41,6 @@ def study_scores(method):
             return method(*args, **kwargs)
 
     return wrapped
-
-
-def _default_client():
-    try:
-        from distributed import default_client
-
-        return default_client()
-    except (ImportError, ValueError):
-        return None
 
 
 class StudyEstimates:
@@ -91,7 +83,7 @@ class StudyEstimates:
 
         use = use_chunked(nbytes=nbytes, chunked=chunked, caller="Study")
         if use and getattr(self.location, "in_process_only", False):
-            client = _default_client()  # None: Dask's threads, in this process
+            client = current_client()  # None: Dask's threads, in this process
             if client is not None:
                 self.location.check_client(client, "Study")
         return use

@@ -13,8 +13,8 @@ import weakref
 
 from .exceptions import InvalidParameterError, SchedulerUnreachableError, UserFileNotFoundError
 
-__all__ = ["KUBERNETES_DEFAULTS", "as_security", "close_client", "kubernetes_cluster_spec",
-           "make_client", "resolve_client"]
+__all__ = ["KUBERNETES_DEFAULTS", "as_security", "close_client", "current_client",
+           "kubernetes_cluster_spec", "make_client", "resolve_client"]
 
 _KINDS = ("local", "address", "kubernetes")
 
@@ -143,6 +143,17 @@ def _import_operator():
 
 
 _SECURITY = "a distributed Security, a dict of its arguments, True or None"
+
+
+def current_client():
+    """The default ``distributed.Client`` of this process, or None (none, or distributed
+    not installed): what Dask computes on when no client is given."""
+    try:
+        from distributed import default_client
+
+        return default_client()
+    except (ImportError, ValueError):
+        return None
 
 
 def as_security(security, caller="bbc_dask"):

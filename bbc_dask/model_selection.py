@@ -14,19 +14,11 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
 from . import _validation as validation
+from .cluster import current_client
 from .exceptions import InvalidParameterError
 from .stats import Dropping
 
 __all__ = ["BBCSearchCV"]
-
-
-def _current_client():
-    try:
-        from distributed import default_client
-
-        return default_client()
-    except (ImportError, ValueError):
-        return None
 
 
 def _delegate(name):
@@ -212,7 +204,7 @@ class BBCSearchCV(MetaEstimatorMixin, BaseEstimator):
             clone(self.estimator), self.param_grid, X, y, store=store, metric=self._metric(),
             n_repeats=self.n_repeats, cv=self.cv, groups=groups, error_score=self.error_score,
             refit=self.refit, random_state=self.random_state,
-            client=self.client if self.client is not None else _current_client(),
+            client=self.client if self.client is not None else current_client(),
             overwrite=overwrite, progress=False, dropping=self.dropping or None,
             selection=self.selection, caller=caller,
             names={"metric": "scoring", "n_splits": "cv"})
