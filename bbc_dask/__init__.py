@@ -13,6 +13,7 @@ __all__ = [
     "BBCSearchCV",
     "ConfidenceInterval",
     "Dropping",
+    "NestedCVResult",
     "SelectionCI",
     "Study",
     "bbc",
@@ -24,6 +25,8 @@ __all__ = [
     "metrics",
     "naive_bootstrap",
     "naive_cvt",
+    "nested_cv",
+    "open_nested",
     "open_study",
     "report",
     "run_study",
@@ -53,6 +56,9 @@ _WHERE = {
     "make_client": ".cluster",
     "BBCSearchCV": ".model_selection",
     "verify_store": ".cube",
+    "NestedCVResult": "._nested_cv",
+    "nested_cv": "._nested_cv",
+    "open_nested": "._nested_cv",
 }
 
 

@@ -55,6 +55,13 @@ class Study(StudyEstimates):
         return study
 
     def _attach(self, cube, final_model):
+        if ((cube.meta.get("spec") or {}).get("protocol") or {}).get("kind") == "nested":
+            from .exceptions import StoreMismatchError
+
+            raise StoreMismatchError(
+                f"The store {cube.location.url!r} holds a nested cross-validation, not a "
+                f"study: read it with bbc_dask.open_nested (its repeats are inner CVs that "
+                f"leave each outer test set out, on which BBC is not defined).")
         self._cube = cube
         self.location = self._cube.location
         self.store = self.location.url

@@ -138,10 +138,25 @@ def chunk_fold_matrix(pred, y, folds, metric, pos_label, class_coord=None, sampl
     return fold_matrix(m, target, enc, f, "bbc_f", sample_block)[0]
 
 
-def chunk_pooled(pred, y, metric, pos_label, class_coord=None):
+def chunk_pooled(pred, y, metric, pos_label, class_coord=None, present=None):
     """Pooled scores (c, R) of a chunk: the metric on every sample's out-of-sample
     prediction, per repeat — the numbers :func:`~bbc_dask.naive_cvt` averages over repeats to
-    select (the same computation, so the same bits)."""
+    select (the same computation, so the same bits).
+
+    ``present`` (N, R) bool, for repeats that leave samples out (nested CV's inner
+    partitions): repeat r is scored on its present samples alone, and a configuration
+    whose predictions there are not all finite (not run yet) gets NaN."""
+    if present is not None:
+        arr = np.asarray(_load(pred), dtype=np.float64)
+        y = np.asarray(y)
+        out = np.full(arr.shape[1:3], np.nan)
+        for r in range(arr.shape[2]):
+            rows = np.asarray(present[:, r], dtype=bool)
+            part = arr[rows][:, :, r:r + 1]
+            ok = np.isfinite(part).reshape(part.shape[0], part.shape[1], -1).all(axis=(0, 2))
+            if ok.any():
+                out[ok, r] = chunk_pooled(part[:, ok], y[rows], metric, pos_label, class_coord)[:, 0]
+        return out
     m = get_metric(metric)
     if m.prediction == "labels":
         m, target, enc = prepare_inputs(pred, y, metric, pos_label, "run_study", class_coord)

@@ -45,15 +45,18 @@ __all__ = ["ChunkWriter", "CubeBlock", "PredictionReader", "SampleOrderView", "S
 
 def slot_layout(folds, n_splits):
     """``slot_sample`` (R, K, L) int64 of fold ids ``folds`` (N, R): the samples of fold k
-    of repeat r in increasing order, then -1 (padding to L, the largest fold)."""
+    of repeat r in increasing order, then -1 (padding to L, the largest fold). A sample
+    whose id is -1 in a repeat is in no test set of it (nested CV's inner partitions leave
+    out the outer test set) and has no slot there."""
     folds = np.asarray(folds)
     n, n_rep = folds.shape
-    sizes = np.stack([np.bincount(folds[:, r], minlength=n_splits) for r in range(n_rep)])
+    sizes = np.stack([np.bincount(folds[:, r][folds[:, r] >= 0], minlength=n_splits)
+                      for r in range(n_rep)])
     width = int(sizes.max())
     out = np.full((n_rep, n_splits, width), -1, dtype=np.int64)
     for r in range(n_rep):
         order = np.argsort(folds[:, r], kind="stable")  # by fold, then by sample
-        start = 0
+        start = int((folds[:, r] < 0).sum())  # the left-out samples sort first
         for k in range(n_splits):
             out[r, k, : sizes[r, k]] = order[start : start + sizes[r, k]]
             start += sizes[r, k]
@@ -94,9 +97,11 @@ _LAYOUTS_LOCK = threading.Lock()
 
 
 def _where(slot_sample):
-    """Per repeat, the flat (fold * L + slot) position of every sample."""
-    n = int((slot_sample[0] >= 0).sum())
-    out = np.empty((slot_sample.shape[0], n), dtype=np.int64)
+    """Per repeat, the flat (fold * L + slot) position of every sample; K * L (one past
+    the last slot, where a reader keeps a NaN row) for a sample in no fold of a repeat."""
+    n = int(slot_sample.max()) + 1
+    out = np.full((slot_sample.shape[0], n), slot_sample.shape[1] * slot_sample.shape[2],
+                  dtype=np.int64)
     for r in range(slot_sample.shape[0]):
         flat = slot_sample[r].ravel()
         pos = np.flatnonzero(flat >= 0)
@@ -122,6 +127,8 @@ class PredictionReader:
         self.slot_sample = slot_sample
         self._fold_n = (slot_sample >= 0).sum(axis=2)
         self.n_samples = where.shape[1]
+        # a repeat leaves some samples out (nested CV): rows read for them are NaN
+        self._partial = bool((self._fold_n.sum(axis=1) < self.n_samples).any())
         # per repeat: flat (fold*L + slot) positions of the samples, indexed by sample
         self._where = where
 
@@ -184,7 +191,8 @@ class PredictionReader:
         if rows is not None:
             return self._read_rows(configs, repeats, int(rows[0]), int(rows[1]), width, tail)
         out = np.empty((self.n_samples, width, len(repeats)) + tail)
-        flat = np.empty((n_folds * n_slots, width) + tail)
+        flat = np.empty((n_folds * n_slots + 1, width) + tail)
+        flat[-1] = np.nan  # the row of a sample in no fold of the repeat
         for i, r in enumerate(repeats):
             # one fold's chunk at a time: Zarr would decode every fold's chunk at once
             for k in range(n_folds):
@@ -200,7 +208,8 @@ class PredictionReader:
         at a time — up to :data:`bbc_dask._tuning.READ_BYTES` decoded beside the output, or one column of
         chunks (a call per chunk would cost Zarr's overhead per chunk: docs/performance.md,
         "Tuning constants")."""
-        out = np.empty((hi - lo, width, len(repeats)) + tail)
+        shape = (hi - lo, width, len(repeats)) + tail
+        out = np.full(shape, np.nan) if self._partial else np.empty(shape)
         cfg = np.arange(self.array.shape[3])[configs] if isinstance(configs, slice) else configs
         if cfg.size == 0 or hi <= lo:
             return out

@@ -32,6 +32,7 @@ from ..exceptions import InvalidParameterError
 from ..metrics import Metric, Target, get_metric
 from ..stats import Dropping
 from . import _plan as plan
+from ._nested import NestedProtocol
 from ._protocol import KFoldProtocol, SplitsProtocol, as_protocol
 
 __all__ = ["Execution", "Search", "StudyData", "StudyRequest"]
@@ -85,7 +86,7 @@ class StudyRequest:
     estimator: object
     search: Search
     data: StudyData
-    protocol: KFoldProtocol | SplitsProtocol
+    protocol: KFoldProtocol | SplitsProtocol | NestedProtocol
     metric: Metric
     location: object
     execution: Execution
@@ -101,10 +102,12 @@ class StudyRequest:
               pos_label=None, refit=True, random_state=None, client=None, overwrite=False,
               progress=True, configs_per_task=None, dropping=None, metadata=None,
               storage_options=None, security=None, selection="pooled", caller="run_study",
-              names=None):
+              names=None, nested=None):
         """Check every argument of :func:`bbc_dask.run_study` (plus ``cv``, the user's
         splits) and return the request. ``caller`` is the entry point the user called;
-        ``names`` maps the engine's parameter names to that entry point's (table above)."""
+        ``names`` maps the engine's parameter names to that entry point's (table above).
+        ``nested=(n_outer, n_inner)``: nested CV (:class:`NestedProtocol`), ``n_repeats``
+        outer repeats; ``n_splits`` and ``cv`` are not used."""
         names = dict(names or {})
         if isinstance(cv, numbers.Integral) and not isinstance(cv, bool) and n_splits in (10, cv):
             n_splits, cv = cv, None  # an int is the number of folds, as in scikit-learn
@@ -114,8 +117,16 @@ class StudyRequest:
             y = y if y is None else np.asarray(y)  # the tasks index it by position
             target, n_splits, n_repeats, groups = validation.check_cv_data(
                 estimator, X, y, groups, metric, n_splits, n_repeats, error_score, pos_label,
-                caller, kfold=cv is None)
-            protocol = as_protocol(cv, n_splits, n_repeats, len(y), y, groups, caller, names)
+                caller, kfold=cv is None and nested is None)
+            if nested is not None:
+                if dropping is not None:
+                    raise InvalidParameterError.of(
+                        "dropping", caller, "None in nested cross-validation (each outer "
+                        "fold's inner CV runs whole)", dropping)
+                protocol = NestedProtocol.build(*nested, n_repeats, y, groups, target,
+                                                metric.is_classification, caller)
+            else:
+                protocol = as_protocol(cv, n_splits, n_repeats, len(y), y, groups, caller, names)
             location = as_location(store, storage_options, caller, directory=True)
             location.check_client(client, caller)
             security = as_security(security, caller)

@@ -104,7 +104,9 @@ class _StudyRun:
                 self._announce()
                 self._run_waves(client_obj, cancel_on_exit=not owned)
                 self._check_not_all_failed()
-                if ex.refit:
+                if self.request.protocol.kind == "nested":
+                    self._outer(client_obj)
+                elif ex.refit:
                     final = self._refit(client_obj)
         except KeyboardInterrupt as exc:
             interrupted = failed = True
@@ -277,6 +279,16 @@ class _StudyRun:
             f"Every configuration failed ({st.shape[0]} of {st.shape[0]}): no model can be "
             f"selected. {shown}{more}. The errors are kept in the store ({self.loc.url}).",
             groups)
+
+    def _outer(self, client):
+        """Nested CV's outer stage (refit per outer fold, scored on its test set)."""
+        from ._nested import run_outer
+
+        fits = run_outer(self, client)
+        self.fits += fits
+        runs = list(self.cube.meta["runs"])
+        runs[-1].update(outer_fits=fits, t1=time.time())
+        self.cube.set_meta(runs=runs)
 
     def _refit(self, client):
         from ..cube import save_model

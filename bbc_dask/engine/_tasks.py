@@ -18,7 +18,8 @@ from sklearn.base import clone
 
 from .. import _tuning as tuning
 
-__all__ = ["fit_predict_block", "fit_write_blocks", "method_problem", "refit", "response_method"]
+__all__ = ["fit_outer", "fit_predict_block", "fit_write_blocks", "method_problem", "refit",
+           "response_method"]
 
 
 def configured(estimator, params):
@@ -101,7 +102,9 @@ def _split(X, y, folds, r, k):
                                                    zip(last[1], (X, y, folds))):
         return last[2]
     test = np.flatnonzero(folds[:, r] == k)
-    train = np.flatnonzero(folds[:, r] != k)
+    # trained on the other folds of the repeat: a sample with id -1 is in none of them
+    # (nested CV's inner partitions leave the outer test set out of training and testing)
+    train = np.flatnonzero((folds[:, r] != k) & (folds[:, r] >= 0))
     out = (_index(X, train), _index(y, train), _index(X, test), _index(y, test), test)
     _SPLITS.last = None
     # Only numpy arrays are kept, read-only: an estimator that writes into its input
@@ -338,3 +341,19 @@ def fit_write_blocks(estimator, params_blocks, X, y, folds, scoring, writer, r, 
 def refit(estimator, params, X, y):
     """Fit the selected configuration on all data (the final model)."""
     return configured(estimator, params).fit(X, y)
+
+
+def fit_outer(estimator, params, train, test, scoring, X, y):
+    """Nested CV's outer step: fit the configuration an outer fold's inner CV selected
+    on the outer training rows ``train``, predict the outer test rows ``test`` and score
+    them as a fold of the study is scored. Returns ``score`` (NaN if the fit failed or
+    the metric is undefined), ``fit_time``, ``error`` ("" if none) — or ``raise_``."""
+    metric, classes, pos_code, n_cls_axis, error_score, sample_block = scoring
+    res = fit_predict_block(estimator, [params], _index(X, train), _index(y, train),
+                            _index(X, test), metric, classes, pos_code, n_cls_axis, error_score)
+    if "raise_" in res:
+        return res
+    score = _fold_scores(res["values"], res["failed"], _fold_target(_index(y, test), classes, pos_code),
+                         metric, test, len(y), sample_block)[0]
+    return {"score": float(score), "fit_time": float(res["fit_time"][0]),
+            "error": res["errors"][0]}

@@ -181,8 +181,14 @@ def _pooled_pass(cube, client, m, target):
     from ..chunked import chunk_pooled, held
 
     state = cube.state()
-    complete = np.all(state == DONE, axis=(1, 2))
-    need = np.flatnonzero(complete & np.isnan(cube.pooled()).any(axis=1))
+    folds = cube.folds()
+    # repeats that leave samples out (nested CV): scored per repeat once its cells are done
+    present = None if (folds >= 0).all() else folds >= 0
+    if present is None:
+        complete = np.all(state == DONE, axis=(1, 2))
+        need = np.flatnonzero(complete & np.isnan(cube.pooled()).any(axis=1))
+    else:
+        need = np.flatnonzero((np.all(state == DONE, axis=2) & np.isnan(cube.pooled())).any(axis=1))
     if not need.size:
         return
     blocks, _ = cube.blocks(need)
@@ -190,7 +196,8 @@ def _pooled_pass(cube, client, m, target):
     # a task holding y, not scattered data: computed again if its worker is lost
     y_f = (client.submit(held, y, pure=False, key=f"bbc-pooled-y-{uuid.uuid4().hex[:8]}")
            if len(blocks) > 1 else y)
-    futures = [client.submit(chunk_pooled, b, y_f, m.name, target.pos_code, pure=False,
+    futures = [client.submit(chunk_pooled, b, y_f, m.name, target.pos_code, None, present,
+                             pure=False,
                              key=f"bbc-pooled-{b.configs[0]}-{uuid.uuid4().hex[:8]}")
                for b in blocks]
     wait_done(futures)

@@ -2,8 +2,9 @@
 process (driver and its in-process workers at once) at a chosen internal call.
 
 Usage: python fault_run.py STORE KIND POINT N [overwrite]
-KIND: "cvt" (7 configurations, 3 folds x 2 repeats, final model refit) or "bbcd" (the same
-with dropping after every wave). POINT: where to die (see POINTS), at its N-th call (1-based);
+KIND: "cvt" (7 configurations, 3 folds x 2 repeats, final model refit), "bbcd" (the same
+with dropping after every wave) or "nested" (nested CV: 5 configurations, 3 outer x 3 inner
+folds x 2 repeats). POINT: where to die (see POINTS), at its N-th call (1-based);
 POINT "count" dies nowhere and prints the number of calls of every point as JSON.
 """
 import collections
@@ -24,6 +25,11 @@ CALLS = collections.Counter()
 def study(store, kind, client, overwrite=False):
     X, y = load_breast_cancer(return_X_y=True)
     X, y = X[:240, :6], y[:240]
+    if kind == "nested":
+        return bd.nested_cv(LogisticRegression(max_iter=500), {"C": list(np.logspace(-3, 2, 5))},
+                            X, y, store=store, metric="roc_auc", n_outer=3, n_inner=3,
+                            n_repeats=2, random_state=1, client=client, progress=False,
+                            configs_per_task=2, overwrite=overwrite)
     drop = bd.Dropping(alpha=0.6, n_bootstraps=100, min_predictions=30) if kind == "bbcd" else None
     return bd.run_study(LogisticRegression(max_iter=500), {"C": list(np.logspace(-3, 2, 7))}, X, y,
                         store=store, metric="roc_auc", n_splits=3, n_repeats=2, random_state=1,

@@ -1,0 +1,222 @@
+"""Nested cross-validation on the engine: :func:`nested_cv` and its result.
+
+The 2018 journal paper (Tsamardinos, Greasidou, Borboudakis, Machine Learning 107,
+Algorithm 3) judges BBC-CV against nested CV: each outer fold's configuration is selected
+by an inner CVT of its training set, refit there and scored on the outer fold; the
+estimate is the mean of the outer scores. Here the inner CVTs of all outer folds are
+one study's tasks writing into one store (see :mod:`bbc_dask.engine._nested`), so a
+nested CV of a grid runs as parallel, resumable and verifiable as a study.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+
+from .exceptions import StoreMismatchError, StudyNotReadyError
+
+__all__ = ["NestedCVResult", "nested_cv", "open_nested"]
+
+
+@dataclasses.dataclass(frozen=True, repr=False)
+class NestedCVResult:
+    """The outcome of a nested cross-validation.
+
+    Attributes
+    ----------
+    estimate : float
+        The mean of the outer scores (over outer folds and repeats).
+    outer_scores : ndarray of shape (n_repeats, n_outer)
+        Each outer fold's score of its selected configuration, refit on its training set.
+    selected : ndarray of shape (n_repeats, n_outer), int
+        Per outer fold, the index into :attr:`params` its inner CV selected.
+    params : list of dict
+        The configurations, in the grid's order (``ParameterGrid``'s).
+    outer_fold : ndarray of shape (N, n_repeats), int
+        Each sample's outer fold per repeat.
+    inner_fold : ndarray of shape (N, n_repeats, n_outer), int
+        Each sample's inner fold in each outer fold's inner CV; -1 for that outer fold's
+        test samples (which no inner fold holds).
+    ci : tuple of float or None
+        With ``n_repeats > 1``: ``mean ± t·s/√R`` over the R repeats' means (s their
+        standard deviation, t Student's quantile with R − 1 degrees of freedom). It
+        measures how much the estimate moves with the random partition only; the
+        repeats share the data, so it is not an interval for the performance itself.
+        None with one repeat.
+    confidence_level : float
+    models_trained : int
+        Inner fits (configurations × inner folds × outer folds × repeats, failed ones
+        included) plus one outer refit per outer fold.
+    fit_seconds : float
+        The fits' summed seconds, inner and outer.
+    wall_seconds : float
+        Wall time of the runs that computed it (summed over resumed runs).
+    metric : str
+    store : str
+    """
+
+    estimate: float
+    outer_scores: np.ndarray
+    selected: np.ndarray
+    params: list
+    outer_fold: np.ndarray
+    inner_fold: np.ndarray
+    ci: tuple | None
+    confidence_level: float
+    models_trained: int
+    fit_seconds: float
+    wall_seconds: float
+    metric: str
+    store: str
+
+    @property
+    def n_outer(self):
+        return self.outer_scores.shape[1]
+
+    @property
+    def n_repeats(self):
+        return self.outer_scores.shape[0]
+
+    def __repr__(self):
+        ci = "" if self.ci is None else f", ci=({self.ci[0]:.4f}, {self.ci[1]:.4f})"
+        return (f"NestedCVResult(metric={self.metric!r}, estimate={self.estimate:.4f}{ci}, "
+                f"outer={self.n_outer}x{self.n_repeats}, models_trained={self.models_trained})")
+
+    def summary(self):
+        """A few lines for a terminal."""
+        lines = [f"nested CV ({self.n_outer} outer folds x {self.n_repeats} repeat(s)), "
+                 f"metric {self.metric}: {self.estimate:.4f}"]
+        if self.ci is not None:
+            lines.append(f"  {self.confidence_level:.0%} interval over repeats: "
+                         f"[{self.ci[0]:.4f}, {self.ci[1]:.4f}]")
+        for r in range(self.n_repeats):
+            cells = ", ".join(f"{s:.4f} (config {c})" for s, c in
+                              zip(self.outer_scores[r], self.selected[r]))
+            lines.append(f"  repeat {r}: {cells}")
+        lines.append(f"  models trained: {self.models_trained:,}; fit seconds "
+                     f"{self.fit_seconds:.1f}; wall seconds {self.wall_seconds:.1f}")
+        return "\n".join(lines)
+
+
+def nested_cv(estimator, param_grid, X, y, *, store, metric, n_outer, n_inner, n_repeats=1,
+              groups=None, random_state, client=None, progress=True, selection="pooled",
+              error_score=np.nan, pos_label=None, confidence_level=0.95, overwrite=False,
+              configs_per_task=None, storage_options=None, security=None):
+    """Nested cross-validation of a grid search, run on Dask into a resumable store.
+
+    For each of ``n_repeats`` outer partitions into ``n_outer`` folds (stratified for
+    classification; grouped with ``groups``), every configuration is cross-validated by
+    ``n_inner`` folds of the outer training set (stratified or grouped the same way;
+    an inner fold never holds an outer test sample); the configuration the study's rule
+    selects there is refit on the outer training set and scored on the outer test set.
+    All inner fits of all outer folds are tasks of one run writing their predictions
+    into one store; a killed run resumes with nothing finished recomputed.
+
+    Parameters
+    ----------
+    estimator : scikit-learn estimator
+    param_grid : dict or list of dict
+        The configurations (a ``ParameterGrid``).
+    X, y : array-like
+    store : str or path
+        The store directory or fsspec URL. A store of the same nested CV is resumed;
+        one of another study is refused.
+    metric : str
+        A metric of :mod:`bbc_dask.metrics` (greater is better).
+    n_outer, n_inner : int
+        Outer and inner folds (at least 2; no more than the smallest class has members,
+        in the outer training sets for ``n_inner``).
+    n_repeats : int, default=1
+        Outer partitions (repeated nested CV), each from its own child of the seed.
+    groups : array-like of shape (N,), default=None
+        Folds, outer and inner, never split a group.
+    random_state : int, SeedSequence, Generator or None
+        The seed of every partition. None draws one and records it; a resume with None
+        reuses it.
+    client : distributed.Client, str, dict or None
+        As :func:`bbc_dask.run_study`'s.
+    progress : bool, default=True
+    selection : {"pooled", "fold_mean"}, default="pooled"
+        The inner selection rule, the study's: the best metric on the pooled inner
+        predictions of the outer training set, or the best mean inner fold score.
+    error_score : np.nan or "raise", default=np.nan
+    pos_label : label, default=None
+    confidence_level : float, default=0.95
+        Of the interval over repeats.
+    overwrite : bool, default=False
+    configs_per_task, storage_options, security
+        As :func:`bbc_dask.run_study`'s.
+
+    Returns
+    -------
+    NestedCVResult
+
+    References
+    ----------
+    .. [1] Tsamardinos, Greasidou, Borboudakis, "Bootstrapping the out-of-sample
+       predictions for efficient and accurate cross-validation", Machine Learning 107
+       (2018), Algorithm 3 (NCV) and §5.
+    """
+    from ._validation import check_confidence_level
+    from .engine import StudyRequest, run_cvt
+
+    caller = "nested_cv"
+    check_confidence_level(confidence_level, caller)
+    request = StudyRequest.build(
+        estimator, param_grid, X, y, store=store, metric=metric, n_repeats=n_repeats,
+        groups=groups, error_score=error_score, pos_label=pos_label, refit=False,
+        random_state=random_state, client=client, overwrite=overwrite, progress=progress,
+        configs_per_task=configs_per_task, storage_options=storage_options,
+        security=security, selection=selection, caller=caller, nested=(n_outer, n_inner))
+    run = run_cvt(request)
+    return _result(run.cube, list(run.configs), confidence_level)
+
+
+def open_nested(store, *, confidence_level=0.95, storage_options=None):
+    """The :class:`NestedCVResult` of a finished nested CV's store (read-only)."""
+    from .cube import open_cube
+
+    cube = open_cube(store, storage_options=storage_options)
+    if not is_nested(cube.meta):
+        raise StoreMismatchError(f"The store {cube.location.url!r} holds a study, not a nested "
+                                 f"cross-validation; open it with bbc_dask.open_study.")
+    from .engine import Configurations
+
+    params = list(Configurations.from_description(cube.meta["configurations"]))
+    return _result(cube, params, confidence_level)
+
+
+def is_nested(meta):
+    """Whether a store's attributes are a nested CV's."""
+    return (meta.get("spec", {}).get("protocol") or {}).get("kind") == "nested"
+
+
+def _result(cube, params, confidence_level):
+    from .engine import nested_outcome
+
+    out = nested_outcome(cube)
+    scores = out["outer_scores"]
+    n_rep, n_outer = scores.shape
+    if out["recorded"] < scores.size:
+        raise StudyNotReadyError(
+            f"The nested CV in {cube.location.url!r} is not finished: {out['recorded']} of "
+            f"{scores.size} outer folds are recorded; run nested_cv again with the same "
+            f"arguments to resume it.")
+    estimate = float(np.mean(scores))
+    ci = None
+    if n_rep > 1:
+        from scipy.stats import t
+
+        means = scores.mean(axis=1)
+        half = t.ppf(0.5 + confidence_level / 2, n_rep - 1) * means.std(ddof=1) / math.sqrt(n_rep)
+        ci = (float(means.mean() - half), float(means.mean() + half))
+    runs = cube.meta.get("runs", [])
+    wall = sum(r["t1"] - r["t0"] for r in runs if "t1" in r and "t0" in r)
+    return NestedCVResult(
+        estimate=estimate, outer_scores=scores, selected=out["selected"], params=params,
+        outer_fold=out["outer_fold"], inner_fold=out["inner_fold"], ci=ci,
+        confidence_level=confidence_level,
+        models_trained=out["inner_fits"] + int(np.isfinite(out["outer_fit_time"]).sum()),
+        fit_seconds=out["inner_fit_seconds"] + float(np.nansum(out["outer_fit_time"])),
+        wall_seconds=float(wall), metric=cube.meta["spec"]["metric"], store=cube.location.url)

@@ -1,0 +1,257 @@
+"""Nested cross-validation as a protocol of the engine (2018 journal paper, Algorithm 3,
+and its repeated form).
+
+Every outer fold's inner cross-validation is one *repeat* of the study's cube: repeat
+``r * n_outer + o`` holds the inner partition of outer fold ``o`` of outer repeat ``r``,
+whose outer test samples have fold id -1 (in no inner fold: never trained on, never
+predicted). So the inner fits are ordinary engine tasks writing their chunks into one
+store — resumed, verified and repaired like any study's — and the pooled pass scores
+every inner repeat on its own samples. The outer stage then selects, per outer fold, by
+the study's own rule (:func:`bbc_dask.stats.select` on the pooled inner score, or the
+mean inner fold score), refits the winner on the outer training set and scores the
+outer test set; each outer result is recorded in the store as it arrives, so a killed
+run resumes with nothing finished recomputed.
+"""
+from __future__ import annotations
+
+import sys
+import time
+import uuid
+from concurrent.futures import CancelledError
+
+import numpy as np
+
+from .. import _tuning as tuning
+from .. import _validation as validation
+from .. import metrics
+from .._random import child_seed
+from .._signals import deferred_interrupts
+from ..cube import DONE, PENDING
+from ..exceptions import InvalidParameterError, StudyError, UndefinedScoreError
+
+__all__ = ["NestedProtocol", "nested_outcome", "run_outer"]
+
+
+class NestedProtocol:
+    """``n_repeats`` × ``n_outer`` outer folds, each tuned by ``n_inner``-fold CV of its
+    training set: stratified for classification, grouped with groups (an inner fold never
+    holds an outer test sample, nor splits a group)."""
+
+    kind = "nested"
+
+    def __init__(self, n_outer, n_inner, n_repeats):
+        self.n_outer, self.n_inner, self.outer_repeats = n_outer, n_inner, n_repeats
+        self.n_splits = n_inner
+        self.n_repeats = n_outer * n_repeats  # the cube's repeats: one per outer fold
+
+    @classmethod
+    def build(cls, n_outer, n_inner, n_repeats, y, groups, target, classification, caller):
+        """The protocol, its numbers checked against the data (one-line errors naming
+        ``n_outer``, ``n_inner`` or ``n_repeats``)."""
+        n_outer = validation.check_int(n_outer, "n_outer", caller, low=2)
+        n_inner = validation.check_int(n_inner, "n_inner", caller, low=2)
+        n_repeats = validation.check_int(n_repeats, "n_repeats", caller)
+        if groups is not None:
+            units, what = np.unique(groups, return_counts=True)[1], "groups"
+        elif classification:
+            units, what = np.bincount(target.codes, minlength=len(target.classes)), "members"
+        else:
+            units, what = np.array([len(y)]), "samples"
+        if groups is not None:
+            units = np.array([units.size])  # a group is one unit of a fold
+        i = int(np.argmin(units))
+        have = int(units[i])
+        label = ("'y'" if groups is None and not classification else
+                 "'groups'" if groups is not None else
+                 f"the class {validation.plain(target.classes[i])!r} of 'y'")
+        if have < n_outer:
+            raise InvalidParameterError.of(
+                "n_outer", caller, f"at most {have}, the {what} of {label} (every outer fold "
+                f"needs one)", n_outer)
+        least = have - -(-have // n_outer)  # in the outer training set with the largest test fold
+        if groups is None and least < n_inner:
+            raise InvalidParameterError.of(
+                "n_inner", caller, f"at most {least}: an outer training set holds as few as "
+                f"{least} of the {have} {what} of {label}, and every inner fold needs one",
+                n_inner)
+        return cls(n_outer, n_inner, n_repeats)
+
+    def folds(self, y, groups, classification, root):
+        """Fold ids ``(N, n_repeats * n_outer)``: the inner partition of each outer fold,
+        -1 on its outer test samples. The outer partitions come from the seed's
+        ``nested-outer`` child, each inner one from its own ``nested-inner`` child."""
+        from ._plan import make_folds
+
+        outer = self.outer_folds(y, groups, classification, root)
+        out = np.full((len(y), self.n_repeats), -1, dtype=np.int64)
+        for r in range(self.outer_repeats):
+            for o in range(self.n_outer):
+                train = np.flatnonzero(outer[:, r] != o)
+                g = None if groups is None else groups[train]
+                if g is not None and np.unique(g).size < self.n_inner:
+                    raise InvalidParameterError.of(
+                        "n_inner", "nested_cv", f"at most {np.unique(g).size}, the groups in "
+                        f"the training set of outer fold {o} (repeat {r}); every inner fold "
+                        f"needs one", self.n_inner)
+                out[train, r * self.n_outer + o] = make_folds(
+                    y[train], g, self.n_inner, 1, classification,
+                    child_seed(root, "nested-inner", r, o))[:, 0]
+        return out
+
+    def outer_folds(self, y, groups, classification, root):
+        from ._plan import make_folds
+
+        return make_folds(y, groups, self.n_outer, self.outer_repeats, classification,
+                          child_seed(root, "nested-outer"))
+
+    def describe(self):
+        return {"protocol": {"kind": self.kind, "n_outer": self.n_outer,
+                             "n_inner": self.n_inner, "n_repeats": self.outer_repeats}}
+
+
+def _layout(cube):
+    """``(n_outer, n_repeats)`` of a nested study's store."""
+    p = cube.meta["spec"]["protocol"]
+    return p["n_outer"], p["n_repeats"]
+
+
+def outer_of(folds, n_outer, n_repeats):
+    """Outer fold ids ``(N, n_repeats)`` from the cube's fold ids: a sample's outer fold
+    in repeat r is the inner repeat that leaves it out."""
+    out = np.full((folds.shape[0], n_repeats), -1, dtype=np.int64)
+    for r in range(n_repeats):
+        for o in range(n_outer):
+            out[folds[:, r * n_outer + o] < 0, r] = o
+    return out
+
+
+def _select(ledger, j, selection, metric):
+    """The configuration the study's rule selects on inner repeat ``j`` among those with
+    every inner fold done (-1 if none), or raise UndefinedScoreError. ``ledger``:
+    ``(state, pooled, fold_score)`` as the cube holds them."""
+    from ..stats import fold_means, select
+
+    state, pooled, fold_score = ledger
+    idx = np.flatnonzero(np.all(state[:, j, :] == DONE, axis=1))
+    if idx.size == 0:
+        return -1
+    if selection == "fold_mean":
+        best = select(fold_means(fold_score[idx, j, :].T))
+    else:
+        best = select(pooled[idx, j])
+    if best < 0:
+        raise UndefinedScoreError(
+            f"The metric {metric!r} is undefined on the inner "
+            f"predictions of some configuration of inner repeat {j}: no configuration "
+            f"can be selected there.")
+    return int(idx[best])
+
+
+def run_outer(run, client):
+    """The outer stage: per outer fold not yet recorded, select, refit on its training
+    set and score its test set (tasks), recording each result as it arrives. Returns the
+    number of fits run."""
+    from ._tasks import fit_outer
+    from ._waves import _Data
+
+    cube, req = run.cube, run.request
+    n_outer, n_rep = _layout(cube)
+    recorded = {(e["repeat"], e["outer"]) for e in cube.meta.get("outer", [])}
+    todo = [(r, o) for r in range(n_rep) for o in range(n_outer) if (r, o) not in recorded]
+    if not todo:
+        return 0
+    outer = outer_of(cube.folds(), n_outer, n_rep)
+    ledger = (cube.state(), cube.pooled(), cube.fold_scores())
+    target, m = req.data.target, req.metric
+    scoring = (m.name, target.classes, target.pos_code,
+               len(target.classes) if m.needs_class_axis else 0, req.error_score,
+               metrics.SAMPLE_BLOCK)
+    chosen = {(r, o): _select(ledger, r * n_outer + o, req.selection, m.name) for r, o in todo}
+    if req.execution.progress:
+        print(f"bbc_dask: outer stage: {len(todo)} outer fold(s) to refit and score",
+              file=sys.stderr)
+    data = _Data(client, req.data.X, req.data.y, broadcast=False)
+    fits = 0
+    for attempt in range(tuning.MAX_RESUBMITS + 1):
+        X_f, y_f = data.refresh()
+        futures = {}
+        for r, o in todo:
+            c = chosen[(r, o)]
+            if c < 0:  # every configuration failed on this outer fold's inner CV
+                futures[(r, o)] = None
+                continue
+            futures[(r, o)] = client.submit(
+                fit_outer, req.estimator, run.configs[c], np.flatnonzero(outer[:, r] != o),
+                np.flatnonzero(outer[:, r] == o), scoring, X_f, y_f, pure=False, retries=3,
+                key=f"bbc-outer-{r}-{o}-{uuid.uuid4().hex[:8]}")
+        try:
+            fits += _collect(cube, futures, chosen, run.configs)
+            return fits
+        except CancelledError:  # the data was lost with a worker: scatter it again
+            todo = [(r, o) for (r, o) in todo
+                    if (r, o) not in {(e["repeat"], e["outer"]) for e in cube.meta.get("outer", [])}]
+            if attempt == tuning.MAX_RESUBMITS:
+                raise
+    return fits
+
+
+def _collect(cube, futures, chosen, configs):
+    """Record each outer result as its task finishes; a task's error is raised."""
+    pending = dict(futures)
+    fits = 0
+    while pending:
+        ready = [key for key, f in pending.items() if f is None or f.done()]
+        if not ready:
+            time.sleep(0.02)
+            continue
+        entries = []
+        for r, o in ready:
+            f = pending.pop((r, o))
+            entry = {"repeat": r, "outer": o, "selected": chosen[(r, o)], "score": None,
+                     "fit_time": None, "error": "every configuration failed on its inner CV"}
+            if f is not None:
+                with deferred_interrupts():
+                    res = f.result()
+                if "raise_" in res:
+                    _, text, tb = res["raise_"]
+                    c = chosen[(r, o)]
+                    raise StudyError(f"Configuration {c} ({configs[c]!r}) raised on the outer "
+                                     f"refit of repeat {r}, outer fold {o} (error_score='raise'): "
+                                     f"{text}\n{tb}")
+                score = res["score"]
+                entry.update(score=float(score) if np.isfinite(score) else None,
+                             fit_time=res["fit_time"], error=res["error"])
+                fits += 1
+            entries.append(entry)
+        cube.set_meta(outer=sorted(cube.meta.get("outer", []) + entries,
+                                   key=lambda e: (e["repeat"], e["outer"])))
+    return fits
+
+
+def nested_outcome(cube):
+    """What a nested study's store holds: the outer folds, inner folds, the recorded
+    outer results (repeat × outer fold arrays, NaN / -1 where not recorded yet) and the
+    number of fits recorded."""
+    n_outer, n_rep = _layout(cube)
+    folds = cube.folds()
+    outer = outer_of(folds, n_outer, n_rep)
+    inner = folds.reshape(folds.shape[0], n_rep, n_outer)
+    scores = np.full((n_rep, n_outer), np.nan)
+    selected = np.full((n_rep, n_outer), -1, dtype=np.int64)
+    fit_time = np.full((n_rep, n_outer), np.nan)
+    errors = {}
+    for e in cube.meta.get("outer", []):
+        r, o = e["repeat"], e["outer"]
+        selected[r, o] = e["selected"]
+        if e["score"] is not None:
+            scores[r, o] = e["score"]
+        if e["fit_time"] is not None:
+            fit_time[r, o] = e["fit_time"]
+        if e.get("error"):
+            errors[(r, o)] = e["error"]
+    st = cube.state()
+    inner_fits = int((st != PENDING).sum())  # cells done or failed: each a fit
+    return {"outer_fold": outer, "inner_fold": inner, "outer_scores": scores,
+            "selected": selected, "outer_fit_time": fit_time, "errors": errors,
+            "recorded": len(cube.meta.get("outer", [])), "inner_fits": inner_fits,
+            "inner_fit_seconds": float(np.nansum(cube.fit_times()))}

@@ -1,0 +1,209 @@
+"""Nested cross-validation on the engine (bd.nested_cv): equal to a plain scikit-learn
+nested loop on the same folds, its folds as the protocol says, resumable after a SIGKILL
+with nothing finished recomputed, and bad input refused before anything is written."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from sklearn.base import clone
+from sklearn.datasets import make_classification
+from sklearn.linear_model import LogisticRegression
+from sklearn.metrics import accuracy_score, roc_auc_score
+from sklearn.model_selection import PredefinedSplit, cross_val_predict
+
+import bbc_dask as bd
+from bbc_dask.exceptions import InvalidParameterError, StoreMismatchError, StudyNotReadyError
+
+GRID = {"C": [0.003, 0.03, 0.3, 3.0]}
+SCRIPT = os.path.join(os.path.dirname(__file__), "scripts", "fault_run.py")
+
+
+@pytest.fixture(scope="module")
+def data():
+    X, y = make_classification(110, 6, n_informative=3, flip_y=0.15, random_state=3)
+    return X, y
+
+
+def _sklearn_nested(est, grid, X, y, res, method, score):
+    """The plain nested loop on the result's folds: per outer fold, cross_val_predict of
+    every configuration on PredefinedSplit(inner folds), the best pooled score (first on
+    ties), refit on the outer training set, scored on the outer test set."""
+    from sklearn.model_selection import ParameterGrid
+
+    params = list(ParameterGrid(grid))
+    selected = np.empty(res.selected.shape, dtype=int)
+    scores = np.empty(res.outer_scores.shape)
+    for r in range(res.n_repeats):
+        for o in range(res.n_outer):
+            train = np.flatnonzero(res.outer_fold[:, r] != o)
+            test = np.flatnonzero(res.outer_fold[:, r] == o)
+            ps = PredefinedSplit(res.inner_fold[train, r, o])
+            inner = [score(y[train], cross_val_predict(clone(est).set_params(**p), X[train],
+                                                        y[train], cv=ps, method=method))
+                     for p in params]
+            selected[r, o] = int(np.argmax(inner))
+            model = clone(est).set_params(**params[selected[r, o]]).fit(X[train], y[train])
+            scores[r, o] = score(y[test], getattr(model, method)(X[test]))
+    return selected, scores
+
+
+@pytest.mark.parametrize("metric,method,score", [
+    ("roc_auc", "decision_function", roc_auc_score),
+    ("accuracy", "predict", accuracy_score)])
+def test_nested_cv_equals_a_plain_scikit_learn_nested_loop(tmp_path, client, data, metric, method, score):
+    X, y = data
+    est = LogisticRegression(max_iter=1000)
+    res = bd.nested_cv(est, GRID, X, y, store=tmp_path / "n.zarr", metric=metric, n_outer=3,
+                       n_inner=4, n_repeats=2, random_state=7, client=client, progress=False)
+    selected, scores = _sklearn_nested(est, GRID, X, y, res, method, score)
+    np.testing.assert_array_equal(res.selected, selected)
+    np.testing.assert_allclose(res.outer_scores, scores, rtol=0, atol=1e-9)
+    assert res.estimate == pytest.approx(scores.mean(), abs=1e-12)
+    assert res.params == [{"C": c} for c in GRID["C"]]
+    assert res.models_trained == 4 * 4 * 3 * 2 + 3 * 2
+    means = scores.mean(axis=1)
+    assert res.ci[0] < means.mean() < res.ci[1]
+    assert res.fit_seconds > 0 and res.wall_seconds > 0
+    # the store reads back to the same result
+    again = bd.open_nested(tmp_path / "n.zarr")
+    np.testing.assert_array_equal(again.outer_scores, res.outer_scores)
+    np.testing.assert_array_equal(again.inner_fold, res.inner_fold)
+
+
+def test_folds_are_nested_stratified_and_grouped(tmp_path, client):
+    X, y = make_classification(96, 5, weights=[0.7], random_state=0)
+    groups = np.arange(96) // 3  # 32 groups of 3
+    res = bd.nested_cv(LogisticRegression(), {"C": [0.1, 1.0]}, X, y, store=tmp_path / "g.zarr",
+                       metric="accuracy", n_outer=3, n_inner=3, groups=groups, random_state=0,
+                       client=client, progress=False)
+    plain = bd.nested_cv(LogisticRegression(), {"C": [0.1, 1.0]}, X, y, store=tmp_path / "s.zarr",
+                         metric="accuracy", n_outer=3, n_inner=3, random_state=0,
+                         client=client, progress=False)
+    for r_ in (res, plain):
+        assert r_.outer_fold.shape == (96, 1) and r_.inner_fold.shape == (96, 1, 3)
+        assert r_.ci is None
+        for o in range(3):
+            test = r_.outer_fold[:, 0] == o
+            inner = r_.inner_fold[:, 0, o]
+            assert (inner[test] == -1).all()  # no outer test sample in any inner fold
+            assert set(inner[~test]) == {0, 1, 2}
+    for o in range(3):  # grouped: no group split by an outer or an inner fold
+        for f in (res.outer_fold[:, 0], res.inner_fold[:, 0, o]):
+            assert all(len(set(f[groups == g])) == 1 for g in np.unique(groups))
+    for o in range(3):  # stratified: every inner fold holds both classes in proportion
+        inner = plain.inner_fold[:, 0, o]
+        for k in range(3):
+            share = y[inner == k].mean()
+            assert abs(share - y[inner >= 0].mean()) < 0.1
+
+
+def _fault(store, point, n):
+    return subprocess.run([sys.executable, SCRIPT, str(store), "nested", point, str(n)],
+                          capture_output=True, text=True, timeout=300)
+
+
+def _killed_then_resumed(tmp_path, client, point, frac):
+    ref_store = tmp_path / "ref.zarr"
+    p = _fault(ref_store, "count", 0)
+    assert p.returncode == 0, p.stderr[-2000:]
+    calls = json.loads(p.stdout.strip().splitlines()[-1])
+    ref = bd.open_nested(ref_store)
+    store = tmp_path / "k.zarr"
+    n = max(1, round(frac * calls[point]))
+    while True:
+        p = _fault(store, point, n)
+        if p.returncode == -9 or n == 1 or "NOT KILLED" not in p.stdout:
+            break
+        # fewer writes than in the reference run (outer results that arrive together are
+        # recorded by one write; ledger batches depend on timing): kill at an earlier one
+        shutil.rmtree(store)
+        n = n * 3 // 4
+    assert p.returncode == -9, f"not killed at {point} #{n}: {p.stdout[-500:]} {p.stderr[-2000:]}"
+    from bbc_dask.cube import open_cube
+
+    try:
+        cube = open_cube(store)
+        before = int(np.isin(cube.state(), (1, 2)).sum()), len(cube.meta.get("outer", []))
+    except Exception:  # killed before the store existed
+        before = 0, 0
+    from fault_run import study
+
+    got = study(store, "nested", client)
+    runs = open_cube(store).meta["runs"]
+    # nothing the store kept is fitted again: inner cells nor outer refits
+    assert runs[-1].get("fits", 0) == 5 * 3 * 6 - before[0]
+    assert runs[-1].get("outer_fits", 0) == 6 - before[1]
+    for key in ("outer_scores", "selected", "outer_fold", "inner_fold"):
+        np.testing.assert_array_equal(getattr(got, key), getattr(ref, key), err_msg=key)
+    assert bd.verify_store(store)[0].ok
+    return got
+
+
+def test_a_kill_in_the_outer_stage_resumes_identical(tmp_path, client):
+    """Killed at the outer stage's second result write (the inner CVs done, some outer
+    refits recorded): the resume fits only the outer folds not recorded."""
+    _killed_then_resumed(tmp_path, client, "attrs", 0.75)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("point,frac", [("array_write", 0.3), ("array_write", 0.8),
+                                        ("attrs", 0.5), ("attrs", 1.0)])
+def test_a_kill_anywhere_resumes_identical(tmp_path, client, point, frac):
+    _killed_then_resumed(tmp_path, client, point, frac)
+
+
+@pytest.mark.parametrize("kw,name", [
+    ({"n_inner": 1}, "n_inner"),
+    ({"n_outer": 1}, "n_outer"),
+    ({"n_outer": 40}, "n_outer"),  # more outer folds than the smallest class has members
+    ({"n_inner": 30}, "n_inner"),  # more inner folds than an outer training set allows
+    ({"n_repeats": 0}, "n_repeats"),
+    ({"metric": "nope"}, "metric"),
+    ({"selection": "best"}, "selection"),
+    ({"confidence_level": 1.5}, "confidence_level"),
+])
+def test_bad_input_is_one_line_naming_the_argument_and_writes_nothing(tmp_path, kw, name):
+    X, y = make_classification(60, 4, weights=[0.5], random_state=0)  # 30 per class
+    args = dict(store=tmp_path / "bad.zarr", metric="accuracy", n_outer=3, n_inner=3,
+                random_state=0, client="tcp://127.0.0.1:1", progress=False) | kw
+    with pytest.raises(InvalidParameterError) as e:
+        bd.nested_cv(LogisticRegression(), {"C": [1.0]}, X, y, **args)
+    msg = str(e.value)
+    assert "\n" not in msg and f"'{name}'" in msg and "nested_cv" in msg, msg
+    assert not (tmp_path / "bad.zarr").exists()
+
+
+def test_a_nested_store_is_not_a_study_and_vice_versa(tmp_path, client, data):
+    X, y = data
+    store = tmp_path / "n.zarr"
+    bd.nested_cv(LogisticRegression(), {"C": [1.0, 2.0]}, X, y, store=store, metric="accuracy",
+                 n_outer=2, n_inner=2, random_state=0, client=client, progress=False)
+    with pytest.raises(StoreMismatchError, match="nested cross-validation.*open_nested"):
+        bd.open_study(store)
+    with pytest.raises(StoreMismatchError, match="different study.*n_splits"):
+        bd.nested_cv(LogisticRegression(), {"C": [1.0, 2.0]}, X, y, store=store,
+                     metric="accuracy", n_outer=2, n_inner=3, random_state=0, client=client,
+                     progress=False)
+    study = tmp_path / "s.zarr"
+    bd.run_study(LogisticRegression(), {"C": [1.0]}, X, y, store=study, metric="accuracy",
+                 n_splits=2, random_state=0, client=client, progress=False)
+    with pytest.raises(StoreMismatchError, match="open_study"):
+        bd.open_nested(study)
+
+
+def test_an_unfinished_nested_store_says_so(tmp_path, client, data):
+    from bbc_dask.cube import open_cube
+
+    X, y = data
+    store = tmp_path / "n.zarr"
+    bd.nested_cv(LogisticRegression(), {"C": [1.0]}, X, y, store=store, metric="accuracy",
+                 n_outer=2, n_inner=2, random_state=0, client=client, progress=False)
+    cube = open_cube(store, mode="r+")
+    cube.guard = lambda: None
+    cube.set_meta(outer=cube.meta["outer"][:1])
+    with pytest.raises(StudyNotReadyError, match="1 of 2 outer folds"):
+        bd.open_nested(store)
