@@ -83,6 +83,17 @@ class NestedCVResult:
         return (f"NestedCVResult(metric={self.metric!r}, estimate={self.estimate:.4f}{ci}, "
                 f"outer={self.n_outer}x{self.n_repeats}, models_trained={self.models_trained})")
 
+    def to_dict(self):
+        """JSON-ready: the arrays as lists (folds left out: see the store)."""
+        return {"protocol": "nested", "metric": self.metric, "estimate": self.estimate,
+                "ci": None if self.ci is None else list(self.ci),
+                "confidence_level": self.confidence_level,
+                "outer_scores": self.outer_scores.tolist(), "selected": self.selected.tolist(),
+                "params": [{k: v if isinstance(v, (int, float, str, bool)) or v is None else repr(v)
+                            for k, v in p.items()} for p in self.params],
+                "models_trained": self.models_trained, "fit_seconds": self.fit_seconds,
+                "wall_seconds": self.wall_seconds, "store": self.store}
+
     def summary(self):
         """A few lines for a terminal."""
         lines = [f"nested CV ({self.n_outer} outer folds x {self.n_repeats} repeat(s)), "
@@ -169,7 +180,11 @@ def nested_cv(estimator, param_grid, X, y, *, store, metric, n_outer, n_inner, n
         random_state=random_state, client=client, overwrite=overwrite, progress=progress,
         configs_per_task=configs_per_task, storage_options=storage_options,
         security=security, selection=selection, caller=caller, nested=(n_outer, n_inner))
-    run = run_cvt(request)
+    return nested_result(run_cvt(request), confidence_level)
+
+
+def nested_result(run, confidence_level=0.95):
+    """The :class:`NestedCVResult` of a finished nested run (a :class:`~bbc_dask.engine.CVTRun`)."""
     return _result(run.cube, list(run.configs), confidence_level)
 
 

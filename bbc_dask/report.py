@@ -22,6 +22,8 @@ __all__ = [
     "plot_bootstrap",
     "plot_configurations",
     "plot_fold_scores",
+    "plot_outer_scores",
+    "write_nested_report",
     "write_report",
 ]
 
@@ -209,6 +211,57 @@ def comparators_html(study, *, n_bootstraps=2000, confidence_level=0.95, random_
             f"<th>note</th></tr>{''.join(rows)}</table>")
 
 
+#: The reports' one style sheet.
+STYLE = """<style>body{font-family:sans-serif;max-width:960px;margin:2em auto;color:#222}
+table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}
+img{max-width:100%}pre{background:#f5f5f5;padding:1em;overflow:auto}dt{font-weight:bold}</style>"""
+
+
+def plot_outer_scores(result):
+    """Nested CV's outer scores, one point per outer fold, by repeat, and the estimate."""
+    fig = _figure((6, 3.5))
+    ax = fig.subplots()
+    for r in range(result.n_repeats):
+        ax.plot(np.full(result.n_outer, r), result.outer_scores[r], "o", alpha=0.7)
+    ax.axhline(result.estimate, color="k", lw=1, label=f"estimate {result.estimate:.4f}")
+    ax.set_xlabel("repeat")
+    ax.set_ylabel(result.metric)
+    ax.set_title("Nested CV: outer fold scores")
+    ax.legend()
+    return fig
+
+
+def write_nested_report(result, out_dir):
+    """``outer_scores.png`` and ``index.html`` of a :class:`~bbc_dask.NestedCVResult` in
+    ``out_dir``; returns the HTML path."""
+    os.makedirs(out_dir, exist_ok=True)
+    plot_outer_scores(result).savefig(os.path.join(out_dir, "outer_scores.png"), dpi=110)
+    rows = "".join(
+        f"<tr><td>{r}</td><td>{o}</td><td>{result.outer_scores[r, o]:.4f}</td>"
+        f"<td>{result.selected[r, o]}</td><td style='text-align:left'><code>"
+        f"{html.escape(json.dumps(result.params[result.selected[r, o]], default=str))}</code></td></tr>"
+        for r in range(result.n_repeats) for o in range(result.n_outer))
+    ci = ("" if result.ci is None else
+          f"; {result.confidence_level:.0%} interval over repeats [{result.ci[0]:.4f}, {result.ci[1]:.4f}]")
+    page = f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>bbc_dask report: nested CV</title>
+{STYLE}</head><body>
+<h1>Nested cross-validation</h1>
+<p>Store <code>{html.escape(result.store)}</code>; metric <b>{html.escape(result.metric)}</b>;
+{result.n_outer} outer folds × {result.n_repeats} repeat(s). Estimate (mean outer score)
+<b>{result.estimate:.4f}</b>{ci}. {result.models_trained:,} models trained, {result.fit_seconds:.1f}
+fit seconds, {result.wall_seconds:.1f} s wall. Generated {datetime.datetime.now().isoformat(timespec='seconds')}.</p>
+<img src="outer_scores.png" alt="outer fold scores">
+<table><tr><th>repeat</th><th>outer fold</th><th>score</th><th>configuration</th><th>parameters</th></tr>
+{rows}</table>
+</body></html>
+"""
+    path = os.path.join(out_dir, "index.html")
+    with open(path, "w") as f:
+        f.write(page)
+    return path
+
+
 def write_report(study, out_dir, *, n_bootstraps=1000, confidence_level=0.95, random_state=None):
     """Write ``bootstrap_bbc.png``, ``bootstrap_bbc_f.png``, ``configurations.png``,
     ``fold_scores.png``, ``active.png`` and ``index.html`` into ``out_dir``; returns the
@@ -237,9 +290,7 @@ def write_report(study, out_dir, *, n_bootstraps=1000, confidence_level=0.95, ra
     best = html.escape(json.dumps(study.best_params_, default=str))
     page = f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>bbc_dask report: {html.escape(str(spec.get('name', 'study')))}</title>
-<style>body{{font-family:sans-serif;max-width:960px;margin:2em auto;color:#222}}
-table{{border-collapse:collapse}}td,th{{border:1px solid #ccc;padding:4px 8px;text-align:right}}
-img{{max-width:100%}}pre{{background:#f5f5f5;padding:1em;overflow:auto}}dt{{font-weight:bold}}</style></head>
+{STYLE}</head>
 <body>
 <h1>Study report</h1>
 <p>Store <code>{html.escape(study.store)}</code>; metric <b>{html.escape(study.metric)}</b>;

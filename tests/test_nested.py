@@ -207,3 +207,56 @@ def test_an_unfinished_nested_store_says_so(tmp_path, client, data):
     cube.set_meta(outer=cube.meta["outer"][:1])
     with pytest.raises(StudyNotReadyError, match="1 of 2 outer folds"):
         bd.open_nested(store)
+
+
+# slow: four command-line processes (~12 s); the study file's protocol is resolved in the
+# default suite below, and nested_cv itself is tested there
+@pytest.mark.slow
+def test_a_study_file_runs_nested_cv_and_the_command_line_shows_it(tmp_path, client):
+    import yaml
+
+    from test_cli import cli
+
+    spec = {"name": "nested", "data": {"sklearn": "breast_cancer"},
+            "grid": [{"estimator": "sklearn.tree.DecisionTreeClassifier",
+                      "params": {"random_state": 0}, "grid": {"max_depth": [1, 2, 3]}}],
+            "cv": {"repeats": 2}, "protocol": {"kind": "nested", "n_outer": 3, "n_inner": 2},
+            "metric": "roc_auc", "random_state": 3, "store": "n.zarr"}
+    f = tmp_path / "study.yaml"
+    f.write_text(yaml.safe_dump(spec))
+    out = cli("run", f, "--scheduler", client.scheduler.address, "--no-progress").stdout
+    assert "nested CV (3 outer folds x 2 repeat(s))" in out and "models trained: 42" in out
+    got = json.loads(cli("estimate", tmp_path / "n.zarr", "--json").stdout)
+    res = bd.open_nested(tmp_path / "n.zarr")
+    assert got["estimate"] == res.estimate and np.shape(got["outer_scores"]) == (2, 3)
+    assert "inner cells 36 of 36 run; outer folds 6 of 6" in cli("status", tmp_path / "n.zarr").stdout
+    cli("report", tmp_path / "n.zarr", "--out", tmp_path / "rep")
+    page = (tmp_path / "rep" / "index.html").read_text()
+    assert "Nested cross-validation" in page and (tmp_path / "rep" / "outer_scores.png").exists()
+
+
+@pytest.mark.parametrize("protocol,extra,key", [
+    ({"kind": "nested", "n_outer": 1}, {}, "protocol.n_outer"),
+    ({"kind": "nested", "outer": 3}, {}, "protocol.outer"),
+    ("nestd", {}, "protocol"),
+    ("nested", {"dropping": True}, "dropping"),
+    ("nested", {"cv": {"splitter": "KFold"}}, "protocol"),
+])
+def test_a_study_files_bad_protocol_names_its_key(protocol, extra, key):
+    from bbc_dask.cli._studyfile import resolve_study_file
+    from bbc_dask.exceptions import StudyFileError
+
+    raw = {"data": {"sklearn": "breast_cancer"},
+           "grid": [{"estimator": "sklearn.tree.DecisionTreeClassifier", "grid": {"max_depth": [1]}}],
+           "protocol": protocol} | extra
+    with pytest.raises(StudyFileError, match=rf"^{key.replace('.', '[.]')}\b|'{key}'|{key}:") as e:
+        resolve_study_file(raw)
+    assert "\n" not in str(e.value)
+
+
+def test_protocol_nested_alone_is_the_papers_10_and_9():
+    from bbc_dask.cli._studyfile import resolve_study_file
+
+    raw = {"data": {"sklearn": "breast_cancer"}, "protocol": "nested",
+           "grid": [{"estimator": "sklearn.tree.DecisionTreeClassifier", "grid": {"max_depth": [1]}}]}
+    assert resolve_study_file(raw)["protocol"] == {"kind": "nested", "n_outer": 10, "n_inner": 9}

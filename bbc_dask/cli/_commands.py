@@ -119,6 +119,38 @@ def _open(store, storage_options=None):
         return open_study(store, storage_options=storage_options or None)
 
 
+def _nested_status(store, storage_options, as_json):
+    """Print the progress of a nested CV's store and return True; False for a study."""
+    from .._nested_cv import is_nested
+    from ..cube import PENDING, open_cube
+    from ..engine import nested_outcome
+
+    with _store_errors(store):
+        cube = open_cube(store, storage_options=storage_options or None)
+    if not is_nested(cube.meta):
+        return False
+    out, st = nested_outcome(cube), cube.state()
+    info = {"protocol": "nested", "inner_cells": int(st.size),
+            "inner_done": int((st != PENDING).sum()), "outer_folds": int(out["outer_scores"].size),
+            "outer_recorded": out["recorded"]}
+    click.echo(json.dumps(info) if as_json else
+               f"nested CV: inner cells {info['inner_done']} of {info['inner_cells']} run; outer "
+               f"folds {info['outer_recorded']} of {info['outer_folds']} recorded")
+    return True
+
+
+def _nested(store, storage_options=None, confidence=0.95):
+    """The nested CV result of ``store`` if it holds one, else None."""
+    from .._nested_cv import is_nested, open_nested
+    from ..cube import open_cube
+
+    with _store_errors(store):
+        if not is_nested(open_cube(store, storage_options=storage_options or None).meta):
+            return None
+        return open_nested(store, confidence_level=confidence,
+                           storage_options=storage_options or None)
+
+
 def _client(resolved, scheduler):
     """What run_study connects to: an address, or make_client's arguments (the run starts
     the cluster, and on an interrupt closes it without a word from its workers)."""
@@ -165,6 +197,21 @@ def run_study_file(resolved, *, scheduler=None, store=None, progress=True, clust
         resolved = dict(resolved, storage_options={**(resolved.get("storage_options") or {}), **storage_options})
     X, y, groups, *folds = studyfile.load_data(resolved)
     estimator, grid = studyfile.build_search(resolved)
+    protocol = resolved.get("protocol") or {"kind": "cvt"}
+    if protocol["kind"] == "nested":
+        from .._nested_cv import nested_result
+
+        request = StudyRequest.build(
+            estimator, grid, X, y, store=resolved["store"], metric=resolved["metric"],
+            n_repeats=resolved["cv"]["repeats"], groups=groups, refit=False,
+            random_state=resolved["random_state"], client=_client(resolved, scheduler),
+            progress=progress, configs_per_task=resolved["configs_per_task"], metadata=resolved,
+            storage_options=resolved.get("storage_options"),
+            security=resolved["cluster"].get("security"),
+            error_score="raise" if resolved.get("error_score") == "raise" else float("nan"),
+            selection=resolved.get("selection", "pooled"), caller="the study file",
+            names=STUDY_FILE_NAMES, nested=(protocol["n_outer"], protocol["n_inner"]))
+        return nested_result(run_cvt(request), resolved.get("confidence", 0.95))
     request = StudyRequest.build(
         estimator, grid, X, y, store=resolved["store"], metric=resolved["metric"],
         n_splits=resolved["cv"]["splits"], n_repeats=resolved["cv"]["repeats"],
@@ -181,7 +228,8 @@ def run_study_file(resolved, *, scheduler=None, store=None, progress=True, clust
 
 #: The study file's keys for the engine's parameters (errors name the key the user wrote).
 STUDY_FILE_NAMES = {"n_splits": "cv.splits", "n_repeats": "cv.repeats", "param_grid": "grid",
-                    "groups": "cv.groups"}
+                    "groups": "cv.groups", "n_outer": "protocol.n_outer",
+                    "n_inner": "protocol.n_inner"}
 
 
 _storage_option = click.option(
@@ -223,6 +271,10 @@ def run(study_file, scheduler, store, cluster_kind, cluster_option, tls_ca_file,
     t = time.time()
     study = run_study_file(resolved, scheduler=scheduler, store=store, progress=not no_progress,
                      cluster=cluster, storage_options=_parse_options(storage_option, "--storage-option"))
+    if not hasattr(study, "status"):  # a nested CV's result
+        click.echo(f"finished in {time.time() - t:.1f} s; store {study.store}")
+        click.echo(study.summary())
+        return
     st = study.status()
     click.echo(f"finished: {st['done']} cells done, {st['failed']} failed, {st['dropped']} dropped "
                f"in {time.time() - t:.1f} s; store {study.store}")
@@ -254,7 +306,10 @@ def _echo_failures(study, groups=None, err=False):
 @_storage_option
 def status(store, as_json, storage_option):
     """Progress of the study at STORE (a path or a URL such as s3://bucket/study.zarr)."""
-    study = _open(store, _parse_options(storage_option, "--storage-option"))
+    options = _parse_options(storage_option, "--storage-option")
+    if _nested_status(store, options, as_json):
+        return
+    study = _open(store, options)
     st = study.status()
     groups = study.failures()
     if as_json:
@@ -339,8 +394,14 @@ def _print_estimates(study, bootstraps, confidence, method, seed, as_json=False,
 @_storage_option
 def estimate(store, method, bootstraps, confidence, seed, as_json, partial, ci_methods,
              storage_option):
-    """The estimate, CI, lower bound and naive estimate of the study at STORE."""
-    study = _open(store, _parse_options(storage_option, "--storage-option"))
+    """The estimate, CI, lower bound and naive estimate of the study at STORE (of a
+    nested CV's store: its estimate, outer scores and interval over repeats)."""
+    options = _parse_options(storage_option, "--storage-option")
+    nested = _nested(store, options, confidence or 0.95)
+    if nested is not None:
+        click.echo(json.dumps(nested.to_dict()) if as_json else nested.summary())
+        return
+    study = _open(store, options)
     missing = _check_finished(study, partial, "estimates")
     resolved = study.metadata or {}
     level = confidence or resolved.get("confidence", 0.95)
@@ -365,9 +426,14 @@ def estimate(store, method, bootstraps, confidence, seed, as_json, partial, ci_m
 @_storage_option
 def report(store, out_dir, bootstraps, partial, storage_option):
     """PNG plots and an HTML summary of the study at STORE."""
-    from ..report import write_report
+    from ..report import write_nested_report, write_report
 
-    study = _open(store, _parse_options(storage_option, "--storage-option"))
+    options = _parse_options(storage_option, "--storage-option")
+    nested = _nested(store, options)
+    if nested is not None:
+        click.echo(f"report: {write_nested_report(nested, out_dir)}")
+        return
+    study = _open(store, options)
     _check_finished(study, partial, "a report")
     resolved = study.metadata or {}
     path = write_report(study, out_dir, n_bootstraps=bootstraps or resolved.get("bootstraps", 1000),

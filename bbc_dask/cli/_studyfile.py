@@ -48,7 +48,7 @@ __all__ = ["StudyFileError", "build_search", "load_data", "load_study_file"]
 
 _TOP = {"data", "grid", "cv", "metric", "dropping", "bootstraps", "confidence", "random_state",
         "store", "cluster", "configs_per_task", "name", "storage_options", "error_score",
-        "selection"}
+        "selection", "protocol"}
 
 
 def _err(key, msg):
@@ -197,7 +197,35 @@ def resolve_study_file(raw, base="."):
         raise _err("selection", f"expected pooled (the best pooled CV score) or fold_mean (the "
                                 f"best mean fold score), got {sel!r}")
     resolved["selection"] = sel
+    resolved["protocol"] = _resolve_protocol(raw.get("protocol", "cvt"), resolved)
     return resolved
+
+
+def _resolve_protocol(p, resolved):
+    """``protocol``: ``cvt`` (the default: one study, BBC-CV), or ``nested`` — nested CV
+    with ``n_outer`` outer folds (default ``cv.splits``) and ``n_inner`` inner folds
+    (default one fewer, the 2018 paper's 10 and 9), ``cv.repeats`` outer repeats; given
+    as ``nested`` or ``{kind: nested, n_outer: 5, n_inner: 4}``."""
+    if isinstance(p, str):
+        p = {"kind": p}
+    if not isinstance(p, dict) or p.get("kind") not in ("cvt", "nested"):
+        raise _err("protocol", f"expected cvt, nested or a mapping {{kind: nested, n_outer: ..., "
+                               f"n_inner: ...}}, got {p!r}")
+    bad = sorted(set(p) - ({"kind"} if p["kind"] == "cvt" else {"kind", "n_outer", "n_inner"}))
+    if bad:
+        raise _err(f"protocol.{bad[0]}", f"unknown key for protocol {p['kind']} (allowed: kind"
+                                         f"{', n_outer, n_inner' if p['kind'] == 'nested' else ''})")
+    if p["kind"] == "cvt":
+        return {"kind": "cvt"}
+    cv = resolved["cv"]
+    if "splitter" in cv or "column" in cv:
+        raise _err("protocol", "nested draws its own outer and inner folds: leave out "
+                               "cv.splitter and cv.column")
+    if resolved["dropping"] is not False:
+        raise _err("dropping", "nested CV runs every inner fold: leave dropping out")
+    n_outer = _int(p.get("n_outer", cv["splits"]), "protocol.n_outer", 2)
+    return {"kind": "nested", "n_outer": n_outer,
+            "n_inner": _int(p.get("n_inner", max(2, n_outer - 1)), "protocol.n_inner", 2)}
 
 
 #: What a study file may set for each kind of cluster: data only. Dask's own options
