@@ -11,6 +11,7 @@ __version__ = "0.1.0.dev0"
 __all__ = [
     "BBCResult",
     "BBCSearchCV",
+    "Comparison",
     "ConfidenceInterval",
     "Dropping",
     "NestedCVResult",
@@ -18,6 +19,7 @@ __all__ = [
     "Study",
     "bbc",
     "bbc_f",
+    "compare",
     "coverage",
     "dropping_test",
     "fold_score_matrix",
@@ -57,6 +59,8 @@ _WHERE = {
     "BBCSearchCV": ".model_selection",
     "verify_store": ".cube",
     "NestedCVResult": "._nested_cv",
+    "Comparison": "._compare",
+    "compare": "._compare",
     "nested_cv": "._nested_cv",
     "open_nested": "._nested_cv",
 }

@@ -119,38 +119,6 @@ def _open(store, storage_options=None):
         return open_study(store, storage_options=storage_options or None)
 
 
-def _nested_status(store, storage_options, as_json):
-    """Print the progress of a nested CV's store and return True; False for a study."""
-    from .._nested_cv import is_nested
-    from ..cube import PENDING, open_cube
-    from ..engine import nested_outcome
-
-    with _store_errors(store):
-        cube = open_cube(store, storage_options=storage_options or None)
-    if not is_nested(cube.meta):
-        return False
-    out, st = nested_outcome(cube), cube.state()
-    info = {"protocol": "nested", "inner_cells": int(st.size),
-            "inner_done": int((st != PENDING).sum()), "outer_folds": int(out["outer_scores"].size),
-            "outer_recorded": out["recorded"]}
-    click.echo(json.dumps(info) if as_json else
-               f"nested CV: inner cells {info['inner_done']} of {info['inner_cells']} run; outer "
-               f"folds {info['outer_recorded']} of {info['outer_folds']} recorded")
-    return True
-
-
-def _nested(store, storage_options=None, confidence=0.95):
-    """The nested CV result of ``store`` if it holds one, else None."""
-    from .._nested_cv import is_nested, open_nested
-    from ..cube import open_cube
-
-    with _store_errors(store):
-        if not is_nested(open_cube(store, storage_options=storage_options or None).meta):
-            return None
-        return open_nested(store, confidence_level=confidence,
-                           storage_options=storage_options or None)
-
-
 def _client(resolved, scheduler):
     """What run_study connects to: an address, or make_client's arguments (the run starts
     the cluster, and on an interrupt closes it without a word from its workers)."""
@@ -306,8 +274,10 @@ def _echo_failures(study, groups=None, err=False):
 @_storage_option
 def status(store, as_json, storage_option):
     """Progress of the study at STORE (a path or a URL such as s3://bucket/study.zarr)."""
+    from ._protocols import nested_status
+
     options = _parse_options(storage_option, "--storage-option")
-    if _nested_status(store, options, as_json):
+    if nested_status(store, options, as_json):
         return
     study = _open(store, options)
     st = study.status()
@@ -396,8 +366,10 @@ def estimate(store, method, bootstraps, confidence, seed, as_json, partial, ci_m
              storage_option):
     """The estimate, CI, lower bound and naive estimate of the study at STORE (of a
     nested CV's store: its estimate, outer scores and interval over repeats)."""
+    from ._protocols import nested_result_of
+
     options = _parse_options(storage_option, "--storage-option")
-    nested = _nested(store, options, confidence or 0.95)
+    nested = nested_result_of(store, options, confidence or 0.95)
     if nested is not None:
         click.echo(json.dumps(nested.to_dict()) if as_json else nested.summary())
         return
@@ -427,9 +399,10 @@ def estimate(store, method, bootstraps, confidence, seed, as_json, partial, ci_m
 def report(store, out_dir, bootstraps, partial, storage_option):
     """PNG plots and an HTML summary of the study at STORE."""
     from ..report import write_nested_report, write_report
+    from ._protocols import nested_result_of
 
     options = _parse_options(storage_option, "--storage-option")
-    nested = _nested(store, options)
+    nested = nested_result_of(store, options)
     if nested is not None:
         click.echo(f"report: {write_nested_report(nested, out_dir)}")
         return

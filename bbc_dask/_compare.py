@@ -1,0 +1,326 @@
+"""One comparison of the papers' protocols on the user's data: :func:`compare`.
+
+The 2018 journal paper (Tsamardinos, Greasidou, Borboudakis, Machine Learning 107, §5)
+compares CVT, TT, NCV and BBC-CV on the bias of the selected model's estimate and on what
+each costs. :func:`compare` runs them on one data set and one grid — the CVT study (its
+naive estimate, BBC-CV, BBC-F and Tibshirani & Tibshirani's correction share its fits),
+nested CV, and the everyday holdout family (holdout, repeated holdout, the .632+
+bootstrap) — and tabulates estimate, interval, models trained, fit seconds and wall time.
+
+The holdout family evaluates one estimator; to estimate the *tuned* model as the others
+do, it evaluates ``GridSearchCV(estimator, param_grid, cv=n_inner)`` (tuning inside each
+training set, scikit-learn's best mean fold score), so every protocol pays for its own
+tuning and none scores a model selected on its test samples.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+import time
+
+import numpy as np
+
+from . import _validation as validation
+from .exceptions import InvalidParameterError
+
+__all__ = ["Comparison", "compare"]
+
+#: The rows, in the table's order: (key, label).
+PROTOCOLS = (("cvt", "CVT (naive)"), ("tt", "TT"), ("bbc", "BBC-CV"), ("bbc_f", "BBC-F"),
+             ("ncv", "NCV"), ("holdout", "holdout"), ("repeated_holdout", "repeated holdout"),
+             ("bootstrap", "bootstrap"))
+
+
+@dataclasses.dataclass(frozen=True, repr=False)
+class Comparison:
+    """The protocols side by side.
+
+    Attributes
+    ----------
+    rows : list of dict
+        Per protocol: ``protocol`` (its label), ``estimate``, ``ci_low``, ``ci_high`` (NaN
+        without an interval), ``models_trained`` (estimator fits, tuning included),
+        ``fit_seconds`` (their summed fit time), ``wall_seconds`` (of the protocol's run;
+        the CVT rows share the study's fits and add their own bootstrap time), ``note``.
+    metric : str
+    confidence_level : float
+    """
+
+    rows: list
+    metric: str
+    confidence_level: float
+
+    def to_frame(self):
+        """The table as a pandas DataFrame."""
+        import pandas as pd
+
+        return pd.DataFrame(self.rows).set_index("protocol")
+
+    def __repr__(self):
+        return f"Comparison(metric={self.metric!r}, protocols={[r['protocol'] for r in self.rows]})"
+
+    def summary(self):
+        """The table as text."""
+        head = (f"{'protocol':18s} {'estimate':>9s} {'interval':>19s} {'models':>9s} "
+                f"{'fit s':>8s} {'wall s':>8s}")
+        lines = [head]
+        for r in self.rows:
+            ci = ("" if math.isnan(r["ci_low"]) else f"[{r['ci_low']:.4f}, {r['ci_high']:.4f}]")
+            lines.append(f"{r['protocol']:18s} {r['estimate']:9.4f} {ci:>19s} "
+                         f"{r['models_trained']:9,d} {r['fit_seconds']:8.1f} {r['wall_seconds']:8.1f}")
+        lines.append(f"({self.metric}; {self.confidence_level:.0%} intervals)")
+        return "\n".join(lines)
+
+    def plot(self):
+        """A matplotlib Figure: each protocol's estimate and interval, and the models it
+        trained (log scale)."""
+        from matplotlib.figure import Figure
+
+        fig = Figure(figsize=(9, 4), layout="constrained")
+        ax, cost = fig.subplots(1, 2, gridspec_kw={"width_ratios": [3, 2]})
+        labels = [r["protocol"] for r in self.rows][::-1]
+        pos = np.arange(len(labels))
+        rows = self.rows[::-1]
+        est = np.array([r["estimate"] for r in rows])
+        lo = np.array([r["ci_low"] for r in rows])
+        hi = np.array([r["ci_high"] for r in rows])
+        has = ~np.isnan(lo)
+        ax.errorbar(est[has], pos[has], xerr=[est[has] - lo[has], hi[has] - est[has]], fmt="o",
+                    capsize=3)
+        ax.plot(est[~has], pos[~has], "o", color="C1")
+        ax.set_yticks(pos, labels)
+        ax.set_xlabel(f"{self.metric} ({self.confidence_level:.0%} interval)")
+        ax.set_title("Estimate of the selected model")
+        cost.barh(pos, [max(1, r["models_trained"]) for r in rows])
+        cost.set_xscale("log")
+        cost.set_xlim(left=1)
+        cost.set_yticks(pos, [])
+        cost.set_xlabel("models trained")
+        cost.set_title("Cost")
+        return fig
+
+    def write_report(self, out_dir):
+        """``comparison.png`` and ``comparison.html`` in ``out_dir``; returns the HTML path."""
+        import html
+
+        from .report import STYLE
+
+        os.makedirs(out_dir, exist_ok=True)
+        self.plot().savefig(os.path.join(out_dir, "comparison.png"), dpi=110)
+
+        def num(v, f="{:.4f}"):
+            return "" if v is None or (isinstance(v, float) and math.isnan(v)) else f.format(v)
+
+        rows = "".join(
+            f"<tr><td style='text-align:left'>{html.escape(r['protocol'])}</td><td>{num(r['estimate'])}</td>"
+            f"<td>{num(r['ci_low'])}</td><td>{num(r['ci_high'])}</td><td>{r['models_trained']:,}</td>"
+            f"<td>{num(r['fit_seconds'], '{:.1f}')}</td><td>{num(r['wall_seconds'], '{:.1f}')}</td>"
+            f"<td style='text-align:left'>{html.escape(r['note'])}</td></tr>" for r in self.rows)
+        page = f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>bbc_dask: protocols compared</title>
+{STYLE}</head><body>
+<h1>Protocols compared</h1>
+<p>Metric <b>{html.escape(self.metric)}</b>; {self.confidence_level:.0%} intervals. Every
+protocol tunes the same grid on the same data and estimates the model it selects: CVT's
+naive estimate is optimistic (the winner's curse); TT, BBC-CV and BBC-F correct it from the
+same fits; NCV and the holdout family pay for separate tuning (Tsamardinos et al., 2018).</p>
+<img src="comparison.png" alt="estimates and costs">
+<table><tr><th>protocol</th><th>estimate</th><th>low</th><th>high</th><th>models trained</th>
+<th>fit s</th><th>wall s</th><th>note</th></tr>{rows}</table>
+</body></html>
+"""
+        path = os.path.join(out_dir, "comparison.html")
+        with open(path, "w") as f:
+            f.write(page)
+        return path
+
+
+def compare(estimator, param_grid, X, y, *, store, metric, n_splits=10, n_outer=None,
+            n_inner=None, test_size=0.3, holdout_repeats=10, n_bootstraps=50,
+            bootstrap_method=".632+", protocols=None, confidence_level=0.95, random_state,
+            client=None, progress=True, out_dir=None):
+    """Run the papers' protocols on one data set and grid and tabulate them.
+
+    Parameters
+    ----------
+    estimator, param_grid, X, y
+        As :func:`bbc_dask.run_study`'s (a grid).
+    store : str or path
+        A directory: the CVT study (``cvt.zarr``) and the nested CV (``nested.zarr``) go
+        there, each resumed by a rerun with the same arguments.
+    metric : str
+    n_splits : int, default=10
+        CVT's folds (BBC-CV, BBC-F and TT share its fits).
+    n_outer, n_inner : int, optional
+        Nested CV's folds; default ``n_splits`` and one fewer (the paper's 10 and 9).
+        ``n_inner`` is also the tuning CV inside the holdout family.
+    test_size : float, default=0.3
+        Holdout and repeated holdout.
+    holdout_repeats : int, default=10
+    n_bootstraps : int, default=50
+        The bootstrap protocol's rounds (each refits the tuned model).
+    bootstrap_method : {"oob", ".632", ".632+"}, default=".632+"
+    protocols : list of str, optional
+        Keys of :data:`PROTOCOLS` to run (default all).
+    confidence_level : float, default=0.95
+    random_state : int
+        Every protocol's seed.
+    client, progress
+        As :func:`bbc_dask.run_study`'s; one client serves every protocol.
+    out_dir : str or path, optional
+        Where :meth:`Comparison.write_report` writes the table and plot.
+
+    Returns
+    -------
+    Comparison
+    """
+    caller = "compare"
+    keys = [k for k, _ in PROTOCOLS]
+    chosen = keys if protocols is None else list(protocols)
+    for p in chosen:
+        validation.check_one_of(p, "protocols", caller, keys)
+    validation.check_confidence_level(confidence_level, caller)
+    n_splits = validation.check_int(n_splits, "n_splits", caller, low=2)
+    n_outer = n_splits if n_outer is None else validation.check_int(n_outer, "n_outer", caller, low=2)
+    n_inner = max(2, n_outer - 1) if n_inner is None else validation.check_int(n_inner, "n_inner", caller, low=2)
+    from .metrics import get_metric
+
+    m = get_metric(metric, caller=caller)
+    if {"holdout", "repeated_holdout", "bootstrap"} & set(chosen):
+        _scorer(m)  # before anything runs
+    if not isinstance(random_state, (int, np.integer)) or isinstance(random_state, bool):
+        raise InvalidParameterError.of("random_state", caller, "an int (every protocol's seed)",
+                                       random_state)
+    from .cluster import resolve_client
+
+    c, owned = resolve_client(client, caller)
+    try:
+        rows = _run(chosen, estimator, param_grid, X, y, store, metric, n_splits, n_outer,
+                    n_inner, test_size, holdout_repeats, n_bootstraps, bootstrap_method,
+                    confidence_level, random_state, c, progress)
+    finally:
+        if owned:
+            from .cluster import close_client
+
+            close_client(c, close_cluster=True)
+    label = dict(PROTOCOLS)
+    rows = [dict(r, protocol=label[r.pop("key")]) for r in rows]
+    out = Comparison(rows, m.name, confidence_level)
+    if out_dir is not None:
+        out.write_report(out_dir)
+    return out
+
+
+def _row(key, estimate, ci, models, fit_s, wall_s, note=""):
+    lo, hi = (math.nan, math.nan) if ci is None else (float(ci[0]), float(ci[1]))
+    return {"key": key, "estimate": float(estimate), "ci_low": lo, "ci_high": hi,
+            "models_trained": int(models), "fit_seconds": float(fit_s),
+            "wall_seconds": float(wall_s), "note": note}
+
+
+def _run(chosen, estimator, grid, X, y, store, metric, n_splits, n_outer, n_inner, test_size,
+         holdout_repeats, n_bootstraps, method, level, seed, client, progress):
+    rows = []
+    os.makedirs(store, exist_ok=True)
+    if {"cvt", "tt", "bbc", "bbc_f"} & set(chosen):
+        rows += _cvt_rows(chosen, estimator, grid, X, y, os.path.join(store, "cvt.zarr"), metric,
+                          n_splits, level, seed, client, progress)
+    if "ncv" in chosen:
+        from ._nested_cv import nested_cv
+
+        res = nested_cv(estimator, grid, X, y, store=os.path.join(store, "nested.zarr"),
+                        metric=metric, n_outer=n_outer, n_inner=n_inner, random_state=seed,
+                        client=client, progress=progress, confidence_level=level)
+        rows.append(_row("ncv", res.estimate, res.ci, res.models_trained, res.fit_seconds,
+                         res.wall_seconds, f"{n_outer} outer x {n_inner} inner folds"))
+    family = [k for k in ("holdout", "repeated_holdout", "bootstrap") if k in chosen]
+    if family:
+        rows += _holdout_rows(family, estimator, grid, X, y, metric, n_inner, test_size,
+                              holdout_repeats, n_bootstraps, method, level, seed, client, progress)
+    return rows
+
+
+def _cvt_rows(chosen, estimator, grid, X, y, store, metric, n_splits, level, seed, client, progress):
+    from .cube import target_of
+    from .stats import tibshirani_tibshirani
+    from .study import run_study
+
+    study = run_study(estimator, grid, X, y, store=store, metric=metric, n_splits=n_splits,
+                      random_state=seed, client=client, progress=progress, refit=False)
+    st = study._cube
+    runs = st.meta.get("runs", [])
+    wall = sum(r["t1"] - r["t0"] for r in runs if "t1" in r)
+    models, _ = study.models_trained
+    fit_s = float(np.nansum(st.fit_times()))
+    rows = []
+    t = time.perf_counter()
+    bbc = study.bbc(confidence_level=level)
+    t_bbc = time.perf_counter() - t
+    if "cvt" in chosen:
+        rows.append(_row("cvt", bbc.naive_estimate, None, models, fit_s, wall,
+                         "the winner's own CV score"))
+    if "tt" in chosen:
+        t = time.perf_counter()
+        idx = study.candidates()
+        yc, pos = target_of(st)
+        tt = tibshirani_tibshirani(st.predictions(idx), yc, st.folds(), metric=study.metric,
+                                   pos_label=pos)
+        rows.append(_row("tt", tt.estimate, None, models, fit_s, wall + time.perf_counter() - t,
+                         "CVT's fits, bias from the fold scores"))
+    if "bbc" in chosen:
+        rows.append(_row("bbc", bbc.estimate, bbc.confidence_interval, models, fit_s, wall + t_bbc,
+                         f"CVT's fits, {bbc.n_bootstraps} bootstraps"))
+    if "bbc_f" in chosen:
+        t = time.perf_counter()
+        f = study.bbc_f(confidence_level=level)
+        rows.append(_row("bbc_f", f.estimate, f.confidence_interval, models, fit_s,
+                         wall + time.perf_counter() - t, f"CVT's fits, {f.n_bootstraps} bootstraps"))
+    return rows
+
+
+def _holdout_rows(family, estimator, grid, X, y, metric, n_inner, test_size, repeats,
+                  n_bootstraps, method, level, seed, client, progress):
+    from sklearn.model_selection import GridSearchCV, ParameterGrid
+
+    from ._resampling import bootstrap_estimate, holdout, repeated_holdout
+    from .metrics import get_metric
+
+    m = get_metric(metric, caller="compare")
+    tuned = GridSearchCV(estimator, grid, cv=n_inner, scoring=_scorer(m), refit=True)
+    per_fit = len(ParameterGrid(grid)) * n_inner + 1  # GridSearchCV's fits per fit of it
+    tuning = f"tuned inside: GridSearchCV({len(ParameterGrid(grid))} configurations, cv={n_inner})"
+    rows = []
+    if "holdout" in family:
+        t = time.perf_counter()
+        r = holdout(tuned, X, y, metric=metric, test_size=test_size, confidence=level,
+                    random_state=seed)
+        rows.append(_row("holdout", r.estimate, r.ci, r.models_trained * per_fit, r.fit_seconds,
+                         time.perf_counter() - t, f"test_size={test_size}; {tuning}"))
+    if "repeated_holdout" in family:
+        t = time.perf_counter()
+        r = repeated_holdout(tuned, X, y, metric=metric, n_repeats=repeats, test_size=test_size,
+                             confidence=level, random_state=seed, client=client, progress=progress)
+        rows.append(_row("repeated_holdout", r.estimate, r.ci, r.models_trained * per_fit,
+                         r.fit_seconds, time.perf_counter() - t,
+                         f"{repeats} x test_size={test_size}; {tuning}"))
+    if "bootstrap" in family:
+        t = time.perf_counter()
+        r = bootstrap_estimate(tuned, X, y, metric=metric, n_bootstraps=n_bootstraps,
+                               method=method, random_state=seed, client=client, progress=progress)
+        rows.append(_row("bootstrap", r.estimate, getattr(r, "ci", None), r.models_trained * per_fit,
+                         r.fit_seconds, time.perf_counter() - t,
+                         f"{method}, {n_bootstraps} rounds; {tuning}"))
+    return rows
+
+
+def _scorer(m):
+    """GridSearchCV's scoring for the metric ``m``: scikit-learn's scorer of that name."""
+    from sklearn.metrics import get_scorer_names
+
+    if m.name in get_scorer_names():
+        return m.name
+    raise InvalidParameterError.of(
+        "metric", "compare", "a metric scikit-learn has a scorer of (the holdout family tunes "
+        "with GridSearchCV), or protocols without holdout, repeated_holdout and bootstrap",
+        m.name)

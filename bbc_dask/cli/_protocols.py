@@ -1,0 +1,94 @@
+"""The command line's other protocols: nested CV stores (status, estimate, report read
+them) and ``bbc-dask compare``, the papers' protocols side by side on a study file's data
+and grid."""
+from __future__ import annotations
+
+import json
+
+import click
+
+from ._commands import _client, _store_errors, main
+
+__all__ = ["compare", "nested_result_of", "nested_status"]
+
+
+def nested_status(store, storage_options, as_json):
+    """Print the progress of a nested CV's store and return True; False for a study."""
+    from .._nested_cv import is_nested
+    from ..cube import PENDING, open_cube
+    from ..engine import nested_outcome
+
+    with _store_errors(store):
+        cube = open_cube(store, storage_options=storage_options or None)
+    if not is_nested(cube.meta):
+        return False
+    out, st = nested_outcome(cube), cube.state()
+    info = {"protocol": "nested", "inner_cells": int(st.size),
+            "inner_done": int((st != PENDING).sum()), "outer_folds": int(out["outer_scores"].size),
+            "outer_recorded": out["recorded"]}
+    click.echo(json.dumps(info) if as_json else
+               f"nested CV: inner cells {info['inner_done']} of {info['inner_cells']} run; outer "
+               f"folds {info['outer_recorded']} of {info['outer_folds']} recorded")
+    return True
+
+
+def nested_result_of(store, storage_options=None, confidence=0.95):
+    """The nested CV result of ``store`` if it holds one, else None."""
+    from .._nested_cv import is_nested, open_nested
+    from ..cube import open_cube
+
+    with _store_errors(store):
+        if not is_nested(open_cube(store, storage_options=storage_options or None).meta):
+            return None
+        return open_nested(store, confidence_level=confidence,
+                           storage_options=storage_options or None)
+
+
+@main.command()
+@click.argument("study_file", type=click.Path(dir_okay=False))
+@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False),
+              help="Output directory: comparison.html, comparison.png, comparison.json and "
+                   "the stores (stores/cvt.zarr, stores/nested.zarr; a rerun resumes them).")
+@click.option("--protocols", default=None, metavar="P,P,...",
+              help="Which to run (default all): cvt, tt, bbc, bbc_f, ncv, holdout, "
+                   "repeated_holdout, bootstrap.")
+@click.option("--test-size", type=click.FloatRange(0, 1, min_open=True, max_open=True),
+              default=0.3, show_default=True)
+@click.option("--holdout-repeats", type=click.IntRange(min=2), default=10, show_default=True)
+@click.option("--bootstrap-rounds", type=click.IntRange(min=2), default=50, show_default=True)
+@click.option("--scheduler", default=None, help="Address of an existing Dask scheduler.")
+@click.option("--no-progress", is_flag=True)
+def compare(study_file, out_dir, protocols, test_size, holdout_repeats, bootstrap_rounds,
+            scheduler, no_progress):
+    """Run the papers' protocols on STUDY_FILE's data and grid — naive CVT, TT, BBC-CV,
+    BBC-F, nested CV (the study file's protocol.n_outer/n_inner, else cv.splits and one
+    fewer), holdout, repeated holdout, the .632+ bootstrap — and write one table and plot
+    of estimate, interval, models trained, fit seconds and wall time."""
+    import os
+
+    from .._compare import compare as run_compare
+    from ..exceptions import StudyFileError
+    from . import _studyfile as studyfile
+
+    resolved = studyfile.load_study_file(study_file)
+    if resolved["random_state"] is None:
+        raise StudyFileError("random_state: compare needs a fixed seed (every protocol's)")
+    X, y, groups, *_ = studyfile.load_data(resolved)
+    if groups is not None:
+        raise StudyFileError("cv.groups: compare does not take groups yet (the holdout "
+                             "family splits samples)")
+    estimator, grid = studyfile.build_search(resolved)
+    nested = resolved.get("protocol") or {}
+    res = run_compare(
+        estimator, grid, X, y, store=os.path.join(out_dir, "stores"), metric=resolved["metric"],
+        n_splits=resolved["cv"]["splits"], n_outer=nested.get("n_outer"),
+        n_inner=nested.get("n_inner"), test_size=test_size, holdout_repeats=holdout_repeats,
+        n_bootstraps=bootstrap_rounds, confidence_level=resolved.get("confidence", 0.95),
+        protocols=None if protocols is None else [p.strip() for p in protocols.split(",")],
+        random_state=resolved["random_state"], client=_client(resolved, scheduler),
+        progress=not no_progress, out_dir=out_dir)
+    with open(os.path.join(out_dir, "comparison.json"), "w") as f:
+        json.dump({"metric": res.metric, "confidence_level": res.confidence_level,
+                   "rows": res.rows}, f, indent=2)
+    click.echo(res.summary())
+    click.echo(f"report: {os.path.join(out_dir, 'comparison.html')}")
