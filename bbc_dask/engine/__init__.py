@@ -5,6 +5,10 @@ from ._plan import Configurations
 from ._protocol import KFoldProtocol, SplitsProtocol
 from ._request import Execution, Search, StudyData, StudyRequest
 from ._run import CVTRun, run_cvt
+from ._tasks import _fold_scores as score_fold
+from ._tasks import _fold_target as fold_target
+from ._tasks import configured, fit_predict_block, method_problem, response_method
 
 __all__ = ["CVTRun", "Configurations", "Execution", "KFoldProtocol", "Search", "SplitsProtocol", "StudyData",
-           "StudyRequest", "run_cvt"]
+           "StudyRequest", "configured", "fit_predict_block", "fold_target", "method_problem",
+           "response_method", "run_cvt", "score_fold"]
