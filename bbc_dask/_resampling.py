@@ -467,12 +467,15 @@ def bootstrap_estimate(estimator, X, y, *, metric, n_bootstraps, method, random_
     """
     t0 = time.perf_counter()
     caller = "bootstrap_estimate"
+    from .metrics import get_metric
+
     validation.check_one_of(method, "method", caller, METHODS)
-    m, X, target, scoring = _common_iv(estimator, X, y, metric, caller)
     stats = _stats()
-    if method == ".632+" and m.name not in stats.NO_INFORMATION:
+    name = get_metric(metric, caller=caller).name
+    if method == ".632+" and name not in stats.NO_INFORMATION:
         raise InvalidParameterError.of("method", caller, f"'oob' or '.632' for the metric "
-                                       f"{m.name!r}, which has no no-information rate", method)
+                                       f"{name!r}, which has no no-information rate", method)
+    m, X, target, scoring = _common_iv(estimator, X, y, metric, caller)
     n_bootstraps = validation.check_int(n_bootstraps, "n_bootstraps", caller, low=1)
     root = as_seed_sequence(random_state, caller=caller)
     _run_iv(client, progress, caller)
