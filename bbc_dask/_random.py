@@ -30,6 +30,9 @@ STREAMS = {
     "search": 7,
     "selection_ci": 8,
     "coverage": 9,
+    "holdout": 10,
+    "holdout_ci": 11,
+    "bootstrap_estimate": 12,
 }
 
 

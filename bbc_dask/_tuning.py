@@ -103,3 +103,10 @@ READ_BYTES = 16 * 2**20
 #: chunks of one fold): raw chunks, checked and dropped, so a larger read than an
 #: estimate's, which decodes and keeps what it reads.
 VERIFY_READ_BYTES = 64 * 2**20
+
+# ---- The holdout family (bbc_dask._resampling).
+
+#: Tasks per worker thread that holdout repeats or bootstrap rounds are grouped into:
+#: cheap fits share a task (Dask's per-task cost), and a few tasks per thread balance the
+#: end. Rounds are seeded one by one, so the grouping never changes a result.
+RESAMPLING_TASKS_PER_THREAD = 4

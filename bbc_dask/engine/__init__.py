@@ -6,6 +6,11 @@ from ._plan import Configurations
 from ._protocol import KFoldProtocol, SplitsProtocol
 from ._request import Execution, Search, StudyData, StudyRequest
 from ._run import CVTRun, run_cvt
+from ._tasks import _fold_scores as score_fold
+from ._tasks import _fold_target as fold_target
+from ._tasks import configured, fit_predict_block, method_problem, response_method
 
-__all__ = ["CVTRun", "Configurations", "Execution", "KFoldProtocol", "NestedProtocol", "Search",
-           "SplitsProtocol", "StudyData", "StudyRequest", "nested_outcome", "run_cvt"]
+__all__ = ["CVTRun", "Configurations", "Execution", "KFoldProtocol", "NestedProtocol",
+           "Search", "SplitsProtocol", "StudyData", "StudyRequest", "configured",
+           "fit_predict_block", "fold_target", "method_problem", "nested_outcome",
+           "response_method", "run_cvt", "score_fold"]
