@@ -29,8 +29,10 @@ _MODULES = {
     "._bootstrap": ("SEED_BLOCK", "block_counts", "defined_parts", "fill_counts", "first_plan",
                     "plan_counts", "plan_seed_block"),
     "._dropping": ("Dropping", "DroppingScorer", "available_mask", "decide", "dropping_rule",
+                   "dropping_test",
                    "fill_unavailable", "frame_of", "mean_over_repeats"),
     "._inputs": ("prepare_inputs",),
+    "._nested": ("OuterEstimate", "nested_cv", "repeated_holdout"),
     "._selection_ci": ("selection_ci",),
     "._winner": ("ranking", "select"),
 }
