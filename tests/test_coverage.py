@@ -233,3 +233,19 @@ def test_bad_2018_arguments_are_one_line_errors(tmp_path, kwargs, message):
         coverage(tmp_path / "bad", protocol="simulation2018", **kwargs)
     assert "\n" not in str(e.value)
     assert not (tmp_path / "bad").exists()
+
+
+@pytest.mark.slow
+def test_2018_protocol_cvt_is_optimistic_and_ncv_is_not(tmp_path, client):
+    """Figure 1's shape at 300 repetitions (N = 20 and 100, C = 100): CVT's bias is positive
+    by far more than twice 2 standard errors; NCV's is within twice 2 standard errors (or
+    0.01) of zero; BBC-CV's and BBC-F's intervals are not rejected by the binomial test."""
+    settings = [{"a": 9, "b": 6, "n_samples": n, "n_configs": 100} for n in (20, 100)]
+    table = coverage(tmp_path / "fig1", protocol="simulation2018", settings=settings,
+                     methods=["cvt", "ncv", "bbc", "bbc_f"], n_repetitions=300, random_state=3,
+                     client=client).set_index(["setting", "method"])
+    for s in range(2):
+        cvt, ncv = table.loc[(s, "cvt")], table.loc[(s, "ncv")]
+        assert cvt["bias"] > 2 * 2 * cvt["bias_se"]
+        assert abs(ncv["bias"]) < max(2 * 2 * ncv["bias_se"], 0.01)
+        assert table.loc[(s, "bbc"), "not_rejected"] and table.loc[(s, "bbc_f"), "not_rejected"]
