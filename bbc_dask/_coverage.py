@@ -13,6 +13,11 @@ failures (NaN bounds), the inclusion rate, the tightness (mean truth minus mean 
 the exact binomial test of the paper's bold cells: ``P(X <= included)`` for ``X ~ Bin(runs,
 1 - alpha)``, not rejected when at least 0.05. ``coverage.html`` and ``coverage.png`` show it
 as the paper's Table 2.
+
+The ``simulation2018`` protocol (:mod:`._coverage2018`) is the 2018 paper's §5.1: accuracy
+matrices, the estimates of CVT, TT, NCV, BBC-CV, BBCD-CV, BBC-F and repeated holdout, and a
+table of each one's bias (with its standard error) and of the inclusion of the truth in its
+two-sided interval, plotted as the paper's Figure 1 (bias against N).
 """
 from __future__ import annotations
 
@@ -37,12 +42,13 @@ METHODS = ("bbc", "bbc_f", *CI_METHODS, "naive_bootstrap")
 TABLE2_PART = ({"a": 24, "b": 6, "n_samples": 500, "n_configs": 100, "class0_share": 0.1},
                {"a": 24, "b": 6, "n_samples": 500, "n_configs": 100, "class0_share": 0.5})
 _SETTING_KEYS = {"simulation": ("a", "b", "n_samples", "n_configs", "class0_share"),
-                 "real": ("dataset", "n_train")}
+                 "real": ("dataset", "n_train"),
+                 "simulation2018": ("a", "b", "n_samples", "n_configs")}
 _DATASETS = ("breast_cancer",)
 
 
 def coverage(out_dir, *, protocol="simulation", settings=None, methods=None, n_repetitions=200,
-             alpha=0.05, n_bootstraps=None, selection="fold_mean", random_state=0, client=None):
+             alpha=0.05, n_bootstraps=None, selection=None, random_state=0, client=None):
     """Run (or resume) a coverage study and write its table.
 
     Parameters
@@ -51,25 +57,33 @@ def coverage(out_dir, *, protocol="simulation", settings=None, methods=None, n_r
         Where the repetitions (``runs/``), the table (``coverage.csv``), ``coverage.html``
         and ``coverage.png`` go. A directory that holds a study of other arguments is
         refused; one of the same arguments is resumed.
-    protocol : {"simulation", "real"}
+    protocol : {"simulation", "real", "simulation2018"}
+        The 2024 paper's simulation or real-data protocol (lower bounds of AUC), or the
+        2018 paper's simulation (§5.1: bias of accuracy estimates and inclusion in
+        intervals; see :mod:`bbc_dask._coverage2018`).
     settings : list of dict, optional
         Simulation: ``a``, ``b`` (the Beta of the true AUCs), ``n_samples``, ``n_configs``,
         ``class0_share`` (the paper's b: the share of class 0). Default :data:`TABLE2_PART`.
         Real: ``dataset`` ("breast_cancer") and ``n_train`` (the training rows, stratified;
         the rest are the hold-out). Default ``n_train`` 50 and 200.
+        Simulation2018: ``a``, ``b`` (the Beta of the true accuracies), ``n_samples`` (at
+        least 20: K = 10 stratified folds) and ``n_configs``. Default
+        :data:`FIGURE1_PART` (μ = 0.6; N 20, 40, 60, 100, 500; C 100, 500).
     methods : list of str, optional
-        Any of :data:`METHODS` (default: all, the paper's ten).
+        Any of :data:`METHODS` (default: all, the paper's ten); for simulation2018 any of
+        :data:`METHODS_2018` (default: all).
     n_repetitions : int, default=200
     alpha : float, default=0.05
-        One-sided bounds at ``1 - alpha``.
+        One-sided bounds at ``1 - alpha`` (simulation2018: two-sided intervals).
     n_bootstraps : int, optional
         Each method's bootstraps (default: BBC's and BBC-F's 1000, NB's 500 and the
         tilting methods' 2000, as the paper's code).
-    selection : {"fold_mean", "pooled"}, default="fold_mean"
+    selection : {"fold_mean", "pooled"}, optional
         The final winner of BBC and NB, whose truth is scored: the best mean fold AUC, as
         the paper's code selects (BBC-F's winner), or the best pooled AUC (bbc_dask's
         default for a study). NB is the paper's: the winner's fold AUCs resampled
-        (``naive_bootstrap(unit="fold")``).
+        (``naive_bootstrap(unit="fold")``). Default "fold_mean"; for simulation2018
+        "pooled" (the 2018 code's BBC-CV).
     random_state : int, SeedSequence or None, default=0
         Repetition ``r`` of setting ``s`` draws from its own child seed: the table does not
         depend on the workers or on where a run was resumed.
@@ -84,6 +98,7 @@ def coverage(out_dir, *, protocol="simulation", settings=None, methods=None, n_r
     References
     ----------
     Paraschakis et al. (2024), AutoML, arXiv:2406.08099, section 4 and Tables 2-3.
+    Tsamardinos, Greasidou, Borboudakis (2018), Machine Learning 107, §5.1 and Figure 1.
     """
     caller = "coverage"
     design = _design(protocol, settings, methods, n_repetitions, alpha, n_bootstraps, selection,
@@ -105,10 +120,12 @@ VERSION = 2
 
 def _design(protocol, settings, methods, n_repetitions, alpha, n_bootstraps, selection,
           random_state, caller):
+    from . import _coverage2018 as c18
+
     validation.check_one_of(protocol, "protocol", caller, tuple(_SETTING_KEYS))
     if settings is None:
-        settings = (TABLE2_PART if protocol == "simulation" else
-                    [{"dataset": "breast_cancer", "n_train": n} for n in (50, 200)])
+        settings = {"simulation": TABLE2_PART, "simulation2018": c18.FIGURE1_PART}.get(
+            protocol, [{"dataset": "breast_cancer", "n_train": n} for n in (50, 200)])
     settings = list(validation.check_instance(settings, "settings", caller, (list, tuple), "a list of dicts"))
     for s in settings:
         validation.check_instance(s, "settings", caller, dict, "a list of dicts")
@@ -120,16 +137,22 @@ def _design(protocol, settings, methods, n_repetitions, alpha, n_bootstraps, sel
         if protocol == "real":
             validation.check_one_of(s["dataset"], "settings[i]['dataset']", caller, _DATASETS)
             validation.check_int(s["n_train"], "settings[i]['n_train']", caller, low=20)
-    methods = list(METHODS if methods is None else methods)
+        if protocol == "simulation2018":
+            c18.check_setting(s, caller)
+    known = c18.METHODS_2018 if protocol == "simulation2018" else METHODS
+    methods = list(known if methods is None else methods)
     for m in methods:
-        validation.check_one_of(m, "methods", caller, METHODS)
+        validation.check_one_of(m, "methods", caller, known)
+    if selection is None:
+        selection = "pooled" if protocol == "simulation2018" else "fold_mean"
     root = as_seed_sequence(random_state, caller=caller)
+    extra = {"holdout": dict(c18.HOLDOUT)} if protocol == "simulation2018" else {}
     return {"protocol": protocol, "settings": settings, "methods": methods,
             "n_repetitions": validation.check_int(n_repetitions, "n_repetitions", caller),
             "alpha": validation.check_real_open(alpha, "alpha", caller, 0.0, 0.5),
             "n_bootstraps": validation.check_int(n_bootstraps, "n_bootstraps", caller, low=2, allow_none=True),
             "selection": validation.check_one_of(selection, "selection", caller, ("fold_mean", "pooled")),
-            "version": VERSION, "seed": entropy_of(root)}
+            "version": VERSION, "seed": entropy_of(root), **extra}
 
 
 def _manifest(out_dir, design):
@@ -190,6 +213,10 @@ def repetition(design, s, r):
     root = np.random.SeedSequence(int(design["seed"]["entropy"]), spawn_key=design["seed"]["spawn_key"])
     seed = child_seed(root, "coverage", s, r)
     setting = design["settings"][s]
+    if design["protocol"] == "simulation2018":
+        from ._coverage2018 import repetition_rows
+
+        return repetition_rows(design, s, r, seed)
     if design["protocol"] == "simulation":
         pred, y, folds, truth = _simulated(setting, seed)
     else:
@@ -323,12 +350,19 @@ def write_outputs(out_dir, design):
             if os.path.exists(path):
                 with open(path) as f:
                     rows.extend(json.load(f))
-    table = coverage_table(rows, design["alpha"])
+    if design["protocol"] == "simulation2018":
+        from ._coverage2018 import bias_table
+
+        table = bias_table(rows, design["alpha"])
+    else:
+        table = coverage_table(rows, design["alpha"])
     for i, key in enumerate(_SETTING_KEYS[design["protocol"]]):
         table.insert(1 + i, key, [design["settings"][s][key] for s in table["setting"]])
     table.to_csv(os.path.join(out_dir, "coverage.csv"), index=False)
-    from ._coverage_plot import write_html, write_png
+    from . import _coverage_plot as plot
 
-    write_png(table, design, os.path.join(out_dir, "coverage.png"))
-    write_html(table, design, os.path.join(out_dir, "coverage.html"))
+    bias = design["protocol"] == "simulation2018"
+    (plot.write_bias_png if bias else plot.write_png)(table, design, os.path.join(out_dir, "coverage.png"))
+    (plot.write_bias_html if bias else plot.write_html)(table, design,
+                                                        os.path.join(out_dir, "coverage.html"))
     return table

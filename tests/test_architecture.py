@@ -18,11 +18,11 @@ PACKAGE = os.path.dirname(bbc_dask.__file__)
 
 #: Each layer and the package modules it must never import (at any depth of a function).
 LAYERS = [
-    ("metrics", ("stats", "chunked", "cube", "engine", "study", "model_selection", "cli", "report", "_coverage", "_coverage_plot", "_study_estimates")),
-    ("stats", ("chunked", "cube", "engine", "study", "model_selection", "cli", "report", "_coverage", "_coverage_plot", "_study_estimates")),
-    ("chunked", ("cube", "engine", "study", "model_selection", "cli", "report", "_coverage", "_coverage_plot", "_study_estimates")),
-    ("cube", ("engine", "study", "model_selection", "cli", "report", "_coverage", "_coverage_plot", "_study_estimates")),
-    ("engine", ("study", "model_selection", "cli", "report", "_coverage", "_coverage_plot", "_study_estimates")),
+    ("metrics", ("stats", "chunked", "cube", "engine", "study", "model_selection", "cli", "report", "_coverage", "_coverage2018", "_coverage_plot", "_study_estimates")),
+    ("stats", ("chunked", "cube", "engine", "study", "model_selection", "cli", "report", "_coverage", "_coverage2018", "_coverage_plot", "_study_estimates")),
+    ("chunked", ("cube", "engine", "study", "model_selection", "cli", "report", "_coverage", "_coverage2018", "_coverage_plot", "_study_estimates")),
+    ("cube", ("engine", "study", "model_selection", "cli", "report", "_coverage", "_coverage2018", "_coverage_plot", "_study_estimates")),
+    ("engine", ("study", "model_selection", "cli", "report", "_coverage", "_coverage2018", "_coverage_plot", "_study_estimates")),
 ]
 
 

@@ -139,3 +139,113 @@ def test_command_line(tmp_path):
     assert "inclusion" in out.stdout and "coverage.csv" in out.stdout
     csv = pd.read_csv(tmp_path / "c" / "coverage.csv")
     assert list(csv["method"]) == ["bbc", "delong"] and (csv["n_samples"] == 100).all()
+
+
+# The 2018 paper's simulation (§5.1, Figure 1): bias and inclusion of CVT, TT, NCV, BBC,
+# BBCD, BBC-F and repeated holdout.
+
+TINY_2018 = [{"a": 9, "b": 6, "n_samples": 20, "n_configs": 15},
+             {"a": 14, "b": 6, "n_samples": 40, "n_configs": 10}]
+ARGS_2018 = dict(protocol="simulation2018", settings=TINY_2018, n_repetitions=3, n_bootstraps=100,
+                 random_state=11)
+
+
+def test_nested_cv_on_a_matrix_is_the_plain_loop():
+    from scipy.stats import t
+
+    from bbc_dask.stats import nested_cv, repeated_holdout
+
+    gen = np.random.default_rng(3)
+    y = np.arange(30) % 2
+    stack = np.where(gen.random((5, 30, 7)) < gen.uniform(0.4, 0.8, 7), y[:, None], 1 - y[:, None])
+    folds = np.arange(30) % 5
+    for pred in (stack[0], stack):  # one matrix for every outer fold, or one each
+        scores = []
+        for k in range(5):
+            mat = pred if pred.ndim == 2 else pred[k]
+            correct = mat == y[:, None]
+            best = int(np.argmax(correct[folds != k].mean(axis=0)))  # ties to the lowest index
+            scores.append(correct[folds == k, best].mean())
+        res = nested_cv(pred, y, folds, metric="accuracy", confidence_level=0.9)
+        assert res.outer_scores.tolist() == pytest.approx(scores)
+        assert res.estimate == pytest.approx(np.mean(scores))
+        half = t.ppf(0.95, 4) * np.std(scores, ddof=1) / np.sqrt(5)
+        assert res.confidence_interval == pytest.approx((np.mean(scores) - half, np.mean(scores) + half))
+    rh = repeated_holdout(stack, y, metric="accuracy", n_repeats=5, test_size=0.2, random_state=0)
+    s = rh.outer_scores
+    half = t.ppf(0.975, 4) * np.sqrt((1 / 5 + 6 / 24) * np.var(s, ddof=1))
+    assert rh.estimate == pytest.approx(s.mean()) and rh.confidence_interval.high == pytest.approx(s.mean() + half)
+    assert (np.round(s * 6) == s * 6).all()  # six held-out rows of 30
+    with pytest.raises(InvalidParameterError, match="'predictions' parameter of nested_cv"):
+        nested_cv(stack[:3], y, folds, metric="accuracy")
+
+
+def test_2018_protocol_table_is_the_repetitions_whatever_the_workers(tmp_path, client):
+    from bbc_dask._coverage import _design
+    from bbc_dask._coverage2018 import METHODS_2018, bias_table
+
+    table = coverage(tmp_path / "a", client=client, **ARGS_2018)
+    assert list(table["method"][:7]) == list(METHODS_2018) and (table["runs"] == 3).all()
+    assert table.query("method in ['cvt', 'tt', 'bbcd']")["inclusion"].isna().all()
+    assert table.query("method in ['ncv', 'bbc', 'bbc_f', 'repeated_holdout']")["inclusion"].notna().all()
+    assert (tmp_path / "a" / "coverage.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "NCV" in (tmp_path / "a" / "coverage.html").read_text()
+    # the same rows computed here, in this process, give the same table
+    design = json.loads((tmp_path / "a" / "coverage.json").read_text())
+    assert design == _design("simulation2018", TINY_2018, None, 3, 0.05, 100, None, 11, "t")
+    assert design["selection"] == "pooled" and design["holdout"] == {"n_repeats": 10, "test_size": 0.3}
+    rows = [row for s in range(2) for r in range(3) for row in repetition(design, s, r)]
+    here = bias_table(rows, 0.05)
+    pd.testing.assert_frame_equal(table.drop(columns=["a", "b", "n_samples", "n_configs"]), here)
+    one = {r["method"]: r for r in rows[:7]}
+    assert one["cvt"]["selected"] == one["tt"]["selected"] == one["ncv"]["selected"]
+    assert one["bbc"]["selected"] == one["cvt"]["selected"]  # BBC-CV's pooled winner, as the code
+
+
+def test_2018_protocol_resumes_to_the_same_table(tmp_path, client):
+    whole = coverage(tmp_path / "whole", client=client, **ARGS_2018)
+    coverage(tmp_path / "part", client=client, **(ARGS_2018 | {"n_repetitions": 1}))
+    (tmp_path / "part" / "runs" / "s001_r00000.json").unlink()  # as if stopped mid-run
+    resumed = coverage(tmp_path / "part", client=client, **ARGS_2018)
+    pd.testing.assert_frame_equal(resumed, whole)
+
+
+def test_the_older_protocols_keep_their_design():
+    """A directory of the 2024 protocols resumes: their manifest has the same keys and
+    values as before the 2018 protocol existed."""
+    from bbc_dask._coverage import _design
+
+    design = _design("simulation", SMALL, METHODS, 4, 0.05, 200, None, 5, "coverage")
+    assert design == _spec()
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(methods=["ncv", "delong"]), r"'methods' parameter of coverage must be one of \['cvt'"),
+    (dict(settings=[{"a": 9, "b": 6, "n_samples": 100, "n_configs": 10, "class0_share": 0.5}]),
+     r"'settings' parameter of coverage must be dicts of the keys \['a', 'b', 'n_samples', 'n_configs'\]"),
+    (dict(settings=[{"a": 9, "b": 6, "n_samples": 12, "n_configs": 10}]),
+     r"settings\[i\]\['n_samples'\]\" parameter of coverage must be an int in the range \[20, inf\)"),
+    (dict(settings=[{"a": 0, "b": 6, "n_samples": 40, "n_configs": 10}]),
+     r"settings\[i\]\['a'\]\" parameter of coverage must be a float"),
+])
+def test_bad_2018_arguments_are_one_line_errors(tmp_path, kwargs, message):
+    with pytest.raises(InvalidParameterError, match=message) as e:
+        coverage(tmp_path / "bad", protocol="simulation2018", **kwargs)
+    assert "\n" not in str(e.value)
+    assert not (tmp_path / "bad").exists()
+
+
+@pytest.mark.slow
+def test_2018_protocol_cvt_is_optimistic_and_ncv_is_not(tmp_path, client):
+    """Figure 1's shape at 300 repetitions (N = 20 and 100, C = 100): CVT's bias is positive
+    by far more than twice 2 standard errors; NCV's is within twice 2 standard errors (or
+    0.01) of zero; BBC-CV's and BBC-F's intervals are not rejected by the binomial test."""
+    settings = [{"a": 9, "b": 6, "n_samples": n, "n_configs": 100} for n in (20, 100)]
+    table = coverage(tmp_path / "fig1", protocol="simulation2018", settings=settings,
+                     methods=["cvt", "ncv", "bbc", "bbc_f"], n_repetitions=300, random_state=3,
+                     client=client).set_index(["setting", "method"])
+    for s in range(2):
+        cvt, ncv = table.loc[(s, "cvt")], table.loc[(s, "ncv")]
+        assert cvt["bias"] > 2 * 2 * cvt["bias_se"]
+        assert abs(ncv["bias"]) < max(2 * 2 * ncv["bias_se"], 0.01)
+        assert table.loc[(s, "bbc"), "not_rejected"] and table.loc[(s, "bbc_f"), "not_rejected"]

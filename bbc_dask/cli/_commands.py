@@ -498,24 +498,29 @@ def demo(store, out_dir, workers, no_progress):
 
 @main.command()
 @click.argument("out_dir", type=click.Path(file_okay=False))
-@click.option("--protocol", type=click.Choice(["simulation", "real"]), default="simulation",
-              show_default=True)
+@click.option("--protocol", type=click.Choice(["simulation", "real", "simulation2018"]),
+              default="simulation", show_default=True,
+              help="The 2024 paper's simulation or real-data protocol (lower bounds of AUC), or "
+                   "the 2018 paper's simulation (bias and inclusion of accuracy estimates).")
 @click.option("--setting", "settings", multiple=True, metavar="KEY=VALUE,...",
               help="A setting, repeatable: a=24,b=6,n_samples=500,n_configs=100,class0_share=0.1 "
-                   "(simulation) or dataset=breast_cancer,n_train=50 (real). Default: part of "
-                   "the paper's Table 2 / n_train 50 and 200.")
+                   "(simulation), dataset=breast_cancer,n_train=50 (real) or "
+                   "a=9,b=6,n_samples=20,n_configs=100 (simulation2018). Default: part of "
+                   "the paper's Table 2 / n_train 50 and 200 / part of the 2018 Figure 1.")
 @click.option("--method", "methods", multiple=True,
-              type=click.Choice(["bbc", "bbc_f", *_CI_METHODS, "naive_bootstrap"]),
-              help="Repeatable; default: all ten.")
+              type=click.Choice(["bbc", "bbc_f", *_CI_METHODS, "naive_bootstrap", "cvt", "tt",
+                                 "ncv", "bbcd", "repeated_holdout"]),
+              help="Repeatable; default: all ten (simulation2018: cvt, tt, ncv, bbc, bbcd, "
+                   "bbc_f, repeated_holdout).")
 @click.option("--repetitions", type=click.IntRange(min=1), default=200, show_default=True)
 @click.option("--alpha", type=click.FloatRange(0, 0.5, min_open=True, max_open=True), default=0.05,
               show_default=True)
 @click.option("--bootstraps", type=click.IntRange(min=2), default=None,
               help="Default: each method's (BBC 1000, NB 500, tilting 2000).")
-@click.option("--selection", type=click.Choice(["fold_mean", "pooled"]), default="fold_mean",
-              show_default=True,
+@click.option("--selection", type=click.Choice(["fold_mean", "pooled"]), default=None,
               help="The final winner of BBC and NB: the best mean fold score (the paper's "
-                   "code) or the best pooled score.")
+                   "code; the default) or the best pooled score (simulation2018's default, "
+                   "its code's).")
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
 @click.option("--scheduler", default=None, help="Address of an existing Dask scheduler.")
 @click.option("--cluster-option", multiple=True, metavar="KEY=VALUE",
@@ -524,7 +529,8 @@ def coverage(out_dir, protocol, settings, methods, repetitions, alpha, bootstrap
              scheduler, cluster_option):
     """Run or resume a coverage study (the 2024 paper's protocol) into OUT_DIR: the
     inclusion rate, tightness and binomial test of each method's lower bound, as
-    coverage.csv, coverage.html and coverage.png."""
+    coverage.csv, coverage.html and coverage.png. With --protocol simulation2018, the 2018
+    paper's §5.1: each method's bias and the inclusion of the truth in its interval."""
     from .._coverage import coverage as run_coverage
 
     parsed = [_parse_options(s.split(","), "--setting") for s in settings] or None

@@ -29,11 +29,13 @@ _MODULES = {
     "._bootstrap": ("SEED_BLOCK", "block_counts", "defined_parts", "fill_counts", "first_plan",
                     "plan_counts", "plan_seed_block"),
     "._dropping": ("Dropping", "DroppingScorer", "available_mask", "decide", "dropping_rule",
+                   "dropping_test",
                    "fill_unavailable", "frame_of", "mean_over_repeats"),
     "._holdout": ("BootstrapEstimate", "HoldoutResult", "NO_INFORMATION",
                    "RepeatedHoldoutResult", "delong_interval", "no_information_score",
                    "normal_interval", "percentile_interval", "point632", "t_interval"),
     "._inputs": ("prepare_inputs",),
+    "._nested": ("OuterEstimate", "nested_cv", "repeated_holdout"),
     "._selection_ci": ("selection_ci",),
     "._winner": ("ranking", "select"),
 }
