@@ -18,9 +18,9 @@ github.com/mensxmachina/BBC-CV):
 - ``ncv``: nested CV, as the code's ``NCV``: each outer fold draws a fresh prediction matrix
   of the same true accuracies (the configurations retrained), selects on the other nine
   folds and scores on its own; the estimate is the mean of the ten fold accuracies
-  (:func:`bbc_dask.stats.nested_cv`, its interval the t interval of the fold scores).
+  (:func:`bbc_dask.stats.ncv_of_matrix`, its interval the t interval of the fold scores).
 - ``repeated_holdout``: the same with :data:`HOLDOUT` random splits instead of folds (not in
-  the code; :func:`bbc_dask.stats.repeated_holdout`, the corrected resampled t interval).
+  the code; :func:`bbc_dask.stats.repeated_holdout_of_matrix`, the corrected resampled t interval).
 
 The bias is the estimate minus the true accuracy of the configuration the method returns:
 CVT's for CVT, TT, NCV and repeated holdout (they return CVT's model, as in the code), the
@@ -103,11 +103,11 @@ def _method(m, sim, design, seed):
             return _bbcd(sim, design, seed, boots)
         gen = np.random.Generator(np.random.PCG64(child_seed(seed, "fresh")))
         if m == "ncv":
-            res = stats.nested_cv(_fresh(gen, y, sim.true_performance, K), y, folds,
+            res = stats.ncv_of_matrix(_fresh(gen, y, sim.true_performance, K), y, folds,
                                   metric="accuracy", confidence_level=conf)
         else:
             ho = design["holdout"]
-            res = stats.repeated_holdout(_fresh(gen, y, sim.true_performance, ho["n_repeats"]), y,
+            res = stats.repeated_holdout_of_matrix(_fresh(gen, y, sim.true_performance, ho["n_repeats"]), y,
                                          metric="accuracy", confidence_level=conf,
                                          random_state=child_seed(seed, "splits"), **ho)
         ci = res.confidence_interval

@@ -457,7 +457,7 @@ def bootstrap_estimate(estimator, X, y, *, metric, n_bootstraps, method, random_
       is 0; 0.5 for the AUCs). With ``oob' = max(oob, γ)``, ``R = (resub - oob')/(resub -
       γ)`` if ``oob < resub`` and ``γ < resub``, else 0 (Efron & Tibshirani's clipping,
       so R is in [0, 1]), and the round's estimate is ``.632 + (oob' - resub)·.368·.632·R
-      /(1 - .368·R)``, never above its resubstitution score.
+      /(1 - .368·R)`` (with R = 0, the round's .632 estimate).
 
     Examples
     --------

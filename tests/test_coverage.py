@@ -153,7 +153,7 @@ ARGS_2018 = dict(protocol="simulation2018", settings=TINY_2018, n_repetitions=3,
 def test_nested_cv_on_a_matrix_is_the_plain_loop():
     from scipy.stats import t
 
-    from bbc_dask.stats import nested_cv, repeated_holdout
+    from bbc_dask.stats import ncv_of_matrix, repeated_holdout_of_matrix
 
     gen = np.random.default_rng(3)
     y = np.arange(30) % 2
@@ -166,18 +166,18 @@ def test_nested_cv_on_a_matrix_is_the_plain_loop():
             correct = mat == y[:, None]
             best = int(np.argmax(correct[folds != k].mean(axis=0)))  # ties to the lowest index
             scores.append(correct[folds == k, best].mean())
-        res = nested_cv(pred, y, folds, metric="accuracy", confidence_level=0.9)
+        res = ncv_of_matrix(pred, y, folds, metric="accuracy", confidence_level=0.9)
         assert res.outer_scores.tolist() == pytest.approx(scores)
         assert res.estimate == pytest.approx(np.mean(scores))
         half = t.ppf(0.95, 4) * np.std(scores, ddof=1) / np.sqrt(5)
         assert res.confidence_interval == pytest.approx((np.mean(scores) - half, np.mean(scores) + half))
-    rh = repeated_holdout(stack, y, metric="accuracy", n_repeats=5, test_size=0.2, random_state=0)
+    rh = repeated_holdout_of_matrix(stack, y, metric="accuracy", n_repeats=5, test_size=0.2, random_state=0)
     s = rh.outer_scores
     half = t.ppf(0.975, 4) * np.sqrt((1 / 5 + 6 / 24) * np.var(s, ddof=1))
     assert rh.estimate == pytest.approx(s.mean()) and rh.confidence_interval.high == pytest.approx(s.mean() + half)
     assert (np.round(s * 6) == s * 6).all()  # six held-out rows of 30
-    with pytest.raises(InvalidParameterError, match="'predictions' parameter of nested_cv"):
-        nested_cv(stack[:3], y, folds, metric="accuracy")
+    with pytest.raises(InvalidParameterError, match="'predictions' parameter of ncv_of_matrix"):
+        ncv_of_matrix(stack[:3], y, folds, metric="accuracy")
 
 
 def test_2018_protocol_table_is_the_repetitions_whatever_the_workers(tmp_path, client):

@@ -140,7 +140,7 @@ def _reference(res, X, y, make, score, gamma_of):
         o2 = max(o, g)
         rate = (r - o2) / (r - g) if (o < r and g < r) else 0.0
         plus = 0.368 * r + 0.632 * o + (o2 - r) * 0.368 * 0.632 * rate / (1 - 0.368 * rate)
-        estplus.append(min(plus, r)), rates.append(rate)
+        estplus.append(plus), rates.append(rate)
     return dict(oob=np.array(oob), resub=np.array(resub), gamma=np.array(gam),
                 est={"oob": np.mean(oob), ".632": np.mean(est632), ".632+": np.mean(estplus)},
                 rate=np.array(rates))

@@ -12,15 +12,27 @@ from ._commands import _client, _store_errors, main
 __all__ = ["compare", "nested_result_of", "nested_status"]
 
 
-def nested_status(store, storage_options, as_json):
-    """Print the progress of a nested CV's store and return True; False for a study."""
+def _nested_cube(store, storage_options):
+    """The open store if it holds a nested CV, else None (a missing store or another
+    kind is left to the study's commands, which say so in their words)."""
     from .._nested_cv import is_nested
-    from ..cube import PENDING, open_cube
+    from ..cube import open_cube
+    from ..exceptions import StoreMismatchError, StoreNotFoundError
+
+    try:
+        cube = open_cube(store, storage_options=storage_options or None)
+    except (StoreNotFoundError, StoreMismatchError):
+        return None
+    return cube if is_nested(cube.meta) else None
+
+
+def nested_status(store, storage_options, as_json):
+    """Print the progress of a nested CV's store and return True; False otherwise."""
+    from ..cube import PENDING
     from ..engine import nested_outcome
 
-    with _store_errors(store):
-        cube = open_cube(store, storage_options=storage_options or None)
-    if not is_nested(cube.meta):
+    cube = _nested_cube(store, storage_options)
+    if cube is None:
         return False
     out, st = nested_outcome(cube), cube.state()
     info = {"protocol": "nested", "inner_cells": int(st.size),
@@ -34,12 +46,11 @@ def nested_status(store, storage_options, as_json):
 
 def nested_result_of(store, storage_options=None, confidence=0.95):
     """The nested CV result of ``store`` if it holds one, else None."""
-    from .._nested_cv import is_nested, open_nested
-    from ..cube import open_cube
+    from .._nested_cv import open_nested
 
+    if _nested_cube(store, storage_options) is None:
+        return None
     with _store_errors(store):
-        if not is_nested(open_cube(store, storage_options=storage_options or None).meta):
-            return None
         return open_nested(store, confidence_level=confidence,
                            storage_options=storage_options or None)
 

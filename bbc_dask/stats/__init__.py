@@ -35,7 +35,7 @@ _MODULES = {
                    "RepeatedHoldoutResult", "delong_interval", "no_information_score",
                    "normal_interval", "percentile_interval", "point632", "t_interval"),
     "._inputs": ("prepare_inputs",),
-    "._nested": ("OuterEstimate", "nested_cv", "repeated_holdout"),
+    "._nested": ("OuterEstimate", "ncv_of_matrix", "repeated_holdout_of_matrix"),
     "._selection_ci": ("selection_ci",),
     "._winner": ("ranking", "select"),
 }

@@ -159,8 +159,8 @@ def point632(oob, resub, method, gamma=None):
     ``oob' = max(oob, γ)``; ``R = (resub - oob')/(resub - γ)`` when ``oob < resub`` and
     ``γ < resub``, else 0 (so R is in [0, 1]); ``.632 + (oob' - resub)·.368·.632·R/(1 -
     .368·R)``, i.e. ``resub + ω(oob' - resub)`` with ``ω = .632/(1 - .368·R)`` when
-    ``oob >= γ``; finally not above ``resub`` (a round whose out-of-bag score is above its
-    resubstitution score reports the latter).
+    ``oob >= γ`` (Efron & Tibshirani, 1997, Eqs. 32-33; with R = 0 it is the .632
+    estimate).
     """
     o, r = np.asarray(oob, dtype=np.float64), np.asarray(resub, dtype=np.float64)
     if method == "oob":
@@ -175,7 +175,7 @@ def point632(oob, resub, method, gamma=None):
         rate = np.where(overfit, (r - o_clip) / np.where(overfit, r - g, 1.0), 0.0)
     rate = np.clip(rate, 0.0, 1.0)
     plus = e632 + (o_clip - r) * (0.368 * 0.632 * rate) / (1.0 - 0.368 * rate)
-    return np.minimum(plus, r), rate
+    return plus, rate
 
 
 # ------------------------------------------------------------------ results

@@ -44,12 +44,12 @@ from ._inputs import prepare_inputs
 from ._result import ConfidenceInterval
 from ._winner import select
 
-__all__ = ["OuterEstimate", "nested_cv", "repeated_holdout"]
+__all__ = ["OuterEstimate", "ncv_of_matrix", "repeated_holdout_of_matrix"]
 
 
 @dataclass(frozen=True)
 class OuterEstimate:
-    """The outcome of :func:`nested_cv` or :func:`repeated_holdout`.
+    """The outcome of :func:`ncv_of_matrix` or :func:`repeated_holdout_of_matrix`.
 
     Attributes
     ----------
@@ -113,7 +113,7 @@ def _result(method, sel, scores, name, conf, inflation):
                          name, float(conf))
 
 
-def nested_cv(predictions, y, folds, *, metric, confidence_level=0.95, pos_label=None):
+def ncv_of_matrix(predictions, y, folds, *, metric, confidence_level=0.95, pos_label=None):
     """Nested cross-validation on a prediction matrix (see the module's docstring).
 
     Parameters
@@ -130,7 +130,7 @@ def nested_cv(predictions, y, folds, *, metric, confidence_level=0.95, pos_label
     -------
     OuterEstimate
     """
-    caller = "nested_cv"
+    caller = "ncv_of_matrix"
     conf = validation.check_confidence_level(confidence_level, caller)
     n = np.asarray(y).shape[0]
     f = validation.as_folds(folds, n, 1, caller)[:, 0]
@@ -140,8 +140,9 @@ def nested_cv(predictions, y, folds, *, metric, confidence_level=0.95, pos_label
     return _result("nested_cv", sel, scores, name, conf, 1.0 / ids.size)
 
 
-def repeated_holdout(predictions, y, *, metric, n_repeats=10, test_size=0.3, confidence_level=0.95,
-                     random_state=None, pos_label=None):
+def repeated_holdout_of_matrix(predictions, y, *, metric, n_repeats=10, test_size=0.3,
+                               confidence_level=0.95,
+                               random_state=None, pos_label=None):
     """Repeated holdout on a prediction matrix (see the module's docstring).
 
     Parameters
@@ -162,7 +163,7 @@ def repeated_holdout(predictions, y, *, metric, n_repeats=10, test_size=0.3, con
     -------
     OuterEstimate
     """
-    caller = "repeated_holdout"
+    caller = "repeated_holdout_of_matrix"
     conf = validation.check_confidence_level(confidence_level, caller)
     r = validation.check_int(n_repeats, "n_repeats", caller, low=2)
     share = validation.check_real_open(test_size, "test_size", caller, 0.0, 1.0)
