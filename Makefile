@@ -39,7 +39,12 @@ test-slow: $(VENV)/.test
 test-all: $(VENV)/.test
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
-bench: $(VENV)/.test
+# with the benchmarks' peers (mlxtend); the other benchmarks run as python benchmarks/X.py
+$(VENV)/.bench: $(UV) pyproject.toml
+	$(UVPIP) -e ".[test,s3,kubernetes,bench]"
+	touch $@ $(VENV)/.test $(VENV)/.core
+
+bench: $(VENV)/.bench
 	$(BIN)/python benchmarks/bench_bbc.py
 
 clean:

@@ -111,3 +111,32 @@ def test_a_metric_without_a_scikit_learn_scorer_cannot_tune_the_holdout_family(t
         bd.compare(Ridge(), {"alpha": [1.0]}, X, y, store=tmp_path / "s", metric="r2_corr",
                    random_state=0, client="tcp://127.0.0.1:1", progress=False)
     assert not (tmp_path / "s").exists()
+
+
+# slow: a command-line process with a study's worth of protocols (~10 s); bd.compare itself
+# is in the default suite above
+@pytest.mark.slow
+def test_the_command_line_compares_a_study_file(tmp_path, client):
+    import json
+
+    import yaml
+
+    from test_cli import cli
+
+    spec = {"name": "cmp", "data": {"sklearn": "breast_cancer"},
+            "grid": [{"estimator": "sklearn.tree.DecisionTreeClassifier",
+                      "params": {"random_state": 0}, "grid": {"max_depth": [1, 3]}}],
+            "cv": {"splits": 3}, "protocol": {"kind": "nested", "n_outer": 3, "n_inner": 2},
+            "metric": "roc_auc", "random_state": 3}
+    f = tmp_path / "study.yaml"
+    f.write_text(yaml.safe_dump(spec))
+    out = cli("compare", f, "--out", tmp_path / "cmp", "--scheduler", client.scheduler.address,
+              "--protocols", "cvt,bbc,ncv,holdout", "--no-progress").stdout
+    assert "BBC-CV" in out and "NCV" in out and "comparison.html" in out
+    got = json.loads((tmp_path / "cmp" / "comparison.json").read_text())
+    assert [r["protocol"] for r in got["rows"]] == ["CVT (naive)", "BBC-CV", "NCV", "holdout"]
+    ncv = bd.open_nested(tmp_path / "cmp" / "stores" / "nested.zarr")
+    assert got["rows"][2]["estimate"] == ncv.estimate and ncv.n_outer == 3
+    assert (tmp_path / "cmp" / "comparison.png").exists()
+    bad = cli("compare", f, "--out", tmp_path / "c2", "--protocols", "cvt,nope", check=False)
+    assert bad.returncode == 2 and "'protocols' parameter of compare" in bad.stderr

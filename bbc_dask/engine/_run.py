@@ -258,11 +258,17 @@ class _StudyRun:
         self.fits = run_waves(self.cube, client, req.estimator, self.configs, req.data.X,
                               req.data.y, req.data.target, req.metric, req.error_score,
                               req.execution.progress, req.dropping, self.root, cancel_on_exit,
-                              self.token)
+                              self.token, pooled=self._needs_pooled())
         runs = list(self.cube.meta["runs"])
         runs[-1].update(finished=time.strftime("%Y-%m-%dT%H:%M:%S"), t1=time.time(),
                         fits=self.fits)
         self.cube.set_meta(runs=runs)
+
+    def _needs_pooled(self):
+        """Whether the ledger's pooled scores are wanted: by every study (its winner,
+        ``cv_results_``), but not by a nested CV that selects by the mean inner fold score
+        (its pooled scores would be read by nothing)."""
+        return not (self.request.protocol.kind == "nested" and self.request.selection == "fold_mean")
 
     def _check_not_all_failed(self):
         from ..cube import failure_groups

@@ -60,9 +60,10 @@ class _WaveTasks:
 
 
 def run_waves(cube, client, estimator, configs, X, y, target, m, error_score,
-               progress, dropping=None, root=None, cancel_on_exit=True, token=None):
+               progress, dropping=None, root=None, cancel_on_exit=True, token=None,
+               pooled=True):
     """Run every pending cell, wave by wave; with ``dropping``, test between waves; then
-    the pooled scores of complete configurations.
+    (``pooled``) the pooled scores of complete configurations.
 
     Without dropping the waves are one queue (no barrier: workers never idle at a wave's
     end). With dropping, wave k+1 is planned only after wave k's decision is persisted.
@@ -88,7 +89,8 @@ def run_waves(cube, client, estimator, configs, X, y, target, m, error_score,
                 if (k < n_splits - 1 or dropping.test_last_wave) and k not in decided:
                     active = _decide(cube, client, root, dropping, k, state, active, m, target)
                     state = cube.state()
-        _pooled_pass(cube, client, m, target)
+        if pooled:
+            _pooled_pass(cube, client, m, target)
     finally:
         run.close()
     return run.fits
