@@ -143,6 +143,9 @@ def _killed_then_resumed(tmp_path, client, point, frac):
     return got
 
 
+# slow (9 s, as the kills below): CI runs them every time; the default suite's kill tests
+# (test_faults) cover the engine's store writes that nested CV shares
+@pytest.mark.slow
 def test_a_kill_in_the_outer_stage_resumes_identical(tmp_path, client):
     """Killed at the outer stage's second result write (the inner CVs done, some outer
     refits recorded): the resume fits only the outer folds not recorded."""
