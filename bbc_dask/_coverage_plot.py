@@ -58,18 +58,25 @@ def write_png(table, design, path):
     plt.close(fig)
 
 
-def write_html(table, design, path):
+def _html_rows(table, design, labels, cell, setting_label):
+    """``(head, body)`` of a coverage page's table: one row per setting, one cell per
+    method (``cell(row)`` its text), bold where the binomial test does not reject."""
     settings, methods, cells = _grid(table, design)
-    head = "".join(f"<th>{_LABEL[m]}</th>" for m in methods)
+    head = "".join(f"<th>{labels[m]}</th>" for m in methods)
     body = []
     for s in settings:
         tds = []
         for m in methods:
             r = cells[s, m]
-            txt = html.escape(_cell(r))
+            txt = html.escape(cell(r))
             p = "" if math.isnan(r.binom_p) else f" title='binomial p = {r.binom_p:.3g}'"
             tds.append(f"<td{p}>{'<b>' + txt + '</b>' if r.not_rejected else txt}</td>")
-        body.append(f"<tr><th>{html.escape(_setting_label(design, s))}</th>{''.join(tds)}</tr>")
+        body.append(f"<tr><th>{html.escape(setting_label(s))}</th>{''.join(tds)}</tr>")
+    return head, body
+
+
+def write_html(table, design, path):
+    head, body = _html_rows(table, design, _LABEL, _cell, lambda s: _setting_label(design, s))
     page = f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>bbc_dask coverage</title>
 <style>body{{font-family:sans-serif;margin:2em;color:#222}}table{{border-collapse:collapse}}
@@ -148,19 +155,11 @@ def _bias_cell(row):
 
 
 def write_bias_html(table, design, path):
-    settings, methods, cells = _grid(table, design)
-    head = "".join(f"<th>{_LABEL_2018[m]}</th>" for m in methods)
-    body = []
-    for s in settings:
-        tds = []
-        for m in methods:
-            r = cells[s, m]
-            txt = html.escape(_bias_cell(r))
-            p = "" if math.isnan(r.binom_p) else f" title='binomial p = {r.binom_p:.3g}'"
-            tds.append(f"<td{p}>{'<b>' + txt + '</b>' if r.not_rejected else txt}</td>")
+    def label(s):
         st = design["settings"][s]
-        label = f"Beta({st['a']:g},{st['b']:g}) N={st['n_samples']} C={st['n_configs']}"
-        body.append(f"<tr><th>{html.escape(label)}</th>{''.join(tds)}</tr>")
+        return f"Beta({st['a']:g},{st['b']:g}) N={st['n_samples']} C={st['n_configs']}"
+
+    head, body = _html_rows(table, design, _LABEL_2018, _bias_cell, label)
     page = f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>bbc_dask bias</title>
 <style>body{{font-family:sans-serif;margin:2em;color:#222}}table{{border-collapse:collapse}}

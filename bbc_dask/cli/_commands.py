@@ -7,7 +7,6 @@ failure of bbc_dask itself: exit status 1, named an internal error, with its tra
 """
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import sys
@@ -18,12 +17,11 @@ import click
 
 from ..exceptions import (
     BoundAboveObservedWarning,
-    StoreMismatchError,
-    StoreNotFoundError,
     StudyInterrupted,
     UserError,
 )
 from ..stats import CI_METHODS, alpha_of
+from ._stores import store_errors as _store_errors
 
 
 class _Group(click.Group):
@@ -99,17 +97,6 @@ def _parse_options(pairs, flag):
                 raise click.BadParameter(f"{key!r} nests under a value", param_hint=flag)
         node[last] = yaml.safe_load(value) if value else ""
     return out
-
-
-@contextlib.contextmanager
-def _store_errors(store):
-    """A missing store or one that is not a study, said in the command line's words."""
-    try:
-        yield
-    except StoreNotFoundError:
-        raise StoreNotFoundError(f"{store}: no such store") from None
-    except StoreMismatchError as e:
-        raise StoreMismatchError(f"{store} is not a bbc_dask study store ({e})") from None
 
 
 def _open(store, storage_options=None):
@@ -274,7 +261,7 @@ def _echo_failures(study, groups=None, err=False):
 @_storage_option
 def status(store, as_json, storage_option):
     """Progress of the study at STORE (a path or a URL such as s3://bucket/study.zarr)."""
-    from ._protocols import nested_status
+    from ._stores import nested_status
 
     options = _parse_options(storage_option, "--storage-option")
     if nested_status(store, options, as_json):
@@ -366,7 +353,7 @@ def estimate(store, method, bootstraps, confidence, seed, as_json, partial, ci_m
              storage_option):
     """The estimate, CI, lower bound and naive estimate of the study at STORE (of a
     nested CV's store: its estimate, outer scores and interval over repeats)."""
-    from ._protocols import nested_result_of
+    from ._stores import nested_result_of
 
     options = _parse_options(storage_option, "--storage-option")
     nested = nested_result_of(store, options, confidence or 0.95)
@@ -399,7 +386,7 @@ def estimate(store, method, bootstraps, confidence, seed, as_json, partial, ci_m
 def report(store, out_dir, bootstraps, partial, storage_option):
     """PNG plots and an HTML summary of the study at STORE."""
     from ..report import write_nested_report, write_report
-    from ._protocols import nested_result_of
+    from ._stores import nested_result_of
 
     options = _parse_options(storage_option, "--storage-option")
     nested = nested_result_of(store, options)

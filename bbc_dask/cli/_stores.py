@@ -1,0 +1,66 @@
+"""What the command line says of a store: a missing store or one that is not a study in
+its words, and the nested CV stores that status, estimate and report read."""
+from __future__ import annotations
+
+import contextlib
+import json
+
+import click
+
+from ..exceptions import StoreMismatchError, StoreNotFoundError
+
+__all__ = ["nested_result_of", "nested_status", "store_errors"]
+
+
+@contextlib.contextmanager
+def store_errors(store):
+    """A missing store or one that is not a study, said in the command line's words."""
+    try:
+        yield
+    except StoreNotFoundError:
+        raise StoreNotFoundError(f"{store}: no such store") from None
+    except StoreMismatchError as e:
+        raise StoreMismatchError(f"{store} is not a bbc_dask study store ({e})") from None
+
+
+def _nested_cube(store, storage_options):
+    """The open store if it holds a nested CV, else None (a missing store or another
+    kind is left to the study's commands, which say so in their words)."""
+    from .._nested_cv import is_nested
+    from ..cube import open_cube
+    from ..exceptions import StoreMismatchError, StoreNotFoundError
+
+    try:
+        cube = open_cube(store, storage_options=storage_options or None)
+    except (StoreNotFoundError, StoreMismatchError):
+        return None
+    return cube if is_nested(cube.meta) else None
+
+
+def nested_status(store, storage_options, as_json):
+    """Print the progress of a nested CV's store and return True; False otherwise."""
+    from ..cube import PENDING
+    from ..engine import nested_outcome
+
+    cube = _nested_cube(store, storage_options)
+    if cube is None:
+        return False
+    out, st = nested_outcome(cube), cube.state()
+    info = {"protocol": "nested", "inner_cells": int(st.size),
+            "inner_done": int((st != PENDING).sum()), "outer_folds": int(out["outer_scores"].size),
+            "outer_recorded": out["recorded"]}
+    click.echo(json.dumps(info) if as_json else
+               f"nested CV: inner cells {info['inner_done']} of {info['inner_cells']} run; outer "
+               f"folds {info['outer_recorded']} of {info['outer_folds']} recorded")
+    return True
+
+
+def nested_result_of(store, storage_options=None, confidence=0.95):
+    """The nested CV result of ``store`` if it holds one, else None."""
+    from .._nested_cv import open_nested
+
+    if _nested_cube(store, storage_options) is None:
+        return None
+    with store_errors(store):
+        return open_nested(store, confidence_level=confidence,
+                           storage_options=storage_options or None)
