@@ -74,6 +74,28 @@ def test_nested_cv_equals_a_plain_scikit_learn_nested_loop(tmp_path, client, dat
     np.testing.assert_array_equal(again.inner_fold, res.inner_fold)
 
 
+@pytest.mark.parametrize("case", ["multiclass log loss", "regression"])
+def test_class_probabilities_and_regression_equal_the_plain_loop(tmp_path, client, case):
+    from sklearn.datasets import load_iris, make_regression
+    from sklearn.linear_model import Ridge
+    from sklearn.metrics import log_loss, mean_squared_error
+
+    if case == "regression":
+        X, y = make_regression(90, 5, noise=10, random_state=0)
+        est, grid, metric, method = Ridge(), {"alpha": [0.1, 10, 1000]}, "neg_mean_squared_error", "predict"
+        score = lambda a, b: -mean_squared_error(a, b)  # noqa: E731
+    else:
+        X, y = load_iris(return_X_y=True)
+        est, grid, metric, method = (LogisticRegression(max_iter=500), {"C": [0.01, 0.1, 1]},
+                                     "neg_log_loss", "predict_proba")
+        score = lambda a, b: -log_loss(a, b)  # noqa: E731
+    res = bd.nested_cv(est, grid, X, y, store=tmp_path / "n.zarr", metric=metric, n_outer=3,
+                       n_inner=3, random_state=0, client=client, progress=False)
+    selected, scores = _sklearn_nested(est, grid, X, y, res, method, score)
+    np.testing.assert_array_equal(res.selected, selected)
+    np.testing.assert_allclose(res.outer_scores, scores, rtol=0, atol=1e-9)
+
+
 def test_folds_are_nested_stratified_and_grouped(tmp_path, client):
     X, y = make_classification(96, 5, weights=[0.7], random_state=0)
     groups = np.arange(96) // 3  # 32 groups of 3
