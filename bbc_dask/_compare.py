@@ -41,7 +41,9 @@ class Comparison:
     rows : list of dict
         Per protocol: ``protocol`` (its label), ``estimate``, ``ci_low``, ``ci_high`` (NaN
         without an interval), ``models_trained`` (estimator fits, tuning included),
-        ``fit_seconds`` (their summed fit time), ``wall_seconds`` (of the protocol's run;
+        ``fit_seconds`` (their summed fit time; for the holdout family each tuned fit's
+        whole ``GridSearchCV.fit``, its inner predictions and scores included),
+        ``wall_seconds`` (of the protocol's run;
         the CVT rows share the study's fits and add their own bootstrap time), ``note``.
     metric : str
     confidence_level : float
@@ -187,8 +189,8 @@ def compare(estimator, param_grid, X, y, *, store, metric, n_splits=10, n_outer=
     from .metrics import get_metric
 
     m = get_metric(metric, caller=caller)
-    if {"holdout", "repeated_holdout", "bootstrap"} & set(chosen):
-        _scorer(m)  # before anything runs
+    _check_before_running(chosen, estimator, X, y, m, n_splits, n_outer, n_inner, test_size,
+                          holdout_repeats, n_bootstraps, bootstrap_method, caller)
     if not isinstance(random_state, (int, np.integer)) or isinstance(random_state, bool):
         raise InvalidParameterError.of("random_state", caller, "an int (every protocol's seed)",
                                        random_state)
@@ -212,6 +214,26 @@ def compare(estimator, param_grid, X, y, *, store, metric, n_splits=10, n_outer=
     return out
 
 
+def _check_before_running(chosen, estimator, X, y, m, n_splits, n_outer, n_inner, test_size,
+                          holdout_repeats, n_bootstraps, method, caller):
+    """Every argument of every chosen protocol, checked in compare's words before any
+    store is written or any fit runs."""
+    from .engine import NestedProtocol
+
+    X = validation.check_X(X, caller)
+    target = validation.check_cv_data(estimator, X, y, None, m, n_splits, 1, np.nan, None,
+                                      caller)[0]
+    if "ncv" in chosen:
+        NestedProtocol.build(n_outer, n_inner, 1, np.asarray(y), None, target,
+                             m.is_classification, caller)
+    if {"holdout", "repeated_holdout", "bootstrap"} & set(chosen):
+        _scorer(m)
+        validation.check_real_open(test_size, "test_size", caller, 0.0, 1.0)
+        validation.check_int(holdout_repeats, "holdout_repeats", caller, low=2)
+        validation.check_int(n_bootstraps, "n_bootstraps", caller, low=1)
+        validation.check_one_of(method, "bootstrap_method", caller, ("oob", ".632", ".632+"))
+
+
 def _row(key, estimate, ci, models, fit_s, wall_s, note=""):
     lo, hi = (math.nan, math.nan) if ci is None else (float(ci[0]), float(ci[1]))
     return {"key": key, "estimate": float(estimate), "ci_low": lo, "ci_high": hi,
@@ -232,8 +254,9 @@ def _run(chosen, estimator, grid, X, y, store, metric, n_splits, n_outer, n_inne
         res = nested_cv(estimator, grid, X, y, store=os.path.join(store, "nested.zarr"),
                         metric=metric, n_outer=n_outer, n_inner=n_inner, random_state=seed,
                         client=client, progress=progress, confidence_level=level)
-        rows.append(_row("ncv", res.estimate, res.ci, res.models_trained, res.fit_seconds,
-                         res.wall_seconds, f"{n_outer} outer x {n_inner} inner folds"))
+        rows.append(_row("ncv", res.estimate, None, res.models_trained, res.fit_seconds,
+                         res.wall_seconds, f"{n_outer} outer x {n_inner} inner folds; no "
+                         f"interval (one repeat)"))
     family = [k for k in ("holdout", "repeated_holdout", "bootstrap") if k in chosen]
     if family:
         rows += _holdout_rows(family, estimator, grid, X, y, metric, n_inner, test_size,
@@ -286,8 +309,14 @@ def _holdout_rows(family, estimator, grid, X, y, metric, n_inner, test_size, rep
     from ._resampling import bootstrap_estimate, holdout, repeated_holdout
     from .metrics import get_metric
 
+    from sklearn.model_selection import KFold, StratifiedKFold
+
     m = get_metric(metric, caller="compare")
-    tuned = GridSearchCV(estimator, grid, cv=n_inner, scoring=_scorer(m), refit=True)
+    # shuffled inner folds from the seed, as nested CV's (unshuffled folds of ordered data
+    # would not be random)
+    inner = (StratifiedKFold if m.is_classification else KFold)(n_inner, shuffle=True,
+                                                               random_state=seed)
+    tuned = GridSearchCV(estimator, grid, cv=inner, scoring=_scorer(m), refit=True)
     per_fit = len(ParameterGrid(grid)) * n_inner + 1  # GridSearchCV's fits per fit of it
     tuning = f"tuned inside: GridSearchCV({len(ParameterGrid(grid))} configurations, cv={n_inner})"
     rows = []
@@ -303,14 +332,17 @@ def _holdout_rows(family, estimator, grid, X, y, metric, n_inner, test_size, rep
                              confidence=level, random_state=seed, client=client, progress=progress)
         rows.append(_row("repeated_holdout", r.estimate, r.ci, r.models_trained * per_fit,
                          r.fit_seconds, time.perf_counter() - t,
-                         f"{repeats} x test_size={test_size}; {tuning}"))
+                         f"{repeats} x test_size={test_size}; the t interval ignores that the "
+                         f"training sets overlap (too narrow); {tuning}"))
     if "bootstrap" in family:
         t = time.perf_counter()
         r = bootstrap_estimate(tuned, X, y, metric=metric, n_bootstraps=n_bootstraps,
                                method=method, random_state=seed, client=client, progress=progress)
         rows.append(_row("bootstrap", r.estimate, getattr(r, "ci", None), r.models_trained * per_fit,
                          r.fit_seconds, time.perf_counter() - t,
-                         f"{method}, {n_bootstraps} rounds; {tuning}"))
+                         f"{method}, {n_bootstraps} rounds; {tuning} (on a bootstrap sample "
+                         f"copies of a row can fall in both an inner training and test fold, "
+                         f"which favours configurations that overfit)"))
     return rows
 
 

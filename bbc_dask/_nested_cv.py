@@ -26,7 +26,9 @@ class NestedCVResult:
     Attributes
     ----------
     estimate : float
-        The mean of the outer scores (over outer folds and repeats).
+        The mean of the outer scores (over outer folds and repeats); NaN, with a
+        RuntimeWarning naming the outer fold, if an outer refit failed or its metric is
+        undefined (a failed fold is not left out).
     outer_scores : ndarray of shape (n_repeats, n_outer)
         Each outer fold's score of its selected configuration, refit on its training set.
     selected : ndarray of shape (n_repeats, n_outer), int
@@ -51,7 +53,8 @@ class NestedCVResult:
     fit_seconds : float
         The fits' summed seconds, inner and outer.
     wall_seconds : float
-        Wall time of the runs that computed it (summed over resumed runs).
+        Wall time of the runs that computed it, summed over resumed runs (a run that was
+        killed counts up to its last recorded stage: the end of its waves, or nothing).
     metric : str
     store : str
     """
@@ -121,6 +124,10 @@ def nested_cv(estimator, param_grid, X, y, *, store, metric, n_outer, n_inner, n
     ``n_inner`` folds of the outer training set (stratified or grouped the same way;
     an inner fold never holds an outer test sample); the configuration the study's rule
     selects there is refit on the outer training set and scored on the outer test set.
+    Algorithm 3 of the paper cross-validates on the other K − 1 outer folds themselves;
+    here the outer training set is partitioned afresh into ``n_inner`` folds (as
+    ``cross_val_score(GridSearchCV(...))`` does), so ``n_inner`` is free; with
+    ``n_inner = n_outer − 1`` the fold counts are the paper's, not its partition.
     All inner fits of all outer folds are tasks of one run writing their predictions
     into one store; a killed run resumes with nothing finished recomputed.
 
@@ -219,6 +226,16 @@ def _result(cube, params, confidence_level):
             f"{scores.size} outer folds are recorded; run nested_cv again with the same "
             f"arguments to resume it.")
     estimate = float(np.mean(scores))
+    if np.isnan(scores).any():
+        # a NaN outer score is not left out: that would estimate from the folds that
+        # happened to work; say which and why
+        import warnings
+
+        r, o = (int(v) for v in np.argwhere(np.isnan(scores))[0])
+        why = out["errors"].get((r, o)) or "the metric is undefined on its test samples"
+        warnings.warn(f"nested CV: {int(np.isnan(scores).sum())} outer score(s) are NaN, so "
+                      f"is the estimate; e.g. repeat {r}, outer fold {o}: {why}",
+                      RuntimeWarning, stacklevel=3)
     ci = None
     if n_rep > 1:
         from scipy.stats import t

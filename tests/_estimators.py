@@ -26,3 +26,19 @@ class CountingScaler(StandardScaler):
     def fit(self, X, y=None, sample_weight=None):
         type(self).fits += 1
         return super().fit(X, y, sample_weight=sample_weight)
+
+
+class FailsWhenTrainedOn(LogisticRegression):
+    """Fails to fit whenever sample ``bad`` (its first feature marks it: X[bad, 0] ==
+    1000) is among the training rows: a configuration that fails on some splits only."""
+
+    def __init__(self, bad=-1, C=1.0):
+        super().__init__(C=C)
+        self.bad = bad
+
+    def fit(self, X, y, sample_weight=None):
+        import numpy as np
+
+        if self.bad >= 0 and np.any(np.asarray(X)[:, 0] == 1000 + self.bad):
+            raise ValueError(f"trained on sample {self.bad}")
+        return super().fit(X, y, sample_weight)

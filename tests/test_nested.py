@@ -285,3 +285,49 @@ def test_protocol_nested_alone_is_the_papers_10_and_9():
     raw = {"data": {"sklearn": "breast_cancer"}, "protocol": "nested",
            "grid": [{"estimator": "sklearn.tree.DecisionTreeClassifier", "grid": {"max_depth": [1]}}]}
     assert resolve_study_file(raw)["protocol"] == {"kind": "nested", "n_outer": 10, "n_inner": 9}
+
+
+def test_configurations_that_fail_on_some_outer_folds_leave_the_others_to_select(tmp_path, client):
+    """Configuration i fails wherever sample i is trained on: each outer fold still has the
+    configuration whose sample it tests, so each selects that one (the study's check that
+    every configuration failed somewhere does not apply per outer fold)."""
+    from _estimators import FailsWhenTrainedOn
+
+    from bbc_dask.exceptions import AllConfigurationsFailedError
+
+    X, y = make_classification(60, 4, random_state=0)
+    X = X.copy()
+    X[[0, 1], 0] = [1000, 1001]  # samples 0 and 1, marked for the estimator
+    probe = bd.nested_cv(LogisticRegression(), {"C": [1.0]}, X, y, store=tmp_path / "p.zarr",
+                         metric="accuracy", n_outer=2, n_inner=2, random_state=4,
+                         client=client, progress=False)
+    a, b = probe.outer_fold[0, 0], probe.outer_fold[1, 0]
+    if a == b:
+        pytest.skip("samples 0 and 1 share an outer fold for this seed")  # not for seed 4
+    res = bd.nested_cv(FailsWhenTrainedOn(), {"bad": [0, 1]}, X, y, store=tmp_path / "f.zarr",
+                       metric="accuracy", n_outer=2, n_inner=2, random_state=4, client=client,
+                       progress=False)
+    assert res.selected[0, a] == 0 and res.selected[0, b] == 1  # the one that never saw its sample
+    assert np.isfinite(res.outer_scores).all()
+    with pytest.raises(AllConfigurationsFailedError, match="inner CV of outer fold"):
+        bd.nested_cv(FailsWhenTrainedOn(), {"bad": [0]}, X, y, store=tmp_path / "g.zarr",
+                     metric="accuracy", n_outer=2, n_inner=2, random_state=4, client=client,
+                     progress=False)
+
+
+def test_too_many_inner_folds_for_the_groups_leaves_an_old_store_as_it_was(tmp_path, client):
+    X, y = make_classification(60, 4, random_state=0)
+    groups = np.repeat(np.arange(4), 15)
+    store = tmp_path / "n.zarr"
+    kw = dict(store=store, metric="accuracy", n_outer=2, groups=groups, random_state=0,
+              client=client, progress=False)
+    done = bd.nested_cv(LogisticRegression(), {"C": [1.0]}, X, y, n_inner=2, **kw)
+    before = sorted(os.listdir(store))
+    with pytest.raises(InvalidParameterError, match="'n_inner' parameter of nested_cv.*groups"):
+        bd.nested_cv(LogisticRegression(), {"C": [1.0]}, X, y, n_inner=3, overwrite=True, **kw)
+    assert sorted(os.listdir(store)) == before
+    assert bd.open_nested(store).estimate == done.estimate
+    fresh = tmp_path / "fresh.zarr"
+    with pytest.raises(InvalidParameterError, match="'n_inner'"):
+        bd.nested_cv(LogisticRegression(), {"C": [1.0]}, X, y, n_inner=3, **(kw | {"store": fresh}))
+    assert not fresh.exists()

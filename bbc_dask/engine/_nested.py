@@ -39,15 +39,20 @@ class NestedProtocol:
 
     kind = "nested"
 
-    def __init__(self, n_outer, n_inner, n_repeats):
+    def __init__(self, n_outer, n_inner, n_repeats, caller="nested_cv", inner_name="n_inner"):
         self.n_outer, self.n_inner, self.outer_repeats = n_outer, n_inner, n_repeats
         self.n_splits = n_inner
         self.n_repeats = n_outer * n_repeats  # the cube's repeats: one per outer fold
+        self._caller, self._inner_name = caller, inner_name  # for the groups' error
+        self._cached = None  # (seed key, folds): computed before the lock, used at creation
 
     @classmethod
-    def build(cls, n_outer, n_inner, n_repeats, y, groups, target, classification, caller):
+    def build(cls, n_outer, n_inner, n_repeats, y, groups, target, classification, caller,
+              names=None):
         """The protocol, its numbers checked against the data (one-line errors naming
-        ``n_outer``, ``n_inner`` or ``n_repeats``)."""
+        ``n_outer``, ``n_inner`` or ``n_repeats``). With groups, whether every outer
+        training set has ``n_inner`` groups depends on the seed's outer folds: the run
+        computes them (:meth:`folds`) before it takes the store's lock."""
         n_outer = validation.check_int(n_outer, "n_outer", caller, low=2)
         n_inner = validation.check_int(n_inner, "n_inner", caller, low=2)
         n_repeats = validation.check_int(n_repeats, "n_repeats", caller)
@@ -74,12 +79,18 @@ class NestedProtocol:
                 "n_inner", caller, f"at most {least}: an outer training set holds as few as "
                 f"{least} of the {have} {what} of {label}, and every inner fold needs one",
                 n_inner)
-        return cls(n_outer, n_inner, n_repeats)
+        return cls(n_outer, n_inner, n_repeats, caller, (names or {}).get("n_inner", "n_inner"))
 
     def folds(self, y, groups, classification, root):
         """Fold ids ``(N, n_repeats * n_outer)``: the inner partition of each outer fold,
         -1 on its outer test samples. The outer partitions come from the seed's
         ``nested-outer`` child, each inner one from its own ``nested-inner`` child."""
+        key = (root.entropy, tuple(root.spawn_key))
+        if self._cached is None or self._cached[0] != key:
+            self._cached = (key, self._folds(y, groups, classification, root))
+        return self._cached[1].copy()
+
+    def _folds(self, y, groups, classification, root):
         from ._plan import make_folds
 
         outer = self.outer_folds(y, groups, classification, root)
@@ -90,7 +101,7 @@ class NestedProtocol:
                 g = None if groups is None else groups[train]
                 if g is not None and np.unique(g).size < self.n_inner:
                     raise InvalidParameterError.of(
-                        "n_inner", "nested_cv", f"at most {np.unique(g).size}, the groups in "
+                        self._inner_name, self._caller, f"at most {np.unique(g).size}, the groups in "
                         f"the training set of outer fold {o} (repeat {r}); every inner fold "
                         f"needs one", self.n_inner)
                 out[train, r * self.n_outer + o] = make_folds(
@@ -127,14 +138,12 @@ def outer_of(folds, n_outer, n_repeats):
 
 def _select(ledger, j, selection, metric):
     """The configuration the study's rule selects on inner repeat ``j`` among those with
-    every inner fold done (-1 if none), or raise UndefinedScoreError. ``ledger``:
+    every inner fold done, or raise UndefinedScoreError. ``ledger``:
     ``(state, pooled, fold_score)`` as the cube holds them."""
     from ..stats import fold_means, select
 
     state, pooled, fold_score = ledger
-    idx = np.flatnonzero(np.all(state[:, j, :] == DONE, axis=1))
-    if idx.size == 0:
-        return -1
+    idx = np.flatnonzero(np.all(state[:, j, :] == DONE, axis=1))  # not empty: checked by the run
     if selection == "fold_mean":
         best = select(fold_means(fold_score[idx, j, :].T))
     else:
@@ -176,12 +185,8 @@ def run_outer(run, client):
         X_f, y_f = data.refresh()
         futures = {}
         for r, o in todo:
-            c = chosen[(r, o)]
-            if c < 0:  # every configuration failed on this outer fold's inner CV
-                futures[(r, o)] = None
-                continue
             futures[(r, o)] = client.submit(
-                fit_outer, req.estimator, run.configs[c], np.flatnonzero(outer[:, r] != o),
+                fit_outer, req.estimator, run.configs[chosen[(r, o)]], np.flatnonzero(outer[:, r] != o),
                 np.flatnonzero(outer[:, r] == o), scoring, X_f, y_f, pure=False, retries=3,
                 key=f"bbc-outer-{r}-{o}-{uuid.uuid4().hex[:8]}")
         try:
@@ -200,29 +205,26 @@ def _collect(cube, futures, chosen, configs):
     pending = dict(futures)
     fits = 0
     while pending:
-        ready = [key for key, f in pending.items() if f is None or f.done()]
+        ready = [key for key, f in pending.items() if f.done()]
         if not ready:
             time.sleep(0.02)
             continue
         entries = []
         for r, o in ready:
             f = pending.pop((r, o))
-            entry = {"repeat": r, "outer": o, "selected": chosen[(r, o)], "score": None,
-                     "fit_time": None, "error": "every configuration failed on its inner CV"}
-            if f is not None:
-                with deferred_interrupts():
-                    res = f.result()
-                if "raise_" in res:
-                    _, text, tb = res["raise_"]
-                    c = chosen[(r, o)]
-                    raise StudyError(f"Configuration {c} ({configs[c]!r}) raised on the outer "
-                                     f"refit of repeat {r}, outer fold {o} (error_score='raise'): "
-                                     f"{text}\n{tb}")
-                score = res["score"]
-                entry.update(score=float(score) if np.isfinite(score) else None,
-                             fit_time=res["fit_time"], error=res["error"])
-                fits += 1
-            entries.append(entry)
+            with deferred_interrupts():
+                res = f.result()
+            if "raise_" in res:
+                _, text, tb = res["raise_"]
+                c = chosen[(r, o)]
+                raise StudyError(f"Configuration {c} ({configs[c]!r}) raised on the outer "
+                                 f"refit of repeat {r}, outer fold {o} (error_score='raise'): "
+                                 f"{text}\n{tb}")
+            score = res["score"]
+            entries.append({"repeat": r, "outer": o, "selected": chosen[(r, o)],
+                            "score": float(score) if np.isfinite(score) else None,
+                            "fit_time": res["fit_time"], "error": res["error"]})
+            fits += 1
         cube.set_meta(outer=sorted(cube.meta.get("outer", []) + entries,
                                    key=lambda e: (e["repeat"], e["outer"])))
     return fits

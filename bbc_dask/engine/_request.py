@@ -124,7 +124,7 @@ class StudyRequest:
                         "dropping", caller, "None in nested cross-validation (each outer "
                         "fold's inner CV runs whole)", dropping)
                 protocol = NestedProtocol.build(*nested, n_repeats, y, groups, target,
-                                                metric.is_classification, caller)
+                                                metric.is_classification, caller, names)
             else:
                 protocol = as_protocol(cv, n_splits, n_repeats, len(y), y, groups, caller, names)
             location = as_location(store, storage_options, caller, directory=True)

@@ -14,7 +14,7 @@ import numpy as np
 from .. import _validation as validation
 from .._random import as_seed_sequence, entropy_of
 from .._signals import signals_as_interrupts
-from ..cube import FAILED, PENDING
+from ..cube import DONE, FAILED, PENDING
 from ..exceptions import (
     AllConfigurationsFailedError,
     OldSchemaError,
@@ -162,6 +162,14 @@ class _StudyRun:
             raise _unusable(self.loc, exc, self.caller) from None
         if kind == "study":
             self._plan(None if self.request.execution.overwrite else existing)
+        req = self.request
+        if req.protocol.kind == "nested" and kind != "study":
+            self._plan(None)  # the seed, for the folds below
+        if req.protocol.kind == "nested":
+            # nested CV's inner folds with groups can be impossible for this seed's outer
+            # folds: found here, before the lock is taken or an old store replaced
+            req.protocol.folds(req.data.y, req.data.groups, req.metric.is_classification,
+                               self.root)
 
     def _plan(self, existing):
         """Seed, configurations and spec; refuses an ``existing`` study that differs."""
@@ -274,6 +282,19 @@ class _StudyRun:
         from ..cube import failure_groups
 
         st = self.cube.state()
+        if self.request.protocol.kind == "nested":
+            # each outer fold selects among the configurations complete in its inner CV
+            ok = np.all(st == DONE, axis=2).any(axis=0)
+            if ok.all():
+                return
+            n_outer = self.request.protocol.n_outer
+            j = int(np.flatnonzero(~ok)[0])
+            groups = failure_groups(self.cube)
+            raise AllConfigurationsFailedError(
+                f"Every configuration failed on the inner CV of outer fold {j % n_outer} "
+                f"(repeat {j // n_outer}): no model can be selected there. First error: "
+                f"{groups[0]['error'].splitlines()[0] if groups and groups[0]['error'] else '?'}. "
+                f"The errors are kept in the store ({self.loc.url}).", groups)
         if not np.all(np.any(st == FAILED, axis=(1, 2))):
             return
         groups = failure_groups(self.cube)

@@ -198,6 +198,9 @@ def _pooled_pass(cube, client, m, target):
     # a task holding y, not scattered data: computed again if its worker is lost
     y_f = (client.submit(held, y, pure=False, key=f"bbc-pooled-y-{uuid.uuid4().hex[:8]}")
            if len(blocks) > 1 else y)
+    if present is not None and len(blocks) > 1:  # (N, R) bools: shipped once, as y
+        present = client.submit(held, present, pure=False,
+                                key=f"bbc-pooled-present-{uuid.uuid4().hex[:8]}")
     futures = [client.submit(chunk_pooled, b, y_f, m.name, target.pos_code, None, present,
                              pure=False,
                              key=f"bbc-pooled-{b.configs[0]}-{uuid.uuid4().hex[:8]}")
