@@ -214,10 +214,14 @@ def _groups(items, client):
 
 def run_tasks(c, progress, caller, fn, groups, X, y, estimator, *args):
     """``[fn(estimator, group, *args, X, y)]`` for each group, on the client ``c``, in
-    order; X and y are scattered once."""
+    order; X and y are shipped once, as tasks holding them (not scattered: scattered data
+    is gone with the worker that held it, and every task needing it would be cancelled;
+    a task's result is computed again on another worker)."""
     from distributed import as_completed
 
-    X_f, y_f = c.scatter([X, y], broadcast=False, hash=False)
+    from .chunked import held
+
+    X_f, y_f = (c.submit(held, a, pure=False) for a in (X, y))
     futures = [c.submit(fn, estimator, g, *args, X_f, y_f, pure=False, retries=3)
                for g in groups]
     bar = None

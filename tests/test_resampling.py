@@ -288,3 +288,44 @@ def test_plain_train_test_split_takes_the_same_arguments(data):
     res = bd.holdout(_lr(), X, y, metric="accuracy", test_size=0.25, random_state=0)
     assert len(res.test_idx) == len(te) and len(res.train_idx) == len(tr)
     assert np.bincount(y[res.test_idx]).tolist() == np.bincount(y[te]).tolist()
+
+
+@pytest.mark.slow
+def test_repeated_holdout_survives_losing_the_worker_that_holds_the_data(make_local_client):
+    """The data travel as tasks holding them: when the worker holding them dies mid-run,
+    they are computed again elsewhere and the result is the calm run's."""
+    import os
+    import signal
+    import threading
+
+    import _estimators
+    from _helpers import wait_until
+    from sklearn.datasets import load_breast_cancer
+
+    X, y = load_breast_cancer(return_X_y=True)
+    X = (X - X.mean(axis=0)) / X.std(axis=0)
+    kw = dict(metric="roc_auc", n_repeats=40, test_size=0.3, random_state=0, progress=False)
+    with make_local_client() as c:  # its workers are killed: not the shared cluster
+        out = {}
+
+        def run():
+            try:
+                out["res"] = bd.repeated_holdout(_estimators.Sleepy(nap=0.1), X, y, client=c, **kw)
+            except Exception as e:  # noqa: BLE001
+                out["res"] = e
+
+        t = threading.Thread(target=run)
+        t.start()
+
+        def holders():
+            return [w for w, keys in c.has_what().items() if any("held" in str(k) for k in keys)]
+
+        wait_until(lambda: holders(), 60, "the data on a worker")
+        pids = c.run(os.getpid)
+        for w in holders():
+            os.kill(pids[w], signal.SIGKILL)
+        t.join(300)
+        res = out["res"]
+        assert not isinstance(res, Exception), repr(res)
+        calm = bd.repeated_holdout(_estimators.Sleepy(nap=0.0), X, y, client=c, **kw)
+        np.testing.assert_array_equal(res.scores, calm.scores)
