@@ -182,6 +182,8 @@ def test_store_that_is_not_a_study(tmp_path):
     assert (tmp_path / "x" / "file.txt").read_text() == "hello"
 
 
+# slow (12 s, three command-line runs): CI runs it every time
+@pytest.mark.slow
 def test_csv_data_with_groups_and_npz(tmp_path):
     from sklearn.datasets import load_breast_cancer
 

@@ -221,6 +221,9 @@ def _interrupt(proc, store, at, sig, group):
     return proc.returncode, out, err
 
 
+# slow (19 s, three command-line runs): CI runs it every time; kill/resume is in the
+# default suite through test_engine_cluster and test_faults
+@pytest.mark.slow
 def test_ctrl_c_and_sigterm_say_one_line_and_resume(tmp_path):
     f = tmp_path / "study.yaml"
     f.write_text(yaml.safe_dump(dict(TREES, store="t.zarr")))
@@ -252,6 +255,8 @@ def _mount_tmpfs(path, size):
     return r.returncode == 0
 
 
+# slow (14 s, command-line runs on a filling tmpfs): CI runs it every time
+@pytest.mark.slow
 @pytest.mark.skipif(os.geteuid() != 0, reason="mounting a small tmpfs needs root")
 def test_a_full_disk_names_the_store_and_the_run_resumes(tmp_path):
     disk = tmp_path / "small"

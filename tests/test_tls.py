@@ -39,6 +39,9 @@ def test_study_runs_on_the_tls_cluster(tls_cluster, tmp_path):
             w.startswith("tls://") for w in c.scheduler_info()["workers"])
 
 
+# slow (8 s, command-line runs): CI runs it every time; the default suite runs a study on
+# the TLS cluster above
+@pytest.mark.slow
 def test_cli_runs_with_tls_flags_and_study_file_security(tls_cluster, tmp_path):
     address, security, d = tls_cluster
     spec = {"name": "tls", "data": {"sklearn": "breast_cancer"},
