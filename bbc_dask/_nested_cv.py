@@ -124,10 +124,9 @@ def nested_cv(estimator, param_grid, X, y, *, store, metric, n_outer, n_inner, n
     ``n_inner`` folds of the outer training set (stratified or grouped the same way;
     an inner fold never holds an outer test sample); the configuration the study's rule
     selects there is refit on the outer training set and scored on the outer test set.
-    Algorithm 3 of the paper cross-validates on the other K − 1 outer folds themselves;
-    here the outer training set is partitioned afresh into ``n_inner`` folds (as
-    ``cross_val_score(GridSearchCV(...))`` does), so ``n_inner`` is free; with
-    ``n_inner = n_outer − 1`` the fold counts are the paper's, not its partition.
+    With ``n_inner = n_outer − 1`` the inner folds are the other outer folds themselves,
+    as the paper's Algorithm 3 cross-validates; with any other ``n_inner`` the outer
+    training set is partitioned afresh (as ``cross_val_score(GridSearchCV(...))`` does).
     All inner fits of all outer folds are tasks of one run writing their predictions
     into one store; a killed run resumes with nothing finished recomputed.
 

@@ -96,6 +96,24 @@ def test_class_probabilities_and_regression_equal_the_plain_loop(tmp_path, clien
     np.testing.assert_allclose(res.outer_scores, scores, rtol=0, atol=1e-9)
 
 
+def test_with_one_inner_fold_fewer_the_inner_folds_are_the_other_outer_folds(tmp_path, client, data):
+    """The paper's Algorithm 3: the inner CV of outer fold o runs on the other outer folds."""
+    X, y = data
+    res = bd.nested_cv(LogisticRegression(), {"C": [0.1, 1.0]}, X, y, store=tmp_path / "n.zarr",
+                       metric="accuracy", n_outer=4, n_inner=3, n_repeats=2, random_state=1,
+                       client=client, progress=False)
+    for r in range(2):
+        for o in range(4):
+            test = res.outer_fold[:, r] == o
+            ids = res.outer_fold[~test, r]
+            np.testing.assert_array_equal(res.inner_fold[~test, r, o], ids - (ids > o))
+            assert (res.inner_fold[test, r, o] == -1).all()
+    selected, scores = _sklearn_nested(LogisticRegression(), {"C": [0.1, 1.0]}, X, y, res,
+                                       "predict", accuracy_score)
+    np.testing.assert_array_equal(res.selected, selected)
+    np.testing.assert_allclose(res.outer_scores, scores, rtol=0, atol=1e-9)
+
+
 def test_folds_are_nested_stratified_and_grouped(tmp_path, client):
     X, y = make_classification(96, 5, weights=[0.7], random_state=0)
     groups = np.arange(96) // 3  # 32 groups of 3

@@ -35,7 +35,10 @@ __all__ = ["NestedProtocol", "nested_outcome", "run_outer"]
 class NestedProtocol:
     """``n_repeats`` × ``n_outer`` outer folds, each tuned by ``n_inner``-fold CV of its
     training set: stratified for classification, grouped with groups (an inner fold never
-    holds an outer test sample, nor splits a group)."""
+    holds an outer test sample, nor splits a group). With ``n_inner = n_outer - 1`` the
+    inner folds are the other outer folds, as the paper's Algorithm 3 (and its authors'
+    simulation code) cross-validate; otherwise the training set is split afresh, from
+    the seed's ``nested-inner`` child of that outer fold."""
 
     kind = "nested"
 
@@ -98,6 +101,12 @@ class NestedProtocol:
         for r in range(self.outer_repeats):
             for o in range(self.n_outer):
                 train = np.flatnonzero(outer[:, r] != o)
+                if self.n_inner == self.n_outer - 1:
+                    # Algorithm 3 itself: the inner folds are the other outer folds
+                    # (renumbered 0..K-2), each already stratified or grouped
+                    ids = outer[train, r]
+                    out[train, r * self.n_outer + o] = ids - (ids > o)
+                    continue
                 g = None if groups is None else groups[train]
                 if g is not None and np.unique(g).size < self.n_inner:
                     raise InvalidParameterError.of(
