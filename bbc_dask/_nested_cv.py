@@ -162,7 +162,11 @@ def nested_cv(estimator, param_grid, X, y, *, store, metric, n_outer, n_inner, n
     confidence_level : float, default=0.95
         Of the interval over repeats.
     overwrite : bool, default=False
-    configs_per_task, storage_options, security
+    configs_per_task : int or None, default=None
+        Configurations per block, as :func:`bbc_dask.run_study`'s; None: up to 10 (a
+        nested CV balances its blocks over all its training sets, so they need not be
+        small).
+    storage_options, security
         As :func:`bbc_dask.run_study`'s.
 
     Returns

@@ -243,7 +243,7 @@ class _StudyRun:
             folds=folds, y_stored=target.codes if metric.is_classification else target.values,
             classes=target.classes,
             n_classes_axis=len(target.classes) if metric.needs_class_axis else 0,
-            config_chunk=min(auto_block(n_cfg) if per_task is None else per_task, n_cfg),
+            config_chunk=min(auto_block(n_cfg, protocol) if per_task is None else per_task, n_cfg),
             meta={"spec": spec,
                   "classes": None if target.classes is None else target.classes.tolist(),
                   "configurations": self.configs.describe(), "versions": _versions(),
@@ -352,8 +352,17 @@ def _released():
                        "again through run_study to write)")
 
 
-def auto_block(n_configs):
-    """The default block (chunk) width: see ``configs_per_task`` of :func:`run_study`."""
+def auto_block(n_configs, protocol=None):
+    """The default block (chunk) width: see ``configs_per_task`` of :func:`run_study`.
+
+    A nested CV has ``n_repeats · n_outer · n_inner`` training sets to balance its blocks
+    over, so they need not be small: up to 10 configurations each (on
+    ``benchmarks/bench_nested.py``'s grids, 100 trees and 20 scaled logistic regressions
+    in 5 × 4 folds, 20% less wall time than blocks of one: 3.63 s against 4.56 s and
+    1.30 s against 1.61 s; the block's chunk write, fold scoring and ledger entry are
+    shared by its configurations)."""
+    if protocol is not None and protocol.kind == "nested":
+        return max(1, min(10, n_configs))
     return max(1, min(10, n_configs // 64))
 
 
