@@ -23,6 +23,7 @@ import numpy as np
 
 from . import _validation as validation
 from .exceptions import InvalidParameterError
+from .stats import ArrayEquality
 
 __all__ = ["Comparison", "compare"]
 
@@ -32,8 +33,8 @@ PROTOCOLS = (("cvt", "CVT (naive)"), ("tt", "TT"), ("bbc", "BBC-CV"), ("bbc_f", 
              ("bootstrap", "bootstrap"))
 
 
-@dataclasses.dataclass(frozen=True, repr=False)
-class Comparison:
+@dataclasses.dataclass(frozen=True, repr=False, eq=False)
+class Comparison(ArrayEquality):
     """The protocols side by side.
 
     Attributes

@@ -15,12 +15,13 @@ import math
 import numpy as np
 
 from .exceptions import StoreMismatchError, StudyNotReadyError
+from .stats import ArrayEquality
 
 __all__ = ["NestedCVResult", "nested_cv", "open_nested"]
 
 
-@dataclasses.dataclass(frozen=True, repr=False)
-class NestedCVResult:
+@dataclasses.dataclass(frozen=True, repr=False, eq=False)
+class NestedCVResult(ArrayEquality):
     """The outcome of a nested cross-validation.
 
     Attributes

@@ -21,12 +21,13 @@ from sklearn.model_selection import StratifiedKFold
 from . import _validation as validation
 from ._random import as_seed_sequence, child_generator
 from .exceptions import InvalidParameterError
+from .stats import ArrayEquality
 
 __all__ = ["SimulatedMatrix", "accuracy_matrix", "auc_matrix"]
 
 
-@dataclass(frozen=True)
-class SimulatedMatrix:
+@dataclass(frozen=True, eq=False)
+class SimulatedMatrix(ArrayEquality):
     """A simulated CVT outcome.
 
     Attributes

@@ -366,3 +366,22 @@ def test_an_incomplete_loser_leaves_bbc_as_it_is():
     np.testing.assert_array_equal(got.bootstrap_distribution, want.bootstrap_distribution)
     assert (got.selected_config, got.naive_estimate, got.n_redrawn) == (
         want.selected_config, want.naive_estimate, want.n_redrawn)
+
+
+def test_results_compare_by_value():
+    """Two runs of one estimate are equal, arrays and NaN included (the dataclass default
+    raised "truth value of an array is ambiguous"); another seed is not; unhashable."""
+    import pickle
+
+    sim = bd.simulate.auc_matrix(40, 12, a=9, b=6, random_state=7)
+    one = bd.bbc(sim.predictions, sim.y, metric="roc_auc", random_state=0, n_bootstraps=40)
+    assert one == bd.bbc(sim.predictions, sim.y, metric="roc_auc", random_state=0, n_bootstraps=40)
+    assert one != bd.bbc(sim.predictions, sim.y, metric="roc_auc", random_state=1, n_bootstraps=40)
+    assert pickle.loads(pickle.dumps(one)) == one  # as a worker's result arrives
+    naive = bd.naive_cvt(sim.predictions, sim.y, metric="roc_auc")  # NaN interval
+    assert naive == bd.naive_cvt(sim.predictions, sim.y, metric="roc_auc")
+    assert sim == bd.simulate.auc_matrix(40, 12, a=9, b=6, random_state=7)
+    f = bd.bbc_f(sim.predictions, sim.y, sim.folds, metric="roc_auc", random_state=0, n_bootstraps=40)
+    assert f != one and f == pickle.loads(pickle.dumps(f))
+    with pytest.raises(TypeError, match="unhashable"):
+        hash(one)

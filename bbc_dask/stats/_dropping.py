@@ -23,6 +23,7 @@ import numpy as np
 from .. import _validation as validation
 from ..exceptions import InvalidParameterError
 from ._inputs import prepare_inputs
+from ._result import ArrayEquality
 from ._bootstrap import CountBlocks, Frame
 from ._winner import select
 
@@ -81,8 +82,8 @@ class Dropping:
             "bbc_dask.Dropping", dropping)
 
 
-@dataclass(frozen=True)
-class DroppingResult:
+@dataclass(frozen=True, eq=False)
+class DroppingResult(ArrayEquality):
     """Outcome of one dropping test: ``best`` (θo), ``p_hat`` (C,), ``drop`` (C,) bool."""
 
     best: int

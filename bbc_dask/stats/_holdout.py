@@ -23,7 +23,7 @@ from statistics import NormalDist
 
 import numpy as np
 
-from ._result import ConfidenceInterval, order_statistic
+from ._result import ArrayEquality, ConfidenceInterval, order_statistic
 
 __all__ = ["BootstrapEstimate", "HoldoutResult", "RepeatedHoldoutResult", "delong_interval",
            "no_information_score", "normal_interval", "percentile_interval", "point632",
@@ -189,7 +189,7 @@ def _times(res):
 
 
 @dataclass(frozen=True, eq=False)
-class HoldoutResult:
+class HoldoutResult(ArrayEquality):
     """Outcome of :func:`bbc_dask.holdout`: one fit, scored on one test set.
 
     Attributes: ``estimate`` (the metric on the test set), ``ci``
@@ -221,7 +221,7 @@ class HoldoutResult:
 
 
 @dataclass(frozen=True, eq=False)
-class RepeatedHoldoutResult:
+class RepeatedHoldoutResult(ArrayEquality):
     """Outcome of :func:`bbc_dask.repeated_holdout`.
 
     Attributes: ``estimate`` (mean of the finite ``scores``), ``ci`` (mean ± t·s/√n,
@@ -251,7 +251,7 @@ class RepeatedHoldoutResult:
 
 
 @dataclass(frozen=True, eq=False)
-class BootstrapEstimate:
+class BootstrapEstimate(ArrayEquality):
     """Outcome of :func:`bbc_dask.bootstrap_estimate`.
 
     Attributes: ``estimate`` (mean over rounds of each round's ``method`` value),

@@ -41,14 +41,14 @@ from .. import _validation as validation
 from .._random import as_seed_sequence, child_generator
 from ..exceptions import InvalidParameterError
 from ._inputs import prepare_inputs
-from ._result import ConfidenceInterval
+from ._result import ArrayEquality, ConfidenceInterval
 from ._winner import select
 
 __all__ = ["OuterEstimate", "ncv_of_matrix", "repeated_holdout_of_matrix"]
 
 
-@dataclass(frozen=True)
-class OuterEstimate:
+@dataclass(frozen=True, eq=False)
+class OuterEstimate(ArrayEquality):
     """The outcome of :func:`ncv_of_matrix` or :func:`repeated_holdout_of_matrix`.
 
     Attributes

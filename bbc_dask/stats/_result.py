@@ -2,12 +2,12 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["BBCResult", "ConfidenceInterval", "order_statistic", "summarise"]
+__all__ = ["ArrayEquality", "BBCResult", "ConfidenceInterval", "order_statistic", "summarise"]
 
 
 class ConfidenceInterval(NamedTuple):
@@ -15,6 +15,39 @@ class ConfidenceInterval(NamedTuple):
 
     low: float
     high: float
+
+
+def _same(a, b):
+    """Equal values, arrays by shape and elements, NaN equal to NaN (two runs of one
+    estimate are equal even where it is undefined)."""
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        a, b = np.asarray(a), np.asarray(b)
+        if a.shape != b.shape:
+            return False
+        if a.dtype.kind in "fc" and b.dtype.kind in "fc":
+            return bool(np.array_equal(a, b, equal_nan=True))
+        return bool(np.array_equal(a, b))
+    if isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)):
+        return type(a) is type(b) and len(a) == len(b) and all(map(_same, a, b))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
+        return True
+    return bool(a == b)
+
+
+class ArrayEquality:
+    """``==`` for result dataclasses that hold arrays (declare them ``eq=False``): field by
+    field, arrays by their elements, NaN equal to NaN. The dataclass default compares
+    tuples of fields and raises on arrays ("truth value of an array is ambiguous").
+    Unhashable, as the arrays they hold."""
+
+    __hash__ = None
+
+    def __eq__(self, other):
+        if type(other) is not type(self):
+            return NotImplemented
+        return all(_same(getattr(self, f.name), getattr(other, f.name)) for f in fields(self))
 
 
 def order_statistic(values: np.ndarray, q: float) -> float:
@@ -32,8 +65,8 @@ def order_statistic(values: np.ndarray, q: float) -> float:
     return float(v[min(max(k, 1), v.size) - 1])
 
 
-@dataclass(frozen=True)
-class BBCResult:
+@dataclass(frozen=True, eq=False)
+class BBCResult(ArrayEquality):
     """Outcome of a bias-corrected (or comparator) performance estimate.
 
     Attributes

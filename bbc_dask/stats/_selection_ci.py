@@ -30,6 +30,7 @@ from ..exceptions import InvalidParameterError
 from ..metrics import get_metric
 from . import CI_METHODS
 from . import _auc_ci as auc_ci
+from ._result import ArrayEquality
 
 __all__ = ["METHODS", "SelectionCI", "selection_ci"]
 
@@ -42,8 +43,8 @@ RESAMPLE_KEYS = {"tilting": ("bt_boot", "BT_boundboot"),
 _MAX_SPLIT_DRAWS = 10_000
 
 
-@dataclass(frozen=True, repr=False)
-class SelectionCI:
+@dataclass(frozen=True, repr=False, eq=False)
+class SelectionCI(ArrayEquality):
     """A one-sided ``1 - alpha`` lower confidence bound on the AUC of one configuration.
 
     Attributes
