@@ -257,3 +257,39 @@ def test_cli_local_workers_log_nothing_below_critical():
         assert _client(spec, None)["silence_logs"] == logging.INFO
     finally:
         log.setLevel(level)
+
+
+def test_debug_after_the_command_and_a_store_said_once(tmp_path):
+    """--debug works after the command too; a folder that is not a store is said once."""
+    from click.testing import CliRunner
+
+    from bbc_dask.cli import main
+    from bbc_dask.exceptions import StoreNotFoundError
+
+    res = CliRunner().invoke(main, ["status", str(tmp_path / "missing.zarr"), "--debug"])
+    assert isinstance(res.exception, StoreNotFoundError), res.output  # raised, not one line
+    (tmp_path / "empty").mkdir()
+    res = CliRunner().invoke(main, ["status", str(tmp_path / "empty")])
+    assert res.exit_code == 2 and res.output.count("is not a bbc_dask study store") == 1, res.output
+
+
+def test_run_overwrite_replaces_another_study_and_errors_say_the_flag(tmp_path, client):
+    from click.testing import CliRunner
+
+    from bbc_dask.cli import main
+
+    small = {"name": "s", "data": {"sklearn": "breast_cancer"}, "cv": {"splits": 2},
+             "grid": [{"estimator": "sklearn.tree.DecisionTreeClassifier",
+                       "params": {"random_state": 0}, "grid": {"max_depth": [1]}}],
+             "metric": "roc_auc", "random_state": 0, "store": "s.zarr", "bootstraps": 20}
+    f = tmp_path / "study.yaml"
+    f.write_text(yaml.safe_dump(small))
+    run = ["run", str(f), "--scheduler", client.scheduler.address, "--no-progress"]
+    assert CliRunner().invoke(main, run).exit_code == 0
+    small["grid"][0]["grid"]["max_depth"] = [1, 2]
+    f.write_text(yaml.safe_dump(small))
+    res = CliRunner().invoke(main, run)
+    assert res.exit_code == 2 and "--overwrite" in res.output and "overwrite=True" not in res.output
+    res = CliRunner().invoke(main, run + ["--overwrite"])
+    assert res.exit_code == 0, res.output
+    assert bd.open_study(tmp_path / "s.zarr").state.shape[0] == 2

@@ -25,6 +25,13 @@ from ._stores import store_errors as _store_errors
 
 
 class _Group(click.Group):
+    def parse_args(self, ctx, args):
+        # --debug is the group's option, but users type it after the command too
+        # (``bbc-dask run study.yaml --debug``): take it from anywhere
+        if "--debug" in args[1:]:
+            args = ["--debug"] + [a for a in args if a != "--debug"]
+        return super().parse_args(ctx, args)
+
     def invoke(self, ctx):
         from .._signals import signals_as_interrupts
 
@@ -50,6 +57,8 @@ class _Group(click.Group):
             if ctx.obj and ctx.obj.get("debug"):
                 raise
             msg = str(e).splitlines()[0] if str(e) else type(e).__name__
+            # the library's advice in the command line's words
+            msg = msg.replace("overwrite=True", "--overwrite")
             click.echo(f"bbc-dask: error: {msg}", err=True)
             ctx.exit(2)
         except Exception as e:  # a failure of bbc_dask: say so, with what a report needs
@@ -129,7 +138,7 @@ def _client(resolved, scheduler):
 
 
 def run_study_file(resolved, *, scheduler=None, store=None, progress=True, cluster=None,
-             storage_options=None):
+             storage_options=None, overwrite=False):
     """Run (or resume) a resolved study file; returns the Study.
 
     ``cluster`` overrides keys of the study file's ``cluster:`` section (``kind``, options,
@@ -161,6 +170,7 @@ def run_study_file(resolved, *, scheduler=None, store=None, progress=True, clust
             n_repeats=resolved["cv"]["repeats"], groups=groups, refit=False,
             random_state=resolved["random_state"], client=_client(resolved, scheduler),
             progress=progress, configs_per_task=resolved["configs_per_task"], metadata=resolved,
+            overwrite=overwrite,
             storage_options=resolved.get("storage_options"),
             security=resolved["cluster"].get("security"),
             error_score="raise" if resolved.get("error_score") == "raise" else float("nan"),
@@ -172,7 +182,7 @@ def run_study_file(resolved, *, scheduler=None, store=None, progress=True, clust
         n_splits=resolved["cv"]["splits"], n_repeats=resolved["cv"]["repeats"],
         cv=studyfile.build_cv(resolved, *folds), groups=groups,
         random_state=resolved["random_state"], client=_client(resolved, scheduler), progress=progress,
-        configs_per_task=resolved["configs_per_task"],
+        configs_per_task=resolved["configs_per_task"], overwrite=overwrite,
         dropping=Dropping.coerce(resolved["dropping"], "the study file"), metadata=resolved,
         storage_options=resolved.get("storage_options"), security=resolved["cluster"].get("security"),
         error_score="raise" if resolved.get("error_score") == "raise" else float("nan"),
@@ -209,8 +219,10 @@ _storage_option = click.option(
               help="Client private key for a TLS scheduler.")
 @_storage_option
 @click.option("--no-progress", is_flag=True, help="No progress bar.")
+@click.option("--overwrite", is_flag=True,
+              help="Replace a study of other arguments stored at the store (it is deleted).")
 def run(study_file, scheduler, store, cluster_kind, cluster_option, tls_ca_file, tls_cert,
-        tls_key, storage_option, no_progress):
+        tls_key, storage_option, no_progress, overwrite):
     """Run STUDY_FILE, or resume it if its store holds the same study."""
     from ._studyfile import load_study_file
 
@@ -225,7 +237,8 @@ def run(study_file, scheduler, store, cluster_kind, cluster_option, tls_ca_file,
         cluster["security"] = tls
     t = time.time()
     study = run_study_file(resolved, scheduler=scheduler, store=store, progress=not no_progress,
-                     cluster=cluster, storage_options=_parse_options(storage_option, "--storage-option"))
+                     cluster=cluster, storage_options=_parse_options(storage_option, "--storage-option"),
+                     overwrite=overwrite)
     if not hasattr(study, "status"):  # a nested CV's result
         click.echo(f"finished in {time.time() - t:.1f} s; store {study.store}")
         click.echo(study.summary())

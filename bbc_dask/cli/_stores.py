@@ -20,6 +20,8 @@ def store_errors(store):
     except StoreNotFoundError:
         raise StoreNotFoundError(f"{store}: no such store") from None
     except StoreMismatchError as e:
+        if "study store" in str(e) or "nested cross-validation" in str(e):
+            raise  # it names the store and says what it is: once is enough
         raise StoreMismatchError(f"{store} is not a bbc_dask study store ({e})") from None
 
 
