@@ -253,3 +253,33 @@ def test_study_chunked_estimates_and_bad_input(tmp_path, cancer, client, monkeyp
         s.bbc(chunked=True, bootstrap_indices=np.zeros((2, len(y)), int))
     with pytest.raises(TypeError, match=r"The 'chunked' parameter of Study must be None, True or False"):
         s.bbc(chunked="yes")
+
+
+def test_the_progress_bar_has_no_stray_line_and_its_wave_label_never_goes_back(tmp_path, client, capsys):
+    """The bar is drawn with its total (a bar at 0 of an unknown total stayed behind as
+    'wave 1: 0task [00:00, ?task/s]'); on a resume whose tasks span several waves the label
+    shows the furthest wave reached."""
+    import re
+
+    from sklearn.datasets import load_breast_cancer
+    from sklearn.tree import DecisionTreeClassifier
+
+    X, y = load_breast_cancer(return_X_y=True)
+    kw = dict(metric="roc_auc", n_splits=4, random_state=0, client=client, progress=True,
+              refit=False)
+    store = tmp_path / "p.zarr"
+    bd.run_study(DecisionTreeClassifier(random_state=0), {"max_depth": [1, 2, 3]}, X, y,
+                 store=store, **kw)
+    err = capsys.readouterr().err
+    assert "0task [" not in err and "/12 [" in err, err  # drawn with its total from the start
+    from bbc_dask.cube import open_cube
+
+    cube = open_cube(store, mode="r+")
+    cube.guard = lambda: None
+    st = cube.state()
+    st[:, :, 1:] = 0  # waves 2-4 pending again: a resume runs them
+    cube._array("state")[...] = st
+    bd.run_study(DecisionTreeClassifier(random_state=0), {"max_depth": [1, 2, 3]}, X, y,
+                 store=store, **kw)
+    waves = [int(w) for w in re.findall(r"wave (\d+)/4", capsys.readouterr().err)]
+    assert waves and waves == sorted(waves), waves

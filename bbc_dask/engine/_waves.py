@@ -333,6 +333,7 @@ class _Executor:
         self.data = _Data(client, X, y, cube.folds())
         self.progress = progress
         self.bar = None
+        self.wave_shown = 0
         self.fits = 0
         self.cancel_on_exit = True
         self.batch, self.flushed = [], time.monotonic()
@@ -376,8 +377,11 @@ class _Executor:
             n_threads = max(1, sum(self.client.nthreads().values()))
         max_in_flight = 2 * n_threads + 2  # keeps workers busy; bounds driver memory
         if self.progress and self.bar is None:
-            self.bar = _bar(0, True)
-        if self.bar is not None:
+            # created with its total: a bar drawn at 0 of an unknown total stays behind as
+            # a stray "wave 1: 0task [00:00, ?task/s]" line
+            self.bar = _bar(n_tasks, True)
+            self.bar.set_postfix(active=n_active)
+        elif self.bar is not None:
             self.bar.total += n_tasks
             self.bar.set_postfix(active=n_active)
             self.bar.refresh()
@@ -446,7 +450,11 @@ class _Executor:
         self.cost[cfgs] = res["fit_time"]
         self.fits += len(cfgs)
         if self.bar is not None:
-            self.bar.set_description(f"wave {k + 1}/{self.n_splits}")
+            # the furthest wave reached: tasks of a resumed run's earlier waves finish
+            # after later ones, and the label must not go back (3/5, 2/5, 3/5)
+            if k + 1 > self.wave_shown:
+                self.wave_shown = k + 1
+                self.bar.set_description(f"wave {k + 1}/{self.n_splits}", refresh=False)
             self.bar.update(1)
 
     def flush(self):
