@@ -87,20 +87,28 @@ def _cli(*args):
     return subprocess.run([CLI] + [str(a) for a in args], capture_output=True, text=True, timeout=300)
 
 
+#: Every configuration fails in its fits (C must be positive; set_params does not check it).
+BAD_GRID = [{"estimator": "sklearn.linear_model.LogisticRegression",
+             "params": {"max_iter": 300, "C": -1.0}, "grid": {"tol": [1e-4, 1e-3, 1e-2, 1e-1]}}]
+
+
 def test_when_every_configuration_fails_the_run_says_why_and_exits_non_zero(tmp_path):
-    f = _csv_study(tmp_path, bad_column=True)
+    # a string column is refused at load, before anything runs
+    p = _cli("run", _csv_study(tmp_path, bad_column=True), "--no-progress")
+    assert p.returncode == 2 and "column 'colour' holds strings" in p.stderr, p.stderr
+    f = _csv_study(tmp_path, bad_column=False, grid=BAD_GRID)
     p = _cli("run", f, "--no-progress")
     assert p.returncode == 2, p.stderr
     err = p.stderr.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("bbc-dask: error: Every configuration failed (4 of 4)")
-    assert "could not convert string to float: 'blue'" in err[0] and "4 configurations" in err[0]
+    assert "InvalidParameterError: The 'C' param" in err[0]
     st = _cli("status", tmp_path / "s.zarr")
     assert st.returncode == 0 and "4 configurations failed" in st.stdout
-    assert re.search(r"4 x ValueError: could not convert string to float: '(blue|red)'", st.stdout)
+    assert re.search(r"4 x InvalidParameterError: The 'C' parameter", st.stdout)
     js = json.loads(_cli("status", tmp_path / "s.zarr", "--json").stdout)
     assert js["failures"][0]["count"] == 4 and js["failures"][0]["configs"] == [0, 1, 2, 3]
     est = _cli("estimate", tmp_path / "s.zarr")
-    assert est.returncode == 2 and "4 configurations failed, most with: ValueError: could not convert" in est.stderr
+    assert est.returncode == 2 and "4 configurations failed, most with: InvalidParameterError" in est.stderr
 
 
 def test_partial_failures_are_shown_by_run_status_estimate_and_report(tmp_path):
@@ -121,11 +129,11 @@ def test_partial_failures_are_shown_by_run_status_estimate_and_report(tmp_path):
 
 
 def test_error_score_raise_in_a_study_file(tmp_path):
-    f = _csv_study(tmp_path, bad_column=True, error_score="raise")
+    f = _csv_study(tmp_path, bad_column=False, error_score="raise", grid=BAD_GRID)
     p = _cli("run", f, "--no-progress")
     assert p.returncode == 2, p.stderr
     err = p.stderr.strip().splitlines()
-    assert len(err) == 1 and "raised on repeat 0, fold" in err[0] and "could not convert string" in err[0]
+    assert len(err) == 1 and "raised on repeat 0, fold" in err[0] and "The 'C' parameter" in err[0]
     bad = _csv_study(tmp_path, bad_column=False, error_score=0)
     res = CliRunner().invoke(main, ["run", str(bad)])
     assert res.exit_code == 2 and "error_score: expected nan" in res.output

@@ -160,6 +160,8 @@ def run_study_file(resolved, *, scheduler=None, store=None, progress=True, clust
     if storage_options:
         resolved = dict(resolved, storage_options={**(resolved.get("storage_options") or {}), **storage_options})
     X, y, groups, *folds = studyfile.load_data(resolved)
+    if hasattr(X, "columns"):  # the resolved feature columns are part of the record
+        resolved = dict(resolved, data=dict(resolved["data"], columns=list(X.columns)))
     estimator, grid = studyfile.build_search(resolved)
     protocol = resolved.get("protocol") or {"kind": "cvt"}
     if protocol["kind"] == "nested":

@@ -6,6 +6,8 @@ A study file::
       path: data.csv            # relative paths are relative to the study file
       target: label             # the target column (CSV/Parquet)
       groups: patient           # optional group column (folds never split a group)
+      # features: [age, "x_*"]  # optional: the feature columns (names, glob patterns)
+      # drop: [patient_id]      # optional: columns left out (after features)
       # sklearn: breast_cancer  # a scikit-learn bundled dataset (load_<name>)
     grid:                       # a list of entries, each an estimator or a pipeline
       - estimator: sklearn.linear_model.LogisticRegression
@@ -43,6 +45,7 @@ import os
 import numpy as np
 
 from ..exceptions import StudyFileError
+from ._columns import check_columns_spec, select_features
 
 __all__ = ["StudyFileError", "build_search", "load_data", "load_study_file"]
 
@@ -292,15 +295,17 @@ def _int(v, key, low):
 
 
 def _resolve_data(data, base):
-    bad = sorted(set(data) - {"path", "target", "groups", "sklearn"})
+    bad = sorted(set(data) - {"path", "target", "groups", "sklearn", "features", "drop"})
     if bad:
-        raise _err(f"data.{bad[0]}", "unknown key (allowed: path, target, groups, sklearn)")
+        raise _err(f"data.{bad[0]}", "unknown key (allowed: path, target, groups, sklearn, "
+                                     "features, drop)")
     if ("path" in data) == ("sklearn" in data):
         raise _err("data", "give exactly one of 'path' (CSV, Parquet, .npz) or 'sklearn' (a bundled dataset)")
     if "sklearn" in data:
         name = data["sklearn"]
         if not isinstance(name, str) or not hasattr(importlib.import_module("sklearn.datasets"), f"load_{name}"):
             raise _err("data.sklearn", f"no scikit-learn dataset sklearn.datasets.load_{name}")
+        check_columns_spec(data, tabular=False)
         return {"sklearn": name}
     p = data["path"]
     if not isinstance(p, str):
@@ -316,7 +321,7 @@ def _resolve_data(data, base):
         out["target"] = _need(data, "target", "data", str, "the target column's name")
     if "groups" in data:
         out["groups"] = data["groups"]
-    return out
+    return out | check_columns_spec(data, tabular=ext != ".npz")
 
 
 def _resolve_entry(e, where):
@@ -529,20 +534,23 @@ def load_data(resolved):
         df = pd.read_csv(p) if p.lower().endswith(".csv") else pd.read_parquet(p)
     except Exception as e:  # parser errors of any kind: say which file
         raise _err("data.path", f"{p}: cannot be read: {e}") from None
+    df.columns = [str(c) for c in df.columns]
     t = d["target"]
     if t not in df.columns:
-        raise _err("data.target", f"no column {t!r} in {p} (columns: {', '.join(map(str, df.columns[:20]))})")
+        raise _err("data.target", f"no column {t!r} in {p} (columns: {', '.join(df.columns[:20])})")
     groups = None
-    drop = [t]
+    reserved = {t: "the target (data.target)"}
     if gcol is not None:
         if gcol not in df.columns:
             raise _err("cv.groups", f"no column {gcol!r} in {p}")
         groups = df[gcol].to_numpy()
-        drop.append(gcol)
+        reserved.setdefault(gcol, "the groups (cv.groups)")
     fcol = resolved["cv"].get("column")
     if fcol is not None:  # the user's own folds: not a feature
         if fcol not in df.columns:
             raise _err("cv.column", f"no column {fcol!r} in {p}")
-        drop.append(fcol)
-        return df.drop(columns=drop), df[t].to_numpy(), groups, df[fcol].to_numpy()
-    return df.drop(columns=drop), df[t].to_numpy(), groups
+        reserved.setdefault(fcol, "the folds (cv.column)")
+    X = df[select_features(df, d, reserved, p)]
+    if fcol is not None:
+        return X, df[t].to_numpy(), groups, df[fcol].to_numpy()
+    return X, df[t].to_numpy(), groups
