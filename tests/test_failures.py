@@ -54,3 +54,18 @@ def test_search_cv_warns_and_a_clean_grid_does_not(tiny, client):
         warnings.simplefilter("always")
         search.set_params(param_grid={"C": [0.1, 1.0]}).fit(X, y)
     assert not _fit_failed(record)
+
+
+def test_a_grid_failing_everywhere_stops_after_its_first_failures(tiny, client, tmp_path):
+    from bbc_dask.exceptions import AllConfigurationsFailedError
+
+    X, y = tiny
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        with pytest.raises(AllConfigurationsFailedError, match=r"Every configuration failed \(2 of 2\)"):
+            _study(X, y, client, tmp_path / "f.zarr", {"C": [-1.0, -2.0]})
+    assert not _fit_failed(record)  # the error says it all
+    state = bd.open_study(tmp_path / "f.zarr").state
+    # stopped once each configuration had failed somewhere (the waves are one queue, so
+    # not necessarily on fold 0): the other cells were never run
+    assert (state == 2).any(axis=(1, 2)).all() and (state == 0).any()
