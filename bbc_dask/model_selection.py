@@ -172,7 +172,7 @@ class BBCSearchCV(MetaEstimatorMixin, BaseEstimator):
         self
         """
         from .engine import StudyRequest, run_cvt
-        from .study import study_of
+        from .study import study_of, warn_failures
 
         caller = "BBCSearchCV"
         self._check_parameters()
@@ -229,6 +229,7 @@ class BBCSearchCV(MetaEstimatorMixin, BaseEstimator):
             self.best_estimator_ = study.final_model
         elif hasattr(self, "best_estimator_"):
             del self.best_estimator_
+        warn_failures(study, stacklevel=2)  # fitted: a warning turned into an error leaves it usable
         return self
 
     def _check_parameters(self):

@@ -417,7 +417,36 @@ def run_study(
         configs_per_task=configs_per_task, dropping=dropping, metadata=metadata,
         storage_options=storage_options, security=security, selection=selection,
         caller="run_study")
-    return study_of(run_cvt(request))
+    study = study_of(run_cvt(request))
+    warn_failures(study, stacklevel=2)
+    return study
+
+
+def warn_failures(study, stacklevel):
+    """Warn once (scikit-learn's ``FitFailedWarning``, as ``GridSearchCV`` does) when some
+    configurations of ``study`` failed: how many, and their first errors grouped (the three
+    most frequent, with their counts and an example configuration). A resumed run whose
+    store holds failures warns again. ``stacklevel`` counts from the caller of this
+    function (1: that caller's line). The command line prints the failures itself and
+    does not call this."""
+    groups = study.failures()
+    if not groups:
+        return
+    import warnings
+
+    from sklearn.exceptions import FitFailedWarning
+
+    n, m = sum(g["count"] for g in groups), len(study.params)
+    lines = [f"{n} of {m} configuration{'s' if m > 1 else ''} failed on some fold and "
+             f"{'are' if n > 1 else 'is'} left out of the selection (their scores are NaN). "
+             f"The errors, grouped:"]
+    for g in groups[:3]:
+        first = g["error"].splitlines()[0] if g["error"] else ""
+        c = g["configs"][0]
+        lines.append(f"  {g['count']} x {first}  (e.g. configuration {c}: {study.params[c]})")
+    if len(groups) > 3:
+        lines.append(f"  ... {len(groups) - 3} other errors: Study.failures() lists all")
+    warnings.warn("\n".join(lines), FitFailedWarning, stacklevel=stacklevel + 1)
 
 
 def study_of(run):

@@ -266,7 +266,9 @@ class _StudyRun:
         self.fits = run_waves(self.cube, client, req.estimator, self.configs, req.data.X,
                               req.data.y, req.data.target, req.metric, req.error_score,
                               req.execution.progress, req.dropping, self.root, cancel_on_exit,
-                              self.token, pooled=self._needs_pooled())
+                              self.token, pooled=self._needs_pooled(),
+                              # nested CV: each outer fold has its own rule (_check_not_all_failed)
+                              stop_if_all_failed=req.protocol.kind != "nested")
         runs = list(self.cube.meta["runs"])
         runs[-1].update(finished=time.strftime("%Y-%m-%dT%H:%M:%S"), t1=time.time(),
                         fits=self.fits)

@@ -61,9 +61,12 @@ class _WaveTasks:
 
 def run_waves(cube, client, estimator, configs, X, y, target, m, error_score,
                progress, dropping=None, root=None, cancel_on_exit=True, token=None,
-               pooled=True):
+               pooled=True, stop_if_all_failed=False):
     """Run every pending cell, wave by wave; with ``dropping``, test between waves; then
     (``pooled``) the pooled scores of complete configurations.
+
+    ``stop_if_all_failed``: stop (tasks in flight cancelled, no pooled pass) as soon as
+    every active configuration has a failed cell; the caller then reports the failure.
 
     Without dropping the waves are one queue (no barrier: workers never idle at a wave's
     end). With dropping, wave k+1 is planned only after wave k's decision is persisted.
@@ -79,9 +82,15 @@ def run_waves(cube, client, estimator, configs, X, y, target, m, error_score,
     run = _Executor(cube, client, estimator, configs, X, y, target, m, error_score,
                     progress, n_splits, token)
     run.cancel_on_exit = cancel_on_exit
+    if stop_if_all_failed:
+        run.failed = np.any(state == FAILED, axis=(1, 2))
+        if run.all_failed(active):  # a resume of a study that failed everywhere
+            return 0
     try:
         for stage in stages:
             run.execute(_WaveTasks(state, stage, active, chunk, run.rank), int(active.sum()))
+            if run.all_failed(active):
+                return run.fits
             if dropping is None:
                 continue
             state = cube.state()
@@ -336,6 +345,7 @@ class _Executor:
         self.wave_shown = 0
         self.fits = 0
         self.cancel_on_exit = True
+        self.failed = None  # (n_configs,) has a failed cell, when failing everywhere stops the run
         self.batch, self.flushed = [], time.monotonic()
         # what a resumed run knows of each configuration's cost before timing any
         self.cost = cube.mean_fit_times()
@@ -421,6 +431,8 @@ class _Executor:
                                sum(float(np.nansum(p["fit_time"])) for p in res.get("parts", [])))
                 if not meta or time.monotonic() - self.flushed >= tuning.LEDGER_INTERVAL:
                     self.flush()
+                if self.all_failed(tasks.active):
+                    break  # the finally below records the results and cancels the rest
         finally:
             # What finished is recorded whatever stops the run: its chunks are written.
             self.flush()
@@ -447,6 +459,8 @@ class _Executor:
                 f"(error_score='raise'): {text}\n{tb}"
             )
         self.batch.append(dict(res, r=r, k=k, configs=cfgs))
+        if self.failed is not None:
+            self.failed[cfgs[np.asarray(res["failed"], bool)]] = True
         self.cost[cfgs] = res["fit_time"]
         self.fits += len(cfgs)
         if self.bar is not None:
@@ -456,6 +470,11 @@ class _Executor:
                 self.wave_shown = k + 1
                 self.bar.set_description(f"wave {k + 1}/{self.n_splits}", refresh=False)
             self.bar.update(1)
+
+    def all_failed(self, active):
+        """Whether every active configuration has failed somewhere (tracked only when
+        that stops the run)."""
+        return self.failed is not None and bool(np.all(self.failed | ~active))
 
     def flush(self):
         """Write the batch of recorded results to the ledger (one write per array)."""
