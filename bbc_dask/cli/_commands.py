@@ -14,6 +14,7 @@ import time
 import warnings
 
 import click
+import numpy as np
 
 from ..exceptions import (
     BoundAboveObservedWarning,
@@ -302,6 +303,12 @@ def _check_finished(study, partial, what):
     what is missing either way."""
     st = study.status()
     if not st["pending"]:
+        return None
+    from ..cube import FAILED
+
+    if np.any(study.state == FAILED, axis=(1, 2)).all():
+        # every configuration failed somewhere (a run stops there): nothing pending can
+        # complete one, so "run it again" would be wrong; the estimate says what failed
         return None
     missing = (f"{st['pending']} of {st['cells']} cells pending; {st['complete_configs']} of "
                f"{st['configs']} configurations complete")
