@@ -267,14 +267,14 @@ def _run(chosen, estimator, grid, X, y, store, metric, n_splits, n_outer, n_inne
 
 def _cvt_rows(chosen, estimator, grid, X, y, store, metric, n_splits, level, seed, client, progress):
     from .cube import target_of
+    from .engine import wall_seconds
     from .stats import tibshirani_tibshirani
     from .study import run_study
 
     study = run_study(estimator, grid, X, y, store=store, metric=metric, n_splits=n_splits,
                       random_state=seed, client=client, progress=progress, refit=False)
     st = study._cube
-    runs = st.meta.get("runs", [])
-    wall = sum(r["t1"] - r["t0"] for r in runs if "t1" in r)
+    wall = wall_seconds(st.meta)
     models, _ = study.models_trained
     fit_s = float(np.nansum(st.fit_times()))
     rows = []

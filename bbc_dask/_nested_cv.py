@@ -203,7 +203,11 @@ def open_nested(store, *, confidence_level=0.95, storage_options=None):
     """The :class:`NestedCVResult` of a finished nested CV's store (read-only)."""
     from .cube import open_cube
 
-    cube = open_cube(store, storage_options=storage_options)
+    return nested_of_cube(open_cube(store, storage_options=storage_options), confidence_level)
+
+
+def nested_of_cube(cube, confidence_level=0.95):
+    """:func:`open_nested` of a store already open (``cube``)."""
     if not is_nested(cube.meta):
         raise StoreMismatchError(f"The store {cube.location.url!r} holds a study, not a nested "
                                  f"cross-validation; open it with bbc_dask.open_study.")
@@ -219,7 +223,7 @@ def is_nested(meta):
 
 
 def _result(cube, params, confidence_level):
-    from .engine import nested_outcome
+    from .engine import nested_outcome, wall_seconds
 
     out = nested_outcome(cube)
     scores = out["outer_scores"]
@@ -247,8 +251,7 @@ def _result(cube, params, confidence_level):
         means = scores.mean(axis=1)
         half = t.ppf(0.5 + confidence_level / 2, n_rep - 1) * means.std(ddof=1) / math.sqrt(n_rep)
         ci = (float(means.mean() - half), float(means.mean() + half))
-    runs = cube.meta.get("runs", [])
-    wall = sum(r["t1"] - r["t0"] for r in runs if "t1" in r and "t0" in r)
+    wall = wall_seconds(cube.meta)
     return NestedCVResult(
         estimate=estimate, outer_scores=scores, selected=out["selected"], params=params,
         outer_fold=out["outer_fold"], inner_fold=out["inner_fold"], ci=ci,

@@ -59,10 +59,10 @@ def nested_status(store, storage_options, as_json):
 
 def nested_result_of(store, storage_options=None, confidence=0.95):
     """The nested CV result of ``store`` if it holds one, else None."""
-    from .._nested_cv import open_nested
+    from .._nested_cv import nested_of_cube
 
-    if _nested_cube(store, storage_options) is None:
+    cube = _nested_cube(store, storage_options)
+    if cube is None:
         return None
     with store_errors(store):
-        return open_nested(store, confidence_level=confidence,
-                           storage_options=storage_options or None)
+        return nested_of_cube(cube, confidence)  # the store opened once

@@ -5,7 +5,7 @@ from ._nested import NestedProtocol, nested_outcome
 from ._plan import Configurations
 from ._protocol import KFoldProtocol, SplitsProtocol
 from ._request import Execution, Search, StudyData, StudyRequest
-from ._run import CVTRun, run_cvt
+from ._run import CVTRun, run_cvt, wall_seconds
 from ._tasks import _fold_scores as score_fold
 from ._tasks import _fold_target as fold_target
 from ._tasks import configured, fit_predict_block, method_problem, response_method
@@ -13,4 +13,4 @@ from ._tasks import configured, fit_predict_block, method_problem, response_meth
 __all__ = ["CVTRun", "Configurations", "Execution", "KFoldProtocol", "NestedProtocol",
            "Search", "SplitsProtocol", "StudyData", "StudyRequest", "configured",
            "fit_predict_block", "fold_target", "method_problem", "nested_outcome",
-           "response_method", "run_cvt", "score_fold"]
+           "response_method", "run_cvt", "score_fold", "wall_seconds"]

@@ -25,7 +25,7 @@ from . import _plan as plan
 from ._tasks import refit
 from ._waves import run_waves, submit_with_data
 
-__all__ = ["CVTRun", "run_cvt"]
+__all__ = ["CVTRun", "run_cvt", "wall_seconds"]
 
 
 class CVTRun(NamedTuple):
@@ -352,6 +352,12 @@ class _StudyRun:
 def _released():
     raise RuntimeError("the run's lock is released: its cube is read-only (open the store "
                        "again through run_study to write)")
+
+
+def wall_seconds(meta):
+    """The wall time of a store's runs (its ``runs`` record), summed over resumes; a run
+    killed before it recorded an end counts nothing."""
+    return float(sum(r["t1"] - r["t0"] for r in meta.get("runs", []) if "t1" in r and "t0" in r))
 
 
 def auto_block(n_configs, protocol=None):
