@@ -156,7 +156,9 @@ _MEANING = [
     ("CI", "Two-sided percentile interval of the bootstrap distribution at the confidence level."),
     ("lower bound", "One-sided lower confidence bound: the selected model performs at least this "
                     "well with the confidence level's probability (percentile bootstrap)."),
-    ("naive CV", "The winner's own pooled cross-validation score: optimistic when many "
+    ("naive CV", "The selected configuration's own cross-validation score (BBC: by the "
+                 "study's selection, its pooled out-of-sample score unless selection is "
+                 "fold_mean; BBC-F: the mean of its fold scores): optimistic when many "
                  "configurations were tried."),
     ("BBC-F", "The same on the fold × configuration score matrix (bootstrapping folds; "
               "Paraschakis et al. 2024): cheaper, for folds as units."),
@@ -178,14 +180,18 @@ def failures_html(study):
             f"</th><th>which</th><th>first error</th></tr>{rows}</table>")
 
 
-def comparators_html(study, *, n_bootstraps=2000, confidence_level=0.95, random_state=None):
+def comparators_html(study, *, n_bootstraps=None, confidence_level=0.95, random_state=None):
     """The 2024 paper's lower bounds (:meth:`Study.selection_ci`) as an HTML table, for an
-    AUC study; empty for any other metric."""
+    AUC study; empty for any other metric. ``n_bootstraps=None``: the methods' own 2000
+    resamples (the paper's), as ``bbc-dask estimate --ci`` uses."""
     if study.metric != "roc_auc":
         return ""
+    from ._display import describe
     from .stats import CI_METHODS, alpha_of
 
     seeded = {} if random_state is None else {"random_state": random_state}
+    if n_bootstraps is not None:
+        seeded["n_bootstraps"] = n_bootstraps
     import warnings
 
     from .exceptions import BoundAboveObservedWarning
@@ -194,20 +200,24 @@ def comparators_html(study, *, n_bootstraps=2000, confidence_level=0.95, random_
     for method, name in CI_METHODS.items():
         with warnings.catch_warnings():  # said in the row
             warnings.simplefilter("ignore", BoundAboveObservedWarning)
-            r = study.selection_ci(method, alpha=alpha_of(confidence_level),
-                                   n_bootstraps=n_bootstraps, **seeded)
+            r = study.selection_ci(method, alpha=alpha_of(confidence_level), **seeded)
         lower = "NaN" if r.reason else f"{r.lower_bound:.4f}"
         note = r.reason or ("above the evaluation AUC: the tilted resamples fell below 0.5 and "
                             "count as 1 - AUC (pROC's direction 'auto', as the paper's R code); "
                             "uninformative" if r.above_observed else "")
-        rows.append(f"<tr><td>{name}</td><td>{lower}</td><td>{r.auc:.4f}</td><td>{r.selected}</td>"
+        drawn = str(r.n_bootstraps) if r.n_bootstraps else "-"
+        which = (f"{r.selected}: <code>{html.escape(describe(study.params[r.selected]))}</code>"
+                 if r.selected >= 0 else "-")
+        rows.append(f"<tr><td>{name}</td><td>{lower}</td><td>{r.auc:.4f}</td>"
+                    f"<td style='text-align:left'>{which}</td><td>{drawn}</td>"
                     f"<td>{r.alpha:.4g}</td><td style='text-align:left'>"
                     f"{html.escape(note)}</td></tr>")
     return ("<h2>The 2024 paper's comparators</h2><p>One-sided lower bounds on the AUC of the "
             "configuration each method selects with its own split (75% learning, 25% "
             "evaluation; the first repeat): DeLong, Hanley-McNeil, bootstrap tilting, their "
             "10p variants and MABT (Paraschakis et al., 2024).</p><table><tr><th>method</th>"
-            "<th>lower bound</th><th>evaluation AUC</th><th>configuration</th><th>level</th>"
+            "<th>lower bound</th><th>evaluation AUC</th><th>configuration</th><th>resamples</th>"
+            "<th>level</th>"
             f"<th>note</th></tr>{''.join(rows)}</table>")
 
 
@@ -262,10 +272,14 @@ fit seconds, {result.wall_seconds:.1f} s wall. Generated {datetime.datetime.now(
     return path
 
 
-def write_report(study, out_dir, *, n_bootstraps=1000, confidence_level=0.95, random_state=None):
+def write_report(study, out_dir, *, n_bootstraps=1000, confidence_level=0.95, random_state=None,
+                 ci_bootstraps=None):
     """Write ``bootstrap_bbc.png``, ``bootstrap_bbc_f.png``, ``configurations.png``,
     ``fold_scores.png``, ``active.png`` and ``index.html`` into ``out_dir``; returns the
-    HTML path."""
+    HTML path. ``n_bootstraps`` is BBC's and BBC-F's; ``ci_bootstraps`` the comparators'
+    (None: their own 2000), the same defaults as ``bbc-dask estimate --ci all``."""
+    from ._display import describe
+
     os.makedirs(out_dir, exist_ok=True)
     est = estimates(study, n_bootstraps=n_bootstraps, confidence_level=confidence_level,
                     random_state=random_state)
@@ -284,10 +298,15 @@ def write_report(study, out_dir, *, n_bootstraps=1000, confidence_level=0.95, ra
         rows.append(f"<tr><td>{'BBC-F' if key == 'bbc_f' else r.method.upper()}</td><td>{r.estimate:.4f}</td>"
                     f"<td>[{r.confidence_interval[0]:.4f}, {r.confidence_interval[1]:.4f}]</td>"
                     f"<td>{r.lower_bound:.4f}</td><td>{r.naive_estimate:.4f}</td>"
-                    f"<td>{r.n_bootstraps}</td></tr>")
+                    f"<td>{r.selected_config}</td><td>{r.n_bootstraps}</td></tr>")
     spec = study.metadata or {"run_study": study.spec}
     meaning = "".join(f"<dt>{html.escape(k)}</dt><dd>{html.escape(v)}</dd>" for k, v in _MEANING)
-    best = html.escape(json.dumps(study.best_params_, default=str))
+    chosen = {}
+    for key, r in est.items():  # each estimate's own winner (BBC-F's: the best fold mean)
+        chosen.setdefault(r.selected_config, []).append("BBC-F" if key == "bbc_f" else r.method.upper())
+    selected = "".join(f"<li>configuration {c} ({', '.join(names)}): <code>"
+                       f"{html.escape(describe(study.params[c]))}</code></li>"
+                       for c, names in chosen.items())
     page = f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>bbc_dask report: {html.escape(str(spec.get('name', 'study')))}</title>
 {STYLE}</head>
@@ -298,11 +317,11 @@ def write_report(study, out_dir, *, n_bootstraps=1000, confidence_level=0.95, ra
 {st['models_trained']} of {st['models_full']} models trained; {st['failed']} failed cells.
 Generated {datetime.datetime.now().isoformat(timespec='seconds')}.</p>
 <h2>Estimates ({confidence_level:.0%} confidence)</h2>
-<table><tr><th>method</th><th>estimate</th><th>CI</th><th>lower bound</th><th>naive CV</th><th>bootstraps</th></tr>
+<table><tr><th>method</th><th>estimate</th><th>CI</th><th>lower bound</th><th>naive CV</th><th>configuration</th><th>bootstraps</th></tr>
 {''.join(rows)}</table>
-<p>Selected configuration {study.best_index_}: <code>{best}</code></p>
+<p>The configuration each method selected (the refit model is configuration {study.best_index_}):</p><ul>{selected}</ul>
 <dl>{meaning}</dl>
-{comparators_html(study, n_bootstraps=n_bootstraps, confidence_level=confidence_level,
+{comparators_html(study, n_bootstraps=ci_bootstraps, confidence_level=confidence_level,
                   random_state=random_state)}
 {failures_html(study)}
 <h2>Bootstrap distributions</h2>

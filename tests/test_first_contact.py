@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import yaml
 from click.testing import CliRunner
-from sklearn.datasets import load_breast_cancer, load_diabetes, load_wine
+from sklearn.datasets import load_breast_cancer, load_diabetes, load_wine, make_classification
 from sklearn.linear_model import LogisticRegression, Ridge
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
@@ -191,3 +191,31 @@ def test_every_way_of_asking_gives_the_same_estimate(tmp_path, client):
                          client=client).fit(X, y)
     np.testing.assert_array_equal(est.bbc_.bootstrap_distribution,
                                   bd.open_study(tmp_path / "search.zarr").bbc(n_bootstraps=200).bootstrap_distribution)
+
+
+def test_each_estimate_names_its_own_configuration_and_resamples(tmp_path, client):
+    # data on which BBC's winner (best pooled AUC) and BBC-F's (best mean fold AUC) differ
+    X, y = make_classification(n_samples=80, n_features=10, n_informative=3, random_state=0)
+    store = tmp_path / "s.zarr"
+    study = bd.run_study(LogisticRegression(max_iter=300), {"C": [0.01, 0.03, 0.1, 0.3, 1.0, 3.0]},
+                         X, y, store=store, metric="roc_auc", n_splits=5, random_state=0,
+                         client=client, progress=False)
+    a, f = study.bbc(n_bootstraps=50), study.bbc_f(n_bootstraps=50)
+    assert a.selected_config != f.selected_config
+    out = CliRunner().invoke(main, ["estimate", str(store), "--bootstraps", "50", "--ci", "tilting"])
+    assert out.exit_code == 0, out.output
+    rows = {line.split()[0]: line.split() for line in out.output.splitlines() if line.strip()}
+    assert rows["BBC"][-2:] == [str(a.selected_config), "50"]
+    assert rows["BBC-F"][-2:] == [str(f.selected_config), "50"]
+    assert f"configuration {a.selected_config} (BBC): C=" in out.output
+    assert f"configuration {f.selected_config} (BBC-F): C=" in out.output
+    assert rows["BT"][4] == "50"  # the comparator's resamples
+    # by default the report and `estimate --ci all` use the same resamples: the same bounds
+    out = CliRunner().invoke(main, ["estimate", str(store), "--ci", "tilting", "--ci", "mabt"])
+    rows = {line.split()[0]: line.split() for line in out.output.splitlines() if line.strip()}
+    CliRunner().invoke(main, ["report", str(store), "--out", str(tmp_path / "r")])
+    page = (tmp_path / "r" / "index.html").read_text()
+    for name in ("BT", "MABT"):
+        assert rows[name][4] == "2000"
+        assert re.search(rf"<tr><td>{name}</td><td>{rows[name][1]}</td>.*?<td>2000</td>", page)
+    assert f"<td>{f.selected_config}</td><td>1000</td>" in page  # BBC-F's row, its own winner

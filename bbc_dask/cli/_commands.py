@@ -337,23 +337,40 @@ def _print_estimates(study, bootstraps, confidence, method, seed, as_json=False,
             out["selection_ci"] = {m: r.to_dict() for m, r in cis.items()}
         click.echo(json.dumps(out))
         return
-    click.echo(f"{'method':8s} {'estimate':>9s} {'CI':>21s} {'lower':>8s} {'naive CV':>9s}")
+    from .._display import describe
+
+    click.echo(f"{'method':8s} {'estimate':>9s} {'CI':>21s} {'lower':>8s} {'naive CV':>9s} "
+               f"{'config':>7s} {'bootstraps':>10s}")
+    chosen = {}
     for k, r in res.items():
         name = "BBC-F" if k == "bbc_f" else r.method.upper()
         ci = f"[{r.confidence_interval[0]:.4f}, {r.confidence_interval[1]:.4f}]"
-        click.echo(f"{name:8s} {r.estimate:9.4f} {ci:>21s} {r.lower_bound:8.4f} {r.naive_estimate:9.4f}")
-    click.echo(f"({study.metric}; {confidence:.0%} confidence; {bootstraps} bootstraps; selected "
-               f"configuration {study.best_index_}: {study.best_params_})")
+        click.echo(f"{name:8s} {r.estimate:9.4f} {ci:>21s} {r.lower_bound:8.4f} "
+                   f"{r.naive_estimate:9.4f} {r.selected_config:7d} {r.n_bootstraps:10d}")
+        chosen.setdefault(r.selected_config, []).append(name)
+    # each line's own winner: BBC's is the study's selection, BBC-F's the best fold mean
+    click.echo(f"({study.metric}; {confidence:.0%} confidence; 'config' is the configuration "
+               f"each method selected; 'naive CV' its own CV score)")
+    for c, names in chosen.items():
+        click.echo(f"configuration {c} ({', '.join(names)}): {describe(study.params[c])}")
+    others = {}
     if cis:
-        click.echo(f"\n{'method':8s} {'lower':>8s} {'AUC':>8s} {'config':>7s}  (2024 paper's "
-                   f"comparators: their own 75/25 selection)")
+        click.echo(f"\n{'method':8s} {'lower':>8s} {'AUC':>8s} {'config':>7s} {'resamples':>10s}  "
+                   f"(2024 paper's comparators: their own 75/25 selection)")
         for r in cis.values():
             lower = "NaN" if r.reason else f"{r.lower_bound:.4f}"
             why = f"  {r.reason}" if r.reason else ""
             if r.above_observed:
                 why = ("  above the observed AUC: the tilted resamples fell below 0.5 and count "
                        "as 1 - AUC (pROC's direction 'auto', as the paper's R code); uninformative")
-            click.echo(f"{CI_METHODS[r.method]:8s} {lower:>8s} {r.auc:8.4f} {r.selected:7d}{why}")
+            drawn = str(r.n_bootstraps) if r.n_bootstraps else "-"
+            click.echo(f"{CI_METHODS[r.method]:8s} {lower:>8s} {r.auc:8.4f} {r.selected:7d} "
+                       f"{drawn:>10s}{why}")
+            if r.selected >= 0:
+                others.setdefault(r.selected, []).append(CI_METHODS[r.method])
+        for c, names in others.items():
+            if c not in chosen:
+                click.echo(f"configuration {c} ({', '.join(names)}): {describe(study.params[c])}")
     _echo_failures(study)
 
 
@@ -418,9 +435,11 @@ def report(store, out_dir, bootstraps, partial, storage_option):
     study = _open(store, options)
     _check_finished(study, partial, "a report")
     resolved = study.metadata or {}
+    # the defaults of `bbc-dask estimate --ci all`: BBC's bootstraps from the study file
+    # (else 1000), the comparators' own 2000 unless --bootstraps says otherwise
     path = write_report(study, out_dir, n_bootstraps=bootstraps or resolved.get("bootstraps", 1000),
                         confidence_level=resolved.get("confidence", 0.95),
-                        random_state=None)
+                        random_state=None, ci_bootstraps=bootstraps)
     click.echo(f"report: {path}")
 
 

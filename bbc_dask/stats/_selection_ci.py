@@ -68,6 +68,9 @@ class SelectionCI(ArrayEquality):
         ``feasible`` (tilting), ``c_alpha`` (MABT), ``n_success``/``n_fail`` (HM), the
         preselected set ``top``.
     reason : str or None
+    n_bootstraps : int
+        Resamples each of the method's bootstraps drew (tilting methods and MABT: the
+        frequency matrix's rows); 0 for DeLong and Hanley-McNeil, which draw none.
     above_observed : bool
         The bound lies above ``auc`` (a tilted bound, see
         :class:`~bbc_dask.exceptions.BoundAboveObservedWarning`): it says nothing then.
@@ -82,6 +85,7 @@ class SelectionCI(ArrayEquality):
     learn_ids: np.ndarray
     details: dict = field(default_factory=dict)
     reason: str | None = None
+    n_bootstraps: int = 0
 
     @property
     def above_observed(self):
@@ -94,7 +98,7 @@ class SelectionCI(ArrayEquality):
         lb = None if math.isnan(self.lower_bound) else self.lower_bound
         return {"method": self.method, "lower_bound": lb, "selected": self.selected,
                 "auc": self.auc, "alpha": self.alpha, "k": self.k, "reason": self.reason,
-                "above_observed": self.above_observed,
+                "above_observed": self.above_observed, "n_bootstraps": self.n_bootstraps,
                 "n_learn": int(len(self.learn_ids)),
                 "details": {k: (v.tolist() if isinstance(v, np.ndarray) else v)
                             for k, v in self.details.items()}}
@@ -291,6 +295,7 @@ def _bound(method, pred, y, sel, alpha, n_boot, resamples, gen):
     pairs = auc_ci.PairedAUC(se, ye)
     auc = pairs.observed()
     details = {"top": sel.top, "best": sel.best, "final": sel.final}
+    drawn = 0
     if method.startswith("delong"):
         bound, reason = auc_ci.delong_lower(se, ye, level)
     elif method.startswith("hanley"):
@@ -300,6 +305,7 @@ def _bound(method, pred, y, sel, alpha, n_boot, resamples, gen):
     else:
         boot_key, bound_key = RESAMPLE_KEYS[method]
         freq = _resamples(resamples, boot_key, ye, n_boot, gen, len(sel.eval))
+        drawn = len(freq)
         if method == "mabt":
             cols = [pairs if c == col else auc_ci.PairedAUC(pred[sel.eval, c], ye) for c in sel.top]
             tilt, p_value, details["c_alpha"] = _mabt(cols, sel.position, freq, ye, level, auc)
@@ -311,7 +317,8 @@ def _bound(method, pred, y, sel, alpha, n_boot, resamples, gen):
         details.update(cal)
         bound, reason = _tilted_bound(cal, tilt, pairs, ye, resamples, bound_key, n_boot, gen,
                                       level)
-    return SelectionCI(method, float(bound), col, auc, level, k, sel.learn, details, reason)
+    return SelectionCI(method, float(bound), col, auc, level, k, sel.learn, details, reason,
+                       drawn)
 
 
 def _resamples(resamples, key, y, n_boot, gen, n_eval, probabilities=None):
