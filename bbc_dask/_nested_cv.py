@@ -191,7 +191,12 @@ def nested_cv(estimator, param_grid, X, y, *, store, metric, n_outer, n_inner, n
         random_state=random_state, client=client, overwrite=overwrite, progress=progress,
         configs_per_task=configs_per_task, storage_options=storage_options,
         security=security, selection=selection, caller=caller, nested=(n_outer, n_inner))
-    return nested_result(run_cvt(request), confidence_level)
+    from .study import warn_fit_warnings
+
+    run = run_cvt(request)
+    result = nested_result(run, confidence_level)
+    warn_fit_warnings(run.warned, stacklevel=2)
+    return result
 
 
 def nested_result(run, confidence_level=0.95):

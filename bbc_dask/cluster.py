@@ -199,6 +199,25 @@ WORKER_ENV = {"MALLOC_TRIM_THRESHOLD_": str(MALLOC_TRIM_THRESHOLD),
               "MALLOC_MMAP_THRESHOLD_": str(MALLOC_MMAP_THRESHOLD)}
 
 
+def _quiet_resource_tracker():
+    """Start multiprocessing's resource tracker (if no process has yet) with its end-of-run
+    report silenced. A worker process killed while a fit holds a semaphore (joblib's,
+    loky's: a cancelled fit still running when its cluster closes) leaves it registered;
+    the tracker removes it when the run's process exits and says "There appear to be 1
+    leaked semaphore objects to clean up at shutdown" — nothing the user can act on, and
+    printed after the run's own last line. The tracker takes its warning options from
+    this process's ``sys.warnoptions`` when it starts, hence the option is set just
+    then."""
+    from multiprocessing import resource_tracker
+
+    option = "ignore:resource_tracker:UserWarning"
+    sys.warnoptions.append(option)
+    try:
+        resource_tracker.ensure_running()
+    finally:
+        sys.warnoptions.remove(option)
+
+
 @contextlib.contextmanager
 def _malloc_thresholds():
     """Workers spawned inside get :data:`WORKER_ENV` unless the user configured
@@ -257,6 +276,8 @@ def make_client(kind="local", *, security=None, **options):
         opts["preload"] = [preload] if isinstance(preload, str) else list(preload)
         opts["preload"].append("bbc_dask._worker_setup")  # workers ignore the terminal's Ctrl-C
         release = _main_not_reimported()
+        if opts.get("processes", True):
+            _quiet_resource_tracker()
         try:
             with _workers_ignore_sigint(), _malloc_thresholds():
                 client = Client(LocalCluster(**opts), security=security)

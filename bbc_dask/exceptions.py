@@ -67,6 +67,7 @@ class InvalidParameterError(UserError, ValueError, TypeError):
         ['x']"); ``note`` is a sentence added after (the hint of what to do).
         """
         shown = _REPR.repr(got) if shown is None else shown
+        shown = " ".join(str(shown).split())  # one line: an array's repr wraps
         return cls(f"The {name!r} parameter of {caller} must be {expected}. Got {shown} "
                    f"instead." + (f" {note}" if note else ""))
 

@@ -39,6 +39,10 @@ class Study(StudyEstimates):
     metric : str
     n_fits_ : int
         Fits performed by the call that returned this object (0 for :func:`open_study`).
+    fit_warnings_ : dict
+        The warnings those fits raised, ``{(module, class name, text): count}``: collected
+        by the tasks and shown once each by :func:`run_study` (empty for
+        :func:`open_study`).
     """
 
     def __init__(self, store, final_model=None, storage_options=None):
@@ -52,6 +56,7 @@ class Study(StudyEstimates):
         study._attach(run.cube, run.final_model)
         study._param_objects = run.configs
         study.n_fits_ = run.fits
+        study.fit_warnings_ = run.warned or {}
         return study
 
     def _attach(self, cube, final_model):
@@ -71,6 +76,7 @@ class Study(StudyEstimates):
         self._final_model = final_model
         self._param_objects = None  # the real parameter values when run in this process
         self.n_fits_ = 0
+        self.fit_warnings_ = {}
 
     def __repr__(self):
         st = self._cube.state()
@@ -422,13 +428,45 @@ def run_study(
     return study
 
 
+def fit_warning_groups(warned):
+    """The fits' warnings of a run (``{(module, class, text): count}``), most frequent
+    first: ``[(category or None, class name, text, count)]``. The category is the class
+    itself when its module is already imported here (scikit-learn's, Python's), never
+    imported for the purpose; else None."""
+    import sys
+
+    out = []
+    for (module, name, text), n in sorted((warned or {}).items(), key=lambda kv: -kv[1]):
+        cat = getattr(sys.modules.get(module), name, None)
+        if not (isinstance(cat, type) and issubclass(cat, Warning)):
+            cat = None
+        out.append((cat, name, text, n))
+    return out
+
+
+def warn_fit_warnings(warned, stacklevel):
+    """Show each distinct warning the fits raised once, with how many fits raised it (the
+    tasks collect them instead of printing one per task). ``stacklevel`` as
+    :func:`warn_failures`."""
+    import warnings
+
+    for cat, name, text, n in fit_warning_groups(warned):
+        note = f" [raised by {n} fit{'s' if n > 1 else ''} of the study; shown once]"
+        if cat is None:
+            warnings.warn(f"{name}: {text}{note}", UserWarning, stacklevel=stacklevel + 1)
+        else:
+            warnings.warn(f"{text}{note}", cat, stacklevel=stacklevel + 1)
+
+
 def warn_failures(study, stacklevel):
     """Warn once (scikit-learn's ``FitFailedWarning``, as ``GridSearchCV`` does) when some
     configurations of ``study`` failed: how many, and their first errors grouped (the three
     most frequent, with their counts and an example configuration). A resumed run whose
     store holds failures warns again. ``stacklevel`` counts from the caller of this
     function (1: that caller's line). The command line prints the failures itself and
-    does not call this."""
+    does not call this. The fits' own warnings of this run come first
+    (:func:`warn_fit_warnings`)."""
+    warn_fit_warnings(study.fit_warnings_, stacklevel + 1)
     groups = study.failures()
     if not groups:
         return

@@ -107,6 +107,15 @@ def test_rerun_resumes_without_fitting(tmp_path, cancer, client):
     again = _run(tmp_path / "s.zarr", X, y, client, refit=False)
     assert first.n_fits_ == 60 and again.n_fits_ == 0
     np.testing.assert_array_equal(first.cube["prediction"].values, again.cube["prediction"].values)
+    # a finished study answers without a cluster: an unreachable scheduler is never asked
+    import dask
+
+    with dask.config.set({"distributed.comm.timeouts.connect": "2s"}):
+        third = _run(tmp_path / "s.zarr", X, y, "tcp://127.0.0.1:1", refit=False)
+    assert third.n_fits_ == 0 and third.best_index_ == first.best_index_
+    # ... and starts one only when something is left: here the final model
+    final = _run(tmp_path / "s.zarr", X, y, client, refit=True)
+    assert final.n_fits_ == 0 and final.final_model is not None
 
 
 def _snapshot(path):

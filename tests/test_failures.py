@@ -8,6 +8,7 @@ from sklearn.exceptions import FitFailedWarning
 from sklearn.linear_model import LogisticRegression
 
 import bbc_dask as bd
+from bbc_dask.exceptions import InvalidParameterError
 
 MATCH = (r"1 of 3 configurations failed on some fold and is left out of the selection "
          r"\(their scores are NaN\)\. The errors, grouped:\n  1 x .*C.*\(e\.g\. configuration 0: "
@@ -69,3 +70,43 @@ def test_a_grid_failing_everywhere_stops_after_its_first_failures(tiny, client, 
     # stopped once each configuration had failed somewhere (the waves are one queue, so
     # not necessarily on fold 0): the other cells were never run
     assert (state == 2).any(axis=(1, 2)).all() and (state == 0).any()
+
+
+def test_columns_no_configuration_takes_are_refused_before_the_first_wave(tiny, client, tmp_path):
+    import pandas as pd
+    from sklearn.compose import make_column_transformer
+    from sklearn.ensemble import HistGradientBoostingClassifier
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import OneHotEncoder
+
+    from bbc_dask.engine._plan import candidates
+    from bbc_dask.engine._xcheck import check_columns
+
+    X, y = tiny
+    df = pd.DataFrame(X, columns=["a", "b", "c"]).assign(city=np.where(y > 0, "x", "y"))
+    # a string column: refused by run_study before the store is created or a task runs
+    with pytest.raises(InvalidParameterError,
+                       match=r"^X of run_study has strings in column 'city', which no configuration "
+                             r"takes \(all 2 tried on 24 rows failed; configuration 0: ValueError: "
+                             r"could not convert string"):
+        _study(df, y, client, tmp_path / "s.zarr", {"C": [0.1, 1.0]})
+    assert not (tmp_path / "s.zarr").exists()
+
+    def check(est, grid, XX):
+        configs, _ = candidates(grid, None, 10, np.random.SeedSequence(0), "t")
+        check_columns(est, configs, XX, y, True, "t")
+
+    # missing values: refused for an estimator that rejects them, by position in an array
+    Xn = X.copy()
+    Xn[::9, 1] = np.nan
+    with pytest.raises(InvalidParameterError,
+                       match=r"missing values in column 1, which .* impute them"):
+        check(LogisticRegression(), {"C": [0.1, 1.0]}, Xn)
+    # ... not when a configuration takes them, or encodes the strings
+    check(HistGradientBoostingClassifier(max_iter=5), {"max_depth": [2]}, Xn)
+    check(LogisticRegression(), [{"C": [0.1]}, {"C": [1.0], "penalty": [None]}], X)
+    enc = make_pipeline(make_column_transformer((OneHotEncoder(), ["city"]), remainder="passthrough"),
+                        LogisticRegression())
+    check(enc, {"logisticregression__C": [0.1]}, df)
+    # a failure for another reason leaves the decision to the fits
+    check(LogisticRegression(), {"C": [-1.0]}, df)

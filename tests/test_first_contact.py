@@ -5,6 +5,7 @@ import os
 import re
 import subprocess
 import sys
+import warnings
 
 import numpy as np
 import pytest
@@ -119,6 +120,7 @@ def test_partial_failures_are_shown_by_run_status_estimate_and_report(tmp_path):
     assert p.returncode == 0, p.stderr
     want = "1 x InvalidParameterError: The 'C' parameter of LogisticRegression must be a float in the range (0.0, inf]"
     assert "1 configuration failed" in p.stdout and want in p.stdout and "(configurations 2)" in p.stdout
+    assert p.stdout.count("1 configuration failed") == 1  # said once, not after each section
     assert "BBC" in p.stdout  # the estimate is still given, over the configurations that ran
     assert want in _cli("status", tmp_path / "s.zarr").stdout
     assert want in _cli("estimate", tmp_path / "s.zarr").stdout
@@ -219,3 +221,45 @@ def test_each_estimate_names_its_own_configuration_and_resamples(tmp_path, clien
         assert rows[name][4] == "2000"
         assert re.search(rf"<tr><td>{name}</td><td>{rows[name][1]}</td>.*?<td>2000</td>", page)
     assert f"<td>{f.selected_config}</td><td>1000</td>" in page  # BBC-F's row, its own winner
+
+
+def test_the_fits_warnings_are_shown_once_with_their_count(tmp_path, client):
+    # max_iter=1: every fit warns; the tasks collect the warnings, the driver shows each once
+    from sklearn.exceptions import ConvergenceWarning
+
+    X, y = make_classification(n_samples=120, random_state=0)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        study = bd.run_study(LogisticRegression(max_iter=1), {"C": [0.1, 1.0]}, X, y,
+                             store=tmp_path / "s.zarr", metric="roc_auc", n_splits=3,
+                             client=client, progress=False, refit=False, random_state=0)
+    conv = [w for w in seen if issubclass(w.category, ConvergenceWarning)]
+    assert len(conv) == 1 and "raised by 6 fits of the study" in str(conv[0].message)
+    assert conv[0].filename == __file__  # pointing at the caller's line
+    assert sum(study.fit_warnings_.values()) == 6
+
+
+@pytest.mark.slow  # ~20 s: a local cluster of processes and fits that outlive the stop
+def test_a_stopped_run_closes_its_cluster_without_noise(tmp_path):
+    # error_score="raise" stops the run while two 6-second fits still run: their workers
+    # are killed when the cluster closes, which distributed and multiprocessing report
+    script = tmp_path / "stop.py"
+    script.write_text(
+        "import bbc_dask as bd\n"
+        "from bbc_dask.exceptions import StudyError\n"
+        "from sklearn.datasets import make_classification\n"
+        "from _estimators import Sleepy\n"
+        "if __name__ == '__main__':\n"
+        "    X, y = make_classification(n_samples=60, random_state=0)\n"
+        "    try:\n"
+        "        bd.run_study(Sleepy(), [{'nap': [6.0], 'C': [1.0, 2.0]}, {'nap': [0.5], 'C': [-1.0]}],\n"
+        f"                     X, y, store={str(tmp_path / 's.zarr')!r}, metric='roc_auc', n_splits=3,\n"
+        "                     error_score='raise', client={'kind': 'local', 'n_workers': 2},\n"
+        "                     progress=False, configs_per_task=1)\n"
+        "    except StudyError as e:\n"
+        "        print('stopped:', str(e).splitlines()[0][:60])\n")
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "tests"))
+    p = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300,
+                       env=env)
+    assert p.stdout.startswith("stopped: Configuration 2"), p.stdout + p.stderr
+    assert p.stderr == "", p.stderr

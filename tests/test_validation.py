@@ -98,3 +98,22 @@ def test_float_labels_outside_the_classes_are_named(bad, dtype):
     a = bd.bbc(pred, Y, metric="accuracy", n_bootstraps=10, random_state=0)
     b = bd.bbc(pred.astype(np.int64), Y, metric="accuracy", n_bootstraps=10, random_state=0)
     assert np.array_equal(a.bootstrap_distribution, b.bootstrap_distribution)
+
+
+def test_errors_are_one_line_and_show_the_users_value_as_given():
+    # an array's repr wraps, and the engine's names must not be swapped inside the value
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import KFold
+
+    import bbc_dask as bd
+
+    X = np.random.default_rng(0).normal(size=(40, 3))
+    y = (X[:, 0] > 0).astype(int)
+    splits = [(np.arange(20), np.arange(20, 40)), (np.arange(20, 40), np.arange(20))]
+    for cv, shown in ((splits, "Got [(array([ 0, 1, 2,"), (KFold(3), "Got KFold(n_splits=3,")):
+        with pytest.raises(ValueError) as info:
+            bd.BBCSearchCV(LogisticRegression(), {"C": [1.0]}, cv=cv, n_repeats=2,
+                           client="tcp://127.0.0.1:1").fit(X, y)
+        msg = str(info.value)
+        assert "\n" not in msg and shown in msg, msg
+        assert msg.startswith("The 'cv' parameter of BBCSearchCV must be None when 'n_repeats'")

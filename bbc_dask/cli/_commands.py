@@ -179,7 +179,9 @@ def run_study_file(resolved, *, scheduler=None, store=None, progress=True, clust
             error_score="raise" if resolved.get("error_score") == "raise" else float("nan"),
             selection=resolved.get("selection", "pooled"), caller="the study file",
             names=STUDY_FILE_NAMES, nested=(protocol["n_outer"], protocol["n_inner"]))
-        return nested_result(run_cvt(request), resolved.get("confidence", 0.95))
+        run = run_cvt(request)
+        _echo_fit_warnings(run.warned)
+        return nested_result(run, resolved.get("confidence", 0.95))
     request = StudyRequest.build(
         estimator, grid, X, y, store=resolved["store"], metric=resolved["metric"],
         n_splits=resolved["cv"]["splits"], n_repeats=resolved["cv"]["repeats"],
@@ -191,7 +193,27 @@ def run_study_file(resolved, *, scheduler=None, store=None, progress=True, clust
         error_score="raise" if resolved.get("error_score") == "raise" else float("nan"),
         selection=resolved.get("selection", "pooled"), caller="the study file",
         names=STUDY_FILE_NAMES)
-    return study_of(run_cvt(request))
+    study = study_of(run_cvt(request))
+    _echo_fit_warnings(study.fit_warnings_)
+    return study
+
+
+def _echo_fit_warnings(warned):
+    """The fits' warnings, each distinct one once with its count (the tasks collect them:
+    printed by each worker, one scikit-learn FutureWarning fills a screen)."""
+    from ..study import fit_warning_groups
+
+    groups = fit_warning_groups(warned)
+    if not groups:
+        return
+    n = sum(g[3] for g in groups)
+    click.echo(f"{n} warning{'s' if n > 1 else ''} from the fits ({len(groups)} distinct, "
+               f"each shown once):", err=True)
+    for _, name, text, count in groups[:5]:
+        first = text.splitlines()[0] if text else ""
+        click.echo(f"  {count} x {name}: {first}", err=True)
+    if len(groups) > 5:
+        click.echo(f"  ... {len(groups) - 5} other warnings", err=True)
 
 
 #: The study file's keys for the engine's parameters (errors name the key the user wrote).
@@ -249,7 +271,6 @@ def run(study_file, scheduler, store, cluster_kind, cluster_option, tls_ca_file,
     st = study.status()
     click.echo(f"finished: {st['done']} cells done, {st['failed']} failed, {st['dropped']} dropped "
                f"in {time.time() - t:.1f} s; store {study.store}")
-    _echo_failures(study)
     _print_estimates(study, resolved.get("bootstraps", 1000), resolved.get("confidence", 0.95), "both",
                      None)
 

@@ -158,5 +158,7 @@ def _renamed(exc, names, caller):
     for engine_name, theirs in names.items():
         msg = msg.replace(f"The {engine_name!r} parameter of {caller}",
                           f"The {theirs!r} parameter of {caller}")
-        msg = re.sub(rf"\b{engine_name}=", f"{theirs}=", msg)
+        # not inside the value shown ("Got KFold(n_splits=3, ...) instead"): the user's own
+        head, got, shown = msg.partition(" Got ")
+        msg = re.sub(rf"\b{engine_name}=", f"{theirs}=", head) + got + shown
     return type(exc)(msg) if msg != str(exc) else exc

@@ -37,6 +37,7 @@ class CVTRun(NamedTuple):
     configs: object
     fits: int
     cube: object
+    warned: dict | None = None  # the fits' warnings: {(module, class, text): count}
 
 
 def _diff(stored, new, prefix=""):
@@ -84,6 +85,7 @@ class _StudyRun:
         self.configs = None
         self.token = None
         self.fits = 0
+        self.warned = {}
 
     # ------------------------------------------------------------------ flow
     def run(self):
@@ -92,12 +94,21 @@ class _StudyRun:
         ex = self.request.execution
         final = None
         lock = client_obj = owned = None
-        interrupted = failed = False
-        self.precheck()
+        failed = False
+        finished = self.precheck()
         try:
             with signals_as_interrupts():
-                # Connect first: a cluster that cannot be reached leaves the store as it was.
-                client_obj, owned = _client(ex.client, ex.progress, ex.security, self.caller)
+                if finished:
+                    # nothing left to fit: the cluster is started only if something still
+                    # asks for it (a pooled score or the final model a kill left unsaved)
+                    client_obj = _OnDemand(lambda: _client(ex.client, ex.progress, ex.security,
+                                                           self.caller))
+                    from distributed import Client
+
+                    owned = not isinstance(ex.client, Client)  # as resolve_client decides
+                else:
+                    # Connect first: a cluster that cannot be reached leaves the store as it was.
+                    client_obj, owned = _client(ex.client, ex.progress, ex.security, self.caller)
                 with writing(self.loc.url):
                     lock = self.loc.lock().acquire()
                 self._open_or_create(lock)
@@ -109,19 +120,19 @@ class _StudyRun:
                 elif ex.refit:
                     final = self._refit(client_obj)
         except KeyboardInterrupt as exc:
-            interrupted = failed = True
+            failed = True
             raise self._interrupted(exc) from None
         except BaseException:
             failed = True
             raise
         finally:
             try:
-                _quietly_close(client_obj, owned, ex.client, interrupted, keep_going=failed)
+                _quietly_close(client_obj, owned, ex.client, keep_going=failed)
             finally:
                 if lock is not None:
                     lock.release()
         self.cube.guard = _released  # the study reads it; a write without the lock fails
-        return CVTRun(self.loc, final, self.configs, self.fits, self.cube)
+        return CVTRun(self.loc, final, self.configs, self.fits, self.cube, self.warned)
 
     def _open_or_create(self, lock):
         """Decide, under the lock, whether the store is new, ours to resume, or another
@@ -151,7 +162,8 @@ class _StudyRun:
     def precheck(self):
         """Refuse, before taking the lock and without writing anything, a store that holds
         another study or no study at all. Only a refusal is decided here: whether to
-        create, resume or replace is decided again under the lock."""
+        create, resume or replace is decided again under the lock. Returns whether the
+        store holds this study with no cell left to fit (its rerun needs no cluster)."""
         from ..cube import inspect_store
 
         try:
@@ -170,6 +182,18 @@ class _StudyRun:
             # folds: found here, before the lock is taken or an old store replaced
             req.protocol.folds(req.data.y, req.data.groups, req.metric.is_classification,
                                self.root)
+        finished = (kind == "study" and not self.request.execution.overwrite
+                    and not (existing.state() == PENDING).any())
+        if not finished:
+            # strings or missing values in X that no configuration takes: said now, by a
+            # fit on a few rows, rather than by every fit of the first wave
+            from ._xcheck import check_columns
+
+            if self.configs is None:
+                self._plan(None)
+            check_columns(req.estimator, self.configs, req.data.X, req.data.y,
+                          req.metric.is_classification, self.caller)
+        return finished
 
     def _plan(self, existing):
         """Seed, configurations and spec; refuses an ``existing`` study that differs."""
@@ -268,7 +292,8 @@ class _StudyRun:
                               req.execution.progress, req.dropping, self.root, cancel_on_exit,
                               self.token, pooled=self._needs_pooled(),
                               # nested CV: each outer fold has its own rule (_check_not_all_failed)
-                              stop_if_all_failed=req.protocol.kind != "nested")
+                              stop_if_all_failed=req.protocol.kind != "nested",
+                              warned=self.warned)
         runs = list(self.cube.meta["runs"])
         runs[-1].update(finished=time.strftime("%Y-%m-%dT%H:%M:%S"), t1=time.time(),
                         fits=self.fits)
@@ -393,6 +418,22 @@ def _versions():
             "python": sys.version.split()[0]}
 
 
+class _OnDemand:
+    """A run's client started at its first use, for a rerun of a finished study: asking
+    again for a study that is done answers in a second rather than after a cluster's start
+    (seconds to tens of seconds). ``started`` is the ``(client, owned)`` of
+    :func:`_client` once started, else None."""
+
+    def __init__(self, start):
+        self._start = start
+        self.started = None
+
+    def __getattr__(self, name):
+        if self.started is None:
+            self.started = self._start()
+        return getattr(self.started[0], name)
+
+
 def _client(client, progress, security, caller):
     from ..cluster import resolve_client
 
@@ -403,12 +444,19 @@ def _client(client, progress, security, caller):
     return c, owned
 
 
-def _quietly_close(client_obj, owned, given, interrupted=False, keep_going=False):
+def _quietly_close(client_obj, owned, given, keep_going=False):
     """Close a client (and the cluster) the run started; a second Ctrl-C while closing
-    is ignored so that the workers are not left behind. After an interrupt the
-    cluster's own logs are silenced first: its workers would otherwise report every
-    task cancelled by the shutdown. With ``keep_going`` (the run is already failing),
-    an error while closing is reported as a warning, not raised over the first one."""
+    is ignored so that the workers are not left behind. The cluster's own logs are
+    silenced while it closes: after an interrupt or a stop its workers would report
+    every task cancelled by the shutdown, and a worker still inside a cancelled fit is
+    killed after 4 s with a warning ("Worker process still alive after 4.0 seconds,
+    killing") — nothing is lost (every finished result is recorded before this) and
+    nothing is left to do. With ``keep_going`` (the run is already failing), an error
+    while closing is reported as a warning, not raised over the first one."""
+    if isinstance(client_obj, _OnDemand):
+        if client_obj.started is None:
+            return  # never started: nothing to close
+        client_obj, owned = client_obj.started
     if not owned or client_obj is None:
         return
     main = threading.current_thread() is threading.main_thread()
@@ -416,7 +464,7 @@ def _quietly_close(client_obj, owned, given, interrupted=False, keep_going=False
     try:
         from ..cluster import close_client
 
-        with _quiet_logs(interrupted):
+        with _quiet_logs():
             close_client(client_obj, close_cluster=given is None or isinstance(given, dict))
     except Exception as exc:
         if not keep_going:
@@ -430,13 +478,12 @@ def _quietly_close(client_obj, owned, given, interrupted=False, keep_going=False
 
 
 @contextlib.contextmanager
-def _quiet_logs(on):
+def _quiet_logs():
     import logging
 
     log = logging.getLogger("distributed")
     level = log.level
-    if on:
-        log.setLevel(logging.CRITICAL)
+    log.setLevel(logging.CRITICAL)
     try:
         yield
     finally:

@@ -8,8 +8,10 @@ from __future__ import annotations
 import hashlib
 import pickle
 import threading
+import contextlib
 import time
 import traceback
+import warnings
 import weakref
 from collections import OrderedDict
 
@@ -302,7 +304,57 @@ def _fit_block(estimator, params_block, X, y, folds, scoring, r, k):
     return res, values
 
 
+#: The warnings of the task running in this thread, while one collects them.
+_COLLECTING = threading.local()
+_HOOK_LOCK = threading.Lock()
+_shown = {"original": None}
+
+
+def _show(message, category, filename, lineno, file=None, line=None):
+    """``warnings.showwarning`` of a worker: a warning raised by a collecting task is kept
+    for the driver (which shows each distinct one once for the whole run); any other
+    warning is shown as before."""
+    seen = getattr(_COLLECTING, "seen", None)
+    if seen is None:
+        return _shown["original"](message, category, filename, lineno, file, line)
+    key = (category.__module__, category.__qualname__, str(message).strip())
+    seen[key] = seen.get(key, 0) + 1
+
+
+@contextlib.contextmanager
+def collected_warnings():
+    """Collect the warnings the fits of this task raise, instead of printing them: a
+    scikit-learn FutureWarning or ConvergenceWarning would otherwise be printed by every
+    task of every wave. Yields a dict ``{(module, class name, text): count}``.
+
+    ``catch_warnings`` is not used: it swaps the process's filters and hook, which is
+    not safe with several tasks running in threads of one worker; a hook that looks up
+    the running thread's collector is. Installed at the first task, again if a library
+    restored the old hook (the filters decide, as always, which warnings reach it)."""
+    if warnings.showwarning is not _show:
+        with _HOOK_LOCK:
+            if warnings.showwarning is not _show:
+                _shown["original"] = warnings.showwarning
+                warnings.showwarning = _show
+    _COLLECTING.seen = {}
+    try:
+        yield _COLLECTING.seen
+    finally:
+        _COLLECTING.seen = None
+
+
 def fit_write_blocks(estimator, params_blocks, X, y, folds, scoring, writer, r, k, placements):
+    """Fit, predict, write and score the blocks of (repeat ``r``, fold ``k``), collecting
+    the fits' warnings (``"warnings"`` of the result: ``[(module, class, text, count)]``);
+    see :func:`_fit_write_blocks`."""
+    with collected_warnings() as seen:
+        out = _fit_write_blocks(estimator, params_blocks, X, y, folds, scoring, writer, r, k,
+                                placements)
+    out["warnings"] = [(*key, n) for key, n in seen.items()]
+    return out
+
+
+def _fit_write_blocks(estimator, params_blocks, X, y, folds, scoring, writer, r, k, placements):
     """Fit blocks of configurations on the training samples of (repeat ``r``, fold ``k``),
     predict the fold and write the predictions straight into their chunks of the cube
     (a block's chunks, each written whole); return only what the ledger records, never

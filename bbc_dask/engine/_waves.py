@@ -61,12 +61,14 @@ class _WaveTasks:
 
 def run_waves(cube, client, estimator, configs, X, y, target, m, error_score,
                progress, dropping=None, root=None, cancel_on_exit=True, token=None,
-               pooled=True, stop_if_all_failed=False):
+               pooled=True, stop_if_all_failed=False, warned=None):
     """Run every pending cell, wave by wave; with ``dropping``, test between waves; then
     (``pooled``) the pooled scores of complete configurations.
 
     ``stop_if_all_failed``: stop (tasks in flight cancelled, no pooled pass) as soon as
     every active configuration has a failed cell; the caller then reports the failure.
+    ``warned``: a dict that receives the fits' warnings, ``{(module, class, text): count}``
+    over all tasks (each task collects its own, see ``_tasks.collected_warnings``).
 
     Without dropping the waves are one queue (no barrier: workers never idle at a wave's
     end). With dropping, wave k+1 is planned only after wave k's decision is persisted.
@@ -82,6 +84,8 @@ def run_waves(cube, client, estimator, configs, X, y, target, m, error_score,
     run = _Executor(cube, client, estimator, configs, X, y, target, m, error_score,
                     progress, n_splits, token)
     run.cancel_on_exit = cancel_on_exit
+    if warned is not None:
+        run.warned = warned
     if stop_if_all_failed:
         run.failed = np.any(state == FAILED, axis=(1, 2))
         if run.all_failed(active):  # a resume of a study that failed everywhere
@@ -345,6 +349,7 @@ class _Executor:
         self.wave_shown = 0
         self.fits = 0
         self.cancel_on_exit = True
+        self.warned = {}  # the fits' warnings, over all tasks
         self.failed = None  # (n_configs,) has a failed cell, when failing everywhere stops the run
         self.batch, self.flushed = [], time.monotonic()
         # what a resumed run knows of each configuration's cost before timing any
@@ -423,6 +428,8 @@ class _Executor:
                         raise
                     retry.append((group, tries + 1))
                     continue
+                for *key, n in res.get("warnings", ()):
+                    self.warned[tuple(key)] = self.warned.get(tuple(key), 0) + n
                 for task, part in zip(group, res.get("done", res.get("parts", []))):
                     self._record(task, part)
                 if "parts" not in res:  # a store problem or error_score="raise"
