@@ -61,12 +61,14 @@ class _WaveTasks:
 
 def run_waves(cube, client, estimator, configs, X, y, target, m, error_score,
                progress, dropping=None, root=None, cancel_on_exit=True, token=None,
-               pooled=True, stop_if_all_failed=False):
+               pooled=True, stop_if_all_failed=False, fit_params=None):
     """Run every pending cell, wave by wave; with ``dropping``, test between waves; then
     (``pooled``) the pooled scores of complete configurations.
 
     ``stop_if_all_failed``: stop (tasks in flight cancelled, no pooled pass) as soon as
     every active configuration has a failed cell; the caller then reports the failure.
+    ``fit_params``: ``(parameters of every fit, metadata routing on)`` or None, shipped
+    as X and y are (sliced by the tasks).
 
     Without dropping the waves are one queue (no barrier: workers never idle at a wave's
     end). With dropping, wave k+1 is planned only after wave k's decision is persisted.
@@ -80,7 +82,7 @@ def run_waves(cube, client, estimator, configs, X, y, target, m, error_score,
     stages = ([list(range(n_splits))] if dropping is None
               else _stages(cube.folds(), n_splits, dropping))
     run = _Executor(cube, client, estimator, configs, X, y, target, m, error_score,
-                    progress, n_splits, token)
+                    progress, n_splits, token, fit_params)
     run.cancel_on_exit = cancel_on_exit
     if stop_if_all_failed:
         run.failed = np.any(state == FAILED, axis=(1, 2))
@@ -255,12 +257,13 @@ def _result(fut):
 
 
 def submit_with_data(client, fn, *args):
-    """``fn(*args[:-2], X_future, y_future)`` on the cluster, surviving the loss of the data."""
-    *head, X, y = args
-    data = _Data(client, X, y, broadcast=False)
+    """``fn(*args[:-3], X_future, y_future, fit_params_future)`` on the cluster, surviving
+    the loss of the data (``fit_params`` as the tasks take them, or None)."""
+    *head, X, y, fit_params = args
+    data = _Data(client, X, y, *([fit_params] if fit_params else []), broadcast=False)
     for attempt in range(tuning.MAX_RESUBMITS + 1):
-        X_f, y_f = data.refresh()
-        fut = client.submit(fn, *head, X_f, y_f, pure=False, retries=3)
+        X_f, y_f, *p_f = data.refresh()
+        fut = client.submit(fn, *head, X_f, y_f, *p_f, pure=False, retries=3)
         try:
             return _result(fut)
         except CancelledError:
@@ -330,7 +333,7 @@ class _Executor:
     in the ledger in batches."""
 
     def __init__(self, cube, client, estimator, configs, X, y, target, m, error_score,
-                 progress, n_splits, token=None):
+                 progress, n_splits, token=None, fit_params=None):
         self.cube, self.client, self.estimator = cube, client, estimator
         self.configs = configs
         self.scoring = (m.name, target.classes, target.pos_code,
@@ -339,7 +342,8 @@ class _Executor:
         self.n_splits = n_splits
         self.writer = cube.writer(token if token is not None else (lambda: None))
         self.chunk = cube.config_chunk
-        self.data = _Data(client, X, y, cube.folds())
+        # fit parameters travel as X and y do: scattered once, each task slices its rows
+        self.data = _Data(client, X, y, cube.folds(), *([fit_params] if fit_params else []))
         self.progress = progress
         self.bar = None
         self.wave_shown = 0
@@ -364,7 +368,7 @@ class _Executor:
 
     def _submit(self, group):
         k, r, first = group[0]
-        X_f, y_f, folds_f = self.data.refresh()
+        X_f, y_f, folds_f, *fit_params = self.data.refresh()
         params, places = [], []
         for _, _, cfgs in group:
             c0 = int(cfgs[0]) // self.chunk * self.chunk
@@ -372,7 +376,7 @@ class _Executor:
             places.append((c0, np.asarray(cfgs) - c0))
         return self.client.submit(
             fit_write_blocks, self.estimator, params, X_f, y_f, folds_f, self.scoring,
-            self.writer, r, k, places,
+            self.writer, r, k, places, *fit_params,
             key=f"bbc-fit-r{r}-k{k}-c{first[0]}-n{len(group)}-{uuid.uuid4().hex[:8]}",
             retries=3, pure=False,
         )
