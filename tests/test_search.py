@@ -141,15 +141,16 @@ def _unweighted_accuracy(est, X, y):
     return accuracy_score(y, est.predict(X))
 
 
-def test_cv_results_and_sample_weight_as_grid_search(scaled_cancer, client):
+def test_cv_results_and_sample_weight_as_grid_search(scaled_cancer, client, capfd):
     """Same folds, same fits: GridSearchCV's cv_results_ keys and shapes (plus
     pooled_test_score), its split scores where sample_weight changes every model, the
-    refit on all rows with all weights, n_splits_ = the split columns."""
+    refit on all rows with all weights, n_splits_ = the split columns; silent."""
     X, y, splits = scaled_cancer
     w = np.linspace(0.1, 3.0, len(y))
     grid = {"C": [0.01, 0.1, 1.0]}
     est = bd.BBCSearchCV(LogisticRegression(), grid, cv=splits, n_bootstraps=20,
                          random_state=0).fit(X, y, sample_weight=w)
+    assert capfd.readouterr().err == ""  # verbose=0
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the callable scorer takes no sample_weight: said
         gs = GridSearchCV(LogisticRegression(), grid, cv=splits,
@@ -175,20 +176,26 @@ def test_cv_results_and_sample_weight_as_grid_search(scaled_cancer, client):
 
 
 def test_resume_with_other_fit_params_refused(scaled_cancer, client, tmp_path):
+    """run_study(fit_params=): each fit (and the refit) is given the rows of its own
+    training set (the estimator checks them against X's first column; error_score='raise'
+    stops at a mismatch); the study's identity holds them: other weights are refused."""
+    from _estimators import WeightIsFirstColumn
+
     X, y, _ = scaled_cancer
-    X, y = X[:80], y[:80]
-    w = np.linspace(0.5, 2.0, len(y))
+    X, y = X[:80].copy(), y[:80]
+    X[:, 0] = w = np.linspace(0.5, 2.0, len(y))
     run = dict(store=str(tmp_path / "s.zarr"), metric="accuracy", n_splits=2, progress=False,
-               random_state=0, client=client)
-    bd.run_study(LogisticRegression(), {"C": [0.1, 1.0]}, X, y, fit_params={"sample_weight": w}, **run)
-    again = bd.run_study(LogisticRegression(), {"C": [0.1, 1.0]}, X, y,
+               random_state=0, client=client, error_score="raise")
+    grid = {"C": [0.1, 1.0]}
+    bd.run_study(WeightIsFirstColumn(), grid, X, y, fit_params={"sample_weight": w}, **run)
+    again = bd.run_study(WeightIsFirstColumn(), grid, X, y,
                          fit_params={"sample_weight": w.copy()}, **run)
-    assert again.status()["done"] == 4
+    assert again.status()["done"] == 4 and again.final_model.coef_.shape == (1, 30)
     with pytest.raises(bd.exceptions.StoreMismatchError, match=r"data\.fit_params"):
-        bd.run_study(LogisticRegression(), {"C": [0.1, 1.0]}, X, y,
+        bd.run_study(WeightIsFirstColumn(), grid, X, y,
                      fit_params={"sample_weight": w[::-1].copy()}, **run)
     with pytest.raises(bd.exceptions.StoreMismatchError, match=r"data\.fit_params \(stored '"):
-        bd.run_study(LogisticRegression(), {"C": [0.1, 1.0]}, X, y, **run)
+        bd.run_study(WeightIsFirstColumn(), grid, X, y, **run)
     with pytest.raises(ValueError, match="The 'fit_params' parameter of run_study must be a dict"):
         bd.run_study(LogisticRegression(), {"C": [0.1]}, X, y, fit_params=[w], **run)
 
@@ -196,7 +203,7 @@ def test_resume_with_other_fit_params_refused(scaled_cancer, client, tmp_path):
 def test_metadata_routing_as_grid_search(scaled_cancer, client):
     """With scikit-learn's metadata routing on, sample_weight reaches the steps that
     request it (the workers fit with the same setting), as in GridSearchCV; off, a
-    Pipeline is given step__param names."""
+    Pipeline is given step__param names (GridSearchCV's reference here)."""
     import sklearn
     from sklearn.exceptions import UnsetMetadataPassedError
 
@@ -220,36 +227,33 @@ def test_metadata_routing_as_grid_search(scaled_cancer, client):
     for i in range(3):
         np.testing.assert_allclose(est.cv_results_[f"split{i}_test_score"],
                                    gs.cv_results_[f"split{i}_test_score"])
-    off = bd.BBCSearchCV(make_pipeline(StandardScaler(), LogisticRegression()), grid, cv=splits,
-                         n_bootstraps=20, random_state=0).fit(
-        X, y, logisticregression__sample_weight=w)
-    for i in range(3):
-        np.testing.assert_allclose(off.cv_results_[f"split{i}_test_score"],
-                                   gs.cv_results_[f"split{i}_test_score"])
 
 
 def test_error_score_number_as_grid_search(scaled_cancer, client):
-    """error_score=0: a failed fit's split scores are 0 as in GridSearchCV; the failed
-    configuration is still never selected (the package's rule) and ranks last."""
+    """error_score=0: a failed fit's split score is 0 as in GridSearchCV, its other splits
+    their scores; the failed configuration is still never selected (the package's rule)
+    and ranks last."""
+    from _estimators import FailsWhenTrainedOn
     from sklearn.exceptions import FitFailedWarning
 
     X, y, splits = scaled_cancer
-    grid = {"C": [0.1, -1.0, 1.0]}  # C=-1 fails on every fold
+    X = X.copy()
+    X[splits[0][1][0], 0] = 1000 + 7  # trained on in folds 1 and 2 only
+    grid = {"bad": [-1, 7], "C": [0.1]}
     with pytest.warns(FitFailedWarning):
-        est = bd.BBCSearchCV(LogisticRegression(), grid, cv=splits, n_bootstraps=20,
+        est = bd.BBCSearchCV(FailsWhenTrainedOn(), grid, cv=splits, n_bootstraps=20,
                              error_score=0, random_state=0).fit(X, y)
     with pytest.warns(FitFailedWarning):
-        gs = GridSearchCV(LogisticRegression(), grid, cv=splits, error_score=0).fit(X, y)
+        gs = GridSearchCV(FailsWhenTrainedOn(), grid, cv=splits, error_score=0).fit(X, y)
+    assert gs.cv_results_["split0_test_score"][1] > 0 == gs.cv_results_["split1_test_score"][1]
     for key in [f"split{i}_test_score" for i in range(3)] + ["mean_test_score", "std_test_score"]:
         np.testing.assert_allclose(est.cv_results_[key], gs.cv_results_[key])
-    assert est.cv_results_["rank_test_score"][1] == 3 and est.best_index_ != 1
+    assert est.cv_results_["rank_test_score"][1] == 2 and est.best_index_ == 0
     assert np.isnan(est.study_.cv_results_["mean_test_score"][1])  # the study stays NaN
 
 
 def test_verbose_shows_progress(scaled_cancer, client, capfd):
     X, y, splits = scaled_cancer
-    bd.BBCSearchCV(LogisticRegression(), {"C": [1.0]}, cv=splits, n_bootstraps=20).fit(X, y)
-    assert capfd.readouterr().err == ""
     bd.BBCSearchCV(LogisticRegression(), {"C": [1.0]}, cv=splits, n_bootstraps=20,
                    verbose=1).fit(X, y)
     assert "3 fits" in capfd.readouterr().err
