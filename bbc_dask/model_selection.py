@@ -403,6 +403,15 @@ class BBCSearchCV(MetaEstimatorMixin, BaseEstimator):
     def transform(self, X):
         return self._check().transform(X)
 
+    @available_if(_delegate("inverse_transform"))
+    def inverse_transform(self, X):
+        return self._check().inverse_transform(X)
+
+    @available_if(_delegate("score_samples"))
+    def score_samples(self, X):
+        """``score_samples`` of ``best_estimator_``."""
+        return self._check().score_samples(X)
+
     def score(self, X, y=None):
         """``scoring`` of ``best_estimator_`` on (X, y), with scikit-learn's scorer."""
         from sklearn.metrics import get_scorer

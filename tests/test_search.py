@@ -325,3 +325,16 @@ def test_check_estimator_randomized(client):
     failed = [(r["check_name"], str(r["exception"])[:200]) for r in results if r["status"] == "failed"]
     assert not failed
     assert sum(r["status"] == "passed" for r in results) > 30
+
+
+def test_delegated_methods_as_grid_search():
+    """The methods of best_estimator_ that GridSearchCV offers, for the same estimator."""
+    from sklearn.decomposition import PCA
+    from sklearn.ensemble import IsolationForest
+
+    names = ["predict", "predict_proba", "predict_log_proba", "decision_function",
+             "transform", "inverse_transform", "score_samples"]
+    for est in (LogisticRegression(), make_pipeline(StandardScaler(), PCA()), IsolationForest()):
+        for name in names:
+            assert hasattr(bd.BBCSearchCV(est, {}), name) == hasattr(GridSearchCV(est, {}), name), \
+                (est, name)

@@ -14,6 +14,7 @@ engine (run_study)     BBCSearchCV         study file
 ``cv``                 ``cv`` (a splitter) ``cv.splitter``
 ``param_grid``         ``param_grid``      ``grid``
 ``random_state``       ``random_state``    ``random_state``
+``fit_params``         ``fit(**params)``   (none)
 =====================  ==================  ===================
 """
 from __future__ import annotations
