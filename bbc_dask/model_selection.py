@@ -115,8 +115,9 @@ class BBCSearchCV(MetaEstimatorMixin, BaseEstimator):
     n_splits_ : int
         The number of ``split{i}_test_score`` columns: folds × repeats.
     refit_time_ : float
-        Seconds of the refit of the winner (NaN when the study was finished before this
-        ``fit`` and its final model read back, or with ``refit=False``, where it is not set).
+        Seconds the refit of the winner took, as the store recorded it (a finished study
+        is not refit again; NaN for a store written before refit times were recorded).
+        Not set with ``refit=False``.
     multimetric_ : bool
         False: one metric.
     study_ : Study
