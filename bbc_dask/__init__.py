@@ -9,6 +9,7 @@ import importlib
 __version__ = "0.1.0.dev0"
 
 __all__ = [
+    "BBCRandomizedSearchCV",
     "BBCResult",
     "BBCSearchCV",
     "BootstrapEstimate",
@@ -63,6 +64,7 @@ _WHERE = {
     "run_study": ".study",
     "make_client": ".cluster",
     "BBCSearchCV": ".model_selection",
+    "BBCRandomizedSearchCV": ".model_selection",
     "verify_store": ".cube",
     "NestedCVResult": "._nested_cv",
     "Comparison": "._compare",

@@ -148,6 +148,22 @@ def check_same_length(a, n_a, b, n_b, caller):
                                     f"samples. Got {n_a} and {n_b}.")
 
 
+def check_fit_params(fit_params, nested, caller):
+    """Parameters of every fit (``sample_weight``...): a dict by name, ``{}`` for None.
+    Array-likes of one row per sample are sliced to each training set by the tasks."""
+    if fit_params is None:
+        return {}
+    if not isinstance(fit_params, dict) or not all(isinstance(k, str) for k in fit_params):
+        raise InvalidParameterError(
+            f"The 'fit_params' parameter of {caller} must be a dict of parameters by name. "
+            f"Got {fit_params!r} instead.")
+    if fit_params and nested is not None:
+        raise InvalidParameterError(
+            f"The 'fit_params' parameter of {caller} is not supported in nested "
+            f"cross-validation. Got {sorted(fit_params)}.")
+    return dict(fit_params)
+
+
 def check_dims(dims, caller):
     """The dims of a cube: 'sample' and 'config', optionally 'repeat' and 'class', each once."""
     dims = tuple(dims)

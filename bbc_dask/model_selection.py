@@ -18,7 +18,7 @@ from .cluster import current_client
 from .exceptions import InvalidParameterError
 from .stats import Dropping
 
-__all__ = ["BBCSearchCV"]
+__all__ = ["BBCRandomizedSearchCV", "BBCSearchCV"]
 
 
 def _delegate(name):
@@ -68,7 +68,13 @@ class BBCSearchCV(MetaEstimatorMixin, BaseEstimator):
         The study's Zarr store; ``fit`` resumes an interrupted study there. None: a
         temporary store, removed with the estimator.
     refit : bool, default=True
-    error_score : np.nan or "raise", default=np.nan
+    error_score : "raise" or float, default=np.nan
+        ``"raise"``: the first configuration that raises stops the study with its error.
+        A number is what ``cv_results_`` shows as the score of a failed fit (scikit-learn's
+        rule). Unlike ``GridSearchCV``, a configuration with a failed fit is never
+        selected and takes no part in ``bbc_``/``bbc_f_`` whatever the number: BBC
+        resamples the out-of-sample *predictions* of complete configurations, and a failed
+        fit has none (a score given for it would be a constant, not a prediction).
     client : distributed.Client, str or None, default=None
         None: the current default client if there is one, else a local cluster started
         and closed by ``fit``; a string is a scheduler address.
@@ -78,16 +84,42 @@ class BBCSearchCV(MetaEstimatorMixin, BaseEstimator):
         The winner (``best_index_``, the model refit, ``bbc_.selected_config``): the best
         pooled CV score, or the best mean of the (repeat, fold) scores (the 2024 paper's
         code; ``bbc_f_``'s winner). See :func:`bbc_dask.run_study`.
+    verbose : int, default=0
+        Above 0, a progress bar of the study's tasks per wave (``run_study``'s
+        ``progress``; with a cluster ``fit`` starts, its dashboard link); 0 is silent.
+    return_train_score : bool, default=False
+        Only False: the study's cube holds out-of-sample predictions only; scoring the
+        training rows would need a second prediction per fit that nothing else reads.
 
     Attributes
     ----------
     best_estimator_, best_params_, best_index_ : the selected configuration, refit.
     best_score_ : float
-        The naive CV estimate: the winner's pooled out-of-sample score (optimistic).
+        The selection criterion of ``best_index_``, so ``rank_test_score[best_index_] == 1``:
+        ``cv_results_["pooled_test_score"][best_index_]`` with ``selection="pooled"``,
+        ``cv_results_["mean_test_score"][best_index_]`` with ``"fold_mean"`` (scikit-learn's
+        rule). It is the naive CV estimate of the winner (optimistic: ``bbc_`` corrects
+        it).
     bbc_, bbc_f_ : BBCResult
         BBC-CV and BBC-F estimates with confidence intervals (``bbc_.method`` is
         ``"bbcd"`` with dropping).
     cv_results_ : dict
+        ``GridSearchCV``'s keys: ``params``, ``param_*``, ``split{i}_test_score`` (one per
+        (repeat, fold), repeat-major), ``mean_test_score`` and ``std_test_score`` over
+        them, ``rank_test_score`` (by the selection criterion, as ``best_score_``),
+        ``mean_fit_time``, ``std_fit_time`` (each fit's time includes its prediction of the
+        test fold), ``mean_score_time``, ``std_score_time`` (NaN: the folds are scored
+        from the stored predictions, several configurations at once, not timed one by
+        one); and ``pooled_test_score``, the score of the pooled out-of-sample
+        predictions (mean over repeats).
+    n_splits_ : int
+        The number of ``split{i}_test_score`` columns: folds × repeats.
+    refit_time_ : float
+        Seconds the refit of the winner took, as the store recorded it (a finished study
+        is not refit again; NaN for a store written before refit times were recorded).
+        Not set with ``refit=False``.
+    multimetric_ : bool
+        False: one metric.
     study_ : Study
     n_features_in_, feature_names_in_, classes_ : as scikit-learn's searches.
 
@@ -121,11 +153,14 @@ class BBCSearchCV(MetaEstimatorMixin, BaseEstimator):
         "client": "no_validation",  # a Client, an address or make_client's arguments
         "random_state": [None, Integral, np.random.SeedSequence, np.random.Generator],
         "selection": [StrOptions({"pooled", "fold_mean"})],
+        "verbose": ["verbose"],
+        "return_train_score": ["boolean"],
     }
 
     def __init__(self, estimator, param_grid, *, scoring=None, cv=10, n_repeats=1,
                  dropping=False, n_bootstraps=1000, confidence_level=0.95, store=None, refit=True,
-                 error_score=np.nan, client=None, random_state=None, selection="pooled"):
+                 error_score=np.nan, client=None, random_state=None, selection="pooled",
+                 verbose=0, return_train_score=False):
         self.estimator = estimator
         self.param_grid = param_grid
         self.scoring = scoring
@@ -140,6 +175,8 @@ class BBCSearchCV(MetaEstimatorMixin, BaseEstimator):
         self.client = client
         self.random_state = random_state
         self.selection = selection
+        self.verbose = verbose
+        self.return_train_score = return_train_score
 
     @property
     def _estimator_type(self):
@@ -164,8 +201,22 @@ class BBCSearchCV(MetaEstimatorMixin, BaseEstimator):
         tags.input_tags.allow_nan = sub.input_tags.allow_nan
         return tags
 
-    def fit(self, X, y, groups=None):
+    def fit(self, X, y, groups=None, **params):
         """Cross-validate every configuration, refit the winner, estimate with BBC/BBC-F.
+
+        Parameters
+        ----------
+        X : array-like or DataFrame of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+        groups : array-like of shape (n_samples,), default=None
+            Group labels: folds never split a group (also passed to a ``cv`` splitter).
+        **params : dict
+            Parameters of the estimator's ``fit``, as ``GridSearchCV.fit`` takes them:
+            without metadata routing every one goes to ``estimator.fit`` (for a Pipeline,
+            ``step__param``); with ``sklearn.set_config(enable_metadata_routing=True)``,
+            those the estimator requests (``set_fit_request``). Array-likes of one row per
+            sample are sliced to each training set, and the refit takes them whole. They
+            are part of the study: a resume with other values is refused.
 
         Returns
         -------
@@ -174,8 +225,12 @@ class BBCSearchCV(MetaEstimatorMixin, BaseEstimator):
         from .engine import StudyRequest, run_cvt
         from .study import study_of, warn_failures
 
-        caller = "BBCSearchCV"
+        caller = type(self).__name__
         self._check_parameters()
+        if self.return_train_score:
+            raise InvalidParameterError.of(
+                "return_train_score", caller, "False", True, note="The study stores "
+                "out-of-sample predictions only: no training rows are predicted to score.")
         validation.require_y(y, caller)
         if not hasattr(X, "iloc"):  # DataFrames go through as they are (column names)
             from sklearn.utils.validation import check_array
@@ -191,6 +246,7 @@ class BBCSearchCV(MetaEstimatorMixin, BaseEstimator):
             from sklearn.utils.multiclass import check_classification_targets
 
             check_classification_targets(y)
+        fit_params = self._fit_params(params)
         if hasattr(X, "columns"):
             self.feature_names_in_ = np.asarray(X.columns, dtype=object)
         elif hasattr(self, "feature_names_in_"):
@@ -200,17 +256,21 @@ class BBCSearchCV(MetaEstimatorMixin, BaseEstimator):
             tmp = tempfile.mkdtemp(prefix="bbc_dask_")
             self._tmp_finalizer = weakref.finalize(self, shutil.rmtree, tmp, True)
             store, overwrite = f"{tmp}/study.zarr", True
+        param_grid, param_distributions, n_iter = self._search()
+        # a number is only what cv_results_ shows for a failed fit: the study runs as NaN
+        error_score = self.error_score if isinstance(self.error_score, str) else np.nan
         request = StudyRequest.build(
-            clone(self.estimator), self.param_grid, X, y, store=store, metric=self._metric(),
-            n_repeats=self.n_repeats, cv=self.cv, groups=groups, error_score=self.error_score,
+            clone(self.estimator), param_grid, X, y, store=store, metric=self._metric(),
+            n_repeats=self.n_repeats, cv=self.cv, groups=groups, error_score=error_score,
+            param_distributions=param_distributions, n_iter=n_iter,
             refit=self.refit, random_state=self.random_state,
             client=self.client if self.client is not None else current_client(),
-            overwrite=overwrite, progress=False, dropping=self.dropping or None,
-            selection=self.selection, caller=caller,
+            overwrite=overwrite, progress=bool(self.verbose), dropping=self.dropping or None,
+            selection=self.selection, caller=caller, fit_params=fit_params,
             names={"metric": "scoring", "n_splits": "cv"})
         study = study_of(run_cvt(request))
         self.study_ = study
-        self.cv_results_ = study.cv_results_
+        self.cv_results_ = self._cv_results(study)
         self.best_index_ = int(study.best_index_)
         self.best_params_ = dict(study.best_params_)
         self.best_score_ = float(study.best_score_)
@@ -224,13 +284,68 @@ class BBCSearchCV(MetaEstimatorMixin, BaseEstimator):
         self.n_features_in_ = int(np.shape(X)[1])
         if is_classifier(self.estimator):
             self.classes_ = np.unique(np.asarray(y))
-        self.n_splits_ = int(request.protocol.n_splits)
+        # every (repeat, fold) is a split column, as RepeatedStratifiedKFold's are in
+        # GridSearchCV
+        self.n_splits_ = int(request.protocol.n_splits * request.protocol.n_repeats)
+        self.multimetric_ = False
         if self.refit:
             self.best_estimator_ = study.final_model
-        elif hasattr(self, "best_estimator_"):
-            del self.best_estimator_
+            self.refit_time_ = float(study.meta["final_model"].get("refit_time", np.nan))
+        else:
+            for name in ("best_estimator_", "refit_time_"):
+                if hasattr(self, name):
+                    delattr(self, name)
         warn_failures(study, stacklevel=2)  # fitted: a warning turned into an error leaves it usable
         return self
+
+    def _search(self):
+        """``(param_grid, param_distributions, n_iter)`` of the engine's request."""
+        return self.param_grid, None, 10
+
+    def _fit_params(self, params):
+        """The parameters of every fit, as ``GridSearchCV`` passes them: all of ``params``
+        without metadata routing, those the estimator requests with it."""
+        from sklearn.utils.metadata_routing import _routing_enabled, process_routing
+
+        if not _routing_enabled():
+            return dict(params)
+        return dict(process_routing(self, "fit", **params).estimator.fit)
+
+    def get_metadata_routing(self):
+        """scikit-learn's metadata routing: ``fit``'s parameters go to the estimator's
+        ``fit`` (and, the study's fits being the estimator's, to every fold's fit).
+
+        Returns
+        -------
+        sklearn.utils.metadata_routing.MetadataRouter
+        """
+        from sklearn.utils.metadata_routing import MetadataRouter, MethodMapping
+
+        return MetadataRouter(owner=type(self).__name__).add(
+            estimator=self.estimator, method_mapping=MethodMapping().add(caller="fit", callee="fit"))
+
+    def _cv_results(self, study):
+        """The study's ``cv_results_``; with a number as ``error_score``, the failed
+        fits' split scores are that number (and their configurations' mean and std count
+        it), as in ``GridSearchCV``. The ranks stay the study's: failed last."""
+        from .cube import FAILED
+
+        out = dict(study.cv_results_)
+        es = self.error_score
+        st = study.state
+        failed = np.flatnonzero(np.any(st == FAILED, axis=(1, 2)))
+        if isinstance(es, str) or np.isnan(es) or not failed.size:
+            return out
+        splits = study.fold_scores()[:, failed]  # (R*K, failed configs): their done folds
+        splits[(st[failed] == FAILED).reshape(failed.size, -1).T] = es
+        for i, row in enumerate(splits):
+            out[f"split{i}_test_score"] = col = out[f"split{i}_test_score"].copy()
+            col[failed] = row
+        for key, fn in (("mean_test_score", np.mean), ("std_test_score", np.std)):
+            out[key] = out[key].copy()
+            with np.errstate(invalid="ignore"):
+                out[key][failed] = fn(splits, axis=0)
+        return out
 
     def _check_parameters(self):
         """Every constructor parameter against :attr:`_parameter_constraints`, as an
@@ -240,7 +355,8 @@ class BBCSearchCV(MetaEstimatorMixin, BaseEstimator):
 
         try:
             validate_parameter_constraints(self._parameter_constraints,
-                                           self.get_params(deep=False), caller_name="BBCSearchCV")
+                                           self.get_params(deep=False),
+                                           caller_name=type(self).__name__)
         except SklearnError as exc:
             raise validation.worded_elsewhere(str(exc)) from None
 
@@ -288,6 +404,15 @@ class BBCSearchCV(MetaEstimatorMixin, BaseEstimator):
     def transform(self, X):
         return self._check().transform(X)
 
+    @available_if(_delegate("inverse_transform"))
+    def inverse_transform(self, X):
+        return self._check().inverse_transform(X)
+
+    @available_if(_delegate("score_samples"))
+    def score_samples(self, X):
+        """``score_samples`` of ``best_estimator_``."""
+        return self._check().score_samples(X)
+
     def score(self, X, y=None):
         """``scoring`` of ``best_estimator_`` on (X, y), with scikit-learn's scorer."""
         from sklearn.metrics import get_scorer
@@ -296,3 +421,66 @@ class BBCSearchCV(MetaEstimatorMixin, BaseEstimator):
         if self.scoring is None:
             return est.score(X, y)
         return get_scorer(self.scoring)(est, X, y)
+
+
+class BBCRandomizedSearchCV(BBCSearchCV):
+    """Randomized search cross-validated on Dask, with a bias-corrected estimate of the
+    selected model's performance.
+
+    :class:`BBCSearchCV` on ``n_iter`` configurations drawn from ``param_distributions``
+    (scikit-learn's ``ParameterSampler``, seeded by ``random_state``: the study records
+    the seed, so a resume draws the same configurations), as ``RandomizedSearchCV`` is
+    ``GridSearchCV`` on random draws. Every other parameter and attribute is
+    :class:`BBCSearchCV`'s.
+
+    Parameters
+    ----------
+    estimator : estimator object
+    param_distributions : dict or list of dicts
+        Parameter names to distributions (with an ``rvs`` method) or lists, sampled
+        uniformly; a list of dicts picks a dict uniformly first (``RandomizedSearchCV``).
+    n_iter : int, default=10
+        The number of configurations drawn (fewer if a grid of lists has fewer).
+    scoring, cv, n_repeats, dropping, n_bootstraps, confidence_level, store, refit, \
+error_score, client, random_state, selection, verbose, return_train_score
+        As in :class:`BBCSearchCV`.
+
+    Attributes
+    ----------
+    best_estimator_, best_params_, best_index_, best_score_, bbc_, bbc_f_, cv_results_, \
+n_splits_, refit_time_, multimetric_, study_, n_features_in_, feature_names_in_, classes_
+        As in :class:`BBCSearchCV`.
+
+    Examples
+    --------
+    >>> from scipy.stats import loguniform
+    >>> from sklearn.datasets import load_breast_cancer
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> from sklearn.pipeline import make_pipeline
+    >>> from sklearn.preprocessing import StandardScaler
+    >>> from bbc_dask import BBCRandomizedSearchCV
+    >>> X, y = load_breast_cancer(return_X_y=True)
+    >>> search = BBCRandomizedSearchCV(
+    ...     make_pipeline(StandardScaler(), LogisticRegression()),
+    ...     {"logisticregression__C": loguniform(1e-3, 1e2)}, n_iter=4, cv=5,
+    ...     random_state=0, n_bootstraps=200)  # doctest: +SKIP
+    >>> search.fit(X, y).bbc_.estimate  # doctest: +SKIP
+    """
+
+    _parameter_constraints = {
+        **{k: v for k, v in BBCSearchCV._parameter_constraints.items() if k != "param_grid"},
+        "param_distributions": [dict, list],
+        "n_iter": [Interval(Integral, 1, None, closed="left")],
+    }
+
+    def __init__(self, estimator, param_distributions, *, n_iter=10, scoring=None, cv=10,
+                 n_repeats=1, dropping=False, n_bootstraps=1000, confidence_level=0.95,
+                 store=None, refit=True, error_score=np.nan, client=None, random_state=None,
+                 selection="pooled", verbose=0, return_train_score=False):
+        # scikit-learn's rule: __init__ stores its arguments, as they are, and nothing else
+        for name, value in locals().items():
+            if name != "self":
+                setattr(self, name, value)
+
+    def _search(self):
+        return None, self.param_distributions, self.n_iter

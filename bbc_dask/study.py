@@ -187,7 +187,10 @@ class Study(StudyEstimates):
         ``pooled_test_score`` is the metric on all pooled out-of-sample predictions (mean
         over repeats); ``rank_test_score`` ranks the study's selection criterion
         (:attr:`selection`: the pooled score, or the mean of the fold scores), so that
-        ``best_index_`` ranks first."""
+        ``best_index_`` ranks first and :attr:`best_score_` is that criterion there;
+        ``mean_fit_time``/``std_fit_time`` over the fits (each with its prediction of
+        the test fold); ``mean_score_time``/``std_score_time`` NaN (the folds are scored
+        from the stored predictions, not timed per fit)."""
         st = self._cube.state()
         n_cfg = st.shape[0]
         idx = self.complete_configs()
@@ -219,6 +222,11 @@ class Study(StudyEstimates):
             out["pooled_test_score"] = pooled
             out["rank_test_score"] = rank
             out["mean_fit_time"] = np.nanmean(np.where(np.isnan(ft), np.nan, ft), axis=1) if ft.size else ft
+            out["std_fit_time"] = np.nanstd(ft, axis=1) if ft.size else ft
+            # the folds are scored from the stored predictions, many configurations at
+            # once: no score time per fit exists (a fit's time includes its prediction)
+            out["mean_score_time"] = np.full(n_cfg, np.nan)
+            out["std_score_time"] = np.full(n_cfg, np.nan)
         return out
 
     @property
@@ -311,6 +319,7 @@ def run_study(
     storage_options=None,
     security=None,
     selection="pooled",
+    fit_params=None,
 ):
     """Cross-validate every configuration on Dask into a resumable Zarr prediction cube.
 
@@ -404,6 +413,13 @@ def run_study(
         score on the pooled out-of-sample predictions (mean over repeats; the 2018
         paper's CVT), or the best mean of its (repeat, fold) scores (the 2024 paper's
         code, BBC-F's winner). Recorded with the study.
+    fit_params : dict, default=None
+        Parameters of every ``estimator.fit`` (``{"sample_weight": w}``; for a Pipeline,
+        ``{"logisticregression__sample_weight": w}``): an array-like with one row per
+        sample is sliced to each training set, as ``GridSearchCV`` slices them, and given
+        whole to the refit; other values are passed as they are. They travel to the
+        workers as X does, and their digest is recorded with the study: a resume with other
+        fit parameters is refused. Not in nested cross-validation.
 
     Returns
     -------
@@ -422,7 +438,7 @@ def run_study(
         random_state=random_state, client=client, overwrite=overwrite, progress=progress,
         configs_per_task=configs_per_task, dropping=dropping, metadata=metadata,
         storage_options=storage_options, security=security, selection=selection,
-        caller="run_study")
+        caller="run_study", fit_params=fit_params)
     study = study_of(run_cvt(request))
     warn_failures(study, stacklevel=2)
     return study

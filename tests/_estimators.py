@@ -42,3 +42,15 @@ class FailsWhenTrainedOn(LogisticRegression):
         if self.bad >= 0 and np.any(np.asarray(X)[:, 0] == 1000 + self.bad):
             raise ValueError(f"trained on sample {self.bad}")
         return super().fit(X, y, sample_weight)
+
+
+class WeightIsFirstColumn(LogisticRegression):
+    """Fails to fit unless its ``sample_weight`` is the first column of the X it is given:
+    weights sliced to the training rows the way X is, and nothing else."""
+
+    def fit(self, X, y, sample_weight=None):
+        import numpy as np
+
+        if sample_weight is None or not np.array_equal(np.asarray(sample_weight), np.asarray(X)[:, 0]):
+            raise ValueError("sample_weight is not X[:, 0]")
+        return super().fit(X, y, sample_weight)

@@ -123,7 +123,7 @@ def test_bbcsearchcv_takes_a_splitter(tmp_path, data):
     (dict(cv=TimeSeriesSplit(3)), r"'cv' parameter of BBCSearchCV must be splits whose test sets"),
     (dict(cv=KFold(3), n_repeats=2), r"'cv' parameter of BBCSearchCV must be None when 'n_repeats' is given"),
     (dict(selection="best"), r"'selection' parameter of BBCSearchCV must be a str among"),
-    (dict(error_score=0), r"'error_score' parameter of BBCSearchCV must be np\.nan or 'raise'"),
+    (dict(error_score="nope"), r"'error_score' parameter of BBCSearchCV must be a str among \{'raise'\}"),
     (dict(refit="yes"), r"'refit' parameter of BBCSearchCV must be an instance of 'bool'"),
     (dict(dropping=3), r"'dropping' parameter of BBCSearchCV must be"),
 ])

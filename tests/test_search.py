@@ -121,3 +121,220 @@ def test_check_estimator(base, client):
     _checked(est, grid, client)
     tags = bd.BBCSearchCV(est, grid).__sklearn_tags__()
     assert not tags.classifier_tags.multi_label and not tags.target_tags.multi_output
+
+
+# ------------------------------------------------- parity with GridSearchCV (issue 36)
+@pytest.fixture(scope="module")
+def scaled_cancer():
+    from sklearn.model_selection import StratifiedKFold
+
+    X, y = load_breast_cancer(return_X_y=True)
+    X = StandardScaler().fit_transform(X)
+    return X, y, list(StratifiedKFold(3, shuffle=True, random_state=0).split(X, y))
+
+
+def _unweighted_accuracy(est, X, y):
+    """GridSearchCV's default scorer weights its scores by sample_weight since
+    scikit-learn 1.9; the study's accuracy is unweighted: the same fits, scored alike."""
+    from sklearn.metrics import accuracy_score
+
+    return accuracy_score(y, est.predict(X))
+
+
+def test_cv_results_and_sample_weight_as_grid_search(scaled_cancer, client, capfd):
+    """Same folds, same fits: GridSearchCV's cv_results_ keys and shapes (plus
+    pooled_test_score), its split scores where sample_weight changes every model, the
+    refit on all rows with all weights, n_splits_ = the split columns; silent."""
+    X, y, splits = scaled_cancer
+    w = np.linspace(0.1, 3.0, len(y))
+    grid = {"C": [0.01, 0.1, 1.0]}
+    est = bd.BBCSearchCV(LogisticRegression(), grid, cv=splits, n_bootstraps=20,
+                         random_state=0).fit(X, y, sample_weight=w)
+    assert capfd.readouterr().err == ""  # verbose=0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the callable scorer takes no sample_weight: said
+        gs = GridSearchCV(LogisticRegression(), grid, cv=splits,
+                          scoring=_unweighted_accuracy).fit(X, y, sample_weight=w)
+        plain = GridSearchCV(LogisticRegression(), grid, cv=splits,
+                             scoring=_unweighted_accuracy).fit(X, y)
+    assert set(est.cv_results_) - set(gs.cv_results_) == {"pooled_test_score"}
+    assert not set(gs.cv_results_) - set(est.cv_results_)
+    for key, value in gs.cv_results_.items():
+        assert np.shape(est.cv_results_[key]) == np.shape(value), key
+    for i in range(3):
+        np.testing.assert_allclose(est.cv_results_[f"split{i}_test_score"],
+                                   gs.cv_results_[f"split{i}_test_score"])
+    assert any((est.cv_results_[f"split{i}_test_score"] != plain.cv_results_[f"split{i}_test_score"]).any()
+               for i in range(3))  # the weights changed the models
+    assert est.n_splits_ == gs.n_splits_ == 3 and est.multimetric_ is gs.multimetric_
+    assert np.isfinite(est.refit_time_) and est.refit_time_ > 0
+    np.testing.assert_allclose(est.cv_results_["std_fit_time"],
+                               np.nanstd(est.study_.cube.fit_time.values.reshape(3, -1), axis=1))
+    assert np.isnan(est.cv_results_["mean_score_time"]).all()
+    want = LogisticRegression(**est.best_params_).fit(X, y, sample_weight=w)
+    np.testing.assert_allclose(est.best_estimator_.coef_, want.coef_)
+
+
+def test_resume_with_other_fit_params_refused(scaled_cancer, client, tmp_path):
+    """run_study(fit_params=): each fit (and the refit) is given the rows of its own
+    training set (the estimator checks them against X's first column; error_score='raise'
+    stops at a mismatch); the study's identity holds them: other weights are refused."""
+    from _estimators import WeightIsFirstColumn
+
+    X, y, _ = scaled_cancer
+    X, y = X[:80].copy(), y[:80]
+    X[:, 0] = w = np.linspace(0.5, 2.0, len(y))
+    run = dict(store=str(tmp_path / "s.zarr"), metric="accuracy", n_splits=2, progress=False,
+               random_state=0, client=client, error_score="raise")
+    grid = {"C": [0.1, 1.0]}
+    bd.run_study(WeightIsFirstColumn(), grid, X, y, fit_params={"sample_weight": w}, **run)
+    again = bd.run_study(WeightIsFirstColumn(), grid, X, y,
+                         fit_params={"sample_weight": w.copy()}, **run)
+    assert again.status()["done"] == 4 and again.final_model.coef_.shape == (1, 30)
+    with pytest.raises(bd.exceptions.StoreMismatchError, match=r"data\.fit_params"):
+        bd.run_study(WeightIsFirstColumn(), grid, X, y,
+                     fit_params={"sample_weight": w[::-1].copy()}, **run)
+    with pytest.raises(bd.exceptions.StoreMismatchError, match=r"data\.fit_params \(stored '"):
+        bd.run_study(WeightIsFirstColumn(), grid, X, y, **run)
+    with pytest.raises(ValueError, match="The 'fit_params' parameter of run_study must be a dict"):
+        bd.run_study(LogisticRegression(), {"C": [0.1]}, X, y, fit_params=[w], **run)
+
+
+def test_metadata_routing_as_grid_search(scaled_cancer, client):
+    """With scikit-learn's metadata routing on, sample_weight reaches the steps that
+    request it (the workers fit with the same setting), as in GridSearchCV; off, a
+    Pipeline is given step__param names (GridSearchCV's reference here)."""
+    import sklearn
+    from sklearn.exceptions import UnsetMetadataPassedError
+
+    X, y, splits = scaled_cancer
+    w = np.linspace(0.1, 3.0, len(y))
+    grid = {"logisticregression__C": [0.01, 1.0]}
+
+    def pipe():
+        return make_pipeline(StandardScaler().set_fit_request(sample_weight=False),
+                             LogisticRegression().set_fit_request(sample_weight=True))
+
+    with sklearn.config_context(enable_metadata_routing=True):
+        est = bd.BBCSearchCV(pipe(), grid, cv=splits, n_bootstraps=20, random_state=0).fit(
+            X, y, sample_weight=w)
+        with pytest.raises(UnsetMetadataPassedError, match="sample_weight"):
+            bd.BBCSearchCV(LogisticRegression(), {"C": [1.0]}, cv=splits).fit(X, y, sample_weight=w)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the callable scorer takes no sample_weight: said
+        gs = GridSearchCV(make_pipeline(StandardScaler(), LogisticRegression()), grid, cv=splits,
+                          scoring=_unweighted_accuracy).fit(X, y, logisticregression__sample_weight=w)
+    for i in range(3):
+        np.testing.assert_allclose(est.cv_results_[f"split{i}_test_score"],
+                                   gs.cv_results_[f"split{i}_test_score"])
+
+
+def test_error_score_number_as_grid_search(scaled_cancer, client):
+    """error_score=0: a failed fit's split score is 0 as in GridSearchCV, its other splits
+    their scores; the failed configuration is still never selected (the package's rule)
+    and ranks last."""
+    from _estimators import FailsWhenTrainedOn
+    from sklearn.exceptions import FitFailedWarning
+
+    X, y, splits = scaled_cancer
+    X = X.copy()
+    X[splits[0][1][0], 0] = 1000 + 7  # trained on in folds 1 and 2 only
+    grid = {"bad": [-1, 7], "C": [0.1]}
+    with pytest.warns(FitFailedWarning):
+        est = bd.BBCSearchCV(FailsWhenTrainedOn(), grid, cv=splits, n_bootstraps=20,
+                             error_score=0, random_state=0).fit(X, y)
+    with pytest.warns(FitFailedWarning):
+        gs = GridSearchCV(FailsWhenTrainedOn(), grid, cv=splits, error_score=0).fit(X, y)
+    assert gs.cv_results_["split0_test_score"][1] > 0 == gs.cv_results_["split1_test_score"][1]
+    for key in [f"split{i}_test_score" for i in range(3)] + ["mean_test_score", "std_test_score"]:
+        np.testing.assert_allclose(est.cv_results_[key], gs.cv_results_[key])
+    assert est.cv_results_["rank_test_score"][1] == 2 and est.best_index_ == 0
+    assert np.isnan(est.study_.cv_results_["mean_test_score"][1])  # the study stays NaN
+
+
+def test_verbose_shows_progress(scaled_cancer, client, capfd):
+    X, y, splits = scaled_cancer
+    bd.BBCSearchCV(LogisticRegression(), {"C": [1.0]}, cv=splits, n_bootstraps=20,
+                   verbose=1).fit(X, y)
+    assert "3 fits" in capfd.readouterr().err
+
+
+def test_return_train_score_refused(scaled_cancer, client):
+    X, y, splits = scaled_cancer
+    with pytest.raises(ValueError, match="The 'return_train_score' parameter of BBCSearchCV "
+                                         "must be False. Got True instead. The study stores "
+                                         "out-of-sample"):
+        bd.BBCSearchCV(LogisticRegression(), {"C": [1.0]}, cv=splits,
+                       return_train_score=True).fit(X, y)
+
+
+def test_best_score_follows_the_selection_rule(client):
+    """best_score_ is the selection criterion at best_index_, ranked 1: the pooled score
+    by default, the mean of the fold scores (scikit-learn's) with selection='fold_mean';
+    on data where the two orders differ."""
+    from sklearn.datasets import make_classification
+    from sklearn.neighbors import KNeighborsClassifier
+
+    X, y = make_classification(60, 5, n_informative=2, flip_y=0.2, random_state=1)
+    grid = {"n_neighbors": [1, 3, 5, 7, 9, 15]}
+    runs = {sel: bd.BBCSearchCV(KNeighborsClassifier(), grid, scoring="roc_auc", cv=4,
+                                n_bootstraps=20, random_state=0, selection=sel).fit(X, y)
+            for sel in ("pooled", "fold_mean")}
+    res = runs["pooled"].cv_results_
+    assert np.argmax(res["pooled_test_score"]) != np.argmax(res["mean_test_score"])
+    for sel, key in (("pooled", "pooled_test_score"), ("fold_mean", "mean_test_score")):
+        est = runs[sel]
+        assert est.best_index_ == np.argmax(est.cv_results_[key])
+        assert est.best_score_ == pytest.approx(est.cv_results_[key][est.best_index_], abs=1e-12)
+        assert est.cv_results_["rank_test_score"][est.best_index_] == 1
+        np.testing.assert_array_equal(np.argsort(est.cv_results_["rank_test_score"], kind="stable"),
+                                      np.argsort(-est.cv_results_[key], kind="stable"))
+
+
+def test_randomized_search(scaled_cancer, client):
+    """BBCRandomizedSearchCV: n_iter draws of param_distributions, recorded with the seed
+    (a resume draws the same), RandomizedSearchCV's cv_results_ keys and shapes."""
+    from scipy.stats import loguniform
+    from sklearn.model_selection import RandomizedSearchCV
+
+    X, y, splits = scaled_cancer
+    dist = {"C": loguniform(1e-3, 1e2), "fit_intercept": [True, False]}
+    est = bd.BBCRandomizedSearchCV(LogisticRegression(), dist, n_iter=4, cv=splits,
+                                   n_bootstraps=20, random_state=0).fit(X, y)
+    rs = RandomizedSearchCV(LogisticRegression(), dist, n_iter=4, cv=splits, random_state=0).fit(X, y)
+    assert set(est.cv_results_) - set(rs.cv_results_) == {"pooled_test_score"}
+    for key, value in rs.cv_results_.items():
+        assert np.shape(est.cv_results_[key]) == np.shape(value), key
+    assert len({p["C"] for p in est.cv_results_["params"]}) == 4
+    assert all(1e-3 <= p["C"] <= 1e2 for p in est.cv_results_["params"])
+    assert est.study_.spec["search"] == "random" and est.study_.spec["n_iter"] == 4
+    assert est.get_params()["n_iter"] == 4 and "param_grid" not in est.get_params()
+    assert "BBCRandomizedSearchCV" in bd.__all__
+    with pytest.raises(ValueError, match=r"The 'n_iter' parameter of BBCRandomizedSearchCV "
+                                         r"must be an int in the range \[1, inf\)"):
+        bd.BBCRandomizedSearchCV(LogisticRegression(), dist, n_iter=0).fit(X, y)
+
+
+@pytest.mark.slow  # ~20 s: every check fits a study
+def test_check_estimator_randomized(client):
+    est = bd.BBCRandomizedSearchCV(LogisticRegression(), {"C": [0.1, 1.0, 10.0]}, n_iter=2,
+                                   scoring="accuracy", cv=3, n_bootstraps=50, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        results = check_estimator(est, on_fail=None)
+    failed = [(r["check_name"], str(r["exception"])[:200]) for r in results if r["status"] == "failed"]
+    assert not failed
+    assert sum(r["status"] == "passed" for r in results) > 30
+
+
+def test_delegated_methods_as_grid_search():
+    """The methods of best_estimator_ that GridSearchCV offers, for the same estimator."""
+    from sklearn.decomposition import PCA
+    from sklearn.ensemble import IsolationForest
+
+    names = ["predict", "predict_proba", "predict_log_proba", "decision_function",
+             "transform", "inverse_transform", "score_samples"]
+    for est in (LogisticRegression(), make_pipeline(StandardScaler(), PCA()), IsolationForest()):
+        for name in names:
+            assert hasattr(bd.BBCSearchCV(est, {}), name) == hasattr(GridSearchCV(est, {}), name), \
+                (est, name)

@@ -97,7 +97,10 @@ def save_model(location, model):
     classes), which are never trusted unless the caller names them."""
     import skops.io as sio
 
-    data = sio.dumps(model)
+    try:
+        data = sio.dumps(model)
+    except RecursionError:
+        data = sio.dumps(_without_requests(model))
     extra = sio.get_untrusted_types(data=data)
     classes = sorted(t for t in extra if _model_class(t) is not None)
     digest = hashlib.sha256(data).hexdigest()
@@ -105,6 +108,36 @@ def save_model(location, model):
     return {"file": MODEL_FILE, "sha256": digest, "classes": classes,
             "others": sorted(set(extra) - set(classes)),
             "signature": _signature(_key(create=True), digest, classes)}
+
+
+def _without_requests(model):
+    """A copy of ``model`` without scikit-learn's metadata requests (``set_fit_request``):
+    a request refers back to its estimator, a cycle skops recurses on forever. They say
+    how metadata is routed to the estimator, nothing of what it learnt; the model
+    in memory keeps them."""
+    import copy
+
+    model = copy.deepcopy(model)
+    seen = set()
+
+    def strip(obj):
+        if id(obj) in seen:
+            return
+        seen.add(id(obj))
+        if isinstance(obj, (list, tuple)):
+            items = obj
+        elif isinstance(obj, dict):
+            items = obj.values()
+        elif hasattr(obj, "get_params") and hasattr(obj, "__dict__"):
+            vars(obj).pop("_metadata_request", None)
+            items = vars(obj).values()
+        else:
+            return
+        for item in items:
+            strip(item)
+
+    strip(model)
+    return model
 
 
 def _signed_classes(record, digest):

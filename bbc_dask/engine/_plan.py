@@ -196,6 +196,16 @@ def data_digest(*arrays):
     return [None if a is None else jhash(a, hash_name="sha1") for a in arrays]
 
 
+def params_digest(params, routing=False):
+    """Stable SHA-1 of a dict of fit parameters and whether metadata routing routes them
+    (None without parameters), for the fingerprint."""
+    from joblib import hash as jhash
+
+    if not params:
+        return None
+    return jhash((dict(sorted(params.items())), bool(routing)), hash_name="sha1")
+
+
 def _describe_value(v):
     if isinstance(v, (str, bool)) or v is None:
         return v

@@ -14,6 +14,7 @@ engine (run_study)     BBCSearchCV         study file
 ``cv``                 ``cv`` (a splitter) ``cv.splitter``
 ``param_grid``         ``param_grid``      ``grid``
 ``random_state``       ``random_state``    ``random_state``
+``fit_params``         ``fit(**params)``   (none)
 =====================  ==================  ===================
 """
 from __future__ import annotations
@@ -24,6 +25,7 @@ import re
 import warnings
 
 import numpy as np
+import sklearn
 
 from .. import _validation as validation
 from ..cluster import as_security
@@ -53,13 +55,25 @@ class Search:
 @dataclasses.dataclass(frozen=True)
 class StudyData:
     """The data as the tasks index them: ``y`` by position, ``target`` its encoding for
-    the metric, ``digests`` the fingerprints (X, y, groups) recorded in the spec."""
+    the metric, ``digests`` the fingerprints (X, y, groups) recorded in the spec,
+    ``fit_params`` the parameters every fit takes (sliced to its training rows as
+    scikit-learn's search slices them), ``fit_routing`` whether scikit-learn's metadata
+    routing was on where they were given (the fits run with the same setting: a Pipeline
+    routes ``sample_weight`` only then) and ``fit_digest`` their fingerprint (None without
+    any)."""
 
     X: object
     y: np.ndarray
     groups: np.ndarray | None
     target: Target
     digests: tuple
+    fit_params: dict = dataclasses.field(default_factory=dict)
+    fit_routing: bool = False
+    fit_digest: str | None = None
+
+    def shipped_fit_params(self):
+        """What the tasks take: ``(fit_params, fit_routing)``, or None without any."""
+        return (self.fit_params, self.fit_routing) if self.fit_params else None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -102,12 +116,13 @@ class StudyRequest:
               pos_label=None, refit=True, random_state=None, client=None, overwrite=False,
               progress=True, configs_per_task=None, dropping=None, metadata=None,
               storage_options=None, security=None, selection="pooled", caller="run_study",
-              names=None, nested=None):
+              names=None, nested=None, fit_params=None):
         """Check every argument of :func:`bbc_dask.run_study` (plus ``cv``, the user's
         splits) and return the request. ``caller`` is the entry point the user called;
         ``names`` maps the engine's parameter names to that entry point's (table above).
         ``nested=(n_outer, n_inner)``: nested CV (:class:`NestedProtocol`), ``n_repeats``
-        outer repeats; ``n_splits`` and ``cv`` are not used."""
+        outer repeats; ``n_splits`` and ``cv`` are not used. ``fit_params``: a dict of
+        parameters of every fit (see :func:`bbc_dask.run_study`)."""
         names = dict(names or {})
         if isinstance(cv, numbers.Integral) and not isinstance(cv, bool) and n_splits in (10, cv):
             n_splits, cv = cv, None  # an int is the number of folds, as in scikit-learn
@@ -134,6 +149,8 @@ class StudyRequest:
                                                     allow_none=True)
             dropping = Dropping.coerce(dropping, caller)
             validation.check_one_of(selection, "selection", caller, ("pooled", "fold_mean"))
+            fit_params = validation.check_fit_params(fit_params, nested, caller)
+            routing = bool(fit_params) and sklearn.get_config()["enable_metadata_routing"]
             grid = plan.check_search(param_grid, param_distributions, n_iter, caller)
             if grid is not None:  # random draws are checked once the seed is known
                 plan.check_estimator_methods(estimator, grid, metric, caller)
@@ -145,7 +162,8 @@ class StudyRequest:
         return cls(
             caller=caller, estimator=estimator,
             search=Search(param_grid, param_distributions, n_iter, grid),
-            data=StudyData(X, y, groups, target, plan.data_digest(X, np.asarray(y), groups)),
+            data=StudyData(X, y, groups, target, plan.data_digest(X, np.asarray(y), groups),
+                           fit_params, routing, plan.params_digest(fit_params, routing)),
             protocol=protocol, metric=metric, location=location,
             execution=Execution(client, security, progress, configs_per_task, overwrite, refit),
             dropping=dropping, selection=selection, error_score=error_score,

@@ -240,7 +240,10 @@ class _StudyRun:
             "error_score": "raise" if isinstance(req.error_score, str) else "nan",
             "seed": entropy_of(self.root),
             "data": {"X": x_digest, "y": y_digest, "groups": g_digest,
-                     "n_samples": len(req.data.y)},
+                     "n_samples": len(req.data.y),
+                     # recorded only with fit parameters: a store from before has none
+                     **({} if req.data.fit_digest is None
+                        else {"fit_params": req.data.fit_digest})},
             "estimator": plan.describe_estimator(req.estimator),
             "candidates": plan.sha(repr([plan.describe_params(p) for p in self.configs] if legacy
                                         else self.configs.describe())),
@@ -291,6 +294,7 @@ class _StudyRun:
                               req.data.y, req.data.target, req.metric, req.error_score,
                               req.execution.progress, req.dropping, self.root, cancel_on_exit,
                               self.token, pooled=self._needs_pooled(),
+                              fit_params=req.data.shipped_fit_params(),
                               # nested CV: each outer fold has its own rule (_check_not_all_failed)
                               stop_if_all_failed=req.protocol.kind != "nested",
                               warned=self.warned)
@@ -354,9 +358,11 @@ class _StudyRun:
         if best is None:
             return None
         req = self.request
-        model = submit_with_data(client, refit, req.estimator, self.configs[best], req.data.X,
-                                 req.data.y)
-        self.cube.set_meta(final_model={"config": int(best), **save_model(self.cube.location, model)})
+        model, seconds = submit_with_data(client, refit, req.estimator, self.configs[best],
+                                          req.data.X, req.data.y,
+                                          req.data.shipped_fit_params())
+        self.cube.set_meta(final_model={"config": int(best), "refit_time": seconds,
+                                        **save_model(self.cube.location, model)})
         return model
 
     def _interrupted(self, exc):

@@ -161,7 +161,7 @@ def _kept_outputs(est, X_train):
     return steps, key, kept[1]
 
 
-def _fit_shared(est, X_train, y_train, X_test):
+def _fit_shared(est, X_train, y_train, X_test, fit_params=None, routing=False):
     """Fit ``est`` on the training rows; return the fitted estimator that predicts and the
     test rows it takes.
 
@@ -172,10 +172,12 @@ def _fit_shared(est, X_train, y_train, X_test):
     and worker, as dask-ml's search does. The reuse is exact: it makes the calls
     ``Pipeline.fit`` and ``Pipeline.decision_function`` make (``fit_transform`` of each
     step in turn, the final step on their output), on identically parameterised steps.
+    With ``fit_params`` the estimator's own ``fit`` takes them (a pipeline routes them to
+    its steps, with scikit-learn's metadata routing on if ``routing``): nothing is reused.
     """
-    found = _kept_outputs(est, X_train)
+    found = None if fit_params else _kept_outputs(est, X_train)
     if found is None:
-        est.fit(X_train, y_train)
+        _fit(est, X_train, y_train, fit_params, routing)
         return est, X_test
     steps, token, outputs = found
     final = est.steps[-1][1]
@@ -199,9 +201,23 @@ def _fit_shared(est, X_train, y_train, X_test):
     return final, Xt_test
 
 
+def _fit(est, X, y, fit_params, routing):
+    """``est.fit(X, y, **fit_params)`` under the metadata routing setting the parameters
+    were given with: scikit-learn's configuration is per thread, and a worker's is not
+    the driver's."""
+    if not fit_params:
+        return est.fit(X, y)
+    import sklearn
+
+    with sklearn.config_context(enable_metadata_routing=routing):
+        return est.fit(X, y, **fit_params)
+
+
 def fit_predict_block(estimator, params_block, X_train, y_train, X_test, metric, classes,
-                      pos_code, n_classes_axis, error_score):
-    """Fit each configuration of the block on ``X_train, y_train`` and predict ``X_test``.
+                      pos_code, n_classes_axis, error_score, fit_params=None):
+    """Fit each configuration of the block on ``X_train, y_train`` (with ``fit_params`` =
+    ``(parameters already sliced to the training rows, metadata routing on)``, or None)
+    and predict ``X_test``.
 
     The response method (``decision_function``, ``predict_proba`` or ``predict``) is
     chosen here per configured estimator, as scikit-learn's scorers do; a configuration
@@ -227,7 +243,8 @@ def fit_predict_block(estimator, params_block, X_train, y_train, X_test, metric,
             problem = method_problem(est, m)
             if problem:
                 raise TypeError(f"The estimator {problem}.")
-            fitted, X_pred = _fit_shared(est, X_train, y_train, X_test)
+            fitted, X_pred = _fit_shared(est, X_train, y_train, X_test,
+                                         *(fit_params or ({}, False)))
             values[:, j] = _response(fitted, response_method(est, m), X_pred, classes,
                                      pos_code, n_classes_axis)
         except Exception as exc:  # scikit-learn's error_score semantics
@@ -288,13 +305,27 @@ def _fold_scores(values, failed, target, metric, index=None, n=None, sample_bloc
     return out
 
 
-def _fit_block(estimator, params_block, X, y, folds, scoring, r, k):
+def _train_params(X, fit_params, folds, r, k):
+    """``fit_params`` sliced to the training rows of (repeat ``r``, fold ``k``) as
+    scikit-learn's search slices them (array-likes of one row per sample; the rest as
+    given), or None without any."""
+    if not fit_params:
+        return None
+    from sklearn.utils.validation import _check_method_params
+
+    params, routing = fit_params
+    train = np.flatnonzero((folds[:, r] != k) & (folds[:, r] >= 0))  # as _split's
+    return _check_method_params(X, params, train), routing
+
+
+def _fit_block(estimator, params_block, X, y, folds, scoring, r, k, fit_params=None):
     """Fit and predict one block on (repeat ``r``, fold ``k``) and score its fold: the
     ledger's result (fit times, failures, errors, fold scores) and the predictions."""
     metric, classes, pos_code, n_cls_axis, error_score, sample_block = scoring
     X_train, y_train, X_test, y_test, test = _split(X, y, folds, r, k)
     res = fit_predict_block(estimator, params_block, X_train, y_train, X_test, metric, classes,
-                            pos_code, n_cls_axis, error_score)
+                            pos_code, n_cls_axis, error_score,
+                            _train_params(X, fit_params, folds, r, k))
     if "raise_" in res:
         return res, None
     values = res.pop("values")
@@ -343,18 +374,20 @@ def collected_warnings():
         _COLLECTING.seen = None
 
 
-def fit_write_blocks(estimator, params_blocks, X, y, folds, scoring, writer, r, k, placements):
+def fit_write_blocks(estimator, params_blocks, X, y, folds, scoring, writer, r, k, placements,
+                     fit_params=None):
     """Fit, predict, write and score the blocks of (repeat ``r``, fold ``k``), collecting
     the fits' warnings (``"warnings"`` of the result: ``[(module, class, text, count)]``);
     see :func:`_fit_write_blocks`."""
     with collected_warnings() as seen:
         out = _fit_write_blocks(estimator, params_blocks, X, y, folds, scoring, writer, r, k,
-                                placements)
+                                placements, fit_params)
     out["warnings"] = [(*key, n) for key, n in seen.items()]
     return out
 
 
-def _fit_write_blocks(estimator, params_blocks, X, y, folds, scoring, writer, r, k, placements):
+def _fit_write_blocks(estimator, params_blocks, X, y, folds, scoring, writer, r, k, placements,
+                      fit_params=None):
     """Fit blocks of configurations on the training samples of (repeat ``r``, fold ``k``),
     predict the fold and write the predictions straight into their chunks of the cube
     (a block's chunks, each written whole); return only what the ledger records, never
@@ -365,7 +398,8 @@ def _fit_write_blocks(estimator, params_blocks, X, y, folds, scoring, writer, r,
     sample_block: the client's, for the fold scores); ``writer`` the cube's
     :class:`~bbc_dask.cube.ChunkWriter`; ``placements`` = (first config of the block's
     chunks, columns of the block's configurations in them) per block. The
-    training and test rows come from ``folds`` (N, R), shipped once per worker.
+    training and test rows come from ``folds`` (N, R), shipped once per worker;
+    ``fit_params`` (shipped as X) are sliced to the training rows.
 
     Returns ``{"parts": [result per block], "elapsed": s}``; with ``error_score="raise"``
     the first error (``raise_``, nothing written); when the
@@ -377,7 +411,7 @@ def _fit_write_blocks(estimator, params_blocks, X, y, folds, scoring, writer, r,
     t0 = time.perf_counter()
     parts, writes = [], []
     for params, (c0, cols) in zip(params_blocks, placements):
-        res, values = _fit_block(estimator, params, X, y, folds, scoring, r, k)
+        res, values = _fit_block(estimator, params, X, y, folds, scoring, r, k, fit_params)
         if values is None:  # error_score="raise": the study stops; nothing is written
             return dict(res, done=[])
         parts.append(res)
@@ -390,9 +424,12 @@ def _fit_write_blocks(estimator, params_blocks, X, y, folds, scoring, writer, r,
     return {"parts": parts, "elapsed": time.perf_counter() - t0}
 
 
-def refit(estimator, params, X, y):
-    """Fit the selected configuration on all data (the final model)."""
-    return configured(estimator, params).fit(X, y)
+def refit(estimator, params, X, y, fit_params=None):
+    """Fit the selected configuration on all data with ``fit_params`` (all rows): the
+    final model and the seconds its fit took."""
+    t0 = time.perf_counter()
+    model = _fit(configured(estimator, params), X, y, *(fit_params or ({}, False)))
+    return model, time.perf_counter() - t0
 
 
 def fit_outer(estimator, params, train, test, scoring, X, y):

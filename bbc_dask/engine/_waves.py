@@ -61,12 +61,14 @@ class _WaveTasks:
 
 def run_waves(cube, client, estimator, configs, X, y, target, m, error_score,
                progress, dropping=None, root=None, cancel_on_exit=True, token=None,
-               pooled=True, stop_if_all_failed=False, warned=None):
+               pooled=True, stop_if_all_failed=False, fit_params=None, warned=None):
     """Run every pending cell, wave by wave; with ``dropping``, test between waves; then
     (``pooled``) the pooled scores of complete configurations.
 
     ``stop_if_all_failed``: stop (tasks in flight cancelled, no pooled pass) as soon as
     every active configuration has a failed cell; the caller then reports the failure.
+    ``fit_params``: ``(parameters of every fit, metadata routing on)`` or None, shipped
+    as X and y are (sliced by the tasks).
     ``warned``: a dict that receives the fits' warnings, ``{(module, class, text): count}``
     over all tasks (each task collects its own, see ``_tasks.collected_warnings``).
 
@@ -82,7 +84,7 @@ def run_waves(cube, client, estimator, configs, X, y, target, m, error_score,
     stages = ([list(range(n_splits))] if dropping is None
               else _stages(cube.folds(), n_splits, dropping))
     run = _Executor(cube, client, estimator, configs, X, y, target, m, error_score,
-                    progress, n_splits, token)
+                    progress, n_splits, token, fit_params)
     run.cancel_on_exit = cancel_on_exit
     if warned is not None:
         run.warned = warned
@@ -259,12 +261,13 @@ def _result(fut):
 
 
 def submit_with_data(client, fn, *args):
-    """``fn(*args[:-2], X_future, y_future)`` on the cluster, surviving the loss of the data."""
-    *head, X, y = args
-    data = _Data(client, X, y, broadcast=False)
+    """``fn(*args[:-3], X_future, y_future, fit_params_future)`` on the cluster, surviving
+    the loss of the data (``fit_params`` as the tasks take them, or None)."""
+    *head, X, y, fit_params = args
+    data = _Data(client, X, y, *([fit_params] if fit_params else []), broadcast=False)
     for attempt in range(tuning.MAX_RESUBMITS + 1):
-        X_f, y_f = data.refresh()
-        fut = client.submit(fn, *head, X_f, y_f, pure=False, retries=3)
+        X_f, y_f, *p_f = data.refresh()
+        fut = client.submit(fn, *head, X_f, y_f, *p_f, pure=False, retries=3)
         try:
             return _result(fut)
         except CancelledError:
@@ -334,7 +337,7 @@ class _Executor:
     in the ledger in batches."""
 
     def __init__(self, cube, client, estimator, configs, X, y, target, m, error_score,
-                 progress, n_splits, token=None):
+                 progress, n_splits, token=None, fit_params=None):
         self.cube, self.client, self.estimator = cube, client, estimator
         self.configs = configs
         self.scoring = (m.name, target.classes, target.pos_code,
@@ -343,7 +346,8 @@ class _Executor:
         self.n_splits = n_splits
         self.writer = cube.writer(token if token is not None else (lambda: None))
         self.chunk = cube.config_chunk
-        self.data = _Data(client, X, y, cube.folds())
+        # fit parameters travel as X and y do: scattered once, each task slices its rows
+        self.data = _Data(client, X, y, cube.folds(), *([fit_params] if fit_params else []))
         self.progress = progress
         self.bar = None
         self.wave_shown = 0
@@ -369,7 +373,7 @@ class _Executor:
 
     def _submit(self, group):
         k, r, first = group[0]
-        X_f, y_f, folds_f = self.data.refresh()
+        X_f, y_f, folds_f, *fit_params = self.data.refresh()
         params, places = [], []
         for _, _, cfgs in group:
             c0 = int(cfgs[0]) // self.chunk * self.chunk
@@ -377,7 +381,7 @@ class _Executor:
             places.append((c0, np.asarray(cfgs) - c0))
         return self.client.submit(
             fit_write_blocks, self.estimator, params, X_f, y_f, folds_f, self.scoring,
-            self.writer, r, k, places,
+            self.writer, r, k, places, *fit_params,
             key=f"bbc-fit-r{r}-k{k}-c{first[0]}-n{len(group)}-{uuid.uuid4().hex[:8]}",
             retries=3, pure=False,
         )
