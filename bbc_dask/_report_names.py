@@ -107,11 +107,20 @@ def configuration_names(params, metadata=None, spec=None):
     return families, shown
 
 
+def _value_text(v):
+    """A value as a reader writes it: strings quoted, floats to 6 significant digits
+    (``np.logspace``'s 0.018478497974222907 reads 0.0184785)."""
+    if isinstance(v, str):
+        return json.dumps(v)
+    if isinstance(v, float):
+        return f"{v:.6g}"
+    return str(v)
+
+
 def params_text(shown, limit=None):
     """``C=1.0, gamma='scale'``: one configuration's parameters (sorted by name) on one
     line, cut to ``limit`` characters with an ellipsis."""
-    text = ", ".join(f"{k}={json.dumps(v) if isinstance(v, str) else v}"
-                     for k, v in sorted(shown.items()))
+    text = ", ".join(f"{k}={_value_text(v)}" for k, v in sorted(shown.items()))
     if limit is not None and len(text) > limit:
         text = text[: limit - 1] + "…"
     return text or "(defaults)"

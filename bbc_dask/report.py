@@ -178,10 +178,15 @@ def plot_configurations(study, top_k=5):
                                 if n > 1 else ""), fontsize=9)
     ax.legend(loc="best", fontsize=7, ncols=2 if len(colours) > 3 else 1)
     notes.axis("off")
-    lines = [f"{rank[c]}. configuration {c}" + (f" · {families[c]}" if families[c] else "")
-             + f" · {params_text(params[c], 70)} · {_fmt(shown[c])}" for c in order[:k]]
+    lines = []
+    for c in order[:k]:
+        head = (f"{rank[c]}. configuration {c} · {_fmt(shown[c])}"
+                + (f" · {families[c]}" if families[c] else ""))
+        # about 100 monospace characters fit right of the axis at this size
+        lines.append(f"{head} · {params_text(params[c], max(20, 100 - len(head)))}")
     notes.text(0, 1, "\n".join(["Best by CV score:"] + lines), va="top", ha="left",
-               fontsize=7.5, family="monospace", transform=notes.transAxes)
+               fontsize=7.5, family="monospace", transform=notes.transAxes,
+               in_layout=False)  # sized to fit: the layout need not make room for it
     return fig
 
 

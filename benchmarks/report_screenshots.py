@@ -38,7 +38,7 @@ def _chromium():
     return None
 
 
-def screenshot(browser, html_path, png_path, width=1200, height=3000):
+def screenshot(browser, html_path, png_path, width=1200, height=5200):
     """A full-page PNG of ``html_path`` by headless Chromium (no network, no profile)."""
     with tempfile.TemporaryDirectory() as profile:
         subprocess.run(
