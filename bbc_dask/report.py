@@ -112,17 +112,19 @@ def plot_bootstrap(result, *, naive=None, title=None):
 
 
 def _shown_scores(study):
-    """Each configuration's pooled CV score, or for one BBCD dropped its mean over the
-    folds it trained; and ``{config: wave}`` of the dropped ones."""
+    """Each configuration's pooled CV score, or for one BBCD dropped before its last
+    fold its mean over the folds it trained; ``{config: wave}`` of the dropped ones; and
+    ``{config: folds}`` of those shown by a fold mean."""
     score = np.asarray(study.cv_results_["pooled_test_score"], dtype=float)
     dropped = {d["config"]: d["wave"] for d in study.dropped}
-    shown = score.copy()
+    shown, partial = score.copy(), {}
     if dropped:
         F = study.fold_scores()
         for c in dropped:
             if np.isnan(score[c]) and np.isfinite(F[:, c]).any():
                 shown[c] = np.nanmean(F[:, c])
-    return shown, dropped
+                partial[c] = int(np.isfinite(F[:, c]).sum())
+    return shown, dropped, partial
 
 
 def plot_configurations(study, top_k=5):
@@ -133,7 +135,7 @@ def plot_configurations(study, top_k=5):
 
     Points, not bars: the axis spans the scores (a bar's length from an axis that does not
     start at 0 would exaggerate their differences); the title states the range."""
-    shown, dropped = _shown_scores(study)
+    shown, dropped, partial = _shown_scores(study)
     families, params = _names(study)
     order = [int(c) for c in ranking(shown) if np.isfinite(shown[c])]
     k = min(top_k, len(order))
@@ -156,7 +158,8 @@ def plot_configurations(study, top_k=5):
                        edgecolors=colour, s=28, zorder=2, label=None if kept else label)
     if dropped:
         ax.scatter([], [], facecolors="none", edgecolors="#555555", s=28,
-                   label=f"hollow: dropped by BBCD ({len(dropped)})")
+                   label=f"hollow: dropped by BBCD ({len(dropped)})"
+                   + ("\n(before the last fold: mean over the folds trained)" if partial else ""))
     best = int(study.best_index_)
     if best in rank:
         ax.scatter([rank[best]], [shown[best]], s=170, facecolors="none", edgecolors="#c44e52",
@@ -211,7 +214,7 @@ def plot_fold_scores(study, max_configs=200):
     score, 1 = best), the matrix BBC-F bootstraps; blank cells were not trained."""
     F = study.fold_scores()
     n_rep, n_spl = int(study.spec["n_repeats"]), F.shape[0] // int(study.spec["n_repeats"])
-    shown, _ = _shown_scores(study)
+    shown = _shown_scores(study)[0]
     order = ranking(shown)[:max_configs]
     rows = F.shape[0]
     fig = _figure((7, min(8.0, max(3.2, 1.6 + 0.17 * rows))))
@@ -377,7 +380,7 @@ def write_nested_report(result, out_dir):
     families, shown = configuration_names(result.params, getattr(result, "metadata", None))
     rows = "".join(
         f"<tr><td>{r + 1}</td><td>{o + 1}</td><td>{result.outer_scores[r, o]:.4f}</td>"
-        f"<td>{c}</td><td style='text-align:left'>{html.escape(families[c] or '')}</td>"
+        f"<td>{c}</td>{_model_cell(families, c)}"
         f"<td style='text-align:left'><code>{html.escape(params_text(shown[c]))}</code></td></tr>"
         for r in range(result.n_repeats) for o in range(result.n_outer)
         for c in [int(result.selected[r, o])])
@@ -392,7 +395,7 @@ def write_nested_report(result, out_dir):
 <b>{result.estimate:.4f}</b>{ci}. {result.models_trained:,} models trained, {result.fit_seconds:.1f}
 fit seconds, {result.wall_seconds:.1f} s wall. Generated {datetime.datetime.now().isoformat(timespec='seconds')}.</p>
 <img src="outer_scores.png" alt="outer fold scores">
-<table><tr><th>repeat</th><th>outer fold</th><th>score</th><th>configuration</th><th>model</th><th>parameters</th></tr>
+<table><tr><th>repeat</th><th>outer fold</th><th>score</th><th>configuration</th>{_model_cell(families)}<th>parameters</th></tr>
 {rows}</table>
 </body></html>
 """
@@ -402,20 +405,30 @@ fit seconds, {result.wall_seconds:.1f} s wall. Generated {datetime.datetime.now(
     return path
 
 
+def _model_cell(families, c=None):
+    """A table's ``model`` cell of configuration ``c`` (its header when ``c`` is None);
+    nothing when the store names no configuration's model (a bare estimator's study)."""
+    if not any(families):
+        return ""
+    if c is None:
+        return "<th>model</th>"
+    return f"<td style='text-align:left'>{html.escape(families[c] or '')}</td>"
+
+
 def top_configurations_html(study, k=10):
     """The ``k`` best configurations by CV score as an HTML table: family, parameters as
     the user wrote them, score, and for BBCD the wave a dropped one left at."""
-    shown, dropped = _shown_scores(study)
+    shown, dropped, partial = _shown_scores(study)
     families, params = _names(study)
     order = [int(c) for c in ranking(shown) if np.isfinite(shown[c])][:k]
     rows = "".join(
-        f"<tr><td>{i + 1}</td><td>{c}</td><td style='text-align:left'>"
-        f"{html.escape(families[c] or '')}</td><td style='text-align:left'><code>"
+        f"<tr><td>{i + 1}</td><td>{c}</td>{_model_cell(families, c)}<td style='text-align:left'><code>"
         f"{html.escape(params_text(params[c]))}</code></td><td>{_fmt(shown[c])}</td><td>"
         f"{'' if c not in dropped else f'dropped after wave {dropped[c] + 1}'}"
+        f"{f' (score: mean of its {partial[c]} folds)' if c in partial else ''}"
         f"{' winner' if c == study.best_index_ else ''}</td></tr>"
         for i, c in enumerate(order))
-    return (f"<table><tr><th>rank</th><th>configuration</th><th>model</th><th>parameters</th>"
+    return (f"<table><tr><th>rank</th><th>configuration</th>{_model_cell(families)}<th>parameters</th>"
             f"<th>pooled CV {html.escape(study.metric)}</th><th></th></tr>{rows}</table>")
 
 

@@ -156,6 +156,8 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out_dir")
     parser.add_argument("--only", nargs="*", choices=sorted(STUDIES), default=None)
+    parser.add_argument("--height", type=int, default=5200,
+                        help="The screenshots' height in pixels (a page longer is cut).")
     args = parser.parse_args(argv)
     import bbc_dask as bd
     from bbc_dask.report import write_nested_report, write_report
@@ -184,7 +186,7 @@ def main(argv=None):
         return 0
     for name, page in pages.items():
         png = os.path.join(out, f"{name}.png")
-        screenshot(browser, page, png)
+        screenshot(browser, page, png, height=args.height)
         print(f"{name}: screenshot {png}")
     return 0
 
