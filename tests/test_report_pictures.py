@@ -119,3 +119,18 @@ def test_nested_outer_scores_have_whole_repeats_and_the_users_keys(tmp_path):
     assert ax.yaxis.get_offset_text().get_text() == ""
     page = open(report.write_nested_report(res, tmp_path)).read()
     assert "svc__C=1" in page and "model__" not in page and "\\n" not in page and "SVC" in page
+
+
+def test_a_python_studys_keys_are_kept_even_for_a_step_called_model():
+    """Only a study file's store (its metadata holds the study file's grid) loses the
+    command line's ``model__``; a Python pipeline may name its own step ``model``."""
+    from sklearn.ensemble import RandomForestClassifier
+
+    from bbc_dask._report_names import configuration_names, params_text
+
+    params = [{"model__C": 0.1}, {"model": RandomForestClassifier(n_estimators=5), "model__max_depth": 2}]
+    spec = {"estimator": {"steps": "[('scale', StandardScaler()), ('model', LogisticRegression())]"}}
+    families, shown = configuration_names(params, metadata=None, spec=spec)
+    assert families == ["LogisticRegression", "RandomForestClassifier"]
+    assert params_text(shown[0]) == "model__C=0.1"
+    assert params_text(shown[1]) == 'model="RandomForestClassifier", model__max_depth=2'
