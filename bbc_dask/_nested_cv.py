@@ -58,6 +58,9 @@ class NestedCVResult(ArrayEquality):
         killed counts up to its last recorded stage: the end of its waves, or nothing).
     metric : str
     store : str
+    metadata : dict or None
+        The ``metadata`` the run recorded (the command line's resolved study file, whose
+        ``grid`` holds the parameter names as the user wrote them), or None.
     """
 
     estimate: float
@@ -73,6 +76,7 @@ class NestedCVResult(ArrayEquality):
     wall_seconds: float
     metric: str
     store: str
+    metadata: dict | None = None
 
     @property
     def n_outer(self):
@@ -263,4 +267,5 @@ def _result(cube, params, confidence_level):
         confidence_level=confidence_level,
         models_trained=out["inner_fits"] + int(np.isfinite(out["outer_fit_time"]).sum()),
         fit_seconds=out["inner_fit_seconds"] + float(np.nansum(out["outer_fit_time"])),
-        wall_seconds=float(wall), metric=cube.meta["spec"]["metric"], store=cube.location.url)
+        wall_seconds=float(wall), metric=cube.meta["spec"]["metric"], store=cube.location.url,
+        metadata=cube.meta.get("metadata"))

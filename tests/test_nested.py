@@ -276,6 +276,8 @@ def test_a_study_file_runs_nested_cv_and_the_command_line_shows_it(tmp_path, cli
     cli("report", tmp_path / "n.zarr", "--out", tmp_path / "rep")
     page = (tmp_path / "rep" / "index.html").read_text()
     assert "Nested cross-validation" in page and (tmp_path / "rep" / "outer_scores.png").exists()
+    # the study file's own keys and model, not the command line's wrapping pipeline's
+    assert "max_depth=" in page and "DecisionTreeClassifier" in page and "model__" not in page
 
 
 @pytest.mark.parametrize("protocol,extra,key", [

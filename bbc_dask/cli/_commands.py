@@ -358,11 +358,11 @@ def _print_estimates(study, bootstraps, confidence, method, seed, as_json=False,
             out["selection_ci"] = {m: r.to_dict() for m, r in cis.items()}
         click.echo(json.dumps(out))
         return
-    from .._display import describe
+    from ..report import configuration_text, study_names
 
     click.echo(f"{'method':8s} {'estimate':>9s} {'CI':>21s} {'lower':>8s} {'naive CV':>9s} "
                f"{'config':>7s} {'bootstraps':>10s}")
-    chosen = {}
+    chosen, names = {}, study_names(study)
     for k, r in res.items():
         name = "BBC-F" if k == "bbc_f" else r.method.upper()
         ci = f"[{r.confidence_interval[0]:.4f}, {r.confidence_interval[1]:.4f}]"
@@ -372,8 +372,8 @@ def _print_estimates(study, bootstraps, confidence, method, seed, as_json=False,
     # each line's own winner: BBC's is the study's selection, BBC-F's the best fold mean
     click.echo(f"({study.metric}; {confidence:.0%} confidence; 'config' is the configuration "
                f"each method selected; 'naive CV' its own CV score)")
-    for c, names in chosen.items():
-        click.echo(f"configuration {c} ({', '.join(names)}): {describe(study.params[c])}")
+    for c, by in chosen.items():
+        click.echo(f"configuration {c} ({', '.join(by)}): {configuration_text(study, c, names)}")
     others = {}
     if cis:
         click.echo(f"\n{'method':8s} {'lower':>8s} {'AUC':>8s} {'config':>7s} {'resamples':>10s}  "
@@ -389,9 +389,9 @@ def _print_estimates(study, bootstraps, confidence, method, seed, as_json=False,
                        f"{drawn:>10s}{why}")
             if r.selected >= 0:
                 others.setdefault(r.selected, []).append(CI_METHODS[r.method])
-        for c, names in others.items():
+        for c, by in others.items():
             if c not in chosen:
-                click.echo(f"configuration {c} ({', '.join(names)}): {describe(study.params[c])}")
+                click.echo(f"configuration {c} ({', '.join(by)}): {configuration_text(study, c, names)}")
     _echo_failures(study)
 
 
