@@ -101,7 +101,7 @@ def test_the_page_shows_the_users_keys_and_no_plot_of_dropping_when_it_was_off(f
     assert "\\n" not in page  # the pipeline's repr used to be shown with literal \n
     assert "svc__C=" in page and "model__svc__C" not in page
     best = file_study.best_index_
-    assert f"Selected configuration {best}: <code>" in page
+    assert f"<li>configuration {best} (BBC" in page  # named as the user wrote it (above)
 
 
 def test_nested_outer_scores_have_whole_repeats_and_the_users_keys(tmp_path):

@@ -111,8 +111,10 @@ def check_columns(estimator, configs, X, y, classification, caller):
            if problem == "strings" else "impute them (SimpleImputer) or use an estimator "
            "that takes them (HistGradientBoosting*)")
     first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    raise InvalidParameterError(
-        f"X of {caller} has {problem} in column{'s' if len(cols) > 1 else ''} {shown}, which "
-        f"no configuration takes ({'all ' if len(reps) > 1 else ''}{len(reps)} tried on "
-        f"{len(rows)} rows failed; "
-        f"configuration {i}: {type(exc).__name__}: {first}): {fix}.")
+    raise InvalidParameterError.of(
+        "X", caller, "columns that some configuration's estimator takes",
+        shown=(f"{problem} in column{'s' if len(cols) > 1 else ''} {shown} ("
+               f"{'all ' if len(reps) > 1 else ''}{len(reps)} configuration"
+               f"{'s' if len(reps) > 1 else ''} tried on {len(rows)} rows failed; "
+               f"configuration {i}: {type(exc).__name__}: {first})"),
+        note=f"{fix[0].upper()}{fix[1:]}.")
