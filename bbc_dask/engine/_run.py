@@ -248,6 +248,7 @@ class _StudyRun:
                   "classes": None if target.classes is None else target.classes.tolist(),
                   "configurations": self.configs.describe(), "versions": _versions(),
                   "runs": [], "metadata": req.metadata},
+            config_coords=self.configs.columns(req.metadata),
         )
 
     def _announce(self):
