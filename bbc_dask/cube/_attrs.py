@@ -22,7 +22,7 @@ import warnings
 
 import numpy as np
 
-__all__ = ["VARIABLE_ATTRS", "consolidate", "parameter_coordinates", "variable_attrs"]
+__all__ = ["VARIABLE_ATTRS", "consolidate", "describe_store", "parameter_coordinates", "variable_attrs"]
 
 #: Arrays of a store whose name a parameter coordinate may not take (it gets ``param_``).
 RESERVED = frozenset({"prediction", "slot_sample", "fold", "y", "state", "fit_time",
@@ -144,26 +144,32 @@ def variable_attrs(name, metric):
             for k, v in VARIABLE_ATTRS[name].items()}
 
 
-def _column(values, present):
-    """``(array, how)`` of one parameter's stored values (JSON-safe, as the store's
-    ``configurations`` describes them) over the configurations; ``present`` marks those
-    that have the parameter. ``how`` is what the description says about the encoding."""
-    vals = [v for v, p in zip(values, present) if p]
-    every = bool(np.all(present))
-    if vals and all(isinstance(v, bool) for v in vals) and every:
-        return np.array(values, dtype=bool), ""
+def _column(choices, codes):
+    """``(array, how)``: one parameter's values over the configurations, from the values
+    it takes (``choices``: JSON-safe, as the store's ``configurations`` describes them)
+    and each configuration's position among them (``codes``; -1 where the configuration
+    has no such parameter). ``how`` is what the description says about the encoding."""
+    codes = np.asarray(codes)
+    used = np.unique(codes)
+    vals = [choices[i] for i in used[used >= 0]]
+    every = used.size == 0 or used[0] >= 0
+    if vals and every and all(isinstance(v, bool) for v in vals):
+        return np.array(choices, dtype=bool)[codes], ""
     numbers = vals and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in vals)
     if numbers and every and all(isinstance(v, int) for v in vals):
-        return np.array(values, dtype=np.int64), ""
+        return np.array([v if isinstance(v, int) else 0 for v in choices], dtype=np.int64)[codes], ""
     if numbers:
-        out = np.array([float(v) if p else np.nan for v, p in zip(values, present)])
-        return out, " NaN where the configuration has no such parameter." if not every else ""
-    if vals and every and all(isinstance(v, str) for v in vals):
-        return np.array(values, dtype=object), ""
-    # mixed types, None, or text beside missing values: one encoding for all of them
-    out = np.array([json.dumps(v) if p else "" for v, p in zip(values, present)], dtype=object)
-    return out, (" Values are JSON text (the values are of several types or include "
-                 "null); an empty string where the configuration has no such parameter.")
+        table = np.array([float(v) if isinstance(v, (int, float)) else np.nan for v in choices]
+                         + [np.nan])  # codes -1 take the last: NaN
+        return table[codes], "" if every else " NaN where the configuration has no such parameter."
+    missing = " An empty string where the configuration has no such parameter."
+    if vals and all(isinstance(v, str) for v in vals) and (every or "" not in vals):
+        table = np.array(list(choices) + [""], dtype=object)
+        return table[codes], "" if every else missing
+    # several types, null, or booleans beside missing values: JSON keeps them apart
+    table = np.array([json.dumps(v) for v in choices] + [""], dtype=object)
+    return table[codes], (" Values are JSON text (of several types, or null, or beside "
+                          "configurations without the parameter)." + missing)
 
 
 def parameter_coordinates(columns):
@@ -172,10 +178,11 @@ def parameter_coordinates(columns):
     Parameters
     ----------
     columns : dict
-        ``{name: (parameter, values, present)}``: the coordinate's name (as the user
-        wrote the parameter), the estimator's parameter name, the JSON-safe value of
-        every configuration (estimators and other objects are their ``repr``) and whether
-        each has the parameter (a grid of several dicts with different keys).
+        ``{name: (parameter, choices, codes)}``: the coordinate's name (the parameter as
+        the user wrote it), the estimator's parameter name, the JSON-safe values it takes
+        (estimators and other objects are their ``repr``) and each configuration's
+        position among them, -1 where it has no such parameter (a grid of several dicts
+        with different keys); see :meth:`bbc_dask.engine.Configurations.columns`.
 
     Returns
     -------
@@ -184,14 +191,14 @@ def parameter_coordinates(columns):
         the prefix ``param_``.
     """
     out = {}
-    for name, (parameter, values, present) in columns.items():
-        array, how = _column(list(values), np.asarray(present, dtype=bool))
+    for name, (parameter, choices, codes) in columns.items():
+        array, how = _column(list(choices), codes)
         key = f"param_{name}" if name in RESERVED else name
         said = f"parameter {name!r}" + (f" (the estimator's {parameter!r})" if parameter != name else "")
         attrs = {"long_name": f"parameter {name}",
                  "description": f"The value of the {said} in each configuration.{how}",
                  "parameter": parameter}
-        if how.startswith(" Values are JSON"):
+        if "JSON" in how:
             attrs["encoding"] = "json"
         out[key] = (array, attrs)
     return out
@@ -209,3 +216,49 @@ def consolidate(store):
         warnings.filterwarnings("ignore", message=".*not recognized as a component")
         warnings.filterwarnings("ignore", message="Consolidated metadata is currently not part")
         return zarr.consolidate_metadata(store, zarr_format=3)
+
+
+def write_coordinates(group, coords, chunk):
+    """Write the parameter coordinates ``coords`` (of :func:`parameter_coordinates`) as
+    arrays of ``group`` over ``config``, ``chunk`` configurations per chunk."""
+    for name, (values, attrs) in coords.items():
+        dtype = str if values.dtype == object else values.dtype
+        group.create_array(name, shape=values.shape, chunks=(min(chunk, values.size),),
+                           dimension_names=["config"], attributes=attrs,
+                           dtype=dtype)[...] = values
+
+
+def root_attrs(coords):
+    """The root attributes beside ``bbc_dask``: a pointer to the layout's documentation
+    and the names of the parameter coordinates (CF's ``coordinates``)."""
+    return {"description": "A bbc_dask study store (schema 3): docs/architecture.md, "
+                           "'The study store'.",
+            **({"coordinates": " ".join(coords)} if coords else {})}
+
+
+def describe_store(group, store, metric, columns):
+    """Give a store made before its arrays had attributes those attributes, its
+    parameter coordinates (``columns`` as in :func:`parameter_coordinates`) and
+    consolidated metadata; nothing when it has them already. Returns the root group to
+    use from then on (carrying the consolidated metadata). The caller holds the run lock
+    and has checked it; a kill part-way leaves a store without consolidated metadata,
+    which the next run describes again (every step is idempotent)."""
+    if group.metadata.consolidated_metadata is not None:
+        return group
+    names = {name for name, _ in _members(group)}
+    for name in sorted(names & set(VARIABLE_ATTRS)):
+        array = group[name]
+        if not array.attrs.asdict():
+            array.update_attributes(variable_attrs(name, metric))
+    coords = {k: v for k, v in parameter_coordinates(columns).items() if k not in names}
+    chunk = group["error"].chunks[0]
+    write_coordinates(group, coords, chunk)
+    old = str(group.attrs.get("coordinates") or "").split()
+    group.update_attributes(root_attrs(old + list(coords)))
+    return consolidate(store)
+
+
+def _members(group):
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*not recognized as a component")
+        return list(group.members())

@@ -44,7 +44,15 @@ from ..exceptions import (
     StoreMismatchError,
     StoreNotFoundError,
 )
-from ._attrs import SAMPLE_ORDER_PREDICTION, consolidate, parameter_coordinates, variable_attrs
+from ._attrs import (
+    SAMPLE_ORDER_PREDICTION,
+    consolidate,
+    describe_store,
+    parameter_coordinates,
+    root_attrs,
+    variable_attrs,
+    write_coordinates,
+)
 from ._layout import (
     ChunkWriter,
     CubeBlock,
@@ -173,17 +181,12 @@ def _create(location, *, n_configs, n_repeats, n_splits, folds, y_stored, classe
         create("class", ["class"], shape=cls.shape, chunks=cls.shape,
                dtype=dtype)[...] = cls.astype(dtype) if dtype is str else cls
     coords = parameter_coordinates(config_coords or {})
-    for name, (values, attrs) in coords.items():
-        g.create_array(name, shape=values.shape, chunks=(ledger,), dimension_names=["config"],
-                       attributes=attrs, dtype=str if values.dtype == object else values.dtype)[...] = values
+    write_coordinates(g, coords, ledger)
     # every array exists now, with its attributes: consolidated once, current for good
     g = consolidate(location.zarr_store())
     digests = {"y": digest(y_stored), "fold": digest(folds), "slot_sample": digest(slots)}
-    g.update_attributes({
-        "description": "A bbc_dask study store (schema 3): docs/architecture.md, 'The store'.",
-        **({"coordinates": " ".join(coords)} if coords else {}),
-        "bbc_dask": to_json(dict(meta, schema=SCHEMA, digests=digests,
-                                 created=time.strftime("%Y-%m-%dT%H:%M:%S")))})
+    g.update_attributes({**root_attrs(coords), "bbc_dask": to_json(dict(
+        meta, schema=SCHEMA, digests=digests, created=time.strftime("%Y-%m-%dT%H:%M:%S")))})
     location.remove(CREATING_NAME)
     return Cube(g, location)
 
@@ -541,6 +544,18 @@ class Cube:
             rows = st.oindex[gone, :, :]
             if (rows == PENDING).any():
                 st.oindex[gone, :, :] = np.where(rows == PENDING, DROPPED, rows).astype(np.int8)
+
+    def describe(self, columns):
+        """Attributes, parameter coordinates (``columns()`` gives them: see
+        :func:`~bbc_dask.cube._attrs.parameter_coordinates`) and consolidated metadata for a
+        store made before stores had them (a resume of it, under the run lock)."""
+        if self.group.metadata.consolidated_metadata is not None:
+            return
+        self._guard()
+        with writing(self.path):
+            self.group = describe_store(self.group, self.location.zarr_store(),
+                                        (self.meta.get("spec") or {}).get("metric"), columns())
+        self._arrays = {}
 
     def set_meta(self, **kw):
         self._guard()
