@@ -231,8 +231,8 @@ def write_coordinates(group, coords, chunk):
 def root_attrs(coords):
     """The root attributes beside ``bbc_dask``: a pointer to the layout's documentation
     and the names of the parameter coordinates (CF's ``coordinates``)."""
-    return {"description": "A bbc_dask study store (schema 3): docs/architecture.md, "
-                           "'The study store'.",
+    return {"description": "A bbc_dask study store (schema 3); its layout: bbc_dask's "
+                           "docs/usage.md, 'The cube'.",
             **({"coordinates": " ".join(coords)} if coords else {})}
 
 

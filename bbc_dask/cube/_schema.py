@@ -18,6 +18,11 @@ Layout (schema 3; ``dims`` in brackets)::
                  wrote it (-1: none recorded); ``Cube.verify`` checks chunks against it
     error        [config]  str  first error text of a failing configuration
     sample, config, repeat, split(, class)  coordinates (split = fold index 0..K-1)
+    <parameter>  [config]  one coordinate per parameter of the search (``_attrs.py``)
+
+Every array has CF-style attributes (``long_name``, ``description``, ``units``;
+``flag_values``/``flag_meanings`` on ``state``) and the metadata is consolidated once
+every array exists (``_attrs.py`` says why it stays current).
 
 Study metadata is one JSON attribute ``bbc_dask`` (spec, seed entropy, configurations,
 dropping decisions, digests of y and the folds, versions) — never pickles, so opening a
