@@ -190,7 +190,6 @@ def test_a_study_files_parameters_are_named_as_the_file_writes_them():
     assert list(parameter_coordinates(reserved.columns())) == ["param_state"]
 
 
-@pytest.mark.slow
 def test_a_bbcd_study_with_drops_and_a_nested_study_open_silently(tmp_path, client):
     """BBCD-CV writes a decision per wave and marks cells dropped; nested CV records each
     outer result in the attributes as it arrives: both stores open silently, their
@@ -214,7 +213,7 @@ def test_a_bbcd_study_with_drops_and_a_nested_study_open_silently(tmp_path, clie
     assert "outer" in json.dumps(ds.attrs["bbc_dask"])
 
 
-@pytest.mark.slow
+@pytest.mark.slow  # a moto S3 server and a study through it: ~10 s
 def test_an_object_store_study_opens_silently(s3, client, data):
     url = s3.url("attrs")
     X, y = data
