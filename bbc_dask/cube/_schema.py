@@ -18,6 +18,11 @@ Layout (schema 3; ``dims`` in brackets)::
                  wrote it (-1: none recorded); ``Cube.verify`` checks chunks against it
     error        [config]  str  first error text of a failing configuration
     sample, config, repeat, split(, class)  coordinates (split = fold index 0..K-1)
+    <parameter>  [config]  one coordinate per parameter of the search (``_attrs.py``)
+
+Every array has CF-style attributes (``long_name``, ``description``, ``units``;
+``flag_values``/``flag_meanings`` on ``state``) and the metadata is consolidated once
+every array exists (``_attrs.py`` says why it stays current).
 
 Study metadata is one JSON attribute ``bbc_dask`` (spec, seed entropy, configurations,
 dropping decisions, digests of y and the folds, versions) — never pickles, so opening a
@@ -43,6 +48,15 @@ from ..exceptions import (
     StoreDamagedError,
     StoreMismatchError,
     StoreNotFoundError,
+)
+from ._attrs import (
+    SAMPLE_ORDER_PREDICTION,
+    consolidate,
+    describe_store,
+    parameter_coordinates,
+    root_attrs,
+    variable_attrs,
+    write_coordinates,
 )
 from ._layout import (
     ChunkWriter,
@@ -111,10 +125,13 @@ def create_cube(location, **kw):
 
 
 def _create(location, *, n_configs, n_repeats, n_splits, folds, y_stored, classes,
-            n_classes_axis, config_chunk, meta):
+            n_classes_axis, config_chunk, meta, config_coords=None):
     """Create the store and write the template; refuses a location that holds a Zarr
-    store already. The study attributes are written last: a store without them is an
-    interrupted creation (marked by ``.bbc_creating``), which the engine recreates."""
+    store already. Every array carries its attributes (``_attrs.py``) and the parameters
+    of the configurations are coordinates on ``config`` (``config_coords``, see
+    :func:`~bbc_dask.cube._attrs.parameter_coordinates`); the metadata is consolidated
+    once all arrays exist. The study attributes are written last: a store without them is
+    an interrupted creation (marked by ``.bbc_creating``), which the engine recreates."""
     n = folds.shape[0]
     location = as_location(location)
     if location.has("zarr.json"):
@@ -122,55 +139,59 @@ def _create(location, *, n_configs, n_repeats, n_splits, folds, y_stored, classe
     location.write_bytes(CREATING_NAME, b"")  # removed once the attributes are written
     # The location may hold the run lock already, so Zarr's mode "w-" cannot be used.
     g = zarr.open_group(location.zarr_store(), mode="a", zarr_format=3)
+    metric = (meta.get("spec") or {}).get("metric", "the metric")
+
+    def create(name, dims, **kw):
+        return g.create_array(name, dimension_names=dims, attributes=variable_attrs(name, metric), **kw)
+
     slots = slot_layout(folds, n_splits)
     cls = (n_classes_axis,) if n_classes_axis else ()
     along = slot_chunk(slots.shape[2], config_chunk * max(1, n_classes_axis) * 8,
                        location.slot_chunk_bytes)
-    g.create_array("prediction", shape=(n_repeats, n_splits, slots.shape[2], n_configs) + cls,
-                   chunks=(1, 1, along, config_chunk) + cls, dtype="float64",
-                   fill_value=np.nan, compressors=_PREDICTION_CODECS(),
-                   dimension_names=["repeat", "split", "slot", "config"] + (["class"] if cls else []))
-    g.create_array("slot_sample", shape=slots.shape, chunks=slots.shape, dtype="int64",
-                   fill_value=-1, dimension_names=["repeat", "split", "slot"])[...] = slots
-    g.create_array("fold", shape=folds.shape, chunks=folds.shape, dtype="int64",
-                   dimension_names=["sample", "repeat"])[...] = folds
-    ya = g.create_array("y", shape=(n,), chunks=(n,), dtype=y_stored.dtype, dimension_names=["sample"])
-    ya[...] = y_stored
+    create("prediction", ["repeat", "split", "slot", "config"] + (["class"] if cls else []),
+           shape=(n_repeats, n_splits, slots.shape[2], n_configs) + cls,
+           chunks=(1, 1, along, config_chunk) + cls, dtype="float64", fill_value=np.nan,
+           compressors=_PREDICTION_CODECS())
+    create("slot_sample", ["repeat", "split", "slot"], shape=slots.shape, chunks=slots.shape,
+           dtype="int64", fill_value=-1)[...] = slots
+    create("fold", ["sample", "repeat"], shape=folds.shape, chunks=folds.shape,
+           dtype="int64")[...] = folds
+    create("y", ["sample"], shape=(n,), chunks=(n,), dtype=y_stored.dtype)[...] = y_stored
     cell = (n_configs, n_repeats, n_splits)
     # The ledger has one writer (the driver), so its chunks need not follow the tasks:
     # ~1024 configurations of one repeat per chunk keeps a million-configuration ledger to
     # a thousand files per repeat (read at every start) while a batch rewrites a few kB.
     ledger = min(n_configs, config_chunk * max(1, -(-LEDGER_CONFIGS // config_chunk)))
     dims = ["config", "repeat", "split"]
-    st = g.create_array("state", shape=cell, chunks=(ledger, 1, n_splits), dtype="int8",
-                        fill_value=MISSING, dimension_names=dims,
-                        config={"write_empty_chunks": True})
+    st = create("state", dims, shape=cell, chunks=(ledger, 1, n_splits), dtype="int8",
+                fill_value=MISSING, config={"write_empty_chunks": True})
     for c0 in range(0, n_configs, ledger):  # every chunk exists: a missing one is damage
         for r in range(n_repeats):
             st[c0:c0 + ledger, r] = np.zeros((min(ledger, n_configs - c0), n_splits), np.int8)
     for name in ("fit_time", "fold_score"):
-        g.create_array(name, shape=cell, chunks=(ledger, 1, n_splits), dtype="float64",
-                       fill_value=np.nan, dimension_names=dims)
-    g.create_array("pooled", shape=cell[:2], chunks=(ledger, 1), dtype="float64",
-                   fill_value=np.nan, dimension_names=["config", "repeat"])
+        create(name, dims, shape=cell, chunks=(ledger, 1, n_splits), dtype="float64",
+               fill_value=np.nan)
+    create("pooled", ["config", "repeat"], shape=cell[:2], chunks=(ledger, 1), dtype="float64",
+           fill_value=np.nan)
     n_blocks = -(-n_configs // config_chunk)
-    g.create_array("chunk_crc", shape=(n_repeats, n_splits, n_blocks),
-                   chunks=(1, n_splits, -(-ledger // config_chunk)), dtype="int64", fill_value=-1,
-                   dimension_names=["repeat", "split", "block"])
-    g.create_array("error", shape=(n_configs,), chunks=(ledger,), dtype=str,
-                   dimension_names=["config"])
+    create("chunk_crc", ["repeat", "split", "block"], shape=(n_repeats, n_splits, n_blocks),
+           chunks=(1, n_splits, -(-ledger // config_chunk)), dtype="int64", fill_value=-1)
+    create("error", ["config"], shape=(n_configs,), chunks=(ledger,), dtype=str)
     for name, values in (("sample", np.arange(n)), ("config", np.arange(n_configs)),
                          ("repeat", np.arange(n_repeats)), ("split", np.arange(n_splits))):
-        g.create_array(name, shape=values.shape, chunks=values.shape, dtype="int64",
-                       dimension_names=[name])[...] = values
+        create(name, [name], shape=values.shape, chunks=values.shape, dtype="int64")[...] = values
     if n_classes_axis:
         cls = np.asarray(classes)
         dtype = str if cls.dtype.kind in "OUS" else cls.dtype
-        g.create_array("class", shape=cls.shape, chunks=cls.shape, dtype=dtype,
-                       dimension_names=["class"])[...] = cls.astype(dtype) if dtype is str else cls
+        create("class", ["class"], shape=cls.shape, chunks=cls.shape,
+               dtype=dtype)[...] = cls.astype(dtype) if dtype is str else cls
+    coords = parameter_coordinates(config_coords or {})
+    write_coordinates(g, coords, ledger)
+    # every array exists now, with its attributes: consolidated once, current for good
+    g = consolidate(location.zarr_store())
     digests = {"y": digest(y_stored), "fold": digest(folds), "slot_sample": digest(slots)}
-    g.attrs["bbc_dask"] = to_json(dict(meta, schema=SCHEMA, digests=digests,
-                                       created=time.strftime("%Y-%m-%dT%H:%M:%S")))
+    g.update_attributes({**root_attrs(coords), "bbc_dask": to_json(dict(
+        meta, schema=SCHEMA, digests=digests, created=time.strftime("%Y-%m-%dT%H:%M:%S")))})
     location.remove(CREATING_NAME)
     return Cube(g, location)
 
@@ -429,13 +450,22 @@ class Cube:
         ledger = ("config", "repeat", "split")
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message=".*not recognized as a component")
-            return xr.Dataset(
+            ds = xr.Dataset(
                 {"prediction": (dims, pred), "fold": (("sample", "repeat"), self.folds()),
                  "y": (("sample",), self.y()), "state": (ledger, self.state()),
                  "fit_time": (ledger, self.fit_times()), "fold_score": (ledger, self.fold_scores()),
                  "pooled": (("config", "repeat"), self.pooled()),
                  "error": (("config",), self.errors())},
                 coords=coords, attrs={"bbc_dask": json.dumps(self.meta)})
+        # the parameters as coordinates on config, and every variable's attributes, as
+        # stored (a store made before they were has none)
+        names = str(self.group.attrs.get("coordinates") or "").split()
+        ds = ds.assign_coords({name: ("config", self._read(name)) for name in names})
+        for name in ds.variables:
+            ds[name].attrs.update(self._array(name).attrs.asdict())
+        if ds["prediction"].attrs:
+            ds["prediction"].attrs.update(SAMPLE_ORDER_PREDICTION)
+        return ds
 
     # --------------------------------------------------------------- writes
     def writer(self, check):
@@ -519,6 +549,18 @@ class Cube:
             rows = st.oindex[gone, :, :]
             if (rows == PENDING).any():
                 st.oindex[gone, :, :] = np.where(rows == PENDING, DROPPED, rows).astype(np.int8)
+
+    def describe(self, columns):
+        """Attributes, parameter coordinates (``columns()`` gives them: see
+        :func:`~bbc_dask.cube._attrs.parameter_coordinates`) and consolidated metadata for a
+        store made before stores had them (a resume of it, under the run lock)."""
+        if self.group.metadata.consolidated_metadata is not None:
+            return
+        self._guard()
+        with writing(self.path):
+            self.group = describe_store(self.group, self.location.zarr_store(),
+                                        (self.meta.get("spec") or {}).get("metric"), columns())
+        self._arrays = {}
 
     def set_meta(self, **kw):
         self._guard()

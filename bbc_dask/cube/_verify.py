@@ -5,7 +5,9 @@ edited (a full disk, a bad copy, a hand edit). Reads name what they cannot read,
 check of every chunk the ledger counts can say that a study is whole. :func:`verify` does
 it — every ledger chunk readable, every counted prediction chunk present, readable and
 its block equal to the values its task wrote (CRC-32 in ``chunk_crc``; a missing chunk
-that held padding alone reads as it was), the data's digests, the final model's file — and :func:`repair` marks what depends on a damaged chunk pending, so that
+that held padding alone reads as it was), the data's digests, every array's metadata
+equal to its consolidated copy, the final model's file — and :func:`repair` marks what
+depends on a damaged chunk pending, so that
 the next run of the same study recomputes exactly those cells (task writes are
 deterministic: the repaired study equals one never damaged, bit for bit).
 
@@ -102,6 +104,31 @@ def _check_identity(cube):
         if name in stored and digest(values) != stored[name]:
             out.append(Damage("identity", name, "differs from the array the study was created "
                               "with (digest mismatch); run the study again with overwrite=True"))
+    return out
+
+
+def _check_metadata(cube):
+    """Each array's own ``zarr.json`` equal to its copy in the store's consolidated
+    metadata, which the package and xarray read instead: a missing or edited one would
+    go unnoticed by them, not by a reader that lists the store."""
+    import zarr
+
+    consolidated = cube.group.metadata.consolidated_metadata
+    if consolidated is None:  # a store made before stores had it: nothing to compare
+        return []
+    out = []
+    for name, copy in sorted(consolidated.metadata.items()):
+        file = f"{name}/zarr.json"
+        try:
+            own = zarr.open_array(cube.group.store, path=name, mode="r").metadata
+        except Exception as exc:  # noqa: BLE001
+            problem = _problem(exc) if _exists(cube, file) else "is missing"
+        else:
+            if own.to_dict() == copy.to_dict():
+                continue
+            problem = "differs from its copy in the store's consolidated metadata"
+        out.append(Damage("identity", file, f"{problem}; the study's layout cannot be "
+                          "recomputed: run it again with overwrite=True"))
     return out
 
 
@@ -237,7 +264,7 @@ def _check_model(cube):
 def verify(cube):
     """Check every chunk the ledger counts; see the module docstring. Returns a
     :class:`VerifyReport` (nothing is written)."""
-    damaged = _check_identity(cube)
+    damaged = _check_identity(cube) + _check_metadata(cube)
     ledger, counted, crc, n_ledger = _check_ledger(cube)
     damaged += ledger
     preds, n_chunks = _check_predictions(cube, counted, crc)

@@ -77,6 +77,51 @@ class Configurations:
             return cls("grid", ParameterGrid(desc["grid"]))
         return cls("random", list(desc["params"]))
 
+    def columns(self, metadata=None):
+        """The parameters as columns over the configurations, for the store's
+        coordinates on ``config``: ``{name: (parameter, choices, codes)}`` — the values
+        the parameter takes as :meth:`describe` records them (JSON-safe; other objects by
+        repr) and, per configuration, the position of its value in ``choices`` (int32;
+        -1 where it has no such parameter: a grid of several dicts).
+
+        ``name`` is the parameter as the user wrote it: a study file's search wraps each
+        entry in the one-step pipeline ``model`` (``cli.build_search``), so there the
+        prefix ``model__`` is dropped (``svc__C``, not ``model__svc__C``), as ``metadata``
+        (the resolved study file given to :func:`bbc_dask.run_study`) tells.
+
+        A grid's codes are computed per key (ParameterGrid's order: the last key in sorted
+        order varies fastest), never by materialising each configuration: a million
+        configurations cost a few integer arrays."""
+        desc = self.describe()
+        n = len(self)
+        if desc["kind"] == "grid":
+            keys = sorted({k for g in desc["grid"] for k in g})
+            choices = {k: [] for k in keys}
+            codes = {k: np.full(n, -1, dtype=np.int32) for k in keys}
+            base = 0
+            for g in desc["grid"]:
+                items = sorted(g.items())
+                size = int(np.prod([len(v) for _, v in items])) if items else 1
+                stride = 1
+                for k, vals in reversed(items):
+                    pos = (np.arange(size, dtype=np.int32) // stride) % len(vals)
+                    codes[k][base:base + size] = pos + len(choices[k])
+                    choices[k] += list(vals)
+                    stride *= len(vals)
+                base += size
+        else:
+            keys = sorted({k for p in desc["params"] for k in p})
+            choices = {k: [p[k] for p in desc["params"] if k in p] for k in keys}
+            codes = {}
+            for k in keys:
+                have = np.array([k in p for p in desc["params"]], dtype=bool)
+                codes[k] = np.full(n, -1, dtype=np.int32)
+                codes[k][have] = np.arange(int(have.sum()), dtype=np.int32)
+        wrapped = (isinstance(metadata, dict) and isinstance(metadata.get("grid"), list)
+                   and keys and all(k == "model" or k.startswith("model__") for k in keys))
+        return {(k[len("model__"):] if wrapped and k != "model" else k): (k, choices[k], codes[k])
+                for k in keys}
+
     def representatives(self):
         """Indices that, between them, take every value of every parameter (for a grid:
         per sub-grid, each value of each key with the other keys at their first value):

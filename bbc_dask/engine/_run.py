@@ -153,6 +153,8 @@ class _StudyRun:
         self.cube = existing if existing is not None else self._create(spec)
         self.cube.guard = lock.check
         self.token = lock.token()
+        # a store made before stores described themselves gets it now
+        self.cube.describe(lambda: self.configs.columns(self.request.metadata))
         self.cube.apply_decisions()  # a kill between a decision and its cells: finish it
         runs = list(self.cube.meta.get("runs", []))
         runs.append({"started": time.strftime("%Y-%m-%dT%H:%M:%S"), "t0": time.time(),
@@ -275,6 +277,7 @@ class _StudyRun:
                   "classes": None if target.classes is None else target.classes.tolist(),
                   "configurations": self.configs.describe(), "versions": _versions(),
                   "runs": [], "metadata": req.metadata},
+            config_coords=self.configs.columns(req.metadata),
         )
 
     def _announce(self):
