@@ -18,6 +18,7 @@ from .cube import (
     select_winner,
 )
 from .exceptions import StudyNotReadyError
+from .metrics import metric_of_spec
 from .stats import fold_means, ranking
 
 __all__ = ["Study", "open_study", "run_study"]
@@ -45,8 +46,8 @@ class Study(StudyEstimates):
         :func:`open_study`).
     """
 
-    def __init__(self, store, final_model=None, storage_options=None):
-        self._attach(open_cube(store, storage_options=storage_options), final_model)
+    def __init__(self, store, final_model=None, storage_options=None, scoring=None):
+        self._attach(open_cube(store, storage_options=storage_options), final_model, scoring)
 
     @classmethod
     def _of_run(cls, run):
@@ -59,7 +60,7 @@ class Study(StudyEstimates):
         study.fit_warnings_ = run.warned or {}
         return study
 
-    def _attach(self, cube, final_model):
+    def _attach(self, cube, final_model, scoring=None):
         if ((cube.meta.get("spec") or {}).get("protocol") or {}).get("kind") == "nested":
             from .exceptions import StoreMismatchError
 
@@ -73,6 +74,10 @@ class Study(StudyEstimates):
         self.meta = self._cube.meta
         self.spec = self.meta["spec"]
         self.metric = self.spec["metric"]
+        if "scorer" in self.spec or scoring is not None:
+            # a make_scorer study: its metric made known by name in this process (rebuilt
+            # from the store for a sklearn.metrics function, else the scorer given again)
+            metric_of_spec(self.spec, scoring, "open_study")
         self._final_model = final_model
         self._param_objects = None  # the real parameter values when run in this process
         self.n_fits_ = 0
@@ -279,7 +284,7 @@ class Study(StudyEstimates):
         return load_model(self.location, info, trusted)
 
 
-def open_study(store, storage_options=None):
+def open_study(store, storage_options=None, scoring=None):
     """Open a finished or interrupted study read-only (everything but refitting).
 
     Parameters
@@ -288,8 +293,13 @@ def open_study(store, storage_options=None):
         The study's directory or fsspec URL (``s3://bucket/study.zarr``).
     storage_options : dict, default=None
         fsspec options of a URL store (credentials, endpoint).
+    scoring : scikit-learn scorer, default=None
+        The study's ``make_scorer`` object, given again: needed only when its function
+        is not one of :mod:`sklearn.metrics` (the store records it by name, and is
+        never made to import and call anything else); checked against the store's
+        description.
     """
-    return Study(store, storage_options=storage_options)
+    return Study(store, storage_options=storage_options, scoring=scoring)
 
 
 def run_study(
