@@ -52,11 +52,11 @@ def refuse_general(metric, caller):
 
     m = get_metric(metric, caller=caller)
     if m.kind == "general":
-        raise InvalidParameterError(
-            f"The metric {m.name} of {caller} is not one of the registered metrics "
-            f"({', '.join(sorted(_metric_names()))}), which alone run on the chunked path "
-            f"(a Dask- or Zarr-backed cube, or one over IN_MEMORY_BYTES): pass arrays in "
-            f"memory, chunked=False, or a registered metric.")
+        raise InvalidParameterError.of(
+            "metric", caller, f"one of {_metric_names()} on the chunked path (a Dask- or "
+            f"Zarr-backed cube, or one over IN_MEMORY_BYTES)", m.name,
+            note="A scikit-learn scorer's own function runs in memory only: pass arrays, "
+                 "or chunked=False.")
 
 
 def _metric_names():

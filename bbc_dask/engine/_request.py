@@ -189,9 +189,8 @@ def _general(metric, estimator, pos_label, caller):
         if pos_label is None:
             pos_label = own
         elif pos_label != own:
-            raise InvalidParameterError(
-                f"The 'pos_label' parameter of {caller} must agree with the scorer's own "
-                f"pos_label={own!r}. Got {pos_label!r} instead.")
+            raise InvalidParameterError.of("pos_label", caller,
+                                           f"the scorer's own pos_label={own!r}", pos_label)
     return metric, pos_label
 
 

@@ -251,10 +251,10 @@ def get_metric(metric, *, caller="this function", name="metric") -> Metric:
     if isinstance(metric, _BaseScorer):
         return scorer_metric(metric, caller, name)
     if callable(metric):
-        raise InvalidParameterError(
-            f"The {name!r} parameter of {caller} must be {_accepted()}; a plain callable "
-            f"scorer(estimator, X, y) needs the fitted fold models, which a study does not "
-            f"keep: wrap its function with make_scorer. Got {metric!r} instead.")
+        raise InvalidParameterError.of(
+            name, caller, _accepted(), metric,
+            note="A plain callable scorer(estimator, X, y) needs the fitted fold models, "
+                 "which a study does not keep: wrap its function with make_scorer.")
     raise InvalidParameterError.of(name, caller, _accepted(), metric)
 
 
@@ -264,10 +264,12 @@ def _named_scorer(metric, caller, name):
     from ._scorer import metric_of_scorer
 
     if metric.startswith("make_scorer("):
-        raise InvalidParameterError(
+        from ..exceptions import StudyError
+
+        raise StudyError(
             f"The study's metric {metric} is not a function of sklearn.metrics, so its "
             f"store does not rebuild it: give the scorer again (open_study(store, "
-            f"scoring=...)) in {caller}.")
+            f"scoring=...)) before {caller}.")
     if metric not in get_scorer_names():
         raise InvalidParameterError.of(name, caller, _accepted(), metric)
     m = metric_of_scorer(get_scorer(metric), Metric, metric, caller, name)
@@ -314,18 +316,16 @@ def metric_of_spec(spec, scoring=None, caller="open_study"):
     if desc is None:
         m = get_metric(spec["metric"], caller=caller)
         if scoring is not None and get_metric(scoring, caller=caller, name="scoring").name != m.name:
-            raise InvalidParameterError(
-                f"The 'scoring' parameter of {caller} must be the study's metric "
-                f"{m.name!r}. Got {scoring!r} instead.")
+            raise InvalidParameterError.of("scoring", caller, f"the study's metric {m.name!r}",
+                                           scoring)
         return m
     if scoring is not None:
         from sklearn.metrics._scorer import _BaseScorer
 
         got = describe_scorer(scoring) if isinstance(scoring, _BaseScorer) else None
         if got is None or scorer_name(scoring) != spec["metric"]:
-            raise InvalidParameterError(
-                f"The 'scoring' parameter of {caller} must be the study's scorer "
-                f"{spec['metric']}. Got {scoring!r} instead.")
+            raise InvalidParameterError.of("scoring", caller,
+                                           f"the study's scorer {spec['metric']}", scoring)
         scorer = scoring
     else:
         scorer = rebuild_scorer(desc)

@@ -208,15 +208,15 @@ def check_scorer(scorer, caller, name="metric"):
     response = _response_order(scorer)
     bad = [m for m in response if m not in ("predict", "predict_proba", "decision_function")]
     if bad:
-        raise InvalidParameterError(
-            f"The {name!r} parameter of {caller} must be a scorer whose response method is "
-            f"predict, predict_proba or decision_function. Got {bad[0]!r} instead.")
+        raise InvalidParameterError.of(
+            name, caller, "a scorer whose response method is predict, predict_proba or "
+            "decision_function", bad[0])
     task = _task_of(func, response)
     if task == "cluster":
-        raise InvalidParameterError(
-            f"The {name!r} parameter of {caller} must score a classifier or a regressor. Got "
-            f"{getattr(func, '__name__', func)!r} instead, a clustering metric (it compares "
-            f"two partitions, not predictions with their targets).")
+        raise InvalidParameterError.of(
+            name, caller, "a scorer of a classifier or a regressor",
+            getattr(func, "__name__", func), note="It is a clustering metric: it compares "
+            "two partitions, not predictions with their targets.")
     return task
 
 
