@@ -38,6 +38,7 @@ class Study(StudyEstimates):
     cube : xarray.Dataset
         The prediction cube, lazily backed by the store.
     metric : str
+        The metric's name (a ``make_scorer`` object's is its repr).
     n_fits_ : int
         Fits performed by the call that returned this object (0 for :func:`open_study`).
     fit_warnings_ : dict
@@ -354,11 +355,22 @@ def run_study(
         Directory of the Zarr store, or an fsspec URL (``s3://bucket/study.zarr``; needs
         ``bbc-dask[s3]`` for S3). On an object store the run lock is a lease object renewed
         by a heartbeat (see :class:`bbc_dask.cube.ObjectStoreLock`).
-    metric : str
-        A :mod:`bbc_dask.metrics` name; decides what is stored: the positive-class
-        decision function or probability (``roc_auc``), class labels (``accuracy``,
-        ``balanced_accuracy``, ``f1``), all class probabilities (``roc_auc_ovr``,
-        ``neg_log_loss``) or predicted values (regression).
+    metric : str or scikit-learn scorer
+        A :mod:`bbc_dask.metrics` name (compiled kernels); decides what is stored: the
+        positive-class decision function or probability (``roc_auc``), class labels
+        (``accuracy``, ``balanced_accuracy``, ``f1``), all class probabilities
+        (``roc_auc_ovr``, ``neg_log_loss``) or predicted values (regression). Or any
+        other name of :func:`sklearn.metrics.get_scorer_names` that scores a classifier
+        or a regressor, or a :func:`sklearn.metrics.make_scorer` object: the cube stores
+        the scorer's response (labels or values for ``predict``, one column per class for
+        ``predict_proba``/``decision_function``) and every score is the scorer's own
+        function on it, with this study's ``pos_label`` (the scorer's own ``pos_label``
+        sets it). Those are slow (a scikit-learn call per bootstrap and configuration:
+        minutes for BBC with 1,000 bootstraps and 50 configurations), in memory only, and
+        take no ``dropping``; a store reopened rebuilds a ``make_scorer`` of a
+        :mod:`sklearn.metrics` function only (else ``open_study(store, scoring=...)``).
+        A plain callable ``scorer(estimator, X, y)`` is refused (no fold models are
+        kept). See docs/usage.md, "Metrics".
     n_splits : int, default=10
     n_repeats : int, default=1
     cv : scikit-learn splitter or iterable of (train, test) pairs, default=None
