@@ -235,6 +235,9 @@ def test_reopened_store_needs_a_user_function_again(regression, tmp_path, client
     np.testing.assert_allclose(r.cv_results_["pooled_test_score"],
                                [-_half_squared(yr, r.cube["prediction"].values[:, c, 0]) for c in range(2)],
                                rtol=1e-12)
+    with pytest.raises(InvalidParameterError, match=r"'metric' parameter of Study.bbc must be "
+                                                    r"one of .* on the chunked path"):
+        r.bbc(n_bootstraps=30, chunked=True)  # refused before any work
     monkeypatch.setattr(_registry, "_GENERAL", {})  # a new process: nothing known by name
     with pytest.raises(StudyError, match=r"metric make_scorer\(.*_half_squared.*is not a "
                                          r"function of sklearn.metrics.*open_study\(store, scoring"):
