@@ -118,6 +118,19 @@ def test_bad_scorers_are_one_line_errors(binary, scoring, match):
     assert "\n" not in str(info.value)
 
 
+def test_scorer_asking_for_metadata_is_refused(binary):
+    import sklearn
+
+    X, y = binary
+    with sklearn.config_context(enable_metadata_routing=True):
+        scoring = make_scorer(f1_score).set_score_request(sample_weight=True)
+        est = bd.BBCSearchCV(LogisticRegression(), {"C": [1.0]}, scoring=scoring, cv=3)
+        with pytest.raises(InvalidParameterError, match=r"'scoring' parameter of BBCSearchCV must "
+                                                        r"be a scorer that requests no metadata\. "
+                                                        r"Got one requesting \['sample_weight'\]"):
+            est.fit(X, y)
+
+
 def test_pos_label_dropping_and_chunked_refused(binary, tmp_path, client):
     X, y = binary
     with pytest.raises(InvalidParameterError, match=r"'pos_label' parameter of run_study must "

@@ -212,6 +212,16 @@ def check_scorer(scorer, caller, name="metric"):
         raise InvalidParameterError.of(
             name, caller, "a scorer whose response method is predict, predict_proba or "
             "decision_function", bad[0])
+    try:
+        asked = sorted(k for k, v in scorer.get_metadata_routing().score.requests.items()
+                       if v is not None and v is not False)
+    except Exception:  # noqa: BLE001 - a scorer without routing asks for nothing
+        asked = []
+    if asked:
+        raise InvalidParameterError.of(
+            name, caller, "a scorer that requests no metadata", shown=f"one requesting {asked}",
+            note="A study scores every test sample alike (the bootstrap's counts are BBC's "
+                 "own weights).")
     task = _task_of(func, response)
     if task == "cluster":
         raise InvalidParameterError.of(
