@@ -190,6 +190,12 @@ def compare(estimator, param_grid, X, y, *, store, metric, n_splits=10, n_outer=
     from .metrics import get_metric
 
     m = get_metric(metric, caller=caller)
+    if m.kind == "general":
+        from .metrics import metric_names
+
+        raise InvalidParameterError.of(
+            "metric", caller, f"one of {metric_names()} (compare runs protocols that keep "
+            f"no prediction cube, scored with the registered kernels)", m.name)
     _check_before_running(chosen, estimator, X, y, m, n_splits, n_outer, n_inner, test_size,
                           holdout_repeats, n_bootstraps, bootstrap_method, caller)
     if not isinstance(random_state, (int, np.integer)) or isinstance(random_state, bool):

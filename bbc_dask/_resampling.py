@@ -41,7 +41,7 @@ def _common_iv(estimator, X, y, metric, caller):
     from .engine import method_problem
     from .metrics import get_metric
 
-    m = get_metric(metric, caller=caller)
+    m = _registered(get_metric(metric, caller=caller), caller)
     X = validation.check_X(X, caller)
     target, *_ = validation.check_cv_data(estimator, X, y, None, m, None, None, math.nan, None,
                                           caller, kfold=False)
@@ -52,6 +52,17 @@ def _common_iv(estimator, X, y, metric, caller):
     classes = target.classes if m.is_classification else None
     n_axis = len(classes) if m.needs_class_axis else 0
     return m, X, target, (m.name, classes, target.pos_code, n_axis)
+
+
+def _registered(m, caller):
+    """``m``, a registered metric: the protocols that keep no cube take no general one."""
+    if m.kind == "general":
+        from .metrics import metric_names
+
+        raise InvalidParameterError.of(
+            "metric", caller, f"one of {metric_names()} (the protocols that keep no "
+            f"prediction cube score with the registered kernels)", m.name)
+    return m
 
 
 def _split_iv(target, m, test_size, stratify, caller):

@@ -8,7 +8,7 @@ import numpy as np
 
 from . import _tuning as tuning
 from . import _validation as validation
-from .chunked import use_chunked
+from .chunked import refuse_general, use_chunked
 from .cluster import current_client
 from .cube import DONE, FAILED, ledger_fold_matrix, target_of
 from .exceptions import StudyNotReadyError
@@ -82,6 +82,8 @@ class StudyEstimates:
             return int(np.prod(shape)) // max(shape[1], 1) * 8 * idx.size
 
         use = use_chunked(nbytes=nbytes, chunked=chunked, caller="Study")
+        if use:
+            refuse_general(self.metric, "Study.bbc")
         if use and getattr(self.location, "in_process_only", False):
             client = current_client()  # None: Dask's threads, in this process
             if client is not None:

@@ -216,7 +216,8 @@ def as_predictions(predictions, metric: Metric, caller):
         )
     if not metric.needs_class_axis and arr.ndim == 4:
         what = {"labels": "class labels", "scores": "a score of the positive class",
-                "values": "predicted values", "risk": "risk scores"}[metric.prediction]
+                "values": "predicted values", "risk": "risk scores"}.get(
+                    metric.prediction, "one prediction")
         raise InvalidParameterError(
             f"The metric {metric.name!r} expects {what}, one per (sample, config, repeat); "
             f"'predictions' of {caller} has a class axis (shape {arr.shape}). For roc_auc "
@@ -358,7 +359,7 @@ def encode_predictions(arr, class_coord, metric: Metric, target: Target, caller,
             raise InvalidParameterError(_label_error(metric, classes, caller, flat[np.flatnonzero(~ok)[0]]))
         return idx.reshape(arr.shape)
     a = _check_finite(arr, "predictions", caller)
-    if metric.prediction == "proba":
+    if metric.needs_class_axis:
         k = len(target.classes)
         if a.shape[3] != k:
             raise InvalidParameterError(
@@ -373,7 +374,8 @@ def encode_predictions(arr, class_coord, metric: Metric, target: Target, caller,
                     f"labels {target.classes.tolist()!r}. Got {class_coord.tolist()!r}."
                 )
             a = a[..., [int(p[0]) for p in pos]]
-        if a.min() < 0 or a.max() > 1 or not np.allclose(a.sum(axis=3), 1.0):
+        if metric.prediction == "proba" and (a.min() < 0 or a.max() > 1
+                                             or not np.allclose(a.sum(axis=3), 1.0)):
             raise InvalidParameterError(
                 f"The metric {metric.name!r} expects class probabilities in [0, 1] that sum "
                 f"to 1 over the class axis; 'predictions' of {caller} does not (are these "

@@ -9,6 +9,7 @@ from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone, is_classifier
+from sklearn.metrics import check_scoring
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
@@ -47,10 +48,16 @@ class BBCSearchCV(MetaEstimatorMixin, BaseEstimator):
     ----------
     estimator : estimator object
     param_grid : dict or list of dicts
-    scoring : str or None, default=None
-        A :mod:`bbc_dask.metrics` name (scikit-learn's scorer names, larger is better).
-        None, as in ``GridSearchCV``: the estimator's own ``score`` — ``"accuracy"`` for
-        a classifier, ``"r2"`` for a regressor.
+    scoring : str, scikit-learn scorer or None, default=None
+        Any name of :func:`sklearn.metrics.get_scorer_names` that scores a classifier
+        or a regressor (larger is better: losses are ``neg_``), or a
+        :func:`sklearn.metrics.make_scorer` object; the registered :mod:`bbc_dask.metrics`
+        names run on compiled kernels, the others call the scorer's function per
+        bootstrap (slower; see docs/usage.md). The positive class of a binary scorer is
+        the study's (the larger label, or the scorer's own ``pos_label``). A plain
+        callable ``scorer(estimator, X, y)`` is refused: it needs the fitted fold models,
+        which a study does not keep. None, as in ``GridSearchCV``: the estimator's own
+        ``score`` — ``"accuracy"`` for a classifier, ``"r2"`` for a regressor.
     cv : int, scikit-learn splitter or iterable of (train, test) pairs, default=10
         The number of folds (stratified for a classifier, grouped with ``groups``), or the
         user's own splits: any splitter (``GroupKFold``, ``PredefinedSplit``,
@@ -120,6 +127,9 @@ class BBCSearchCV(MetaEstimatorMixin, BaseEstimator):
         Not set with ``refit=False``.
     multimetric_ : bool
         False: one metric.
+    scorer_ : callable
+        scikit-learn's scorer of ``scoring`` (``check_scoring``), as ``GridSearchCV``'s;
+        :meth:`score` calls it.
     study_ : Study
     n_features_in_, feature_names_in_, classes_ : as scikit-learn's searches.
 
@@ -141,7 +151,7 @@ class BBCSearchCV(MetaEstimatorMixin, BaseEstimator):
     _parameter_constraints = {
         "estimator": [HasMethods(["fit", "get_params"])],
         "param_grid": [dict, list],
-        "scoring": [str, None],
+        "scoring": [str, callable, None],
         "cv": ["cv_object"],
         "n_repeats": [Interval(Integral, 1, None, closed="left")],
         "dropping": ["boolean", Dropping],
@@ -274,6 +284,7 @@ class BBCSearchCV(MetaEstimatorMixin, BaseEstimator):
         self.best_index_ = int(study.best_index_)
         self.best_params_ = dict(study.best_params_)
         self.best_score_ = float(study.best_score_)
+        self.scorer_ = check_scoring(self.estimator, scoring=self.scoring)
         # random_state None: the study's own recorded seed, so that bbc_ equals what
         # open_study(store).bbc() and `bbc-dask estimate` report
         opts = dict(n_bootstraps=self.n_bootstraps, confidence_level=self.confidence_level)
@@ -414,13 +425,9 @@ class BBCSearchCV(MetaEstimatorMixin, BaseEstimator):
         return self._check().score_samples(X)
 
     def score(self, X, y=None):
-        """``scoring`` of ``best_estimator_`` on (X, y), with scikit-learn's scorer."""
-        from sklearn.metrics import get_scorer
-
-        est = self._check()
-        if self.scoring is None:
-            return est.score(X, y)
-        return get_scorer(self.scoring)(est, X, y)
+        """``scoring`` of ``best_estimator_`` on (X, y), by :attr:`scorer_`."""
+        est = self._check()  # not fitted: scikit-learn's NotFittedError first
+        return self.scorer_(est, X, y)
 
 
 class BBCRandomizedSearchCV(BBCSearchCV):

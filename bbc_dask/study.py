@@ -18,6 +18,7 @@ from .cube import (
     select_winner,
 )
 from .exceptions import StudyNotReadyError
+from .metrics import metric_of_spec
 from .stats import fold_means, ranking
 
 __all__ = ["Study", "open_study", "run_study"]
@@ -37,6 +38,7 @@ class Study(StudyEstimates):
     cube : xarray.Dataset
         The prediction cube, lazily backed by the store.
     metric : str
+        The metric's name (a ``make_scorer`` object's is its repr).
     n_fits_ : int
         Fits performed by the call that returned this object (0 for :func:`open_study`).
     fit_warnings_ : dict
@@ -45,8 +47,8 @@ class Study(StudyEstimates):
         :func:`open_study`).
     """
 
-    def __init__(self, store, final_model=None, storage_options=None):
-        self._attach(open_cube(store, storage_options=storage_options), final_model)
+    def __init__(self, store, final_model=None, storage_options=None, scoring=None):
+        self._attach(open_cube(store, storage_options=storage_options), final_model, scoring)
 
     @classmethod
     def _of_run(cls, run):
@@ -59,7 +61,7 @@ class Study(StudyEstimates):
         study.fit_warnings_ = run.warned or {}
         return study
 
-    def _attach(self, cube, final_model):
+    def _attach(self, cube, final_model, scoring=None):
         if ((cube.meta.get("spec") or {}).get("protocol") or {}).get("kind") == "nested":
             from .exceptions import StoreMismatchError
 
@@ -73,6 +75,10 @@ class Study(StudyEstimates):
         self.meta = self._cube.meta
         self.spec = self.meta["spec"]
         self.metric = self.spec["metric"]
+        if "scorer" in self.spec or scoring is not None:
+            # a make_scorer study: its metric made known by name in this process (rebuilt
+            # from the store for a sklearn.metrics function, else the scorer given again)
+            metric_of_spec(self.spec, scoring, "open_study")
         self._final_model = final_model
         self._param_objects = None  # the real parameter values when run in this process
         self.n_fits_ = 0
@@ -279,7 +285,7 @@ class Study(StudyEstimates):
         return load_model(self.location, info, trusted)
 
 
-def open_study(store, storage_options=None):
+def open_study(store, storage_options=None, scoring=None):
     """Open a finished or interrupted study read-only (everything but refitting).
 
     Parameters
@@ -288,8 +294,13 @@ def open_study(store, storage_options=None):
         The study's directory or fsspec URL (``s3://bucket/study.zarr``).
     storage_options : dict, default=None
         fsspec options of a URL store (credentials, endpoint).
+    scoring : scikit-learn scorer, default=None
+        The study's ``make_scorer`` object, given again: needed only when its function
+        is not one of :mod:`sklearn.metrics` (the store records it by name, and is
+        never made to import and call anything else); checked against the store's
+        description.
     """
-    return Study(store, storage_options=storage_options)
+    return Study(store, storage_options=storage_options, scoring=scoring)
 
 
 def run_study(
@@ -344,11 +355,22 @@ def run_study(
         Directory of the Zarr store, or an fsspec URL (``s3://bucket/study.zarr``; needs
         ``bbc-dask[s3]`` for S3). On an object store the run lock is a lease object renewed
         by a heartbeat (see :class:`bbc_dask.cube.ObjectStoreLock`).
-    metric : str
-        A :mod:`bbc_dask.metrics` name; decides what is stored: the positive-class
-        decision function or probability (``roc_auc``), class labels (``accuracy``,
-        ``balanced_accuracy``, ``f1``), all class probabilities (``roc_auc_ovr``,
-        ``neg_log_loss``) or predicted values (regression).
+    metric : str or scikit-learn scorer
+        A :mod:`bbc_dask.metrics` name (compiled kernels); decides what is stored: the
+        positive-class decision function or probability (``roc_auc``), class labels
+        (``accuracy``, ``balanced_accuracy``, ``f1``), all class probabilities
+        (``roc_auc_ovr``, ``neg_log_loss``) or predicted values (regression). Or any
+        other name of :func:`sklearn.metrics.get_scorer_names` that scores a classifier
+        or a regressor, or a :func:`sklearn.metrics.make_scorer` object: the cube stores
+        the scorer's response (labels or values for ``predict``, one column per class for
+        ``predict_proba``/``decision_function``) and every score is the scorer's own
+        function on it, with this study's ``pos_label`` (the scorer's own ``pos_label``
+        sets it). Those are slow (a scikit-learn call per bootstrap and configuration:
+        minutes for BBC with 1,000 bootstraps and 50 configurations), in memory only, and
+        take no ``dropping``; a store reopened rebuilds a ``make_scorer`` of a
+        :mod:`sklearn.metrics` function only (else ``open_study(store, scoring=...)``).
+        A plain callable ``scorer(estimator, X, y)`` is refused (no fold models are
+        kept). See docs/usage.md, "Metrics".
     n_splits : int, default=10
     n_repeats : int, default=1
     cv : scikit-learn splitter or iterable of (train, test) pairs, default=None

@@ -68,11 +68,11 @@ rules are :mod:`bbc_dask._zarr`'s, shared with the study's store.
 """
 from .._zarr import zarr_blocks
 from ._blocks import chunk_pooled, held, merge_winners
-from ._dispatch import bbc, bbc_f, is_lazy, use_chunked
+from ._dispatch import bbc, bbc_f, is_lazy, refuse_general, use_chunked
 from ._lazy_bbc import bbc_over_blocks, bbc_over_table, lazy_bbc
 from ._lazy_bbc_f import fold_matrix_over_blocks, lazy_bbc_f
 from ._lazy_dropping import lazy_dropping_test
 
 __all__ = ["bbc", "bbc_f", "bbc_over_blocks", "bbc_over_table",
            "chunk_pooled", "fold_matrix_over_blocks", "held", "is_lazy", "lazy_bbc", "lazy_bbc_f",
-           "lazy_dropping_test", "merge_winners", "use_chunked", "zarr_blocks"]
+           "lazy_dropping_test", "merge_winners", "refuse_general", "use_chunked", "zarr_blocks"]

@@ -15,7 +15,7 @@ from ..stats import bbc_f as in_memory_bbc_f
 from ._lazy_bbc import lazy_bbc
 from ._lazy_bbc_f import lazy_bbc_f
 
-__all__ = ["bbc", "bbc_f", "is_lazy", "use_chunked"]
+__all__ = ["bbc", "bbc_f", "is_lazy", "refuse_general", "use_chunked"]
 
 
 def is_lazy(x):
@@ -45,6 +45,26 @@ def use_chunked(predictions=None, *, nbytes=None, chunked=None, caller="bbc"):
     return (nbytes() if callable(nbytes) else nbytes) > tuning.IN_MEMORY_BYTES
 
 
+def refuse_general(metric, caller):
+    """An error before any work when ``metric`` is a general one (a scikit-learn scorer
+    called per bootstrap): the chunked path takes the registered metrics only."""
+    from ..metrics import get_metric
+
+    m = get_metric(metric, caller=caller)
+    if m.kind == "general":
+        raise InvalidParameterError.of(
+            "metric", caller, f"one of {_metric_names()} on the chunked path (a Dask- or "
+            f"Zarr-backed cube, or one over IN_MEMORY_BYTES)", m.name,
+            note="A scikit-learn scorer's own function runs in memory only: pass arrays, "
+                 "or chunked=False.")
+
+
+def _metric_names():
+    from ..metrics import metric_names
+
+    return metric_names()
+
+
 def _no_explicit(bootstrap_indices, caller):
     if bootstrap_indices is not None:
         raise InvalidParameterError.of(
@@ -71,6 +91,7 @@ def _dispatching(in_memory, lazy, passed):
         if not use_chunked(a["predictions"]):
             return in_memory(*args, **kwargs)
         caller = in_memory.__name__
+        refuse_general(a["metric"], caller)
         _no_explicit(a["bootstrap_indices"], caller)
         return lazy(**{k: a[k] for k in passed}, caller=caller)
 

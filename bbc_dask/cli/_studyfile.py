@@ -140,11 +140,23 @@ def resolve_study_file(raw, base="."):
         raise _err("grid", "empty list")
     resolved["grid"] = [_resolve_entry(e, f"grid[{i}]") for i, e in enumerate(grid)]
     resolved["cv"] = _resolve_cv(raw.get("cv", {}) or {}, resolved["data"])
-    from ..metrics import metric_names
+    from ..exceptions import InvalidParameterError
+    from ..metrics import get_metric, metric_names
 
     metric = raw.get("metric", "roc_auc")
-    if metric not in metric_names():
-        raise _err("metric", f"unknown metric {metric!r} (one of {', '.join(metric_names())})")
+    # a name only (registered, or any scorer name of scikit-learn): a study file never
+    # names a function to import and call
+    if not isinstance(metric, str):
+        raise _err("metric", f"a scorer name (a string). Got {metric!r}")
+    try:
+        get_metric(metric, caller="the study file")
+    except InvalidParameterError as exc:
+        if "clustering" in str(exc):
+            raise _err("metric", f"{metric!r} is a clustering metric: it compares two "
+                                 f"partitions, not predictions with their targets") from None
+        raise _err("metric", f"unknown metric {metric!r} (one of {', '.join(metric_names())}, "
+                             f"or another scorer name of sklearn.metrics.get_scorer_names())"
+                   ) from None
     resolved["metric"] = metric
     drop = raw.get("dropping", False)
     if isinstance(drop, dict):

@@ -181,7 +181,7 @@ def run_outer(run, client):
     outer = outer_of(cube.folds(), n_outer, n_rep)
     ledger = (cube.state(), cube.pooled(), cube.fold_scores())
     target, m = req.data.target, req.metric
-    scoring = (m.name, target.classes, target.pos_code,
+    scoring = (m.ref, target.classes, target.pos_code,
                len(target.classes) if m.needs_class_axis else 0, req.error_score,
                metrics.SAMPLE_BLOCK)
     chosen = {(r, o): _select(ledger, r * n_outer + o, req.selection, m.name) for r, o in todo}

@@ -31,7 +31,7 @@ from .. import _validation as validation
 from ..cluster import as_security
 from ..cube import as_location
 from ..exceptions import InvalidParameterError
-from ..metrics import Metric, Target, get_metric
+from ..metrics import Metric, Target, get_metric, remember
 from ..stats import Dropping
 from . import _plan as plan
 from ._nested import NestedProtocol
@@ -128,6 +128,8 @@ class StudyRequest:
             n_splits, cv = cv, None  # an int is the number of folds, as in scikit-learn
         try:
             metric = get_metric(metric, caller=caller)
+            if metric.kind == "general":
+                metric, pos_label = _general(metric, estimator, pos_label, caller)
             X = validation.check_X(X, caller)
             y = y if y is None else np.asarray(y)  # the tasks index it by position
             target, n_splits, n_repeats, groups = validation.check_cv_data(
@@ -148,6 +150,11 @@ class StudyRequest:
             configs_per_task = validation.check_int(configs_per_task, "configs_per_task", caller,
                                                     allow_none=True)
             dropping = Dropping.coerce(dropping, caller)
+            if dropping is not None and metric.kind == "general":
+                raise InvalidParameterError.of(
+                    "dropping", caller, "None with the metric "
+                    f"{metric.name} (the dropping test runs on the chunked path, which "
+                    "takes the registered metrics only)", dropping)
             validation.check_one_of(selection, "selection", caller, ("pooled", "fold_mean"))
             fit_params = validation.check_fit_params(fit_params, nested, caller)
             routing = bool(fit_params) and sklearn.get_config()["enable_metadata_routing"]
@@ -168,6 +175,23 @@ class StudyRequest:
             execution=Execution(client, security, progress, configs_per_task, overwrite, refit),
             dropping=dropping, selection=selection, error_score=error_score,
             random_state=random_state, metadata=metadata)
+
+
+def _general(metric, estimator, pos_label, caller):
+    """``(metric, pos_label)`` of a scikit-learn scorer's study: its task decided by the
+    estimator where the scorer's function does not say it, and the positive class its
+    own ``pos_label`` where it sets one (which must then agree with ``pos_label``)."""
+    from sklearn.base import is_regressor
+
+    metric = remember(metric.resolved(is_regressor(estimator)))
+    own = metric.scorer._kwargs.get("pos_label")
+    if own is not None and metric.is_classification:
+        if pos_label is None:
+            pos_label = own
+        elif pos_label != own:
+            raise InvalidParameterError.of("pos_label", caller,
+                                           f"the scorer's own pos_label={own!r}", pos_label)
+    return metric, pos_label
 
 
 def _renamed(exc, names, caller):

@@ -234,6 +234,9 @@ class _StudyRun:
         x_digest, y_digest, g_digest = req.data.digests
         return to_json({
             "metric": req.metric.name,
+            # a make_scorer's description (function, kwargs, sign, response method): a
+            # store reopened rebuilds it for a function of sklearn.metrics alone
+            **({} if req.metric.spec is None else {"scorer": req.metric.spec}),
             "pos_label": None if target.pos_code is None else validation.plain(target.classes[target.pos_code]),
             "n_splits": protocol.n_splits,
             "n_repeats": protocol.n_repeats,

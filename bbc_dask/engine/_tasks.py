@@ -32,7 +32,9 @@ def configured(estimator, params):
 
 def response_method(estimator, metric):
     """Which prediction method ``metric`` needs from a configured estimator, or None."""
-    if metric.prediction == "scores":
+    if metric.response:  # a scikit-learn scorer's own order
+        order = metric.response
+    elif metric.prediction == "scores":
         order = ("decision_function", "predict_proba")  # scikit-learn's roc_auc scorer order
     elif metric.prediction == "proba":
         order = ("predict_proba",)
@@ -49,7 +51,8 @@ def method_problem(est, metric):
     from sklearn.base import is_classifier
 
     if response_method(est, metric) is None:
-        need = {"scores": "decision_function or predict_proba", "proba": "predict_proba"}.get(
+        need = " or ".join(metric.response) if metric.response else {
+            "scores": "decision_function or predict_proba", "proba": "predict_proba"}.get(
             metric.prediction, "predict")
         return f"has no {need}, which the metric {metric.name!r} needs"
     if metric.is_classification and not is_classifier(est):
@@ -74,6 +77,8 @@ def _response(est, method, X_test, classes, pos_code, n_classes_axis):
     est_classes = np.asarray(est.classes_)
     if method == "decision_function":
         out = np.asarray(out, dtype=np.float64)
+        if n_classes_axis:  # a scorer's response per class, in the study's class order
+            return _per_class(out, est_classes, classes)
         if out.ndim == 2:  # one column per class: take the positive class
             out = out[:, np.flatnonzero(est_classes == classes[pos_code])[0]]
         elif est_classes[1] != classes[pos_code]:
@@ -86,6 +91,18 @@ def _response(est, method, X_test, classes, pos_code, n_classes_axis):
         full[:, pos] = proba
         return full
     return proba[:, np.flatnonzero(est_classes == classes[pos_code])[0]]
+
+
+def _per_class(decision, est_classes, classes):
+    """A decision function as one column per study class: a binary ``d`` (the score of
+    ``est_classes[1]``) as ``-d, d``, so each class's column is its own score (what
+    scikit-learn's scorer takes for either positive class); a multiclass one's columns
+    placed by class, NaN for a class the fold's model never saw (it cannot be scored)."""
+    if decision.ndim == 1:
+        decision = np.stack([-decision, decision], axis=1)
+    full = np.full((decision.shape[0], len(classes)), np.nan)
+    full[:, np.searchsorted(classes, est_classes)] = decision
+    return full
 
 
 #: The last split each worker built, per thread: consecutive tasks of a worker are

@@ -216,7 +216,7 @@ def _pooled_pass(cube, client, m, target):
     if present is not None and len(blocks) > 1:  # (N, R) bools: shipped once, as y
         present = client.submit(held, present, pure=False,
                                 key=f"bbc-pooled-present-{uuid.uuid4().hex[:8]}")
-    futures = [client.submit(chunk_pooled, b, y_f, m.name, target.pos_code, None, present,
+    futures = [client.submit(chunk_pooled, b, y_f, m.ref, target.pos_code, None, present,
                              pure=False,
                              key=f"bbc-pooled-{b.configs[0]}-{uuid.uuid4().hex[:8]}")
                for b in blocks]
@@ -340,7 +340,7 @@ class _Executor:
                  progress, n_splits, token=None, fit_params=None):
         self.cube, self.client, self.estimator = cube, client, estimator
         self.configs = configs
-        self.scoring = (m.name, target.classes, target.pos_code,
+        self.scoring = (m.ref, target.classes, target.pos_code,
                      len(target.classes) if m.needs_class_axis else 0, error_score,
                      metrics.SAMPLE_BLOCK)  # the client's: fold scores are summed in its blocks
         self.n_splits = n_splits

@@ -6,13 +6,16 @@ weights*: the value with weight vector ``w`` equals scikit-learn's value on the 
 which row ``i`` is repeated ``w[i]`` times. One call scores every configuration (and every
 repeat) for a whole block of bootstraps.
 
-Two families:
+Three families:
 
 - *pointwise* metrics are ratios of weighted sums of per-sample features, so a block of
   bootstraps is a dense matrix product ``counts.T @ features`` (accuracy, balanced
   accuracy, F1, log loss, squared/absolute error, R²);
 - *ranking* metrics (ROC AUC, one-vs-rest AUC, concordance index) sort each configuration
-  once and reuse that order for every bootstrap, in exact integer arithmetic.
+  once and reuse that order for every bootstrap, in exact integer arithmetic;
+- *general* metrics are any other scikit-learn scorer (a scorer name or a
+  ``make_scorer`` object), its own function called on each bootstrap's rows
+  (:mod:`._scorer`): slower, and in memory only.
 
 Use :func:`get_metric` to look one up and :data:`METRICS` for the names.
 
@@ -31,9 +34,12 @@ from ._pointwise import (_F1, _Accuracy, _BalancedAccuracy, _MeanLoss, _NegLogLo
                          _NegMSE, _Pointwise, _R2, _R2Corr)
 from ._prepared import _Prepared
 from ._ranking import _CIndex, _RocAuc, _RocAucOvo, _sorted_columns
-from ._registry import _DEFS, METRICS, Metric, get_metric, metric_names
+from ._registry import (_DEFS, METRICS, Metric, get_metric, metric_names, metric_of_spec,
+                        remember, scorer_metric)
+from ._scorer import WEIGHT_IS_REPEAT, _ScorerMetric
 from ._target import Target
 
 # The private names above stay importable from here, where the package's documentation
 # (``bbc_dask.metrics._Pointwise.fold_sums`` ...) and earlier code name them.
-__all__ = ["METRICS", "SAMPLE_BLOCK", "Definedness", "Metric", "get_metric", "metric_names", "sample_blocks"]
+__all__ = ["METRICS", "SAMPLE_BLOCK", "WEIGHT_IS_REPEAT", "Definedness", "Metric", "get_metric",
+           "metric_names", "metric_of_spec", "remember", "sample_blocks", "scorer_metric"]

@@ -67,15 +67,23 @@ class Metric:
         scikit-learn scorer name.
     greater_is_better : bool
         Always True: losses are negated.
-    kind : {"pointwise", "ranking"}
-        How the batched kernel works.
-    prediction : {"labels", "scores", "proba", "values", "risk"}
+    kind : {"pointwise", "ranking", "general"}
+        How the batched kernel works; "general": a scikit-learn scorer's own function,
+        called per bootstrap (:mod:`._scorer`).
+    prediction : {"labels", "scores", "proba", "values", "risk", "response"}
         What a prediction must be: class labels (``predict``), a continuous score of the
         positive class (``predict_proba[:, 1]`` or ``decision_function``), all class
         probabilities (class axis last, classes in sorted label order), regression values,
-        or a risk score (higher = earlier event).
+        a risk score (higher = earlier event), or a scorer's ``predict_proba`` or
+        ``decision_function`` with one column per class (class axis).
     task : {"binary", "classification", "multiclass", "regression", "survival"}
     description : str
+    scorer : sklearn scorer or None
+        The scikit-learn scorer of a general metric.
+    response : tuple of str
+        A general metric's response methods, in the order tried.
+    spec : dict or None
+        A ``make_scorer`` metric's JSON description, as its store records it.
     """
 
     name: str
@@ -85,11 +93,33 @@ class Metric:
     description: str
     greater_is_better: bool = True
     _impl: type = field(default=None, repr=False, compare=False)
+    scorer: object = field(default=None, repr=False, compare=False)
+    response: tuple = ()
+    spec: dict = field(default=None, repr=False, compare=False)
 
     @property
     def needs_class_axis(self) -> bool:
-        """Whether predictions carry a class axis (all class probabilities)."""
-        return self.prediction == "proba"
+        """Whether predictions carry a class axis (all class probabilities, or a
+        scorer's response per class)."""
+        return self.prediction in ("proba", "response")
+
+    @property
+    def ref(self):
+        """What a worker's task is given: a registered metric's name, a general metric
+        itself (its scorer may be known in this process alone)."""
+        return self if self.kind == "general" else self.name
+
+    def resolved(self, regression):
+        """This metric with its task decided (a ``make_scorer`` of a function scikit-learn
+        does not know, on ``predict``: the estimator, or y, says which it scores)."""
+        if self.task != "auto":
+            return self
+        import dataclasses
+
+        task = "regression" if regression else "classification"
+        spec = None if self.spec is None else dict(self.spec, task=task)
+        return dataclasses.replace(self, task=task, spec=spec,
+                                   prediction="values" if regression else "labels")
 
     @property
     def feature_bytes(self) -> int:
@@ -193,10 +223,118 @@ def metric_names() -> list[str]:
     return sorted(METRICS)
 
 
-def get_metric(metric, *, caller="this function") -> Metric:
-    """Look up a metric by name (or pass a :class:`Metric` through)."""
+#: General metrics made in this process, by name: scikit-learn's scorer names, and the
+#: ``make_scorer`` objects given to a study or rebuilt from a store's description (a
+#: later one of the same name replaces the earlier).
+_GENERAL: dict[str, Metric] = {}
+
+
+def _accepted():
+    return (f"one of {metric_names()}, another name of "
+            f"sklearn.metrics.get_scorer_names() or a sklearn.metrics.make_scorer object")
+
+
+def get_metric(metric, *, caller="this function", name="metric") -> Metric:
+    """Look up a metric: a :class:`Metric` passes through; a registered name gives its
+    kernels; any other scorer name of scikit-learn, or a ``make_scorer`` object, gives
+    a general metric (:mod:`._scorer`); ``name`` is the caller's parameter name."""
     if isinstance(metric, Metric):
         return metric
-    if isinstance(metric, str) and metric in METRICS:
-        return METRICS[metric]
-    raise InvalidParameterError.of("metric", caller, f"one of {metric_names()}", metric)
+    if isinstance(metric, str):
+        if metric in METRICS:
+            return METRICS[metric]
+        if metric in _GENERAL:
+            return _GENERAL[metric]
+        return _named_scorer(metric, caller, name)
+    from sklearn.metrics._scorer import _BaseScorer
+
+    if isinstance(metric, _BaseScorer):
+        return scorer_metric(metric, caller, name)
+    if callable(metric):
+        raise InvalidParameterError.of(
+            name, caller, _accepted(), metric,
+            note="A plain callable scorer(estimator, X, y) needs the fitted fold models, "
+                 "which a study does not keep: wrap its function with make_scorer.")
+    raise InvalidParameterError.of(name, caller, _accepted(), metric)
+
+
+def _named_scorer(metric, caller, name):
+    from sklearn.metrics import get_scorer, get_scorer_names
+
+    from ._scorer import metric_of_scorer
+
+    if metric.startswith("make_scorer("):
+        from ..exceptions import StudyError
+
+        raise StudyError(
+            f"The study's metric {metric} is not a function of sklearn.metrics, so its "
+            f"store does not rebuild it: give the scorer again (open_study(store, "
+            f"scoring=...)) before {caller}.")
+    if metric not in get_scorer_names():
+        raise InvalidParameterError.of(name, caller, _accepted(), metric)
+    m = metric_of_scorer(get_scorer(metric), Metric, metric, caller, name)
+    _GENERAL[metric] = m
+    return m
+
+
+def scorer_metric(scorer, caller="this function", name="metric"):
+    """The metric of a scikit-learn scorer object: a registered metric where it is the
+    very scorer of that name (its kernels), else a general one, remembered by name."""
+    from sklearn.metrics import get_scorer
+
+    from ._scorer import describe_scorer, metric_of_scorer, scorer_name
+
+    text = repr(scorer)
+    for reg in METRICS:
+        try:
+            if repr(get_scorer(reg)) == text and get_scorer(reg)._score_func is scorer._score_func:
+                return METRICS[reg]
+        except ValueError:  # a registered name scikit-learn has no scorer of
+            continue
+    key = scorer_name(scorer)
+    m = metric_of_scorer(scorer, Metric, key, caller, name, spec=describe_scorer(scorer))
+    _GENERAL[key] = m
+    return m
+
+
+def remember(metric):
+    """Make a general ``metric`` (its task decided) the one its name gives in this
+    process; ``metric`` itself."""
+    if metric.kind == "general":
+        _GENERAL[metric.name] = metric
+    return metric
+
+
+def metric_of_spec(spec, scoring=None, caller="open_study"):
+    """The metric a store's ``spec`` records, made known to this process: rebuilt from
+    the description of a ``make_scorer`` of a :mod:`sklearn.metrics` function, or
+    ``scoring`` (the scorer given again) checked against it; None where it can be
+    neither (the metric's name then says what to do when it is used)."""
+    from ._scorer import describe_scorer, rebuild_scorer, scorer_name
+
+    desc = spec.get("scorer")
+    if desc is None:
+        m = get_metric(spec["metric"], caller=caller)
+        if scoring is not None and get_metric(scoring, caller=caller, name="scoring").name != m.name:
+            raise InvalidParameterError.of("scoring", caller, f"the study's metric {m.name!r}",
+                                           scoring)
+        return m
+    if scoring is not None:
+        from sklearn.metrics._scorer import _BaseScorer
+
+        got = describe_scorer(scoring) if isinstance(scoring, _BaseScorer) else None
+        if got is None or scorer_name(scoring) != spec["metric"]:
+            raise InvalidParameterError.of("scoring", caller,
+                                           f"the study's scorer {spec['metric']}", scoring)
+        scorer = scoring
+    else:
+        scorer = rebuild_scorer(desc)
+        if scorer is None:
+            return None
+    from ._scorer import metric_of_scorer
+
+    m = metric_of_scorer(scorer, Metric, spec["metric"], caller, spec=desc)
+    if desc.get("task") is not None and m.task == "auto":
+        m = m.resolved(desc["task"] == "regression")
+    _GENERAL[spec["metric"]] = m
+    return m

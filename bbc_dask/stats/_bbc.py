@@ -107,8 +107,11 @@ def bbc(
     y : array-like of shape (N,)
         True labels (any encoding, strings too) or targets; for ``concordance_index`` a
         ``(time, event)`` pair.
-    metric : str
-        A name from :func:`bbc_dask.metrics.metric_names`; larger is better.
+    metric : str or scikit-learn scorer
+        A name from :func:`bbc_dask.metrics.metric_names` (compiled kernels), another
+        name of :func:`sklearn.metrics.get_scorer_names`, or a ``make_scorer`` object
+        (its own function per bootstrap: slower; ``predictions`` then hold its response,
+        with a class axis for ``predict_proba``/``decision_function``); larger is better.
     folds : array-like of shape (N,) or (N, R), default=None
         Fold ids. BBC resamples samples, so folds do not change the estimate; they are
         needed by ``selection="fold_mean"`` and validated when given, so that one call

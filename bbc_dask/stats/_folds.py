@@ -57,7 +57,7 @@ def fold_scores(m, target, pred, index=None, n=None, sample_block=None):
     (:meth:`~bbc_dask.metrics._Pointwise.fold_sums`), so that a cube chunked along
     samples gives the same bits too (R² centred on the fold's own mean, as
     :func:`fold_centers`); a ranking metric's are exact integers."""
-    if m.pairwise is not None:
+    if m.pairwise is not None or m.kind == "general":  # no sums: the fold's own score
         return m.scores_once(target, pred)[:, 0]
     k = pred.shape[0]
     index = np.arange(k) if index is None else np.asarray(index)
@@ -113,7 +113,7 @@ def _fold_matrix(m, target, pred, folds, caller, sample_block=None):
     score is undefined. ``sample_block``: the blocks of a pointwise metric's sums
     (default :data:`~bbc_dask.metrics.SAMPLE_BLOCK`)."""
     at, rows = fold_rows(folds)
-    if m.pairwise is None:
+    if m.pairwise is None and m.kind != "general":
         # the same terms fold_scores forms on each fold (see there), in one pass
         prep = m.prepare(target, pred, sample_block)
         F = prep.fold_scores(*prep.fold_sums(at, len(rows), centers=fold_centers(target, at, len(rows))))

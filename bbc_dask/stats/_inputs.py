@@ -2,6 +2,8 @@
 estimator of the statistics layer (BBC, BBC-F, the dropping test, the comparators)."""
 from __future__ import annotations
 
+import numpy as np
+
 from .. import _validation as validation
 from ..metrics import get_metric
 
@@ -17,6 +19,8 @@ def prepare_inputs(predictions, y, metric, pos_label, caller, class_coord=None, 
     (N, C, R[, K]).
     """
     m = get_metric(metric, caller=caller)
+    if m.task == "auto":  # a make_scorer of the user's function on predict: y says which
+        m = m.resolved(getattr(y, "dtype", np.asarray(y).dtype).kind == "f")
     arr, coord = validation.as_predictions(predictions, m, caller)
     target = validation.as_target(y, m, caller, pos_label=pos_label)
     pred = validation.encode_predictions(arr, coord if class_coord is None else class_coord, m, target,
