@@ -74,7 +74,13 @@ class BBCSearchCV(MetaEstimatorMixin, BaseEstimator):
     store : str or path, default=None
         The study's Zarr store; ``fit`` resumes an interrupted study there. None: a
         temporary store, removed with the estimator.
-    refit : bool, default=True
+    refit : bool or callable, default=True
+        True: the study's winner (``selection``) is refit on all data, by a task, and
+        saved in the store. A callable, as in ``GridSearchCV``: ``refit(cv_results_)``
+        returns ``best_index_``, whose configuration is refit in this process (not saved
+        in the store); ``best_score_`` is then not set. ``bbc_`` and ``bbc_f_`` still
+        estimate the study's own selection rule, which BBC repeats in every bootstrap —
+        a callable's rule is not (it is called on whole ``cv_results_`` only).
     error_score : "raise" or float, default=np.nan
         ``"raise"``: the first configuration that raises stops the study with its error.
         A number is what ``cv_results_`` shows as the score of a failed fit (scikit-learn's
@@ -158,7 +164,7 @@ class BBCSearchCV(MetaEstimatorMixin, BaseEstimator):
         "n_bootstraps": [Interval(Integral, 1, None, closed="left")],
         "confidence_level": [Interval(Real, 0, 1, closed="neither")],
         "store": [str, os.PathLike, None],
-        "refit": ["boolean"],
+        "refit": ["boolean", callable],
         "error_score": [StrOptions({"raise"}), Real],
         "client": "no_validation",  # a Client, an address or make_client's arguments
         "random_state": [None, Integral, np.random.SeedSequence, np.random.Generator],
@@ -273,7 +279,8 @@ class BBCSearchCV(MetaEstimatorMixin, BaseEstimator):
             clone(self.estimator), param_grid, X, y, store=store, metric=self._metric(),
             n_repeats=self.n_repeats, cv=self.cv, groups=groups, error_score=error_score,
             param_distributions=param_distributions, n_iter=n_iter,
-            refit=self.refit, random_state=self.random_state,
+            # a callable's choice is known from cv_results_ only: refit here, below
+            refit=bool(self.refit) and not callable(self.refit), random_state=self.random_state,
             client=self.client if self.client is not None else current_client(),
             overwrite=overwrite, progress=bool(self.verbose), dropping=self.dropping or None,
             selection=self.selection, caller=caller, fit_params=fit_params,
@@ -281,9 +288,15 @@ class BBCSearchCV(MetaEstimatorMixin, BaseEstimator):
         study = study_of(run_cvt(request))
         self.study_ = study
         self.cv_results_ = self._cv_results(study)
-        self.best_index_ = int(study.best_index_)
-        self.best_params_ = dict(study.best_params_)
-        self.best_score_ = float(study.best_score_)
+        if callable(self.refit):
+            self.best_index_ = self._chosen(self.refit(self.cv_results_))
+            self.best_params_ = dict(study.params[self.best_index_])
+            if hasattr(self, "best_score_"):  # as GridSearchCV: no score of a callable's choice
+                del self.best_score_
+        else:
+            self.best_index_ = int(study.best_index_)
+            self.best_params_ = dict(study.best_params_)
+            self.best_score_ = float(study.best_score_)
         self.scorer_ = check_scoring(self.estimator, scoring=self.scoring)
         # random_state None: the study's own recorded seed, so that bbc_ equals what
         # open_study(store).bbc() and `bbc-dask estimate` report
@@ -299,7 +312,15 @@ class BBCSearchCV(MetaEstimatorMixin, BaseEstimator):
         # GridSearchCV
         self.n_splits_ = int(request.protocol.n_splits * request.protocol.n_repeats)
         self.multimetric_ = False
-        if self.refit:
+        if callable(self.refit):
+            # in this process, as GridSearchCV refits: the store's final model is the
+            # study's own winner's, and this choice is the callable's
+            from .engine._tasks import refit
+
+            self.best_estimator_, self.refit_time_ = refit(
+                clone(self.estimator), study.params[self.best_index_], X, y,
+                request.data.shipped_fit_params())
+        elif self.refit:
             self.best_estimator_ = study.final_model
             self.refit_time_ = float(study.meta["final_model"].get("refit_time", np.nan))
         else:
@@ -308,6 +329,16 @@ class BBCSearchCV(MetaEstimatorMixin, BaseEstimator):
                     delattr(self, name)
         warn_failures(study, stacklevel=2)  # fitted: a warning turned into an error leaves it usable
         return self
+
+    def _chosen(self, index):
+        """The index a callable ``refit`` returned, checked as ``GridSearchCV`` does."""
+        if not isinstance(index, Integral) or isinstance(index, bool):
+            raise TypeError(f"best_index_ returned by the refit callable is not an integer "
+                            f"(got {index!r}).")
+        if not 0 <= index < len(self.cv_results_["params"]):
+            raise IndexError(f"best_index_ returned by the refit callable is out of range "
+                             f"(got {index}; {len(self.cv_results_['params'])} configurations).")
+        return int(index)
 
     def _search(self):
         """``(param_grid, param_distributions, n_iter)`` of the engine's request."""

@@ -337,3 +337,29 @@ def test_delegated_methods_as_grid_search():
         for name in names:
             assert hasattr(bd.BBCSearchCV(est, {}), name) == hasattr(GridSearchCV(est, {}), name), \
                 (est, name)
+
+
+def test_refit_callable_as_grid_search(scaled_cancer, client):
+    """refit=callable chooses best_index_ from cv_results_ and refits that configuration,
+    as GridSearchCV does; no best_score_; bad indices are GridSearchCV's errors."""
+    X, y, splits = scaled_cancer
+    grid = {"C": [0.01, 0.1, 1.0]}
+
+    def worst(results):  # not the study's winner: the choice is the callable's
+        return int(np.argmin(results["mean_test_score"]))
+
+    est = bd.BBCSearchCV(LogisticRegression(), grid, cv=splits, n_bootstraps=20, random_state=0,
+                         refit=worst).fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        gs = GridSearchCV(LogisticRegression(), grid, cv=splits, refit=worst).fit(X, y)
+    assert est.best_index_ == gs.best_index_ == worst(est.cv_results_) != est.study_.best_index_
+    assert est.best_params_ == gs.best_params_
+    np.testing.assert_allclose(est.best_estimator_.coef_, gs.best_estimator_.coef_)
+    np.testing.assert_array_equal(est.predict(X), gs.predict(X))
+    assert not hasattr(est, "best_score_") and not hasattr(gs, "best_score_")
+    assert est.refit_time_ > 0 and est.bbc_.selected_config == est.study_.best_index_
+    for bad, err in ((lambda r: 1.5, TypeError), (lambda r: 3, IndexError)):
+        with pytest.raises(err, match="best_index_ returned by the refit callable"):
+            bd.BBCSearchCV(LogisticRegression(), grid, cv=splits, n_bootstraps=20,
+                           refit=bad).fit(X, y)
