@@ -315,7 +315,7 @@ class BBCSearchCV(MetaEstimatorMixin, BaseEstimator):
         if callable(self.refit):
             # in this process, as GridSearchCV refits: the store's final model is the
             # study's own winner's, and this choice is the callable's
-            from .engine._tasks import refit
+            from .engine import refit
 
             self.best_estimator_, self.refit_time_ = refit(
                 clone(self.estimator), study.params[self.best_index_], X, y,
@@ -332,12 +332,11 @@ class BBCSearchCV(MetaEstimatorMixin, BaseEstimator):
 
     def _chosen(self, index):
         """The index a callable ``refit`` returned, checked as ``GridSearchCV`` does."""
-        if not isinstance(index, Integral) or isinstance(index, bool):
-            raise TypeError(f"best_index_ returned by the refit callable is not an integer "
-                            f"(got {index!r}).")
-        if not 0 <= index < len(self.cv_results_["params"]):
-            raise IndexError(f"best_index_ returned by the refit callable is out of range "
-                             f"(got {index}; {len(self.cv_results_['params'])} configurations).")
+        n = len(self.cv_results_["params"])
+        if isinstance(index, bool) or not isinstance(index, Integral) or not 0 <= index < n:
+            raise InvalidParameterError.of(
+                "refit", type(self).__name__, f"a callable that returns an integer index of "
+                f"cv_results_['params'] (0 to {n - 1})", shown=f"one that returned {index!r}")
         return int(index)
 
     def _search(self):

@@ -359,7 +359,10 @@ def test_refit_callable_as_grid_search(scaled_cancer, client):
     np.testing.assert_array_equal(est.predict(X), gs.predict(X))
     assert not hasattr(est, "best_score_") and not hasattr(gs, "best_score_")
     assert est.refit_time_ > 0 and est.bbc_.selected_config == est.study_.best_index_
-    for bad, err in ((lambda r: 1.5, TypeError), (lambda r: 3, IndexError)):
-        with pytest.raises(err, match="best_index_ returned by the refit callable"):
+    for bad, got in ((lambda r: 1.5, "1.5"), (lambda r: 3, "3")):
+        with pytest.raises(ValueError, match=rf"The 'refit' parameter of BBCSearchCV must be a "
+                                             rf"callable that returns an integer index of "
+                                             rf"cv_results_\['params'\] \(0 to 2\)\. Got one "
+                                             rf"that returned {got} instead"):
             bd.BBCSearchCV(LogisticRegression(), grid, cv=splits, n_bootstraps=20,
                            refit=bad).fit(X, y)

@@ -30,17 +30,27 @@ def configured(estimator, params):
     return clone(estimator).set_params(**{k: clone(v, safe=False) for k, v in params.items()})
 
 
+def response_order(metric):
+    """The prediction methods ``metric`` takes, in the order they are tried."""
+    if metric.response:  # a scikit-learn scorer's own order
+        return tuple(metric.response)
+    if metric.prediction == "scores":
+        return ("decision_function", "predict_proba")  # scikit-learn's roc_auc scorer order
+    if metric.prediction == "proba":
+        return ("predict_proba",)
+    return ("predict",)
+
+
+def stored_as(metric):
+    """What a study of ``metric`` stores: ``(response methods in order, class axis)``.
+    Two metrics with the same value score the same stored predictions (one of them a
+    multimetric search's extra score)."""
+    return response_order(metric), metric.needs_class_axis
+
+
 def response_method(estimator, metric):
     """Which prediction method ``metric`` needs from a configured estimator, or None."""
-    if metric.response:  # a scikit-learn scorer's own order
-        order = metric.response
-    elif metric.prediction == "scores":
-        order = ("decision_function", "predict_proba")  # scikit-learn's roc_auc scorer order
-    elif metric.prediction == "proba":
-        order = ("predict_proba",)
-    else:
-        order = ("predict",)
-    for name in order:
+    for name in response_order(metric):
         if hasattr(estimator, name):
             return name
     return None
