@@ -268,10 +268,17 @@ class StudyEstimates:
         details["best"], details["final"] = int(idx[details["best"]]), int(idx[details["final"]])
         return dataclasses.replace(res, selected=int(idx[res.selected]), details=details)
 
-    def fold_scores(self):
+    def fold_scores(self, metric=None):
         """Per-(repeat, fold) scores, (R*K, C) repeat-major, NaN for cells not trained
         (pending, failed, dropped): complete configurations and the folds that dropped
-        ones trained before BBCD dropped them."""
+        ones trained before BBCD dropped them.
+
+        ``metric``: another metric (a name or scorer) scored on the stored predictions
+        of the complete configurations (the others NaN), which it must read as the
+        study's own metric does (see :func:`bbc_dask.engine.stored_as`); None: the
+        study's own scores, from the ledger."""
+        if metric is not None:
+            return self._other_fold_scores(metric)
         st = self._cube.state()
         n_cfg, n_rep, n_spl = st.shape
         F = np.full((n_rep * n_spl, n_cfg), np.nan)
@@ -280,3 +287,23 @@ class StudyEstimates:
         F[done] = got[done]
         return F
 
+    def _other_fold_scores(self, metric):
+        from .engine import stored_as
+        from .exceptions import InvalidParameterError
+        from .metrics import get_metric
+        from .stats import fold_score_matrix
+
+        caller = "Study.fold_scores"
+        m, own = get_metric(metric, caller=caller), get_metric(self.metric, caller=caller)
+        if stored_as(m) != stored_as(own):
+            raise InvalidParameterError.of(
+                "metric", caller, f"a metric that reads the study's stored predictions (those "
+                f"of {own.name!r}: {' or '.join(stored_as(own)[0])})",
+                shown=f"{m.name!r}, which needs {' or '.join(stored_as(m)[0])}"
+                      f"{' per class' if stored_as(m)[1] else ''}")
+        st = self._cube.state()
+        n_cfg, n_rep, n_spl = st.shape
+        F = np.full((n_rep * n_spl, n_cfg), np.nan)
+        idx, pred, y, folds, pos = self._inputs()
+        F[:, idx] = fold_score_matrix(pred, y, folds, metric=m, pos_label=pos)[0]
+        return F

@@ -58,6 +58,11 @@ class BBCSearchCV(MetaEstimatorMixin, BaseEstimator):
         callable ``scorer(estimator, X, y)`` is refused: it needs the fitted fold models,
         which a study does not keep. None, as in ``GridSearchCV``: the estimator's own
         ``score`` — ``"accuracy"`` for a classifier, ``"r2"`` for a regressor.
+        Multimetric, as in ``GridSearchCV``: a list, tuple or set of names, or a dict of
+        names to scorers, with ``refit`` naming the one the study runs with (the one
+        that selects, is refit and that ``bbc_`` corrects); the others are scored per
+        split on the study's stored predictions and must read the same ones (the same
+        response method), else they are refused before anything runs.
     cv : int, scikit-learn splitter or iterable of (train, test) pairs, default=10
         The number of folds (stratified for a classifier, grouped with ``groups``), or the
         user's own splits: any splitter (``GroupKFold``, ``PredefinedSplit``,
@@ -132,8 +137,8 @@ class BBCSearchCV(MetaEstimatorMixin, BaseEstimator):
         is not refit again; NaN for a store written before refit times were recorded).
         Not set with ``refit=False``.
     multimetric_ : bool
-        False: one metric.
-    scorer_ : callable
+        Whether ``scoring`` named several scorers.
+    scorer_ : callable or dict
         scikit-learn's scorer of ``scoring`` (``check_scoring``), as ``GridSearchCV``'s;
         :meth:`score` calls it.
     study_ : Study
@@ -157,14 +162,14 @@ class BBCSearchCV(MetaEstimatorMixin, BaseEstimator):
     _parameter_constraints = {
         "estimator": [HasMethods(["fit", "get_params"])],
         "param_grid": [dict, list],
-        "scoring": [str, callable, None],
+        "scoring": [str, callable, list, tuple, set, dict, None],
         "cv": ["cv_object"],
         "n_repeats": [Interval(Integral, 1, None, closed="left")],
         "dropping": ["boolean", Dropping],
         "n_bootstraps": [Interval(Integral, 1, None, closed="left")],
         "confidence_level": [Interval(Real, 0, 1, closed="neither")],
         "store": [str, os.PathLike, None],
-        "refit": ["boolean", callable],
+        "refit": ["boolean", str, callable],
         "error_score": [StrOptions({"raise"}), Real],
         "client": "no_validation",  # a Client, an address or make_client's arguments
         "random_state": [None, Integral, np.random.SeedSequence, np.random.Generator],
@@ -263,6 +268,7 @@ class BBCSearchCV(MetaEstimatorMixin, BaseEstimator):
 
             check_classification_targets(y)
         fit_params = self._fit_params(params)
+        scorers = self._scorers()  # multimetric: checked before anything runs
         if hasattr(X, "columns"):
             self.feature_names_in_ = np.asarray(X.columns, dtype=object)
         elif hasattr(self, "feature_names_in_"):
@@ -288,6 +294,8 @@ class BBCSearchCV(MetaEstimatorMixin, BaseEstimator):
         study = study_of(run_cvt(request))
         self.study_ = study
         self.cv_results_ = self._cv_results(study)
+        if scorers is not None:
+            self.cv_results_ = self._multimetric_results(study, scorers)
         if callable(self.refit):
             self.best_index_ = self._chosen(self.refit(self.cv_results_))
             self.best_params_ = dict(study.params[self.best_index_])
@@ -297,7 +305,8 @@ class BBCSearchCV(MetaEstimatorMixin, BaseEstimator):
             self.best_index_ = int(study.best_index_)
             self.best_params_ = dict(study.best_params_)
             self.best_score_ = float(study.best_score_)
-        self.scorer_ = check_scoring(self.estimator, scoring=self.scoring)
+        self.scorer_ = (check_scoring(self.estimator, scoring=self.scoring) if scorers is None
+                        else {k: check_scoring(self.estimator, scoring=v) for k, v in scorers.items()})
         # random_state None: the study's own recorded seed, so that bbc_ equals what
         # open_study(store).bbc() and `bbc-dask estimate` report
         opts = dict(n_bootstraps=self.n_bootstraps, confidence_level=self.confidence_level)
@@ -311,7 +320,7 @@ class BBCSearchCV(MetaEstimatorMixin, BaseEstimator):
         # every (repeat, fold) is a split column, as RepeatedStratifiedKFold's are in
         # GridSearchCV
         self.n_splits_ = int(request.protocol.n_splits * request.protocol.n_repeats)
-        self.multimetric_ = False
+        self.multimetric_ = scorers is not None
         if callable(self.refit):
             # in this process, as GridSearchCV refits: the store's final model is the
             # study's own winner's, and this choice is the callable's
@@ -401,8 +410,88 @@ class BBCSearchCV(MetaEstimatorMixin, BaseEstimator):
         except SklearnError as exc:
             raise validation.worded_elsewhere(str(exc)) from None
 
+    def _scorers(self):
+        """``{name: scoring}`` of multimetric ``scoring`` (the refit one first), or None.
+
+        The study runs with the refit scorer (``refit`` names it; with ``refit`` False or
+        a callable, the first); each other scorer is scored per split on the study's
+        stored predictions, so it must read the same predictions (the same response
+        method): said before anything runs."""
+        sc, caller = self.scoring, type(self).__name__
+        if sc is None or isinstance(sc, str) or callable(sc):
+            return None
+        if isinstance(sc, dict):
+            names = list(sc)
+            if not names or not all(isinstance(k, str) for k in names):
+                raise InvalidParameterError.of("scoring", caller, "a non-empty dict with str "
+                                               "keys", sc)
+            scorers = dict(sc)
+        else:
+            names = sorted(sc) if isinstance(sc, set) else list(sc)
+            if not names or not all(isinstance(k, str) for k in names) or len(set(names)) < len(names):
+                raise InvalidParameterError.of("scoring", caller, "a non-empty list of distinct "
+                                               "scorer names", sc)
+            scorers = {k: k for k in names}
+        if isinstance(self.refit, str):
+            if self.refit not in scorers:
+                raise InvalidParameterError.of(
+                    "refit", caller, f"one of the scoring keys {names}, a callable or False "
+                    f"with multimetric scoring", self.refit)
+            first = self.refit
+        elif self.refit is True:
+            raise InvalidParameterError.of(
+                "refit", caller, f"one of the scoring keys {names}, a callable or False with "
+                f"multimetric scoring (the key says which scorer selects)", True)
+        else:
+            first = names[0]
+        from .engine import stored_as
+        from .metrics import get_metric
+
+        ordered = {first: scorers[first]} | {k: v for k, v in scorers.items() if k != first}
+        metrics = {k: get_metric(v, caller=caller, name="scoring") for k, v in ordered.items()}
+        want = stored_as(metrics[first])
+        for k, m in metrics.items():
+            if stored_as(m) != want:
+                raise InvalidParameterError.of(
+                    "scoring", caller, f"scorers that read the predictions the study stores for "
+                    f"{first!r} ({' or '.join(want[0])}{' per class' if want[1] else ''})",
+                    shown=f"{k!r}, which needs {' or '.join(stored_as(m)[0])}"
+                          f"{' per class' if stored_as(m)[1] else ''}",
+                    note="One prediction per fit is stored: score such metrics in studies of "
+                         "their own.")
+        return ordered
+
+    def _multimetric_results(self, study, scorers):
+        """``cv_results_`` with every scorer's keys (``split{i}_test_<name>``,
+        ``mean_``, ``std_``, ``rank_test_<name>``, as ``GridSearchCV``'s multimetric): the
+        refit scorer's are the study's own (and ``pooled_test_<name>``); the others are
+        scored on its stored predictions (complete configurations; NaN for the others)."""
+        from .cube import FAILED
+
+        first, out = next(iter(scorers)), {}
+        for key, value in self.cv_results_.items():
+            out[key[:-len("_score")] + f"_{first}" if key.endswith("test_score") else key] = value
+        st = study.state
+        failed_cells = (st == FAILED).reshape(st.shape[0], -1).T  # (R*K, C)
+        es = self.error_score
+        for name, scoring in list(scorers.items())[1:]:
+            F = study.fold_scores(scoring)
+            if not isinstance(es, str) and not np.isnan(es):
+                F[failed_cells] = es  # as the refit scorer's: a failed fit's split score
+            for i, row in enumerate(F):
+                out[f"split{i}_test_{name}"] = row
+            with np.errstate(invalid="ignore"):
+                mean = F.mean(axis=0)
+                out[f"mean_test_{name}"], out[f"std_test_{name}"] = mean, F.std(axis=0)
+            out[f"rank_test_{name}"] = _rank(mean)
+        return out
+
     def _metric(self):
-        """The bbc_dask metric: ``scoring``, or for None the estimator's own score."""
+        """The bbc_dask metric: ``scoring`` (multimetric: the refit scorer), or for None
+        the estimator's own score."""
+        scorers = self._scorers()
+        if scorers is not None:
+            return next(iter(scorers.values()))
         if self.scoring is not None:
             return self.scoring
         from sklearn.base import is_regressor
@@ -455,8 +544,15 @@ class BBCSearchCV(MetaEstimatorMixin, BaseEstimator):
         return self._check().score_samples(X)
 
     def score(self, X, y=None):
-        """``scoring`` of ``best_estimator_`` on (X, y), by :attr:`scorer_`."""
+        """``scoring`` of ``best_estimator_`` on (X, y), by :attr:`scorer_` (multimetric:
+        the refit scorer's, as ``GridSearchCV``)."""
         est = self._check()  # not fitted: scikit-learn's NotFittedError first
+        if self.multimetric_:
+            if not isinstance(self.refit, str):
+                raise InvalidParameterError.of(
+                    "refit", type(self).__name__, "a scoring key for score() with multimetric "
+                    "scoring", self.refit)
+            return self.scorer_[self.refit](est, X, y)
         return self.scorer_(est, X, y)
 
 
@@ -521,3 +617,10 @@ n_splits_, refit_time_, multimetric_, study_, n_features_in_, feature_names_in_,
 
     def _search(self):
         return None, self.param_distributions, self.n_iter
+
+
+def _rank(mean):
+    """``GridSearchCV``'s ranks of ``mean`` scores: 1 for the best, ties sharing the
+    smallest rank, NaN last."""
+    key = np.where(np.isnan(mean), np.inf, -mean)
+    return (np.searchsorted(np.sort(key), key, side="left") + 1).astype(np.int32)

@@ -366,3 +366,38 @@ def test_refit_callable_as_grid_search(scaled_cancer, client):
                                              rf"that returned {got} instead"):
             bd.BBCSearchCV(LogisticRegression(), grid, cv=splits, n_bootstraps=20,
                            refit=bad).fit(X, y)
+
+
+def test_multimetric_scoring_as_grid_search(scaled_cancer, client):
+    """Scorers that read the same stored predictions: GridSearchCV's multimetric keys,
+    split scores, ranks and refit=name; the others refused before anything runs."""
+    X, y, splits = scaled_cancer
+    grid = {"C": [0.001, 0.01, 0.1, 1.0]}
+    scoring = ["accuracy", "f1", "precision", "balanced_accuracy"]
+    est = bd.BBCSearchCV(LogisticRegression(), grid, cv=splits, scoring=scoring, refit="f1",
+                         selection="fold_mean", n_bootstraps=20, random_state=0).fit(X, y)
+    gs = GridSearchCV(LogisticRegression(), grid, cv=splits, scoring=scoring, refit="f1").fit(X, y)
+    assert set(est.cv_results_) - set(gs.cv_results_) == {"pooled_test_f1"}
+    assert not set(gs.cv_results_) - set(est.cv_results_)
+    for name in scoring:
+        for i in range(3):
+            np.testing.assert_allclose(est.cv_results_[f"split{i}_test_{name}"],
+                                       gs.cv_results_[f"split{i}_test_{name}"], rtol=1e-12)
+        np.testing.assert_allclose(est.cv_results_[f"mean_test_{name}"],
+                                   gs.cv_results_[f"mean_test_{name}"], rtol=1e-12)
+        if name != "f1":  # the refit scorer's ranks follow the selection rule (documented)
+            np.testing.assert_array_equal(est.cv_results_[f"rank_test_{name}"],
+                                          gs.cv_results_[f"rank_test_{name}"])
+    assert est.multimetric_ and gs.multimetric_ and set(est.scorer_) == set(scoring)
+    assert est.best_index_ == gs.best_index_ and est.best_score_ == gs.best_score_
+    assert est.score(X, y) == gs.score(X, y)
+    assert est.bbc_.selected_config == est.best_index_
+    for scoring, refit, match in (
+            (["f1", "roc_auc"], "f1", r"Got 'roc_auc', which needs decision_function or "
+                                      r"predict_proba instead\. One prediction per fit"),
+            (["f1", "accuracy"], True, r"The 'refit' parameter of BBCSearchCV must be one of "
+                                       r"the scoring keys \['f1', 'accuracy'\]"),
+            (["f1", "f1"], "f1", r"a non-empty list of distinct scorer names")):
+        with pytest.raises(ValueError, match=match):
+            bd.BBCSearchCV(LogisticRegression(), grid, cv=splits, scoring=scoring, refit=refit,
+                           client="tcp://127.0.0.1:1").fit(X, y)
