@@ -392,6 +392,11 @@ def test_multimetric_scoring_as_grid_search(scaled_cancer, client):
     assert est.best_index_ == gs.best_index_ and est.best_score_ == gs.best_score_
     assert est.score(X, y) == gs.score(X, y)
     assert est.bbc_.selected_config == est.best_index_
+    np.testing.assert_array_equal(est.study_.fold_scores("accuracy")[1],
+                                  est.cv_results_["split1_test_accuracy"])
+    with pytest.raises(ValueError, match=r"^The 'metric' parameter of Study.fold_scores must be "
+                                         r"a metric that reads the study's stored predictions"):
+        est.study_.fold_scores("roc_auc")
     for scoring, refit, match in (
             (["f1", "roc_auc"], "f1", r"Got 'roc_auc', which needs decision_function or "
                                       r"predict_proba instead\. One prediction per fit"),
