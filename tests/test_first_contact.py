@@ -112,6 +112,7 @@ def test_when_every_configuration_fails_the_run_says_why_and_exits_non_zero(tmp_
     assert est.returncode == 2 and "4 configurations failed, most with: InvalidParameterError" in est.stderr
 
 
+@pytest.mark.slow  # 12 s of command-line processes: the default suite stays under its limit
 def test_partial_failures_are_shown_by_run_status_estimate_and_report(tmp_path):
     f = _csv_study(tmp_path, bad_column=False,
                    grid=[{"estimator": "sklearn.linear_model.LogisticRegression",
