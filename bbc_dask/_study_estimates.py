@@ -274,9 +274,10 @@ class StudyEstimates:
         ones trained before BBCD dropped them.
 
         ``metric``: another metric (a name or scorer) scored on the stored predictions
-        of the complete configurations (the others NaN), which it must read as the
-        study's own metric does (see :func:`bbc_dask.engine.stored_as`); None: the
-        study's own scores, from the ledger."""
+        of the candidates (complete and not dropped; the others NaN, a failed or dropped
+        configuration's trained folds included), which it must read as the study's own
+        metric does (see :func:`bbc_dask.engine.stored_as`), for the study's positive
+        class; None: the study's own scores, from the ledger."""
         if metric is not None:
             return self._other_fold_scores(metric)
         st = self._cube.state()
@@ -301,6 +302,14 @@ class StudyEstimates:
                 f"of {own.name!r}: {' or '.join(stored_as(own)[0])})",
                 shown=f"{m.name!r}, which needs {' or '.join(stored_as(m)[0])}"
                       f"{' per class' if stored_as(m)[1] else ''}")
+        own_pos = (getattr(getattr(m, "scorer", None), "_kwargs", None) or {}).get("pos_label")
+        study_pos = self.spec.get("pos_label")
+        if own_pos is not None and study_pos is not None and validation.plain(own_pos) != study_pos:
+            # the stored responses are scored for the study's positive class: another
+            # class's score cannot be read from them
+            raise InvalidParameterError.of(
+                "metric", caller, f"a scorer of the study's positive class ({study_pos!r})",
+                shown=f"{m.name!r} with pos_label={own_pos!r}")
         st = self._cube.state()
         n_cfg, n_rep, n_spl = st.shape
         F = np.full((n_rep * n_spl, n_cfg), np.nan)

@@ -276,7 +276,7 @@ def make_client(kind="local", *, security=None, **options):
         opts["preload"] = [preload] if isinstance(preload, str) else list(preload)
         opts["preload"].append("bbc_dask._worker_setup")  # workers ignore the terminal's Ctrl-C
         release = _main_not_reimported()
-        if opts.get("processes", True):
+        if opts.get("processes", True) and os.name == "posix":  # the tracker is POSIX's
             _quiet_resource_tracker()
         try:
             with _workers_ignore_sigint(), _malloc_thresholds():

@@ -484,6 +484,8 @@ def write_report(study, out_dir, *, n_bootstraps=1000, confidence_level=0.95, ra
     for key, r in est.items():  # each estimate's own winner (BBC-F's: the best fold mean)
         chosen.setdefault(r.selected_config, []).append("BBC-F" if key == "bbc_f" else r.method.upper())
     names = study_names(study)
+    saved = study.meta.get("final_model")  # the model the store holds, if any
+    refit_note = "" if not saved else f" (the saved final model is configuration {saved['config']})"
     selected = "".join(f"<li>configuration {c} ({', '.join(by)}): <code>"
                        f"{html.escape(configuration_text(study, c, names))}</code></li>"
                        for c, by in chosen.items())
@@ -505,7 +507,7 @@ Generated {datetime.datetime.now().isoformat(timespec='seconds')}.</p>
 <h2>Estimates ({confidence_level:.0%} confidence)</h2>
 <table><tr><th>method</th><th>estimate</th><th>CI</th><th>lower bound</th><th>naive CV</th><th>configuration</th><th>bootstraps</th></tr>
 {''.join(rows)}</table>
-<p>The configuration each method selected (the refit model is configuration {study.best_index_}):</p><ul>{selected}</ul>
+<p>The configuration each method selected{refit_note}:</p><ul>{selected}</ul>
 <dl>{meaning}</dl>
 {comparators_html(study, n_bootstraps=ci_bootstraps, confidence_level=confidence_level,
                   random_state=random_state)}

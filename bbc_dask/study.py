@@ -489,7 +489,9 @@ def warn_fit_warnings(warned, stacklevel):
     import warnings
 
     for cat, name, text, n in fit_warning_groups(warned):
-        note = f" [raised by {n} fit{'s' if n > 1 else ''} of the study; shown once]"
+        # at least: Python shows a warning of one line of code once per worker process
+        # unless a library resets its registry, so repeats may never reach the tasks
+        note = f" [shown once; the study's fits raised it at least {n} time{'s' if n > 1 else ''}]"
         if cat is None:
             warnings.warn(f"{name}: {text}{note}", UserWarning, stacklevel=stacklevel + 1)
         else:

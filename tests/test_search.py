@@ -397,6 +397,14 @@ def test_multimetric_scoring_as_grid_search(scaled_cancer, client):
     with pytest.raises(ValueError, match=r"^The 'metric' parameter of Study.fold_scores must be "
                                          r"a metric that reads the study's stored predictions"):
         est.study_.fold_scores("roc_auc")
+    # a scorer of the other class cannot be read from responses stored for class 1
+    from sklearn.metrics import f1_score, make_scorer
+
+    np.testing.assert_array_equal(est.study_.fold_scores(make_scorer(f1_score, pos_label=1)),
+                                  est.study_.fold_scores("f1"))
+    with pytest.raises(ValueError, match=r"must be a scorer of the study's positive class \(1\)\. "
+                                         r"Got .*make_scorer\(f1_score.* with pos_label=0 instead"):
+        est.study_.fold_scores(make_scorer(f1_score, pos_label=0))
     for scoring, refit, match in (
             (["f1", "roc_auc"], "f1", r"Got 'roc_auc', which needs decision_function or "
                                       r"predict_proba instead\. One prediction per fit"),

@@ -207,8 +207,8 @@ def _echo_fit_warnings(warned):
     if not groups:
         return
     n = sum(g[3] for g in groups)
-    click.echo(f"{n} warning{'s' if n > 1 else ''} from the fits ({len(groups)} distinct, "
-               f"each shown once):", err=True)
+    click.echo(f"warnings from the fits ({len(groups)} distinct, each shown once; at least "
+               f"{n} in all):", err=True)
     for _, name, text, count in groups[:5]:
         first = text.splitlines()[0] if text else ""
         click.echo(f"  {count} x {name}: {first}", err=True)
@@ -460,7 +460,8 @@ def report(store, out_dir, bootstraps, partial, storage_option):
     # (else 1000), the comparators' own 2000 unless --bootstraps says otherwise
     path = write_report(study, out_dir, n_bootstraps=bootstraps or resolved.get("bootstraps", 1000),
                         confidence_level=resolved.get("confidence", 0.95),
-                        random_state=None, ci_bootstraps=bootstraps)
+                        random_state=None,
+                        ci_bootstraps=None if bootstraps is None else max(2, bootstraps))
     click.echo(f"report: {path}")
 
 

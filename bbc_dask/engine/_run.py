@@ -489,14 +489,25 @@ def _quietly_close(client_obj, owned, given, keep_going=False):
             signal.signal(signal.SIGINT, previous)
 
 
+_QUIET = {"lock": threading.Lock(), "users": 0, "level": None}
+
+
 @contextlib.contextmanager
 def _quiet_logs():
+    """distributed's logs silenced while a run closes its cluster; runs in threads that
+    close theirs at once share it (the first saves the level, the last restores it)."""
     import logging
 
     log = logging.getLogger("distributed")
-    level = log.level
-    log.setLevel(logging.CRITICAL)
+    with _QUIET["lock"]:
+        if _QUIET["users"] == 0:
+            _QUIET["level"] = log.level
+            log.setLevel(logging.CRITICAL)
+        _QUIET["users"] += 1
     try:
         yield
     finally:
-        log.setLevel(level)
+        with _QUIET["lock"]:
+            _QUIET["users"] -= 1
+            if _QUIET["users"] == 0:
+                log.setLevel(_QUIET["level"])
