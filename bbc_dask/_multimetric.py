@@ -1,27 +1,66 @@
-"""Multimetric scoring of :class:`~bbc_dask.BBCSearchCV`, as ``GridSearchCV``'s: the study
-runs with the ``refit`` scorer; every other scorer is scored per split on the study's
-stored predictions, so it must read the same ones (the same response method)."""
+"""The scorers of :class:`~bbc_dask.BBCSearchCV`, as ``GridSearchCV``'s: one or several
+(multimetric), scored where the study can score them.
+
+The study runs with one metric (the ``refit`` scorer's, or the estimator's own score) and
+stores that metric's predictions. A scorer is then scored in one of two ways:
+
+- *on the stored predictions*: a scorer name or ``make_scorer`` object that reads the
+  same prediction as the study's metric (the same response method) and takes no routed
+  parameters — per split, after the run (:meth:`Study.fold_scores`);
+- *by each fold's fitted model* (the store's ``fit_score``): a plain callable
+  ``scorer(estimator, X, y)``, a scorer reading another prediction, one that takes
+  routed parameters (``sample_weight``), and every scorer on the training rows with
+  ``return_train_score`` — as ``GridSearchCV`` calls them, inside the tasks
+  (:class:`~bbc_dask.engine.FitScoring`).
+
+When the ``refit`` scorer itself is scored by the fitted models (a callable, or one that
+takes routed parameters), only fold-level scores exist for it: configurations are ranked
+by ``mean_test_score`` (``GridSearchCV``'s rule), the winner is refit in this process and
+BBC-F (on those fold scores) is the only estimate: sample-level BBC needs the metric of
+each sample's prediction, which a callable does not give.
+"""
 from __future__ import annotations
+
+import dataclasses
 
 import numpy as np
 
 from .exceptions import InvalidParameterError
 
 
-def multimetric_scorers(search):
-    """``{name: scoring}`` of multimetric ``scoring`` (the refit one first), or None.
+@dataclasses.dataclass(frozen=True)
+class ScoringPlan:
+    """How ``fit`` scores: ``scorers`` ``{key: scoring}`` (the refit one first; key
+    ``"score"`` for a single scorer), ``multimetric``, ``metric`` (the study's),
+    ``fitted`` (keys scored by the fitted fold models), ``primary_fitted`` (the first
+    is), ``fit_scoring`` (the tasks' :class:`~bbc_dask.engine.FitScoring`, or None) and
+    ``fit_params`` (those of every fit, routed as ``GridSearchCV`` routes them)."""
 
-    The study runs with the refit scorer (``refit`` names it; with ``refit`` False or
-    a callable, the first); each other scorer is scored per split on the study's
-    stored predictions, so it must read the same predictions (the same response
-    method): said before anything runs."""
+    scorers: dict
+    multimetric: bool
+    metric: object
+    fitted: tuple
+    fit_scoring: object
+    fit_params: dict
+
+    @property
+    def primary(self):
+        return next(iter(self.scorers))
+
+    @property
+    def primary_fitted(self):
+        return self.primary in self.fitted
+
+
+def ordered_scorers(search):
+    """``({key: scoring}, multimetric)``, the refit scorer first; ``refit`` checked."""
     sc, caller = search.scoring, type(search).__name__
     if sc is None or isinstance(sc, str) or callable(sc):
         if isinstance(search.refit, str):  # a key names one of several scorers
             raise InvalidParameterError.of(
                 "refit", caller, "a bool or a callable (a scorer's key only with multimetric "
                 "scoring)", search.refit)
-        return None
+        return {"score": sc}, False
     if isinstance(sc, dict):
         names = list(sc)
         if not names or not all(isinstance(k, str) for k in names):
@@ -46,47 +85,116 @@ def multimetric_scorers(search):
             f"multimetric scoring (the key says which scorer selects)", True)
     else:
         first = names[0]
-    from .engine import stored_as
+    return {first: scorers[first]} | {k: v for k, v in scorers.items() if k != first}, True
+
+
+def _is_plain_callable(scoring):
+    """A callable ``scorer(estimator, X, y)`` that is not a scikit-learn scorer object."""
+    return scoring is not None and not isinstance(scoring, str) and \
+        not hasattr(scoring, "_score_func")
+
+
+def scoring_plan(search, params):
+    """The :class:`ScoringPlan` of ``search.fit(X, y, **params)``, checked before
+    anything runs (see the module docstring)."""
+    import sklearn
+    from sklearn.metrics import check_scoring
+    from sklearn.utils.metadata_routing import _routing_enabled, get_routing_for_object
+
+    from .engine import FitScoring, stored_as
     from .metrics import get_metric
 
-    ordered = {first: scorers[first]} | {k: v for k, v in scorers.items() if k != first}
-    metrics = {k: get_metric(v, caller=caller, name="scoring") for k, v in ordered.items()}
-    want = stored_as(metrics[first])
-    for k, m in metrics.items():
-        if stored_as(m) != want:
-            raise InvalidParameterError.of(
-                "scoring", caller, f"scorers that read the predictions the study stores for "
-                f"{first!r} ({' or '.join(want[0])}{' per class' if want[1] else ''})",
-                shown=f"{k!r}, which needs {' or '.join(stored_as(m)[0])}"
-                      f"{' per class' if stored_as(m)[1] else ''}",
-                note="One prediction per fit is stored: score such metrics in studies of "
-                     "their own.")
-    return ordered
+    caller = type(search).__name__
+    scorers, multimetric = ordered_scorers(search)
+    routing = _routing_enabled()
+    score_params = {}
+    if routing:
+        from sklearn.utils.metadata_routing import process_routing
 
-def multimetric_results(search, study, scorers):
-    """``cv_results_`` with every scorer's keys (``split{i}_test_<name>``,
-    ``mean_``, ``std_``, ``rank_test_<name>``, as ``GridSearchCV``'s multimetric): the
-    refit scorer's are the study's own (and ``pooled_test_<name>``); the others are
-    scored on its stored predictions (complete configurations; NaN for the others)."""
+        routed = process_routing(search, "fit", **params)
+        fit_params, score_params = dict(routed.estimator.fit), dict(routed.scorer.score)
+    else:
+        fit_params = dict(params)
+    # a scorer asking for metadata (sample_weight) is called by the fitted models, with it
+    asking = {k for k, v in scorers.items() if hasattr(v, "_score_func") and any(
+        r is not None and r is not False
+        for r in get_routing_for_object(v).score.requests.values())}
+    metrics = {k: get_metric(v, caller=caller, name="scoring") for k, v in scorers.items()
+               if v is not None and not _is_plain_callable(v) and k not in asking}
+    callables = {k: check_scoring(search.estimator, scoring=v) for k, v in scorers.items()}
+
+    def takes_params(key):
+        return key in asking or (bool(score_params) and not _is_plain_callable(scorers[key]) and
+                                 bool(get_routing_for_object(callables[key]).consumes(
+                                     "score", list(score_params))))
+
+    first = next(iter(scorers))
+    primary_stored = scorers[first] is None or (first in metrics and not takes_params(first))
+    # else the study stores the predictions of the estimator's own score
+    metric = scorers[first] if primary_stored and scorers[first] is not None else \
+        search._default_metric()
+    want = stored_as(get_metric(metric, caller=caller, name="scoring"))
+    fitted = tuple(k for k in scorers if (k == first and not primary_stored) or (
+        k != first and (k not in metrics or takes_params(k) or stored_as(metrics[k]) != want)))
+    if fitted and search.dropping:
+        raise InvalidParameterError.of(
+            "dropping", caller, "False with scorers scored by the fitted fold models "
+            "(the dropping test bootstraps the stored predictions of the study's metric)",
+            search.dropping, note=f"Scored so: {', '.join(map(repr, fitted))}.")
+    train = dict(callables) if search.return_train_score else {}
+    scoring = FitScoring({k: callables[k] for k in fitted}, train, score_params,
+                         routing and sklearn.get_config()["enable_metadata_routing"])
+    return ScoringPlan(scorers, multimetric, metric, fitted,
+                       scoring if scoring.width else None, fit_params)
+
+
+def split_scores(search, study, plan):
+    """``cv_results_`` with every scorer's keys, as ``GridSearchCV``'s: the study's own for
+    the study's metric (and ``pooled_test_<key>``), the others per split from the stored
+    predictions or the fitted models' scores (complete configurations and trained folds;
+    NaN for the others; a failed fit's split score is ``error_score`` when a number),
+    ``rank_test_<key>`` by the mean; with ``return_train_score``, ``split{i}_train_<key>``,
+    ``mean_train_<key>``, ``std_train_<key>``."""
     from .cube import FAILED
 
-    first, out = next(iter(scorers)), {}
+    first, out = plan.primary, {}
     for key, value in search.cv_results_.items():
-        out[key[:-len("_score")] + f"_{first}" if key.endswith("test_score") else key] = value
+        out[key[:-len("_score")] + f"_{first}" if key.endswith("test_score") and
+            plan.multimetric else key] = value
+    if plan.primary_fitted:  # the study's metric is not the scorer's: its keys go
+        out.pop(f"pooled_test_{first}" if plan.multimetric else "pooled_test_score", None)
     st = study.state
     failed_cells = (st == FAILED).reshape(st.shape[0], -1).T  # (R*K, C)
     es = search.error_score
-    for name, scoring in list(scorers.items())[1:]:
-        F = study.fold_scores(scoring)
+    sides = [("test", k) for k in plan.scorers if k in plan.fitted or
+             (k != first and plan.multimetric)]
+    if search.return_train_score:
+        sides += [("train", k) for k in plan.scorers]
+    for side, name in sides:
+        F = (study.fit_scores(f"{side}_{name}") if side == "train" or name in plan.fitted
+             else study.fold_scores(plan.scorers[name]))
         if not isinstance(es, str) and not np.isnan(es):
-            F[failed_cells] = es  # as the refit scorer's: a failed fit's split score
+            F[failed_cells] = es  # as the study's metric's: a failed fit's split score
         for i, row in enumerate(F):
-            out[f"split{i}_test_{name}"] = row
+            out[f"split{i}_{side}_{name}"] = row
         with np.errstate(invalid="ignore"):
             mean = F.mean(axis=0)
-            out[f"mean_test_{name}"], out[f"std_test_{name}"] = mean, F.std(axis=0)
-        out[f"rank_test_{name}"] = _rank(mean)
+            out[f"mean_{side}_{name}"], out[f"std_{side}_{name}"] = mean, F.std(axis=0)
+        if side == "test":
+            out[f"rank_test_{name}"] = _rank(mean)
     return out
+
+
+def fold_level_winner(study, plan, cv_results):
+    """The winner of a study whose ``refit`` scorer is scored by the fitted models: the
+    candidate with the best ``mean_test_<key>`` (ties to the lowest index)."""
+    from .stats import ranking
+
+    idx = study.candidates()
+    if idx.size == 0:
+        return int(study.best_index_)  # says why there is none
+    key = f"mean_test_{plan.primary}" if plan.multimetric else "mean_test_score"
+    return int(idx[ranking(cv_results[key][idx])[0]])
 
 
 def _rank(mean):

@@ -16,6 +16,7 @@ from .stats import (
     SELECTIONS,
     bbc_f_of_matrix,
     bbc_incomplete,
+    check_fold_matrix,
     with_fold_mean_winner,
 )
 from .stats import bbc as in_memory_bbc
@@ -213,11 +214,13 @@ class StudyEstimates:
         st = self._cube.state()
         return int(((st == DONE) | (st == FAILED)).sum()), int(st.size)
 
-    def bbc_f(self, *, chunked=None, **kwargs):
+    def bbc_f(self, *, chunked=None, fit_scorer=None, **kwargs):
         """:func:`bbc_dask.bbc_f` on the study's :meth:`candidates`. The fold ×
         configuration matrix is the ledger's (each engine task scored the fold it
         predicted, as :func:`bbc_dask.fold_score_matrix` does): no prediction is read,
-        whatever ``chunked`` (accepted as in :meth:`bbc`)."""
+        whatever ``chunked`` (accepted as in :meth:`bbc`). ``fit_scorer``: a label of
+        :meth:`fit_scores` (``"test_<name>"``): BBC-F on the scores of that scorer of the
+        fitted fold models instead (``BBCSearchCV``'s callable scorers)."""
         kwargs.setdefault("random_state", self.seed)
         idx = self.candidates()
         if idx.size == 0:
@@ -227,8 +230,14 @@ class StudyEstimates:
         opts.pop("pos_label")
         # The fold x configuration matrix is in the ledger: each task scored its fold with
         # the function fold_score_matrix uses, so this equals bbc_f on the loaded cube.
-        F, rows = ledger_fold_matrix(self._cube, idx, "Study.bbc_f")
-        res = bbc_f_of_matrix(F, rows, self.metric, opts["n_bootstraps"], opts["confidence_level"],
+        if fit_scorer is None:
+            F, rows = ledger_fold_matrix(self._cube, idx, "Study.bbc_f")
+        else:
+            F = np.ascontiguousarray(self.fit_scores(fit_scorer, "Study.bbc_f")[:, idx])
+            n_rep, n_spl = self._cube.state().shape[1:]
+            rows = [(r, k) for r in range(n_rep) for k in range(n_spl)]
+            F = check_fold_matrix(F, rows, fit_scorer, "Study.bbc_f")
+        res = bbc_f_of_matrix(F, rows, fit_scorer or self.metric, opts["n_bootstraps"], opts["confidence_level"],
                               opts["random_state"], None, opts["block_size"], "Study.bbc_f")
         return self._remap(res, idx)
 
@@ -287,6 +296,31 @@ class StudyEstimates:
         got = self._cube.fold_scores().reshape(n_cfg, -1).T
         F[done] = got[done]
         return F
+
+    def fit_scores(self, label, caller="Study.fit_scores"):
+        """Per-(repeat, fold) scores of one scorer of the fitted fold models (the store's
+        ``fit_score``; ``label`` ``"test_<name>"`` or ``"train_<name>"``, see
+        :attr:`fit_scorers`), (R*K, C) repeat-major, NaN for cells not trained."""
+        from .exceptions import InvalidParameterError
+
+        labels = self._cube.fit_scorer_labels()
+        if label not in labels:
+            raise InvalidParameterError.of(
+                "fit_scorer", caller, f"one of the study's scorers of fitted models {list(labels)}"
+                if labels else "None: this study scored no fitted model", label)
+        st = self._cube.state()
+        n_cfg = st.shape[0]
+        F = np.full((st[0].size, n_cfg), np.nan)
+        done = (st == DONE).reshape(n_cfg, -1).T
+        got = self._cube.fit_scores()[..., labels.index(label)].reshape(n_cfg, -1).T
+        F[done] = got[done]
+        return F
+
+    @property
+    def fit_scorers(self):
+        """The labels of :meth:`fit_scores`: ``"test_<name>"`` and ``"train_<name>"`` per
+        scorer a ``BBCSearchCV`` scored by the fitted fold models; () for most studies."""
+        return self._cube.fit_scorer_labels()
 
     def _other_fold_scores(self, metric):
         from .engine import stored_as

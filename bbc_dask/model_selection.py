@@ -15,7 +15,7 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
 from . import _validation as validation
-from ._multimetric import multimetric_results, multimetric_scorers
+from ._multimetric import fold_level_winner, scoring_plan, split_scores
 from .cluster import current_client
 from .exceptions import InvalidParameterError
 from .stats import Dropping
@@ -249,10 +249,6 @@ class BBCSearchCV(MetaEstimatorMixin, BaseEstimator):
 
         caller = type(self).__name__
         self._check_parameters()
-        if self.return_train_score:
-            raise InvalidParameterError.of(
-                "return_train_score", caller, "False", True, note="The study stores "
-                "out-of-sample predictions only: no training rows are predicted to score.")
         validation.require_y(y, caller)
         if not hasattr(X, "iloc"):  # DataFrames go through as they are (column names)
             from sklearn.utils.validation import check_array
@@ -268,8 +264,7 @@ class BBCSearchCV(MetaEstimatorMixin, BaseEstimator):
             from sklearn.utils.multiclass import check_classification_targets
 
             check_classification_targets(y)
-        fit_params = self._fit_params(params)
-        scorers = multimetric_scorers(self)  # checked before anything runs
+        plan = scoring_plan(self, params)  # checked before anything runs
         if hasattr(X, "columns"):
             self.feature_names_in_ = np.asarray(X.columns, dtype=object)
         elif hasattr(self, "feature_names_in_"):
@@ -283,46 +278,45 @@ class BBCSearchCV(MetaEstimatorMixin, BaseEstimator):
         # a number is only what cv_results_ shows for a failed fit: the study runs as NaN
         error_score = self.error_score if isinstance(self.error_score, str) else np.nan
         request = StudyRequest.build(
-            clone(self.estimator), param_grid, X, y, store=store, metric=self._metric(),
+            clone(self.estimator), param_grid, X, y, store=store, metric=plan.metric,
             n_repeats=self.n_repeats, cv=self.cv, groups=groups, error_score=error_score,
             param_distributions=param_distributions, n_iter=n_iter,
-            # a callable's choice is known from cv_results_ only: refit here, below
-            refit=bool(self.refit) and not callable(self.refit), random_state=self.random_state,
+            # a callable's choice (or a fold-level scorer's) is known from cv_results_
+            # only: refit here, below
+            refit=bool(self.refit) and not self._refit_here(plan),
+            random_state=self.random_state,
             client=self.client if self.client is not None else current_client(),
             overwrite=overwrite, progress=bool(self.verbose), dropping=self.dropping or None,
-            selection=self.selection, caller=caller, fit_params=fit_params,
-            names={"metric": "scoring", "n_splits": "cv"})
+            selection=self.selection, caller=caller, fit_params=plan.fit_params,
+            fit_scoring=plan.fit_scoring, names={"metric": "scoring", "n_splits": "cv"})
         study = study_of(run_cvt(request))
         self.study_ = study
         self.cv_results_ = self._cv_results(study)
-        if scorers is not None:
-            self.cv_results_ = multimetric_results(self, study, scorers)
-        if callable(self.refit):
-            self.best_index_ = self._chosen(self.refit(self.cv_results_))
-            self.best_params_ = dict(study.params[self.best_index_])
-            if hasattr(self, "best_score_"):  # as GridSearchCV: no score of a callable's choice
-                del self.best_score_
-        else:
-            self.best_index_ = int(study.best_index_)
-            self.best_params_ = dict(study.best_params_)
-            self.best_score_ = float(study.best_score_)
-        self.scorer_ = (check_scoring(self.estimator, scoring=self.scoring) if scorers is None
-                        else {k: check_scoring(self.estimator, scoring=v) for k, v in scorers.items()})
+        if plan.multimetric or plan.fitted or self.return_train_score:
+            self.cv_results_ = split_scores(self, study, plan)
+        self._select(study, plan)
+        self.scorer_ = ({k: check_scoring(self.estimator, scoring=v) for k, v in plan.scorers.items()}
+                        if plan.multimetric else check_scoring(self.estimator, scoring=self.scoring))
         # random_state None: the study's own recorded seed, so that bbc_ equals what
         # open_study(store).bbc() and `bbc-dask estimate` report
         opts = dict(n_bootstraps=self.n_bootstraps, confidence_level=self.confidence_level)
         if self.random_state is not None:
             opts["random_state"] = self.random_state
-        self.bbc_ = study.bbc(**opts)
-        self.bbc_f_ = study.bbc_f(**opts)
+        if plan.primary_fitted:  # fold-level scores only: BBC-F on them, no sample BBC
+            self.bbc_f_ = study.bbc_f(fit_scorer=f"test_{plan.primary}", **opts)
+            if hasattr(self, "bbc_"):
+                del self.bbc_
+        else:
+            self.bbc_ = study.bbc(**opts)
+            self.bbc_f_ = study.bbc_f(**opts)
         self.n_features_in_ = int(np.shape(X)[1])
         if is_classifier(self.estimator):
             self.classes_ = np.unique(np.asarray(y))
         # every (repeat, fold) is a split column, as RepeatedStratifiedKFold's are in
         # GridSearchCV
         self.n_splits_ = int(request.protocol.n_splits * request.protocol.n_repeats)
-        self.multimetric_ = scorers is not None
-        if callable(self.refit):
+        self.multimetric_ = plan.multimetric
+        if self.refit and self._refit_here(plan):
             # in this process, as GridSearchCV refits: the store's final model is the
             # study's own winner's, and this choice is the callable's
             from .engine import refit
@@ -340,6 +334,23 @@ class BBCSearchCV(MetaEstimatorMixin, BaseEstimator):
         warn_failures(study, stacklevel=2)  # fitted: a warning turned into an error leaves it usable
         return self
 
+    def _select(self, study, plan):
+        """``best_index_``, ``best_params_``, ``best_score_``: the callable ``refit``'s
+        choice (no score, as GridSearchCV), a fold-level scorer's best
+        ``mean_test_score`` (GridSearchCV's rule), or the study's winner."""
+        if callable(self.refit):
+            self.best_index_ = self._chosen(self.refit(self.cv_results_))
+            if hasattr(self, "best_score_"):  # as GridSearchCV: no score of a callable's choice
+                del self.best_score_
+        elif plan.primary_fitted:
+            self.best_index_ = fold_level_winner(study, plan, self.cv_results_)
+            self.best_score_ = float(self.cv_results_[
+                f"mean_test_{plan.primary}" if plan.multimetric else "mean_test_score"][self.best_index_])
+        else:
+            self.best_index_ = int(study.best_index_)
+            self.best_score_ = float(study.best_score_)
+        self.best_params_ = dict(study.params[self.best_index_])
+
     def _chosen(self, index):
         """The index a callable ``refit`` returned, checked as ``GridSearchCV`` does."""
         n = len(self.cv_results_["params"])
@@ -353,27 +364,33 @@ class BBCSearchCV(MetaEstimatorMixin, BaseEstimator):
         """``(param_grid, param_distributions, n_iter)`` of the engine's request."""
         return self.param_grid, None, 10
 
-    def _fit_params(self, params):
-        """The parameters of every fit, as ``GridSearchCV`` passes them: all of ``params``
-        without metadata routing, those the estimator requests with it."""
-        from sklearn.utils.metadata_routing import _routing_enabled, process_routing
-
-        if not _routing_enabled():
-            return dict(params)
-        return dict(process_routing(self, "fit", **params).estimator.fit)
+    def _refit_here(self, plan):
+        """Whether the winner is refit in this process (not by the study, in the store):
+        for a callable ``refit``, or a ``refit`` scorer scored by the fitted fold models,
+        the choice is known from ``cv_results_`` only."""
+        return callable(self.refit) or plan.primary_fitted
 
     def get_metadata_routing(self):
-        """scikit-learn's metadata routing: ``fit``'s parameters go to the estimator's
-        ``fit`` (and, the study's fits being the estimator's, to every fold's fit).
+        """scikit-learn's metadata routing, as ``GridSearchCV``'s: ``fit``'s parameters go
+        to the estimator's ``fit`` (every fold's fit and the refit) and to the scorers
+        that request them (scored by each fold's fitted model, on its test rows).
 
         Returns
         -------
         sklearn.utils.metadata_routing.MetadataRouter
         """
+        from sklearn.metrics import check_scoring
+        from sklearn.metrics._scorer import _MultimetricScorer
         from sklearn.utils.metadata_routing import MetadataRouter, MethodMapping
 
+        from ._multimetric import ordered_scorers
+
+        scorers, _ = ordered_scorers(self)
+        scorer = _MultimetricScorer(scorers={k: check_scoring(self.estimator, scoring=v)
+                                             for k, v in scorers.items()})
         return MetadataRouter(owner=type(self).__name__).add(
-            estimator=self.estimator, method_mapping=MethodMapping().add(caller="fit", callee="fit"))
+            estimator=self.estimator, method_mapping=MethodMapping().add(caller="fit", callee="fit")
+        ).add(scorer=scorer, method_mapping=MethodMapping().add(caller="fit", callee="score"))
 
     def _cv_results(self, study):
         """The study's ``cv_results_``; with a number as ``error_score``, the failed
@@ -411,14 +428,9 @@ class BBCSearchCV(MetaEstimatorMixin, BaseEstimator):
         except SklearnError as exc:
             raise validation.worded_elsewhere(str(exc)) from None
 
-    def _metric(self):
-        """The bbc_dask metric: ``scoring`` (multimetric: the refit scorer), or for None
-        the estimator's own score."""
-        scorers = multimetric_scorers(self)
-        if scorers is not None:
-            return next(iter(scorers.values()))
-        if self.scoring is not None:
-            return self.scoring
+    def _default_metric(self):
+        """The metric of the estimator's own score: ``"accuracy"`` for a classifier,
+        ``"r2"`` for a regressor."""
         from sklearn.base import is_regressor
 
         if is_classifier(self.estimator):

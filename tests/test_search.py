@@ -263,15 +263,6 @@ def test_verbose_shows_progress(scaled_cancer, client, capfd):
     assert "3 fits" in capfd.readouterr().err
 
 
-def test_return_train_score_refused(scaled_cancer, client):
-    X, y, splits = scaled_cancer
-    with pytest.raises(ValueError, match="The 'return_train_score' parameter of BBCSearchCV "
-                                         "must be False. Got True instead. The study stores "
-                                         "out-of-sample"):
-        bd.BBCSearchCV(LogisticRegression(), {"C": [1.0]}, cv=splits,
-                       return_train_score=True).fit(X, y)
-
-
 def test_best_score_follows_the_selection_rule(client):
     """best_score_ is the selection criterion at best_index_, ranked 1: the pooled score
     by default, the mean of the fold scores (scikit-learn's) with selection='fold_mean';
@@ -370,7 +361,7 @@ def test_refit_callable_as_grid_search(scaled_cancer, client):
 
 def test_multimetric_scoring_as_grid_search(scaled_cancer, client):
     """Scorers that read the same stored predictions: GridSearchCV's multimetric keys,
-    split scores, ranks and refit=name; the others refused before anything runs."""
+    split scores, ranks and refit=name (tests/test_fit_scores.py: scorers reading others)."""
     X, y, splits = scaled_cancer
     grid = {"C": [0.001, 0.01, 0.1, 1.0]}
     scoring = ["accuracy", "f1", "precision", "balanced_accuracy"]
@@ -406,8 +397,6 @@ def test_multimetric_scoring_as_grid_search(scaled_cancer, client):
                                          r"Got .*make_scorer\(f1_score.* with pos_label=0 instead"):
         est.study_.fold_scores(make_scorer(f1_score, pos_label=0))
     for scoring, refit, match in (
-            (["f1", "roc_auc"], "f1", r"Got 'roc_auc', which needs decision_function or "
-                                      r"predict_proba instead\. One prediction per fit"),
             (["f1", "accuracy"], True, r"The 'refit' parameter of BBCSearchCV must be one of "
                                        r"the scoring keys \['f1', 'accuracy'\]"),
             (["f1", "f1"], "f1", r"a non-empty list of distinct scorer names")):

@@ -27,7 +27,8 @@ __all__ = ["VARIABLE_ATTRS", "consolidate", "describe_store", "parameter_coordin
 #: Arrays of a store whose name a parameter coordinate may not take (it gets ``param_``).
 RESERVED = frozenset({"prediction", "slot_sample", "fold", "y", "state", "fit_time",
                       "fold_score", "pooled", "chunk_crc", "error", "sample", "config",
-                      "repeat", "split", "class", "slot", "block"})
+                      "repeat", "split", "class", "slot", "block", "fit_score",
+                      "fit_scorer"})
 
 _STATE = ("The ledger's state of each (configuration, repeat, split) cell: 0 pending (not "
           "run yet), 1 done (predictions stored), 2 failed (the fit or predict raised; its "
@@ -82,6 +83,19 @@ VARIABLE_ATTRS = {
         "description": ("The metric ({metric}) of the configuration's predictions on the "
                         "test samples of the split (the fold scores of BBC-F and "
                         "cv_results_); NaN if not run or failed."),
+    },
+    "fit_score": {
+        "long_name": "scores of each fold's fitted model",
+        "description": ("Each scorer of the coordinate 'fit_scorer' called on the "
+                        "configuration's model fitted on the split's training samples: "
+                        "'test_<name>' on its test samples, 'train_<name>' on its training "
+                        "samples (scikit-learn's scorer(estimator, X, y)); NaN if not run "
+                        "or failed."),
+    },
+    "fit_scorer": {
+        "long_name": "scorer of fit_score",
+        "description": ("'test_<name>' or 'train_<name>': the scorer and the samples it "
+                        "scored (the keys of cv_results_)."),
     },
     "pooled": {
         "long_name": "{metric} on the pooled out-of-fold predictions",

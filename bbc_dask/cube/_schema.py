@@ -125,13 +125,15 @@ def create_cube(location, **kw):
 
 
 def _create(location, *, n_configs, n_repeats, n_splits, folds, y_stored, classes,
-            n_classes_axis, config_chunk, meta, config_coords=None):
+            n_classes_axis, config_chunk, meta, config_coords=None, fit_scorers=()):
     """Create the store and write the template; refuses a location that holds a Zarr
     store already. Every array carries its attributes (``_attrs.py``) and the parameters
     of the configurations are coordinates on ``config`` (``config_coords``, see
     :func:`~bbc_dask.cube._attrs.parameter_coordinates`); the metadata is consolidated
     once all arrays exist. The study attributes are written last: a store without them is
-    an interrupted creation (marked by ``.bbc_creating``), which the engine recreates."""
+    an interrupted creation (marked by ``.bbc_creating``), which the engine recreates.
+    ``fit_scorers``: the labels of the scores the tasks compute with each fold's fitted
+    model (``fit_score``; none: no such array)."""
     n = folds.shape[0]
     location = as_location(location)
     if location.has("zarr.json"):
@@ -171,6 +173,12 @@ def _create(location, *, n_configs, n_repeats, n_splits, folds, y_stored, classe
     for name in ("fit_time", "fold_score"):
         create(name, dims, shape=cell, chunks=(ledger, 1, n_splits), dtype="float64",
                fill_value=np.nan)
+    if fit_scorers:  # a ledger array: the driver writes it with the fold scores
+        create("fit_score", dims + ["fit_scorer"], shape=cell + (len(fit_scorers),),
+               chunks=(ledger, 1, n_splits, len(fit_scorers)), dtype="float64",
+               fill_value=np.nan)
+        create("fit_scorer", ["fit_scorer"], shape=(len(fit_scorers),),
+               chunks=(len(fit_scorers),), dtype=str)[...] = np.asarray(fit_scorers, dtype=object)
     create("pooled", ["config", "repeat"], shape=cell[:2], chunks=(ledger, 1), dtype="float64",
            fill_value=np.nan)
     n_blocks = -(-n_configs // config_chunk)
@@ -386,6 +394,15 @@ class Cube:
         """The ledger's per-(config, repeat, fold) metric values."""
         return self._read("fold_score")
 
+    def fit_scorer_labels(self):
+        """The labels of ``fit_score`` (``test_<name>``, ``train_<name>``), as the spec
+        records them; () for a study without."""
+        return tuple(d["label"] for d in (self.meta.get("spec") or {}).get("fit_scorers") or ())
+
+    def fit_scores(self):
+        """The ledger's scores of the fitted fold models, (config, repeat, split, scorer)."""
+        return self._read("fit_score")
+
     def pooled(self):
         """The ledger's pooled scores per (config, repeat); NaN until computed."""
         return self._read("pooled")
@@ -455,8 +472,11 @@ class Cube:
                  "y": (("sample",), self.y()), "state": (ledger, self.state()),
                  "fit_time": (ledger, self.fit_times()), "fold_score": (ledger, self.fold_scores()),
                  "pooled": (("config", "repeat"), self.pooled()),
-                 "error": (("config",), self.errors())},
-                coords=coords, attrs={"bbc_dask": json.dumps(self.meta)})
+                 "error": (("config",), self.errors()),
+                 **({"fit_score": (ledger + ("fit_scorer",), self.fit_scores())}
+                    if self.fit_scorer_labels() else {})},
+                coords=coords | ({"fit_scorer": list(self.fit_scorer_labels())}
+                                 if self.fit_scorer_labels() else {}), attrs={"bbc_dask": json.dumps(self.meta)})
         # the parameters as coordinates on config, and every variable's attributes, as
         # stored (a store made before they were has none)
         names = str(self.group.attrs.get("coordinates") or "").split()
@@ -501,6 +521,9 @@ class Cube:
                             self._array("error")[int(c)] = text[:4000]
                 self._array("fit_time").oindex[cfgs, r, k] = col("fit_time", np.float64)
                 self._array("fold_score").oindex[cfgs, r, k] = col("fold_score", np.float64)
+                if "fit_score" in group[0]:  # (configs, scorers) per task
+                    self._array("fit_score").oindex[cfgs, r, k, :] = np.concatenate(
+                        [np.asarray(g["fit_score"], np.float64) for g in group])[order]
                 blocks = np.array([int(g["configs"][0]) // self.config_chunk for g in group])
                 self._array("chunk_crc").oindex[r, k, blocks] = [int(g["crc"]) for g in group]
                 failed = col("failed", bool)

@@ -29,7 +29,7 @@ from ._layout import chunk_crc, chunk_file, prediction_chunks, unreadable_chunk
 __all__ = ["Damage", "VerifyReport", "repair", "verify", "verify_store"]
 
 _IDENTITY = ("y", "fold", "slot_sample", "sample", "config", "repeat", "split")
-_LEDGER = ("state", "fit_time", "fold_score", "pooled", "chunk_crc", "error")
+_LEDGER = ("state", "fit_time", "fold_score", "pooled", "chunk_crc", "error", "fit_score")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -93,7 +93,9 @@ def _check_identity(cube):
 
     out = []
     stored = cube.meta.get("digests") or {}
-    names = list(_IDENTITY) + (["class"] if cube.needs_class_axis else [])
+    labels = cube.fit_scorer_labels()
+    names = list(_IDENTITY) + (["class"] if cube.needs_class_axis else []) + (
+        ["fit_scorer"] if labels else [])
     for name in names:
         try:
             values = cube.group[name][...]
@@ -101,6 +103,9 @@ def _check_identity(cube):
             out.append(Damage("identity", name, _problem(exc) + "; the study's data cannot "
                               "be recomputed: run it again with overwrite=True"))
             continue
+        if name == "fit_scorer" and [str(v) for v in values] != list(labels):
+            out.append(Damage("identity", name, "differs from the scorers the study records; "
+                              "run the study again with overwrite=True"))
         if name in stored and digest(values) != stored[name]:
             out.append(Damage("identity", name, "differs from the array the study was created "
                               "with (digest mismatch); run the study again with overwrite=True"))
@@ -152,12 +157,15 @@ def _check_ledger(cube):
     state = np.full((n_cfg, n_rep, n_spl), MISSING, dtype=np.int8)
     crc = np.full((n_rep, n_spl, g["chunk_crc"].shape[2]), -1, dtype=np.int64)
     damages, checked = [], 0
+    # the scores of the fitted fold models, in a study that has them (one chunk per region)
+    scored = bool(cube.fit_scorer_labels())
     for i, r, c0, c1 in _ledger_regions(cube):
+        fit_score = (("fit_score", (i, r, 0, 0)),) if scored else ()
         bad = []
         values = {}
         for name, coords in (("state", (i, r, 0)), ("fit_time", (i, r, 0)),
                              ("fold_score", (i, r, 0)), ("pooled", (i, r)),
-                             ("chunk_crc", (r, 0, i))):
+                             ("chunk_crc", (r, 0, i))) + fit_score:
             checked += 1
             try:
                 values[name] = g[name].get_block_selection(coords)
@@ -293,6 +301,7 @@ def repair(cube, report):
     g = cube.group
     w = cube.config_chunk
     n_cfg, n_rep, n_spl = g["state"].shape
+    scored = ("fit_score",) if cube.fit_scorer_labels() else ()
     cube._guard()
     reset = 0
     with writing(cube.path):
@@ -304,8 +313,8 @@ def repair(cube, report):
         for r, (c0, c1) in sorted(whole):
             # whole-chunk writes: Zarr replaces a damaged chunk without reading it
             g["state"][c0:c1, r] = np.full((c1 - c0, n_spl), PENDING, np.int8)
-            for name in ("fit_time", "fold_score"):
-                g[name][c0:c1, r] = np.full((c1 - c0, n_spl), np.nan)
+            for name in ("fit_time", "fold_score") + scored:
+                g[name][c0:c1, r] = np.full((c1 - c0,) + g[name].shape[2:], np.nan)
             g["pooled"][c0:c1, r] = np.nan
             g["chunk_crc"][r, :, c0 // w:-(-c1 // w)] = -1
             reset += (c1 - c0) * n_spl
@@ -318,7 +327,7 @@ def repair(cube, report):
             st = g["state"][c0:c1, d.repeat, d.fold]
             cells = np.isin(st, (DONE, FAILED))
             g["state"][c0:c1, d.repeat, d.fold] = np.where(cells, PENDING, st).astype(np.int8)
-            for name in ("fit_time", "fold_score"):
+            for name in ("fit_time", "fold_score") + scored:
                 g[name][c0:c1, d.repeat, d.fold] = np.nan
             g["pooled"][c0:c1, :] = np.nan
             g["chunk_crc"][d.repeat, d.fold, d.block] = -1

@@ -8,10 +8,10 @@ from ._request import Execution, Search, StudyData, StudyRequest
 from ._run import CVTRun, run_cvt, wall_seconds
 from ._tasks import _fold_scores as score_fold
 from ._tasks import _fold_target as fold_target
-from ._tasks import (configured, fit_predict_block, method_problem, refit, response_method,
+from ._tasks import (FitScoring, configured, fit_predict_block, method_problem, refit, response_method,
                      stored_as)
 
-__all__ = ["CVTRun", "Configurations", "Execution", "KFoldProtocol", "NestedProtocol",
+__all__ = ["CVTRun", "Configurations", "Execution", "FitScoring", "KFoldProtocol", "NestedProtocol",
            "Search", "SplitsProtocol", "StudyData", "StudyRequest", "configured",
            "fit_predict_block", "fold_target", "method_problem", "nested_outcome", "refit",
            "response_method", "run_cvt", "score_fold", "stored_as", "wall_seconds"]

@@ -70,10 +70,14 @@ class StudyData:
     fit_params: dict = dataclasses.field(default_factory=dict)
     fit_routing: bool = False
     fit_digest: str | None = None
+    fit_scoring: object = None
 
     def shipped_fit_params(self):
-        """What the tasks take: ``(fit_params, fit_routing)``, or None without any."""
-        return (self.fit_params, self.fit_routing) if self.fit_params else None
+        """What the tasks take: ``(fit_params, fit_routing, fit_scoring)`` (a
+        :class:`~bbc_dask.engine.FitScoring` or None), or None without either."""
+        if not self.fit_params and self.fit_scoring is None:
+            return None
+        return self.fit_params, self.fit_routing, self.fit_scoring
 
 
 @dataclasses.dataclass(frozen=True)
@@ -116,13 +120,16 @@ class StudyRequest:
               pos_label=None, refit=True, random_state=None, client=None, overwrite=False,
               progress=True, configs_per_task=None, dropping=None, metadata=None,
               storage_options=None, security=None, selection="pooled", caller="run_study",
-              names=None, nested=None, fit_params=None):
+              names=None, nested=None, fit_params=None, fit_scoring=None):
         """Check every argument of :func:`bbc_dask.run_study` (plus ``cv``, the user's
         splits) and return the request. ``caller`` is the entry point the user called;
         ``names`` maps the engine's parameter names to that entry point's (table above).
         ``nested=(n_outer, n_inner)``: nested CV (:class:`NestedProtocol`), ``n_repeats``
         outer repeats; ``n_splits`` and ``cv`` are not used. ``fit_params``: a dict of
-        parameters of every fit (see :func:`bbc_dask.run_study`)."""
+        parameters of every fit (see :func:`bbc_dask.run_study`). ``fit_scoring``: a
+        :class:`~bbc_dask.engine.FitScoring`, the scores every task computes with its
+        fitted models (``BBCSearchCV``'s scorers that the stored predictions cannot
+        give), recorded in the store's ``fit_score``."""
         names = dict(names or {})
         if isinstance(cv, numbers.Integral) and not isinstance(cv, bool) and n_splits in (10, cv):
             n_splits, cv = cv, None  # an int is the number of folds, as in scikit-learn
@@ -157,6 +164,10 @@ class StudyRequest:
                     "takes the registered metrics only)", dropping)
             validation.check_one_of(selection, "selection", caller, ("pooled", "fold_mean"))
             fit_params = validation.check_fit_params(fit_params, nested, caller)
+            if fit_scoring is not None and (nested is not None or not fit_scoring.width):
+                raise InvalidParameterError.of(
+                    "fit_scoring", caller, "scorers of a study that is not nested CV",
+                    fit_scoring.labels)
             routing = bool(fit_params) and sklearn.get_config()["enable_metadata_routing"]
             grid = plan.check_search(param_grid, param_distributions, n_iter, caller)
             if grid is not None:  # random draws are checked once the seed is known
@@ -170,7 +181,8 @@ class StudyRequest:
             caller=caller, estimator=estimator,
             search=Search(param_grid, param_distributions, n_iter, grid),
             data=StudyData(X, y, groups, target, plan.data_digest(X, np.asarray(y), groups),
-                           fit_params, routing, plan.params_digest(fit_params, routing)),
+                           fit_params, routing, plan.params_digest(fit_params, routing),
+                           fit_scoring),
             protocol=protocol, metric=metric, location=location,
             execution=Execution(client, security, progress, configs_per_task, overwrite, refit),
             dropping=dropping, selection=selection, error_score=error_score,

@@ -232,6 +232,7 @@ class _StudyRun:
         req = self.request
         target, dropping, protocol = req.data.target, req.dropping, req.protocol
         x_digest, y_digest, g_digest = req.data.digests
+        fit_scoring = req.data.fit_scoring
         return to_json({
             "metric": req.metric.name,
             # a make_scorer's description (function, kwargs, sign, response method): a
@@ -248,7 +249,12 @@ class _StudyRun:
                      "n_samples": len(req.data.y),
                      # recorded only with fit parameters: a store from before has none
                      **({} if req.data.fit_digest is None
-                        else {"fit_params": req.data.fit_digest})},
+                        else {"fit_params": req.data.fit_digest}),
+                     **({} if fit_scoring is None or fit_scoring.params_digest() is None
+                        else {"score_params": fit_scoring.params_digest()})},
+            # scores of the fitted fold models (BBCSearchCV's scorers the stored
+            # predictions cannot give): recorded only in a study that has them
+            **({} if fit_scoring is None else {"fit_scorers": fit_scoring.describe()}),
             "estimator": plan.describe_estimator(req.estimator),
             "candidates": plan.sha(repr([plan.describe_params(p) for p in self.configs] if legacy
                                         else self.configs.describe())),
@@ -281,6 +287,7 @@ class _StudyRun:
                   "configurations": self.configs.describe(), "versions": _versions(),
                   "runs": [], "metadata": req.metadata},
             config_coords=self.configs.columns(req.metadata),
+            fit_scorers=() if req.data.fit_scoring is None else req.data.fit_scoring.labels,
         )
 
     def _announce(self):

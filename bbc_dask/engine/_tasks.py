@@ -20,7 +20,7 @@ from sklearn.base import clone
 
 from .. import _tuning as tuning
 
-__all__ = ["fit_outer", "fit_predict_block", "fit_write_blocks", "method_problem", "refit",
+__all__ = ["FitScoring", "fit_outer", "fit_predict_block", "fit_write_blocks", "method_problem", "refit",
            "response_method"]
 
 
@@ -188,7 +188,7 @@ def _kept_outputs(est, X_train):
     return steps, key, kept[1]
 
 
-def _fit_shared(est, X_train, y_train, X_test, fit_params=None, routing=False):
+def _fit_shared(est, X_train, y_train, X_test, fit_params=None, routing=False, whole=False):
     """Fit ``est`` on the training rows; return the fitted estimator that predicts and the
     test rows it takes.
 
@@ -201,8 +201,9 @@ def _fit_shared(est, X_train, y_train, X_test, fit_params=None, routing=False):
     step in turn, the final step on their output), on identically parameterised steps.
     With ``fit_params`` the estimator's own ``fit`` takes them (a pipeline routes them to
     its steps, with scikit-learn's metadata routing on if ``routing``): nothing is reused.
+    ``whole``: the whole estimator is fitted (a scorer takes it): nothing is reused.
     """
-    found = None if fit_params else _kept_outputs(est, X_train)
+    found = None if fit_params or whole else _kept_outputs(est, X_train)
     if found is None:
         _fit(est, X_train, y_train, fit_params, routing)
         return est, X_test
@@ -241,10 +242,12 @@ def _fit(est, X, y, fit_params, routing):
 
 
 def fit_predict_block(estimator, params_block, X_train, y_train, X_test, metric, classes,
-                      pos_code, n_classes_axis, error_score, fit_params=None):
+                      pos_code, n_classes_axis, error_score, fit_params=None, fit_scoring=None):
     """Fit each configuration of the block on ``X_train, y_train`` (with ``fit_params`` =
     ``(parameters already sliced to the training rows, metadata routing on)``, or None)
-    and predict ``X_test``.
+    and predict ``X_test``; with ``fit_scoring`` (:class:`FitScoring`), score each fitted
+    model too (``fit_score``, (n_block, scorers): a configuration whose scorer raises
+    fails as one whose fit raises, as the fit and its scores are one cell).
 
     The response method (``decision_function``, ``predict_proba`` or ``predict``) is
     chosen here per configured estimator, as scikit-learn's scorers do; a configuration
@@ -263,6 +266,7 @@ def fit_predict_block(estimator, params_block, X_train, y_train, X_test, metric,
     fit_time = np.full(n_block, np.nan)
     failed = np.zeros(n_block, dtype=bool)
     errors = [""] * n_block
+    scores = None if fit_scoring is None else np.full((n_block, fit_scoring.width), np.nan)
     for j, params in enumerate(params_block):
         t0 = time.perf_counter()
         try:
@@ -271,9 +275,11 @@ def fit_predict_block(estimator, params_block, X_train, y_train, X_test, metric,
             if problem:
                 raise TypeError(f"The estimator {problem}.")
             fitted, X_pred = _fit_shared(est, X_train, y_train, X_test,
-                                         *(fit_params or ({}, False)))
+                                         *(fit_params or ({}, False)), whole=scores is not None)
             values[:, j] = _response(fitted, response_method(est, m), X_pred, classes,
                                      pos_code, n_classes_axis)
+            if scores is not None:
+                scores[j] = fit_scoring.score(est, X_train, y_train, X_test)
         except Exception as exc:  # scikit-learn's error_score semantics
             text = f"{type(exc).__name__}: {exc}".strip()  # the class's name, not its module
             if isinstance(error_score, str) and error_score == "raise":
@@ -282,7 +288,83 @@ def fit_predict_block(estimator, params_block, X_train, y_train, X_test, metric,
             failed[j] = True
             errors[j] = text
         fit_time[j] = time.perf_counter() - t0
-    return {"values": values, "fit_time": fit_time, "failed": failed, "errors": errors}
+    out = {"values": values, "fit_time": fit_time, "failed": failed, "errors": errors}
+    if scores is not None:
+        scores[failed] = np.nan
+        out["fit_score"] = scores
+    return out
+
+
+class FitScoring:
+    """The scores a study computes with each fold's fitted model: scikit-learn scorers
+    ``scorer(estimator, X, y, **params)``, as ``GridSearchCV`` calls them, on the test
+    rows (``test``: ``{name: scorer}``) and on the training rows (``train``: for
+    ``return_train_score``), with the scorers' own parameters (``params``: metadata routed
+    to them, one row per sample, sliced per split by :meth:`sliced`; ``routing`` whether
+    scikit-learn's metadata routing was on, as the scorers must run with it). Columns of
+    ``fit_score``: ``test_<name>`` then ``train_<name>`` (:attr:`labels`)."""
+
+    def __init__(self, test, train, params=None, routing=False):
+        self.test, self.train = dict(test), dict(train)
+        self.params, self.routing = dict(params or {}), bool(routing)
+        self.y_test = self.test_params = self.train_params = None
+
+    @property
+    def labels(self):
+        return tuple(f"test_{k}" for k in self.test) + tuple(f"train_{k}" for k in self.train)
+
+    @property
+    def width(self):
+        return len(self.test) + len(self.train)
+
+    def describe(self):
+        """The store's record of the scorers (JSON): each label with its scorer (a name,
+        a ``make_scorer``'s repr, a function by module and name): part of the study's
+        identity, as the fit parameters are."""
+        from ..metrics import scorer_name
+
+        def text(sc):
+            if isinstance(sc, str):
+                return sc
+            if hasattr(sc, "_score_func"):
+                return scorer_name(sc)
+            return f"{getattr(sc, '__module__', '?')}.{getattr(sc, '__qualname__', repr(sc))}"
+
+        both = [("test", k, v) for k, v in self.test.items()] + \
+            [("train", k, v) for k, v in self.train.items()]
+        return [{"label": f"{side}_{k}", "scorer": text(v)} for side, k, v in both]
+
+    def params_digest(self):
+        """The digest of the scorers' parameters (None without any)."""
+        from ._plan import params_digest
+
+        return params_digest(self.params, self.routing)
+
+    def sliced(self, X, y_test, train, test):
+        """A copy for one split: its test target and the parameters of its rows."""
+        from sklearn.utils.validation import _check_method_params
+
+        out = FitScoring(self.test, self.train, self.params, self.routing)
+        out.y_test = y_test
+        out.train_params = _check_method_params(X, self.params, train)
+        out.test_params = _check_method_params(X, self.params, test)
+        return out
+
+    def score(self, est, X_train, y_train, X_test):
+        """The scores of the fitted ``est`` in :attr:`labels` order; a scorer's error
+        is raised (the configuration fails)."""
+        import sklearn
+        from sklearn.metrics._scorer import _MultimetricScorer
+
+        out = []
+        with sklearn.config_context(enable_metadata_routing=self.routing):
+            for scorers, X, y, params in ((self.test, X_test, self.y_test, self.test_params),
+                                          (self.train, X_train, y_train, self.train_params)):
+                if scorers:  # one call: the scorers share the estimator's predictions
+                    got = _MultimetricScorer(scorers=scorers, raise_exc=True)(
+                        est, X, y, **(params or {}))
+                    out += [float(got[k]) for k in scorers]
+        return out
 
 
 def _fold_target(y_test, classes, pos_code):
@@ -332,17 +414,20 @@ def _fold_scores(values, failed, target, metric, index=None, n=None, sample_bloc
     return out
 
 
-def _train_params(X, fit_params, folds, r, k):
-    """``fit_params`` sliced to the training rows of (repeat ``r``, fold ``k``) as
-    scikit-learn's search slices them (array-likes of one row per sample; the rest as
-    given), or None without any."""
+def _train_params(X, fit_params, folds, r, k, y_test=None):
+    """``(fit parameters, fit scoring)`` of (repeat ``r``, fold ``k``): the shipped
+    ``(params, routing, FitScoring or None)`` sliced to the split's rows as scikit-learn's
+    search slices them (array-likes of one row per sample; the rest as given); None for
+    what there is not."""
     if not fit_params:
-        return None
+        return None, None
     from sklearn.utils.validation import _check_method_params
 
-    params, routing = fit_params
+    params, routing, scoring = (tuple(fit_params) + (None,))[:3]
     train = np.flatnonzero((folds[:, r] != k) & (folds[:, r] >= 0))  # as _split's
-    return _check_method_params(X, params, train), routing
+    if scoring is not None:
+        scoring = scoring.sliced(X, y_test, train, np.flatnonzero(folds[:, r] == k))
+    return (_check_method_params(X, params, train), routing) if params else None, scoring
 
 
 def _fit_block(estimator, params_block, X, y, folds, scoring, r, k, fit_params=None):
@@ -352,7 +437,7 @@ def _fit_block(estimator, params_block, X, y, folds, scoring, r, k, fit_params=N
     X_train, y_train, X_test, y_test, test = _split(X, y, folds, r, k)
     res = fit_predict_block(estimator, params_block, X_train, y_train, X_test, metric, classes,
                             pos_code, n_cls_axis, error_score,
-                            _train_params(X, fit_params, folds, r, k))
+                            *_train_params(X, fit_params, folds, r, k, y_test))
     if "raise_" in res:
         return res, None
     values = res.pop("values")
@@ -455,7 +540,8 @@ def refit(estimator, params, X, y, fit_params=None):
     """Fit the selected configuration on all data with ``fit_params`` (all rows): the
     final model and the seconds its fit took."""
     t0 = time.perf_counter()
-    model = _fit(configured(estimator, params), X, y, *(fit_params or ({}, False)))
+    model = _fit(configured(estimator, params), X, y, *(tuple(fit_params)[:2] if fit_params
+                                                         else ({}, False)))
     return model, time.perf_counter() - t0
 
 

@@ -254,7 +254,8 @@ def get_metric(metric, *, caller="this function", name="metric") -> Metric:
         raise InvalidParameterError.of(
             name, caller, _accepted(), metric,
             note="A plain callable scorer(estimator, X, y) needs the fitted fold models, "
-                 "which a study does not keep: wrap its function with make_scorer.")
+                 "which a study does not keep: wrap its function with make_scorer, or "
+                 "search with BBCSearchCV, which scores each fold's model with it.")
     raise InvalidParameterError.of(name, caller, _accepted(), metric)
 
 
