@@ -11,7 +11,7 @@ from . import _validation as validation
 from .chunked import refuse_general, use_chunked
 from .cluster import current_client
 from .cube import DONE, FAILED, ledger_fold_matrix, target_of
-from .exceptions import StudyNotReadyError
+from .exceptions import StudyNotReadyError, UndefinedScoreError
 from .stats import (
     SELECTIONS,
     bbc_f_of_matrix,
@@ -283,8 +283,8 @@ class StudyEstimates:
         ones trained before BBCD dropped them.
 
         ``metric``: another metric (a name or scorer) scored on the stored predictions
-        of the candidates (complete and not dropped; the others NaN, a failed or dropped
-        configuration's trained folds included), which it must read as the study's own
+        of every trained cell (a failed or dropped configuration's trained folds
+        included, as ``GridSearchCV`` scores them), which it must read as the study's own
         metric does (see :func:`bbc_dask.engine.stored_as`), for the study's positive
         class; None: the study's own scores, from the ledger."""
         if metric is not None:
@@ -347,6 +347,25 @@ class StudyEstimates:
         st = self._cube.state()
         n_cfg, n_rep, n_spl = st.shape
         F = np.full((n_rep * n_spl, n_cfg), np.nan)
-        idx, pred, y, folds, pos = self._inputs()
-        F[:, idx] = fold_score_matrix(pred, y, folds, metric=m, pos_label=pos)[0]
+        done = st == DONE
+        idx = np.flatnonzero(done.any(axis=(1, 2)))
+        if idx.size == 0:
+            raise StudyNotReadyError(self._none_complete())
+        (y, pos), folds = target_of(self._cube), self._cube.folds()
+        pred = self._cube.predictions(idx)
+        # a cell not trained (failed, dropped) has no predictions: a placeholder every
+        # metric takes stands in, and its score is masked below, so that a failed or
+        # dropped configuration's trained folds are scored as GridSearchCV scores them
+        filler = 1.0 / pred.shape[3] if pred.ndim == 4 else 0.5 if m.prediction == "proba" else 0.0
+        for r in range(n_rep):
+            for k in range(n_spl):
+                gone = np.flatnonzero(~done[idx, r, k])
+                if gone.size:
+                    pred[:, :, r][np.ix_(np.flatnonzero(folds[:, r] == k), gone)] = filler
+        try:
+            F[:, idx] = fold_score_matrix(pred, y, folds, metric=m, pos_label=pos)[0]
+        except UndefinedScoreError:  # maybe a placeholder's fold: the candidates alone
+            idx, pred, y, folds, pos = self._inputs()
+            F[:, idx] = fold_score_matrix(pred, y, folds, metric=m, pos_label=pos)[0]
+        F[~done.reshape(n_cfg, -1).T] = np.nan
         return F

@@ -56,14 +56,18 @@ class BBCSearchCV(MetaEstimatorMixin, BaseEstimator):
         names run on compiled kernels, the others call the scorer's function per
         bootstrap (slower; see docs/usage.md). The positive class of a binary scorer is
         the study's (the larger label, or the scorer's own ``pos_label``). A plain
-        callable ``scorer(estimator, X, y)`` is refused: it needs the fitted fold models,
-        which a study does not keep. None, as in ``GridSearchCV``: the estimator's own
-        ``score`` — ``"accuracy"`` for a classifier, ``"r2"`` for a regressor.
-        Multimetric, as in ``GridSearchCV``: a list, tuple or set of names, or a dict of
-        names to scorers, with ``refit`` naming the one the study runs with (the one
-        that selects, is refit and that ``bbc_`` corrects); the others are scored per
-        split on the study's stored predictions and must read the same ones (the same
-        response method), else they are refused before anything runs.
+        callable ``scorer(estimator, X, y)``, and a scorer that requests routed metadata
+        (``set_score_request(sample_weight=True)``), is called by each task on the fold's
+        fitted model: fold-level scores only, so configurations are ranked by
+        ``mean_test_score``, the winner is refit in this process, ``bbc_f_`` is BBC-F on
+        those scores and ``bbc_`` is not set. None, as in ``GridSearchCV``: the
+        estimator's own ``score`` — ``"accuracy"`` for a classifier, ``"r2"`` for a
+        regressor. Multimetric, as in ``GridSearchCV``: a list, tuple or set of names, or
+        a dict of names to scorers, with ``refit`` naming the one the study runs with (the
+        one that selects, is refit and that ``bbc_`` corrects); the others are scored per
+        split on the study's stored predictions where they read the same ones (the same
+        response method), else by each fold's fitted model (docs/usage.md, "Scores of the
+        fitted fold models").
     cv : int, scikit-learn splitter or iterable of (train, test) pairs, default=10
         The number of folds (stratified for a classifier, grouped with ``groups``), or the
         user's own splits: any splitter (``GroupKFold``, ``PredefinedSplit``,
@@ -107,8 +111,9 @@ class BBCSearchCV(MetaEstimatorMixin, BaseEstimator):
         Above 0, a progress bar of the study's tasks per wave (``run_study``'s
         ``progress``; with a cluster ``fit`` starts, its dashboard link); 0 is silent.
     return_train_score : bool, default=False
-        Only False: the study's cube holds out-of-sample predictions only; scoring the
-        training rows would need a second prediction per fit that nothing else reads.
+        True: every scorer also scores each fold's training rows, called by the task on
+        the model it fitted (``split{i}_train_<name>``, ``mean_train_``, ``std_train_``;
+        stored in the store's ``fit_score``).
 
     Attributes
     ----------
@@ -121,7 +126,8 @@ class BBCSearchCV(MetaEstimatorMixin, BaseEstimator):
         it).
     bbc_, bbc_f_ : BBCResult
         BBC-CV and BBC-F estimates with confidence intervals (``bbc_.method`` is
-        ``"bbcd"`` with dropping).
+        ``"bbcd"`` with dropping); no ``bbc_`` when the ``refit`` scorer is scored by the
+        fitted fold models (fold-level scores only).
     cv_results_ : dict
         ``GridSearchCV``'s keys: ``params``, ``param_*``, ``split{i}_test_score`` (one per
         (repeat, fold), repeat-major), ``mean_test_score`` and ``std_test_score`` over

@@ -370,7 +370,8 @@ def run_study(
         take no ``dropping``; a store reopened rebuilds a ``make_scorer`` of a
         :mod:`sklearn.metrics` function only (else ``open_study(store, scoring=...)``).
         A plain callable ``scorer(estimator, X, y)`` is refused (no fold models are
-        kept). See docs/usage.md, "Metrics".
+        kept; :class:`~bbc_dask.BBCSearchCV` scores each fold's model with one). See
+        docs/usage.md, "Metrics".
     n_splits : int, default=10
     n_repeats : int, default=1
     cv : scikit-learn splitter or iterable of (train, test) pairs, default=None

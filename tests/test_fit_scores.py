@@ -155,3 +155,30 @@ def test_fit_scores_verified_and_repaired(data, client, tmp_path):
     np.testing.assert_array_equal(again.study_.fit_scores("test_score"), before)
     assert verify_store(store)[0].damaged == []
     shutil.rmtree(store)
+
+
+def test_failed_configuration_scores_as_grid_search(data, client):
+    """A configuration that fails on some folds: its trained folds' scores of every
+    scorer (stored predictions, fitted models, training rows) and error_score on the
+    others, as GridSearchCV shows them."""
+    import warnings
+
+    from _estimators import FailsWhenTrainedOn
+
+    X, y = data
+    X = X.copy()
+    X[0, 0] = 1000  # sample 0: the configuration with bad=0 fails where it trains on it
+    grid = {"bad": [-1, 0], "C": [0.1, 1.0]}
+    scoring = ["accuracy", "f1", "roc_auc"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ours = bd.BBCSearchCV(FailsWhenTrainedOn(), grid, scoring=scoring, refit="accuracy",
+                              cv=4, error_score=0.0, return_train_score=True,
+                              selection="fold_mean", n_bootstraps=20, random_state=0,
+                              client=client).fit(X, y)
+        theirs = GridSearchCV(FailsWhenTrainedOn(), grid, scoring=scoring, refit="accuracy",
+                              cv=_splits(ours), error_score=0.0,
+                              return_train_score=True).fit(X, y)
+    failed = [c for c in range(4) if (ours.study_.state[c] == 2).any()]
+    assert failed == [1, 3] and (ours.study_.state[1] == 1).sum() == 1  # one trained fold
+    _same_results(ours, theirs, skip_rank=("rank_test_accuracy",))

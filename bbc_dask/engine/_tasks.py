@@ -479,11 +479,15 @@ def collected_warnings():
             if warnings.showwarning is not _show:
                 _shown["original"] = warnings.showwarning
                 warnings.showwarning = _show
+    from ..metrics import COLLECTED
+
     _COLLECTING.seen = {}
+    COLLECTED.on = True  # the scorers' own silencing would swap the process's filters
     try:
         yield _COLLECTING.seen
     finally:
         _COLLECTING.seen = None
+        COLLECTED.on = False
 
 
 def fit_write_blocks(estimator, params_blocks, X, y, folds, scoring, writer, r, k, placements,

@@ -28,8 +28,10 @@ a busy 2-core machine). The chunked path does not take it.
 """
 from __future__ import annotations
 
+import contextlib
 import inspect
 import json
+import threading
 import warnings
 
 import numpy as np
@@ -120,6 +122,26 @@ def scorer_name(scorer):
     return text
 
 
+#: ``on`` while this thread's warnings are collected by its caller (an engine task, which
+#: shows each distinct one once for the whole run).
+COLLECTED = threading.local()
+
+
+@contextlib.contextmanager
+def _quiet():
+    """Silence the scorer's warnings: a bootstrap missing a class warns (undefined
+    precision ...); its value is scikit-learn's, and the warning once per draw would drown
+    the user. Not in a thread whose warnings are collected: ``catch_warnings`` swaps the
+    process's filters, which is not safe beside the other task threads of a worker, and
+    the collector shows a warning once anyway."""
+    if getattr(COLLECTED, "on", False):
+        yield
+        return
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        yield
+
+
 class _ScorerMetric(_Prepared):
     """A scikit-learn scorer bound to an encoded target and stored predictions
     ``(N, C, R)`` or ``(N, C, R, K)``: scores every (bootstrap, configuration, repeat) by
@@ -160,10 +182,7 @@ class _ScorerMetric(_Prepared):
             if not self.weighted:
                 y, p, w = np.repeat(y, w, axis=0), np.repeat(p, w, axis=0), None
         try:
-            with warnings.catch_warnings():
-                # a bootstrap missing a class warns (undefined precision ...): its value
-                # is scikit-learn's, the warning once per draw would drown the user
-                warnings.simplefilter("ignore")
+            with _quiet():
                 v = (self.func(y, p, **self.kwargs) if w is None
                      else self.func(y, p, sample_weight=w, **self.kwargs))
             v = float(v)
