@@ -53,8 +53,9 @@ def _final_class(value):
 
 
 def _is_study_file(params, metadata):
-    return (isinstance(metadata, dict) and isinstance(metadata.get("grid"), list)
-            and all(k == _WRAP or k.startswith(_WRAP + "__") for p in params for k in p))
+    from .engine import is_study_file
+
+    return is_study_file({k for p in params for k in p}, metadata)
 
 
 def _spec_family(spec):

@@ -31,6 +31,19 @@ __all__ = [
 ]
 
 
+#: The step a study file's search sets per configuration: each grid entry is wrapped in
+#: the one-step pipeline ``model`` (``cli.build_search``), its keys ``model__<key>``.
+STEP = "model"
+
+
+def is_study_file(keys, metadata):
+    """Whether the parameter ``keys`` are a study file's wrapped ones (``model``,
+    ``model__svc__C``), as ``metadata`` (the resolved study file given to
+    :func:`bbc_dask.run_study`) tells: their user's names drop ``model__``."""
+    return (isinstance(metadata, dict) and isinstance(metadata.get("grid"), list)
+            and all(k == STEP or k.startswith(STEP + "__") for k in keys))
+
+
 class Configurations:
     """The study's configurations, materialised one at a time from their index.
 
@@ -117,9 +130,8 @@ class Configurations:
                 have = np.array([k in p for p in desc["params"]], dtype=bool)
                 codes[k] = np.full(n, -1, dtype=np.int32)
                 codes[k][have] = np.arange(int(have.sum()), dtype=np.int32)
-        wrapped = (isinstance(metadata, dict) and isinstance(metadata.get("grid"), list)
-                   and keys and all(k == "model" or k.startswith("model__") for k in keys))
-        return {(k[len("model__"):] if wrapped and k != "model" else k): (k, choices[k], codes[k])
+        wrapped = bool(keys) and is_study_file(keys, metadata)
+        return {(k[len(STEP) + 2:] if wrapped and k != STEP else k): (k, choices[k], codes[k])
                 for k in keys}
 
     def representatives(self):
