@@ -206,3 +206,42 @@ def test_rerunning_a_finished_study_fits_nothing_and_keeps_its_model(tmp_path, c
     again = _run(store, client)
     assert again.n_fits_ == 0 and model.stat().st_mtime_ns == stamp
     assert again.load_final_model() is not None
+
+
+@pytest.mark.parametrize("part", ["prediction", "ledger"])
+def test_repair_restores_cells_trained_before_their_configuration_was_dropped(
+        tmp_path, client, part):
+    """BBCD: a damaged chunk holding cells of a configuration dropped after them; the
+    repair resets them pending, the rerun trains them again (not 'dropped'), and the
+    study equals the undamaged one bit for bit."""
+    ref = tmp_path / "ref.zarr"
+    study = small_study(ref, "bbcd", client)
+    dropped = study._cube.dropped_waves()[0]
+    assert (dropped == 0).any(), dropped  # dropped after wave 0: its fold-0 cells trained
+    c = int(np.flatnonzero(dropped == 0)[0])
+    w = study._cube.config_chunk
+
+    def snap(s):
+        cube = s._cube
+        return {"prediction": cube.group["prediction"][...], "state": cube.state(),
+                "fold_score": cube.fold_scores(), "chunk_crc": cube.group["chunk_crc"][...],
+                "pooled": cube.pooled()}
+
+    before = snap(study)
+    store = tmp_path / "s.zarr"
+    shutil.copytree(ref, store)
+    if part == "prediction":
+        os.remove(store / f"prediction/c/0/0/0/{c // w}")
+        region = before["state"][c // w * w:(c // w + 1) * w, 0, 0]
+    else:
+        os.remove(store / "state/c/0/0/0")
+        region = before["state"][:, 0, :]  # one ledger chunk: every configuration of repeat 0
+    rep, reset = bd.verify_store(store, repair=True)
+    assert not rep.ok and reset > 0
+    assert (bd.open_study(store).state[c, 0, 0]) == 0  # pending again, not dropped
+    again = small_study(store, "bbcd", client)
+    assert again.n_fits_ == int((region != 3).sum())  # exactly the cells trained before
+    after = snap(again)
+    for key in before:
+        np.testing.assert_array_equal(before[key], after[key], err_msg=key)
+    assert bd.verify_store(store)[0].ok

@@ -561,7 +561,9 @@ class Cube:
         return wave, p
 
     def apply_decisions(self):
-        """Mark the pending cells of dropped configurations dropped (idempotent)."""
+        """Mark dropped the pending cells of the waves after each dropped configuration's
+        drop (idempotent). Its cells of the waves up to the drop were trained before it: a
+        repair that reset one leaves it pending, and the next run trains it again."""
         wave, _ = self.dropped_waves()
         gone = np.flatnonzero(wave >= 0)
         if not gone.size:
@@ -570,8 +572,10 @@ class Cube:
         st = self._array("state")
         with writing(self.path):
             rows = st.oindex[gone, :, :]
-            if (rows == PENDING).any():
-                st.oindex[gone, :, :] = np.where(rows == PENDING, DROPPED, rows).astype(np.int8)
+            later = np.arange(rows.shape[2])[None, None, :] > wave[gone][:, None, None]
+            mark = (rows == PENDING) & later
+            if mark.any():
+                st.oindex[gone, :, :] = np.where(mark, DROPPED, rows).astype(np.int8)
 
     def describe(self, columns):
         """Attributes, parameter coordinates (``columns()`` gives them: see

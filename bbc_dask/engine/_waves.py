@@ -37,14 +37,20 @@ class _WaveTasks:
     than waiting for one long fit started last. The order decides only which block runs
     when, never what any block computes."""
 
-    def __init__(self, state, waves, active, chunk, rank=None):
+    def __init__(self, state, waves, active, chunk, rank=None, dropped_after=None):
         self.state, self.waves, self.active, self.chunk = state, list(waves), active, chunk
         self.rank = rank
+        #: the wave after which each configuration was dropped (-1: never): its cells of
+        #: that wave and before were trained before the drop, and one a repair reset pending
+        #: is trained again (the study then equals one never damaged)
+        self.dropped_after = dropped_after
 
     def _pending(self):
         for k in self.waves:
+            trains = self.active if self.dropped_after is None else \
+                self.active | (self.dropped_after >= k)
             for r in range(self.state.shape[1]):
-                todo = np.flatnonzero(self.active & (self.state[:, r, k] == PENDING))
+                todo = np.flatnonzero(trains & (self.state[:, r, k] == PENDING))
                 if todo.size:
                     yield k, r, todo
 
@@ -94,7 +100,8 @@ def run_waves(cube, client, estimator, configs, X, y, target, m, error_score,
             return 0
     try:
         for stage in stages:
-            run.execute(_WaveTasks(state, stage, active, chunk, run.rank), int(active.sum()))
+            run.execute(_WaveTasks(state, stage, active, chunk, run.rank,
+                                   cube.dropped_waves()[0]), int(active.sum()))
             if run.all_failed(active):
                 return run.fits
             if dropping is None:
