@@ -117,8 +117,10 @@ def test_verify_names_an_array_metadata_file_that_differs_from_the_consolidated_
     assert bd.verify_store(store)[0].ok
     os.remove(store / "pooled" / "zarr.json")  # the package reads the consolidated copy
     report, _ = bd.verify_store(store)
-    assert [(d.kind, d.file) for d in report.damaged] == [("identity", "pooled/zarr.json")]
+    assert [(d.kind, d.file) for d in report.damaged] == [("metadata", "pooled/zarr.json")]
     assert "is missing" in report.damaged[0].problem
+    bd.verify_store(store, repair=True)  # rewritten from the consolidated copy
+    assert (store / "pooled" / "zarr.json").exists() and bd.verify_store(store)[0].ok
 
 
 def _as_made_before(store):

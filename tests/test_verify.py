@@ -245,3 +245,63 @@ def test_repair_restores_cells_trained_before_their_configuration_was_dropped(
     for key in before:
         np.testing.assert_array_equal(before[key], after[key], err_msg=key)
     assert bd.verify_store(store)[0].ok
+
+
+def _edit_json(path, change):
+    data = json.loads(path.read_text())
+    change(data)
+    path.write_text(json.dumps(data))
+
+
+def _own(name, key, value):
+    return lambda s: _edit_json(s / f"{name}/zarr.json", lambda m: m.update({key: value}))
+
+
+def _copy_of(name, key, value):
+    return lambda s: _edit_json(s / "zarr.json", lambda m: m["consolidated_metadata"]["metadata"][
+        name].update({key: value}))
+
+
+METADATA_DAMAGE = {
+    # name: (what to do, the file verify names, words of its problem, kind)
+    "own data type": (_own("prediction", "data_type", "float32"), "prediction/zarr.json",
+                      "data_type float32 where the schema says float64", "own"),
+    "copied data type": (_copy_of("prediction", "data_type", "float32"), "zarr.json",
+                         "consolidated copy of prediction/zarr.json says data_type float32", "copy"),
+    "both data types": (lambda s: (_own("prediction", "data_type", "float32")(s),
+                                   _copy_of("prediction", "data_type", "float32")(s)),
+                        "prediction/zarr.json", "the consolidated copy too", "schema"),
+    "both fill values": (lambda s: (_own("prediction", "fill_value", 0.5)(s),
+                                    _copy_of("prediction", "fill_value", 0.5)(s)),
+                         "prediction/zarr.json", "fill_value", "schema"),
+    "ledger fill value": (lambda s: (_own("fold_score", "fill_value", 0.0)(s),
+                                     _copy_of("fold_score", "fill_value", 0.0)(s)),
+                          "fold_score/zarr.json", "fill_value", "schema"),
+    "missing metadata": (lambda s: os.remove(s / "state/zarr.json"), "state/zarr.json",
+                         "is missing", "own"),
+    "truncated metadata": (lambda s: _truncate(s / "chunk_crc/zarr.json"), "chunk_crc/zarr.json",
+                           "cannot be read", "own"),
+}
+
+
+@pytest.mark.parametrize("damage", list(METADATA_DAMAGE))
+def test_metadata_damage_is_told_from_chunk_damage_and_repaired(tmp_path, reference, damage):
+    """Edited, missing or truncated array metadata: verify names the metadata file, not
+    the chunks; estimates refuse to read through damaged metadata; a repair rewrites it
+    from its intact copy or from the schema, never deleting a chunk, and the study is
+    the undamaged one again."""
+    store = _copy(reference, tmp_path)
+    act, name, problem, fix = METADATA_DAMAGE[damage]
+    act(store)
+    chunks = sorted(p.relative_to(store) for p in store.rglob("c/**/*") if p.is_file())
+    rep, _ = bd.verify_store(store)
+    assert [(d.file, d.kind, d.fix) for d in rep.damaged] == [(name, "metadata", fix)], rep.damaged
+    assert problem in rep.damaged[0].problem
+    if fix != "own":  # the package reads the consolidated copy: damaged there, it refuses
+        with pytest.raises(StoreDamagedError, match=r"is damaged: .*zarr\.json says "):
+            bd.open_study(store)
+    rep, reset = bd.verify_store(store, repair=True)
+    assert reset == 0
+    assert sorted(p.relative_to(store) for p in store.rglob("c/**/*") if p.is_file()) == chunks
+    assert bd.verify_store(store)[0].ok
+    _assert_same(reference[1], _snapshot(bd.open_study(store)))

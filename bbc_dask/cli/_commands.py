@@ -492,13 +492,17 @@ def verify(ctx, store, repair, as_json, storage_option):
             click.echo(f"  {d}")
         if len(rep.damaged) > 50:
             click.echo(f"  ... {len(rep.damaged) - 50} more (--json lists all)")
+        metadata = sum(d.kind == "metadata" for d in rep.damaged)
         if reset or (repair and not rep.ok):
-            click.echo(f"repaired: {reset} cells marked pending; run the study again to "
-                       f"recompute them")
+            click.echo(f"repaired: {metadata} metadata files rewritten, " * bool(metadata)
+                       + f"{reset} cells marked pending" + ("; run the study again to "
+                                                            "recompute them" if reset else ""))
         elif not rep.ok:
-            click.echo("run 'bbc-dask verify --repair' to mark their cells pending"
-                       if rep.repairable else
+            click.echo("run 'bbc-dask verify --repair' to repair it (metadata from its intact "
+                       "copy, chunks by marking their cells pending)" if rep.repairable else
                        "the study's data is damaged: run the study again with overwrite=True")
+            if rep.chunks_checked == 0 and metadata:
+                click.echo("the chunks are checked once the metadata is repaired")
     if not rep.ok and not repair:
         ctx.exit(3)
 

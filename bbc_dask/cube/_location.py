@@ -226,8 +226,9 @@ class LocalLocation(StoreLocation):
             return f.read()
 
     def _write_bytes(self, name, data):
-        os.makedirs(self.url, exist_ok=True)
-        tmp = self._entry(f".{name}.{uuid.uuid4().hex}.tmp")
+        folder, base = os.path.split(name)  # the temporary beside its file: one rename
+        os.makedirs(os.path.join(self.url, folder), exist_ok=True)
+        tmp = self._entry(os.path.join(folder, f".{base}.{uuid.uuid4().hex}.tmp"))
         with open(tmp, "wb") as f:
             f.write(data)
         os.replace(tmp, self._entry(name))

@@ -68,6 +68,7 @@ from ._layout import (
     slot_chunk,
     slot_layout,
 )
+from ._expected import check_layout
 from ._location import CREATING_NAME, as_location, writing
 from ._lock import LOCK_NAME
 
@@ -271,6 +272,7 @@ def open_cube(location, mode="r", storage_options=None, check=True):
     cube = Cube(g, location)
     if check:
         cube.check_digests()
+        check_layout(cube)
     return cube
 
 

@@ -36,10 +36,11 @@ _LEDGER = ("state", "fit_time", "fold_score", "pooled", "chunk_crc", "error", "f
 class Damage:
     """One damaged part of a store.
 
-    ``kind``: ``"identity"`` (cannot be repaired), ``"ledger"`` (a ledger chunk: configurations
-    ``configs`` = (start, stop) of repeat ``repeat``), ``"error"`` (the error texts of
-    ``configs``), ``"prediction"`` (the chunk of ``repeat``, fold ``fold``, block ``block``)
-    or ``"model"`` (the final model's file)."""
+    ``kind``: ``"identity"`` (cannot be repaired), ``"metadata"`` (an array's metadata file
+    or its consolidated copy, the other one intact: rewritten from it), ``"ledger"`` (a
+    ledger chunk: configurations ``configs`` = (start, stop) of repeat ``repeat``),
+    ``"error"`` (the error texts of ``configs``), ``"prediction"`` (the chunk of
+    ``repeat``, fold ``fold``, block ``block``) or ``"model"`` (the final model's file)."""
 
     kind: str
     file: str
@@ -48,6 +49,10 @@ class Damage:
     fold: int = -1
     block: int = -1
     configs: tuple = ()
+    #: ``"metadata"`` damage: the array and which copy of its metadata a repair rewrites
+    #: (``"own"``: its ``zarr.json`` from the consolidated copy; ``"copy"``: the copy)
+    array: str = ""
+    fix: str = ""
 
     def __str__(self):
         return f"{self.file}: {self.problem}"
@@ -88,7 +93,9 @@ def _exists(cube, name):
         return True
 
 
-def _check_identity(cube):
+def _check_identity(cube, skip=()):
+    """The study's data arrays readable and equal to their digests (``skip``: arrays
+    whose metadata is damaged, named for that)."""
     from ._layout import digest
 
     out = []
@@ -96,7 +103,7 @@ def _check_identity(cube):
     labels = cube.fit_scorer_labels()
     names = list(_IDENTITY) + (["class"] if cube.needs_class_axis else []) + (
         ["fit_scorer"] if labels else [])
-    for name in names:
+    for name in (n for n in names if n not in skip):
         try:
             values = cube.group[name][...]
         except Exception as exc:  # noqa: BLE001
@@ -113,28 +120,77 @@ def _check_identity(cube):
 
 
 def _check_metadata(cube):
-    """Each array's own ``zarr.json`` equal to its copy in the store's consolidated
-    metadata, which the package and xarray read instead: a missing or edited one would
-    go unnoticed by them, not by a reader that lists the store."""
+    """Each array's metadata — its own ``zarr.json`` and its copy in the store's
+    consolidated metadata, which the package and xarray read instead — against the
+    schema (:mod:`._expected`: data type, fill value, shape, chunks, dimensions) and
+    against each other. Where one is intact the damage is ``"metadata"`` (a repair
+    rewrites the other from it); where neither is, the layout is lost (``"identity"``).
+    No chunk is blamed for what its metadata says."""
     import zarr
 
+    from ._expected import expected_arrays, problems
+
     consolidated = cube.group.metadata.consolidated_metadata
-    if consolidated is None:  # a store made before stores had it: nothing to compare
-        return []
+    copies = {} if consolidated is None else dict(consolidated.metadata)
+    try:
+        want = expected_arrays(cube.meta, np.asarray(cube.group["fold"][...]), cube.config_chunk)
+    except Exception:  # noqa: BLE001 - the folds or the layout unreadable: compare copies only
+        want = {}
     out = []
-    for name, copy in sorted(consolidated.metadata.items()):
+    for name in sorted(set(copies) | set(want)):
         file = f"{name}/zarr.json"
+        spec = want.get(name)
+        copy = copies.get(name)
         try:
             own = zarr.open_array(cube.group.store, path=name, mode="r").metadata
+            own_bad = problems(own, spec) if spec is not None else []
         except Exception as exc:  # noqa: BLE001
-            problem = _problem(exc) if _exists(cube, file) else "is missing"
+            if copy is None and name == "class":
+                continue  # a study without a class axis
+            own, own_bad = None, [_problem(exc) if _exists(cube, file) else "is missing"]
+        copy_bad = problems(copy, spec) if copy is not None and spec is not None else []
+        if own is not None and not own_bad and not copy_bad and (
+                copy is None or own.to_dict() == copy.to_dict()):
+            continue
+        if copy is not None and not copy_bad:
+            problem = "; ".join(own_bad) or "differs from its copy in the store's consolidated metadata"
+            out.append(Damage("metadata", file, problem, array=name, fix="own"))
+        elif own is not None and not own_bad and copy is not None:
+            out.append(Damage("metadata", "zarr.json", f"its consolidated copy of {file} says "
+                              f"{'; '.join(copy_bad)}", array=name, fix="copy"))
+        elif spec is not None and _schema_restored(cube, file, copy, spec) is not None:
+            out.append(Damage("metadata", file, f"{'; '.join(copy_bad or own_bad)} (the "
+                              "consolidated copy too; a repair restores it from the schema)",
+                              array=name, fix="schema"))
         else:
-            if own.to_dict() == copy.to_dict():
-                continue
-            problem = "differs from its copy in the store's consolidated metadata"
-        out.append(Damage("identity", file, f"{problem}; the study's layout cannot be "
-                          "recomputed: run it again with overwrite=True"))
+            out.append(Damage("identity", file, f"{'; '.join(copy_bad or own_bad)}; the study's "
+                              "layout cannot be recomputed: run it again with overwrite=True",
+                              array=name))
     return out
+
+
+def _schema_restored(cube, file, copy, spec):
+    """The metadata file ``file`` restored from the schema ``spec`` (bytes; see
+    :func:`~._expected.restored`) from its own JSON, or its consolidated ``copy``'s."""
+    import json
+
+    from zarr.core.buffer import default_buffer_prototype
+
+    from ._expected import restored
+
+    try:
+        raw = json.loads(cube.location.read_bytes(file))
+    except Exception:  # noqa: BLE001 - unreadable: the consolidated copy's
+        if copy is None:
+            return None
+        raw = json.loads(copy.to_buffer_dict(default_buffer_prototype())["zarr.json"].to_bytes())
+    return restored(raw, spec) if isinstance(raw, dict) else None
+
+
+def _reads_damaged(damages):
+    """Whether the package reads damaged metadata (the consolidated copy): then the
+    chunks cannot be checked until it is repaired (they would all look damaged)."""
+    return any(d.array and (d.kind == "identity" or d.fix in ("copy", "schema")) for d in damages)
 
 
 def _ledger_regions(cube):
@@ -272,7 +328,10 @@ def _check_model(cube):
 def verify(cube):
     """Check every chunk the ledger counts; see the module docstring. Returns a
     :class:`VerifyReport` (nothing is written)."""
-    damaged = _check_identity(cube) + _check_metadata(cube)
+    metadata = _check_metadata(cube)
+    if _reads_damaged(metadata):  # repair the metadata, then verify the chunks
+        return VerifyReport(cube.path, 0, 0, metadata)
+    damaged = _check_identity(cube, {d.array for d in metadata}) + metadata
     ledger, counted, crc, n_ledger = _check_ledger(cube)
     damaged += ledger
     preds, n_chunks = _check_predictions(cube, counted, crc)
@@ -294,6 +353,10 @@ def repair(cube, report):
     from ._schema import DONE, FAILED, PENDING
 
     identity = [d for d in report.damaged if d.kind == "identity"]
+    if [d for d in report.damaged if d.kind == "metadata"] and not identity:
+        raise StoreDamagedError(  # verify_store repairs the metadata before the chunks
+            f"The store {cube.path!r} has damaged metadata: repair it with verify_store("
+            f"store, repair=True) ('bbc-dask verify --repair').")
     if identity:
         raise StoreDamagedError(
             f"The store {cube.path!r} cannot be repaired: {identity[0]} (the study's data, not "
@@ -393,9 +456,45 @@ def verify_store(store, *, repair=False, storage_options=None):
         cube = open_cube(location, mode="r+", check=False)  # as it is now, under the lock
         cube.guard = lock.check
         report = verify(cube)
+        metadata = [d for d in report.damaged if d.kind == "metadata"]
+        if metadata and report.repairable:
+            # the metadata first, from its intact copy; then the chunks, read through it
+            _repair_metadata(cube, metadata)
+            cube = open_cube(location, mode="r+", check=False)
+            cube.guard = lock.check
+            chunks = verify(cube)
+            report = dataclasses.replace(chunks, damaged=metadata + chunks.damaged)
+            return report, _repair(cube, chunks)
         return report, _repair(cube, report)
     finally:
         lock.release()
+
+
+def _repair_metadata(cube, damages):
+    """Rewrite each damaged metadata file from its intact copy: an array's ``zarr.json``
+    from the consolidated copy, or the consolidated metadata from the arrays' own files.
+    No chunk is touched."""
+    from zarr.core.buffer import default_buffer_prototype
+
+    from ._attrs import consolidate
+    from ._location import writing
+
+    from ._expected import expected_arrays
+
+    copies = cube.group.metadata.consolidated_metadata.metadata
+    cube._guard()
+    with writing(cube.path):
+        for d in damages:
+            if d.fix == "own":
+                data = copies[d.array].to_buffer_dict(default_buffer_prototype())["zarr.json"]
+                cube.location.write_bytes(d.file, data.to_bytes())
+            elif d.fix == "schema":
+                spec = expected_arrays(cube.meta, np.asarray(cube.group["fold"][...]),
+                                       cube.config_chunk)[d.array]
+                cube.location.write_bytes(d.file, _schema_restored(cube, d.file,
+                                                                   copies.get(d.array), spec))
+        if any(d.fix in ("copy", "schema") for d in damages):
+            consolidate(cube.location.zarr_store())
 
 
 _repair = repair
