@@ -305,3 +305,30 @@ def test_metadata_damage_is_told_from_chunk_damage_and_repaired(tmp_path, refere
     assert sorted(p.relative_to(store) for p in store.rglob("c/**/*") if p.is_file()) == chunks
     assert bd.verify_store(store)[0].ok
     _assert_same(reference[1], _snapshot(bd.open_study(store)))
+
+
+@pytest.mark.parametrize("edit", ["metric", "pos_label", "parameter", "decision"])
+def test_edited_study_attributes_are_refused_not_read(tmp_path, reference, edit):
+    """A hand edit of the study attributes (the metric, the positive class, a
+    configuration's parameter, a recorded decision) changes numbers silently: it is
+    refused on open and named by verify."""
+    store = _copy(reference, tmp_path)
+    root = store / "zarr.json"
+
+    def change(m):
+        meta = m["attributes"]["bbc_dask"]
+        if edit == "metric":
+            meta["spec"]["metric"] = "accuracy"
+        elif edit == "pos_label":
+            meta["spec"]["pos_label"] = 0
+        elif edit == "parameter":
+            meta["configurations"]["grid"][0]["C"][0] = 123.0
+        else:
+            meta["runs"][0]["fits"] = 0
+
+    _edit_json(root, change)
+    with pytest.raises(StoreDamagedError, match=r"study attributes .* differ from what the "
+                                                r"study wrote \(digest mismatch\)"):
+        bd.open_study(store)
+    rep, _ = bd.verify_store(store)
+    assert [(d.kind, d.file) for d in rep.damaged] == [("identity", "zarr.json")]

@@ -498,11 +498,9 @@ def verify(ctx, store, repair, as_json, storage_option):
                        + f"{reset} cells marked pending" + ("; run the study again to "
                                                             "recompute them" if reset else ""))
         elif not rep.ok:
-            click.echo("run 'bbc-dask verify --repair' to repair it (metadata from its intact "
+            click.echo("run 'bbc-dask verify --repair' to repair it (metadata from an intact "
                        "copy, chunks by marking their cells pending)" if rep.repairable else
                        "the study's data is damaged: run the study again with overwrite=True")
-            if rep.chunks_checked == 0 and metadata:
-                click.echo("the chunks are checked once the metadata is repaired")
     if not rep.ok and not repair:
         ctx.exit(3)
 

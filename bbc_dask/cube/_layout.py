@@ -38,9 +38,9 @@ import numpy as np
 
 from .. import _tuning as tuning
 
-__all__ = ["ChunkWriter", "CubeBlock", "PredictionReader", "SampleOrderView", "SampleTable",
-           "chunk_crc", "chunk_file", "decoded_rows", "digest", "prediction_chunks", "slot_chunk",
-           "slot_layout", "unreadable_chunk"]
+__all__ = ["ATTRS_DIGEST", "ChunkWriter", "CubeBlock", "PredictionReader", "SampleOrderView",
+           "SampleTable", "attributes_digest", "chunk_crc", "chunk_file", "decoded_rows", "digest", "prediction_chunks", "slot_chunk",
+           "slot_layout", "to_json", "unreadable_chunk"]
 
 
 def slot_layout(folds, n_splits):
@@ -61,6 +61,36 @@ def slot_layout(folds, n_splits):
             out[r, k, : sizes[r, k]] = order[start : start + sizes[r, k]]
             start += sizes[r, k]
     return out
+
+
+def _json_default(o):
+    if isinstance(o, np.generic):
+        return o.item()
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    return repr(o)
+
+
+def to_json(obj):
+    """``obj`` as JSON gives it back (numpy scalars and arrays as Python values)."""
+    import json
+
+    return json.loads(json.dumps(obj, default=_json_default))
+
+
+#: The key of the study attributes that holds their own digest.
+ATTRS_DIGEST = "attributes_digest"
+
+
+def attributes_digest(meta):
+    """SHA-256 of the study attributes ``meta`` (JSON as stored) but their digest: every
+    attribute write records it, so that an attribute edited behind the study's back (a
+    configuration's parameter, the metric, a dropping decision) is refused, not read."""
+    import hashlib
+    import json
+
+    body = {k: v for k, v in meta.items() if k != ATTRS_DIGEST}
+    return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
 
 
 def digest(a):

@@ -59,14 +59,17 @@ from ._attrs import (
     write_coordinates,
 )
 from ._layout import (
+    ATTRS_DIGEST,
     ChunkWriter,
     CubeBlock,
     PredictionReader,
     SampleOrderView,
     SampleTable,
+    attributes_digest,
     digest,
     slot_chunk,
     slot_layout,
+    to_json,
 )
 from ._expected import check_layout
 from ._location import CREATING_NAME, as_location, writing
@@ -87,23 +90,14 @@ __all__ = [
 ]
 
 PENDING, DONE, FAILED, DROPPED = 0, 1, 2, 3
+ATTRIBUTES_EDITED = ("The store {!r} is damaged: its study attributes (the 'bbc_dask' attribute "
+                     "of zarr.json) differ from what the study wrote (digest mismatch); they "
+                     "cannot be trusted: run the study again with overwrite=True.")
 #: ``state`` of a ledger chunk that is missing from the store (its fill value).
 MISSING = -1
 SCHEMA = "bbc_dask.cube/3"
 #: Configurations per ledger chunk (rounded to the task block).
 LEDGER_CONFIGS = 1024
-
-
-def _json_default(o):
-    if isinstance(o, np.generic):
-        return o.item()
-    if isinstance(o, np.ndarray):
-        return o.tolist()
-    return repr(o)
-
-
-def to_json(obj):
-    return json.loads(json.dumps(obj, default=_json_default))
 
 
 def _PREDICTION_CODECS():
@@ -199,8 +193,9 @@ def _create(location, *, n_configs, n_repeats, n_splits, folds, y_stored, classe
     # every array exists now, with its attributes: consolidated once, current for good
     g = consolidate(location.zarr_store())
     digests = {"y": digest(y_stored), "fold": digest(folds), "slot_sample": digest(slots)}
-    g.update_attributes({**root_attrs(coords), "bbc_dask": to_json(dict(
-        meta, schema=SCHEMA, digests=digests, created=time.strftime("%Y-%m-%dT%H:%M:%S")))})
+    meta = to_json(dict(meta, schema=SCHEMA, digests=digests,
+                        created=time.strftime("%Y-%m-%dT%H:%M:%S")))
+    g.update_attributes({**root_attrs(coords), "bbc_dask": {**meta, ATTRS_DIGEST: attributes_digest(meta)}})
     location.remove(CREATING_NAME)
     return Cube(g, location)
 
@@ -320,6 +315,8 @@ class Cube:
     def check_digests(self):
         """y and the folds as created (an edited ``y`` would silently change every score)."""
         stored = self.meta.get("digests") or {}
+        if ATTRS_DIGEST in self.meta and attributes_digest(self.meta) != self.meta[ATTRS_DIGEST]:
+            raise StoreDamagedError(ATTRIBUTES_EDITED.format(self.path))
         for name in ("y", "fold", "slot_sample"):
             if name in stored and digest(self._read(name)) != stored[name]:
                 raise StoreDamagedError(
@@ -466,7 +463,7 @@ class Cube:
                   "split": self._read("split")}
         if self.needs_class_axis:
             coords["class"] = self._read("class")
-        ledger = ("config", "repeat", "split")
+        ledger, scored = ("config", "repeat", "split"), self.fit_scorer_labels()
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message=".*not recognized as a component")
             ds = xr.Dataset(
@@ -475,10 +472,9 @@ class Cube:
                  "fit_time": (ledger, self.fit_times()), "fold_score": (ledger, self.fold_scores()),
                  "pooled": (("config", "repeat"), self.pooled()),
                  "error": (("config",), self.errors()),
-                 **({"fit_score": (ledger + ("fit_scorer",), self.fit_scores())}
-                    if self.fit_scorer_labels() else {})},
-                coords=coords | ({"fit_scorer": list(self.fit_scorer_labels())}
-                                 if self.fit_scorer_labels() else {}), attrs={"bbc_dask": json.dumps(self.meta)})
+                 **({"fit_score": (ledger + ("fit_scorer",), self.fit_scores())} if scored else {})},
+                coords=coords | ({"fit_scorer": list(scored)} if scored else {}),
+                attrs={"bbc_dask": json.dumps(self.meta)})
         # the parameters as coordinates on config, and every variable's attributes, as
         # stored (a store made before they were has none)
         names = str(self.group.attrs.get("coordinates") or "").split()
@@ -594,5 +590,6 @@ class Cube:
     def set_meta(self, **kw):
         self._guard()
         self.meta.update(to_json(kw))
+        self.meta[ATTRS_DIGEST] = attributes_digest(self.meta)
         with writing(self.path):
             self.group.attrs["bbc_dask"] = self.meta

@@ -99,7 +99,13 @@ def _check_identity(cube, skip=()):
     from ._layout import digest
 
     out = []
+    from ._layout import ATTRS_DIGEST, attributes_digest
+
     stored = cube.meta.get("digests") or {}
+    if ATTRS_DIGEST in cube.meta and attributes_digest(cube.meta) != cube.meta[ATTRS_DIGEST]:
+        out.append(Damage("identity", "zarr.json", "its study attributes ('bbc_dask') differ "
+                          "from what the study wrote (digest mismatch); run the study again "
+                          "with overwrite=True"))
     labels = cube.fit_scorer_labels()
     names = list(_IDENTITY) + (["class"] if cube.needs_class_axis else []) + (
         ["fit_scorer"] if labels else [])
