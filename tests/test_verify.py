@@ -332,3 +332,28 @@ def test_edited_study_attributes_are_refused_not_read(tmp_path, reference, edit)
         bd.open_study(store)
     rep, _ = bd.verify_store(store)
     assert [(d.kind, d.file) for d in rep.damaged] == [("identity", "zarr.json")]
+
+
+def test_a_damaged_root_is_named_and_overwrite_replaces_it(tmp_path, client, reference):
+    """A truncated root zarr.json is a damaged study (named), not 'not a study store';
+    overwrite=True replaces it as it replaces any damaged study."""
+    store = _copy(reference, tmp_path)
+    _truncate(store / "zarr.json")
+    for call in (lambda: bd.open_study(store), lambda: bd.verify_store(store),
+                 lambda: _run(store, client)):
+        with pytest.raises(StoreDamagedError, match=r"is damaged: its zarr\.json \(the study's "
+                                                    r"attributes\) cannot be read"):
+            call()
+    again = small_study(store, "cvt", client, overwrite=True)
+    _assert_same(reference[1], _snapshot(again))
+
+
+def test_a_kill_while_writing_the_creation_marker_does_not_block_the_store(
+        tmp_path, client, reference):
+    """The marker is the first write: its temporary left alone means nothing else was
+    written, and the same command creates the study."""
+    store = tmp_path / "s.zarr"
+    store.mkdir()
+    (store / "..bbc_creating.0123abcd.tmp").write_bytes(b"")
+    _assert_same(reference[1], _snapshot(_run(store, client)))
+    assert not list(store.glob(".*.tmp"))

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["check_layout", "expected_arrays", "layout_problem", "n_configurations", "problems"]
+__all__ = ["check_layout", "expected_arrays", "layout_problem", "n_configurations", "problems",
+           "schema_error", "unreadable_root"]
 
 _FLOAT = ("float64", np.nan)
 _LEDGER = ("config", "repeat", "split")
@@ -184,3 +185,35 @@ def restored(raw, spec):
     if problems(md, spec):
         return None
     return json.dumps(out, indent=2).encode()
+
+
+def schema_error(p, found, schema):
+    """Why the store at ``p`` whose attributes say schema ``found`` is not one this
+    version reads (``schema``)."""
+    from ..exceptions import OldSchemaError, StoreMismatchError
+
+    if isinstance(found, str) and found.startswith("bbc_dask.cube/"):
+        return OldSchemaError(
+            f"{p!r} is a bbc_dask study store of schema {found!r}; this version reads "
+            f"{schema!r} only (its stored layout differs). Run the study again "
+            f"into a new store (or with overwrite=True) to recompute it.")
+    return StoreMismatchError(
+        f"{p!r} is a Zarr store but not a bbc_dask study store (schema {schema}).")
+
+
+def unreadable_root(location, exc):
+    """The error of a store whose root ``zarr.json`` Zarr cannot open: a damaged study
+    where the study's arrays are there (named, never "not a study store"), else not a
+    study store."""
+    from ..exceptions import StoreDamagedError, StoreMismatchError
+
+    try:
+        study = all(location.has(f"{name}/zarr.json") for name in ("prediction", "state"))
+    except Exception:  # noqa: BLE001 - an unreachable store: not recognisable
+        study = False
+    if study:
+        return StoreDamagedError(
+            f"The store {location.url!r} is damaged: its zarr.json (the study's attributes) "
+            f"cannot be read ({type(exc).__name__}); the study cannot be recovered: run it "
+            f"again with overwrite=True.")
+    return StoreMismatchError(f"{location.url!r} is not a bbc_dask study store ({exc}).")

@@ -71,7 +71,7 @@ from ._layout import (
     slot_layout,
     to_json,
 )
-from ._expected import check_layout
+from ._expected import check_layout, schema_error, unreadable_root
 from ._location import CREATING_NAME, as_location, writing
 from ._lock import LOCK_NAME
 
@@ -214,6 +214,8 @@ def inspect_store(location, read_only=False):
     entries = set(location.listdir()) - {LOCK_NAME}
     if not entries:
         return "empty", None
+    if all(e.startswith(f".{CREATING_NAME}.") and e.endswith(".tmp") for e in entries):
+        return "interrupted", None  # killed while writing the marker, the first write
     try:
         cube = open_cube(location, mode="r" if read_only else "r+")
     except StoreMismatchError as exc:
@@ -226,16 +228,6 @@ def inspect_store(location, read_only=False):
     if CREATING_NAME in entries:
         location.remove(CREATING_NAME)
     return "study", cube
-
-
-def _schema_error(p, found):
-    if isinstance(found, str) and found.startswith("bbc_dask.cube/"):
-        return OldSchemaError(
-            f"{p!r} is a bbc_dask study store of schema {found!r}; this version reads "
-            f"{SCHEMA!r} only (its stored layout differs). Run the study again "
-            f"into a new store (or with overwrite=True) to recompute it.")
-    return StoreMismatchError(
-        f"{p!r} is a Zarr store but not a bbc_dask study store (schema {SCHEMA}).")
 
 
 def open_cube(location, mode="r", storage_options=None, check=True):
@@ -256,14 +248,14 @@ def open_cube(location, mode="r", storage_options=None, check=True):
     try:
         g = zarr.open_group(location.zarr_store(read_only=mode == "r"), mode=mode, zarr_format=3)
     except Exception as exc:  # zarr raises several types for "not a group"
-        raise StoreMismatchError(f"{p!r} is not a bbc_dask study store ({exc}).") from None
+        raise unreadable_root(location, exc) from None
     meta = g.attrs.get("bbc_dask")
     if not meta and location.has(CREATING_NAME):
         raise StoreMismatchError(
             f"{p!r} holds an interrupted creation or overwrite of a study store (no study "
             f"yet); run the study again to create it.")
     if not meta or meta.get("schema") != SCHEMA:
-        raise _schema_error(p, (meta or {}).get("schema"))
+        raise schema_error(p, (meta or {}).get("schema"), SCHEMA)
     cube = Cube(g, location)
     if check:
         cube.check_digests()

@@ -18,6 +18,7 @@ from ..cube import DONE, FAILED, PENDING
 from ..exceptions import (
     AllConfigurationsFailedError,
     OldSchemaError,
+    StoreDamagedError,
     StoreMismatchError,
     StudyInterrupted,
 )
@@ -141,6 +142,10 @@ class _StudyRun:
 
         try:
             kind, existing = inspect_store(self.loc)
+        except StoreDamagedError:
+            if not self.request.execution.overwrite:
+                raise
+            kind, existing = "interrupted", None  # a damaged study, replaced as asked
         except StoreMismatchError as exc:
             if not (self.request.execution.overwrite and isinstance(exc, OldSchemaError)):
                 raise _unusable(self.loc, exc, self.caller) from None
@@ -170,6 +175,10 @@ class _StudyRun:
 
         try:
             kind, existing = inspect_store(self.loc, read_only=True)
+        except StoreDamagedError:
+            if self.request.execution.overwrite:
+                return  # a damaged study, replaced as asked
+            raise
         except StoreMismatchError as exc:
             if self.request.execution.overwrite and isinstance(exc, OldSchemaError):
                 return  # a study of an older layout, replaced as asked
