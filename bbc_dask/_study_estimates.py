@@ -48,6 +48,27 @@ class StudyEstimates:
     """The estimates of a :class:`bbc_dask.Study` (its ``_cube``, ``spec``, ``metric``,
     ``seed``, ``store``, :meth:`candidates` and :meth:`failures`)."""
 
+    def _warn_unfinished(self, caller, stacklevel=3):
+        """:class:`~bbc_dask.exceptions.UnfinishedStudyWarning` when cells are pending
+        (not when every configuration failed somewhere: no pending cell can complete
+        one), as the command line says it."""
+        import warnings
+
+        from .cube import PENDING, complete
+        from .exceptions import UnfinishedStudyWarning
+
+        if getattr(self, "said_unfinished", False):  # the command line said it once
+            return
+        st = self._cube.state()
+        pending = int((st == PENDING).sum())
+        if not pending or np.any(st == FAILED, axis=(1, 2)).all():
+            return
+        warnings.warn(UnfinishedStudyWarning(
+            f"The study at {self.store!r} is unfinished ({pending} of {st.size} cells pending; "
+            f"{int(complete(st).sum())} of {st.shape[0]} configurations complete): {caller} "
+            f"estimates from the complete configurations only. Run the study again to "
+            f"finish it."), stacklevel=stacklevel)
+
     # -------------------------------------------------------------- estimates
     def _inputs(self):
         idx = self.candidates()
@@ -139,6 +160,7 @@ class StudyEstimates:
         if validation.check_bool(kwargs.pop("include_incomplete", False), "include_incomplete", "Study.bbc"):
             res = self._bbc_incomplete(chunked, selection, kwargs)
             return dataclasses.replace(res, method="bbcd") if self.is_bbcd else res
+        self._warn_unfinished("Study.bbc")
         idx = self.candidates()
         if idx.size and self._chunked(idx, chunked):
             from .chunked import bbc_over_table
@@ -222,6 +244,7 @@ class StudyEstimates:
         :meth:`fit_scores` (``"test_<name>"``): BBC-F on the scores of that scorer of the
         fitted fold models instead (``BBCSearchCV``'s callable scorers)."""
         kwargs.setdefault("random_state", self.seed)
+        self._warn_unfinished("Study.bbc_f")
         idx = self.candidates()
         if idx.size == 0:
             raise StudyNotReadyError(self._none_complete())
@@ -266,6 +289,7 @@ class StudyEstimates:
                 "method", caller, "used on a study of the metric 'roc_auc' (the methods bound "
                 "an AUC)", method, note=f"This study's metric is {self.metric!r}.")
         kwargs.setdefault("random_state", self.seed)
+        self._warn_unfinished(caller, stacklevel=4)  # under study_scores' wrapper
         idx, pred, y, folds, pos = self._inputs()
         r = validation.check_int(repeat, "repeat", caller, low=0, high=pred.shape[2] - 1)
         kwargs.setdefault("pos_label", pos)

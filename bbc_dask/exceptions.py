@@ -84,6 +84,11 @@ class BoundAboveObservedWarning(BBCDaskError, UserWarning):
     does, reports 1 - AUC for tilted resamples whose AUC fell below 0.5."""
 
 
+class UnfinishedStudyWarning(BBCDaskError, UserWarning):
+    """An estimate of a study with cells still pending: it is computed from the complete
+    configurations only (the command line refuses one unless ``--partial``)."""
+
+
 class StudyFileError(UserError, ValueError):
     """A study file that cannot be run; the message names the key."""
 

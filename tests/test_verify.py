@@ -192,6 +192,15 @@ def test_cli_verify_repair_and_partial_estimates(tmp_path, client, reference):
                              "--bootstraps", "50"])
     assert part.exit_code == 0, part.output
     assert json.loads(part.stdout)["bbc"]["partial"].startswith("3 of 42 cells pending")
+    assert "UnfinishedStudyWarning" not in part.output  # said once, by the command line
+    # the Python API says it too, in a warning of the package's own class
+    unfinished = bd.open_study(store)
+    for estimate in (unfinished.bbc, unfinished.bbc_f,
+                     lambda **kw: unfinished.selection_ci("delong")):
+        with pytest.warns(bd.exceptions.UnfinishedStudyWarning,
+                          match=r"is unfinished \(3 of 42 cells pending; 4 of 7 configurations "
+                                r"complete\): Study\.\w+ estimates from the complete"):
+            estimate(n_bootstraps=20)
     assert run.invoke(main, ["report", str(store), "--out", str(tmp_path / "r")]).exit_code == 2
     _run(store, client)
     assert run.invoke(main, ["verify", str(store)]).exit_code == 0
@@ -357,3 +366,27 @@ def test_a_kill_while_writing_the_creation_marker_does_not_block_the_store(
     (store / "..bbc_creating.0123abcd.tmp").write_bytes(b"")
     _assert_same(reference[1], _snapshot(_run(store, client)))
     assert not list(store.glob(".*.tmp"))
+
+
+def test_a_model_file_that_is_not_a_model_names_the_store_and_file(tmp_path, client, reference):
+    """Random bytes in place of the model (its record rewritten to match): loading says
+    which store and file, verify finds it, a repair and a rerun refit it."""
+    import hashlib
+
+    import zarr
+
+    store = _copy(reference, tmp_path)
+    junk = os.urandom(500)
+    (store / "final_model.skops").write_bytes(junk)
+    g = zarr.open_group(str(store), mode="r+")
+    meta = dict(g.attrs["bbc_dask"])
+    meta["final_model"] = dict(meta["final_model"], sha256=hashlib.sha256(junk).hexdigest())
+    meta.pop("attributes_digest")  # as a crafter would
+    g.attrs["bbc_dask"] = meta
+    with pytest.raises(StoreDamagedError, match=r"^The store '.*s\.zarr' is damaged: its final "
+                                                r"model 'final_model\.skops' is not a model file"):
+        bd.open_study(store).load_final_model()
+    rep, reset = bd.verify_store(store, repair=True)
+    assert [(d.kind, d.file, d.problem) for d in rep.damaged] == [
+        ("model", "final_model.skops", "is not a model file (not a zip archive)")]
+    assert _run(store, client).load_final_model() is not None

@@ -338,6 +338,7 @@ def _check_finished(study, partial, what):
                         f"finish it, or pass --partial for {what} from the complete configurations.")
     click.echo(f"partial: the study is unfinished ({missing}); {what} from the complete "
                f"configurations only.", err=True)
+    study.said_unfinished = True  # said here: not again by each estimate's warning
     return missing
 
 
@@ -505,25 +506,6 @@ def verify(ctx, store, repair, as_json, storage_option):
         ctx.exit(3)
 
 
-DEMO = {
-    "name": "demo",
-    "data": {"sklearn": "breast_cancer"},
-    "grid": [
-        {"pipeline": [{"estimator": "sklearn.preprocessing.StandardScaler", "params": {}},
-                      {"estimator": "sklearn.linear_model.LogisticRegression", "params": {"max_iter": 2000}}],
-         "grid": {"logisticregression__C": [0.001, 0.01, 0.1, 1.0, 10.0, 100.0]}},
-        {"pipeline": [{"estimator": "sklearn.preprocessing.StandardScaler", "params": {}},
-                      {"estimator": "sklearn.svm.SVC", "params": {}}],
-         "grid": {"svc__C": [0.1, 1.0, 10.0], "svc__gamma": ["scale", 0.001, 0.01]}},
-        {"estimator": "sklearn.ensemble.RandomForestClassifier", "params": {"n_estimators": 50},
-         "grid": {"max_depth": [2, 4, None], "max_features": ["sqrt", 0.5]}},
-    ],
-    "cv": {"splits": 5, "repeats": 2}, "metric": "roc_auc", "dropping": False,
-    "bootstraps": 1000, "confidence": 0.95, "random_state": 0, "configs_per_task": 3,
-    "cluster": {"kind": "local", "n_workers": 2},
-}
-
-
 @main.command()
 @click.option("--store", default="runs/demo.zarr", show_default=True)
 @click.option("--out", "out_dir", default="runs/demo_report", show_default=True)
@@ -533,7 +515,7 @@ def demo(store, out_dir, workers, no_progress):
     """A real study (breast cancer; logistic regression, SVM and random forest grids) on
     a local Dask cluster, its estimates next to the naive one, and a report."""
     from ..report import write_report
-    from ._studyfile import resolve_study_file
+    from ._studyfile import DEMO, resolve_study_file
 
     raw = json.loads(json.dumps(DEMO))
     raw["store"] = os.path.abspath(store)

@@ -47,7 +47,7 @@ import numpy as np
 from ..exceptions import StudyFileError
 from ._columns import check_columns_spec, select_features
 
-__all__ = ["StudyFileError", "build_search", "load_data", "load_study_file"]
+__all__ = ["DEMO", "StudyFileError", "build_search", "load_data", "load_study_file"]
 
 _TOP = {"data", "grid", "cv", "metric", "dropping", "bootstraps", "confidence", "random_state",
         "store", "cluster", "configs_per_task", "name", "storage_options", "error_score",
@@ -566,3 +566,23 @@ def load_data(resolved):
     if fcol is not None:
         return X, df[t].to_numpy(), groups, df[fcol].to_numpy()
     return X, df[t].to_numpy(), groups
+
+
+#: The study of ``bbc-dask demo``.
+DEMO = {
+    "name": "demo",
+    "data": {"sklearn": "breast_cancer"},
+    "grid": [
+        {"pipeline": [{"estimator": "sklearn.preprocessing.StandardScaler", "params": {}},
+                      {"estimator": "sklearn.linear_model.LogisticRegression", "params": {"max_iter": 2000}}],
+         "grid": {"logisticregression__C": [0.001, 0.01, 0.1, 1.0, 10.0, 100.0]}},
+        {"pipeline": [{"estimator": "sklearn.preprocessing.StandardScaler", "params": {}},
+                      {"estimator": "sklearn.svm.SVC", "params": {}}],
+         "grid": {"svc__C": [0.1, 1.0, 10.0], "svc__gamma": ["scale", 0.001, 0.01]}},
+        {"estimator": "sklearn.ensemble.RandomForestClassifier", "params": {"n_estimators": 50},
+         "grid": {"max_depth": [2, 4, None], "max_features": ["sqrt", 0.5]}},
+    ],
+    "cv": {"splits": 5, "repeats": 2}, "metric": "roc_auc", "dropping": False,
+    "bootstraps": 1000, "confidence": 0.95, "random_state": 0, "configs_per_task": 3,
+    "cluster": {"kind": "local", "n_workers": 2},
+}

@@ -29,7 +29,7 @@ import secrets
 import sys
 
 from .. import _validation as validation
-from ..exceptions import UntrustedModelError
+from ..exceptions import StoreDamagedError, UntrustedModelError
 
 __all__ = ["MODEL_FILE", "load_model", "save_model"]
 
@@ -166,8 +166,13 @@ def load_model(location, record, trusted=None):
     import skops.io as sio
 
     trusted = validation.check_str_list(trusted, "trusted", "load_final_model")
-    data = location.read_bytes(record["file"])
     where = f"{location.url}/{record['file']}"
+    try:
+        data = location.read_bytes(record["file"])
+    except FileNotFoundError:
+        raise StoreDamagedError(f"The store {location.url!r} is damaged: its final model "
+                                f"{record['file']!r} is missing; 'bbc-dask verify --repair' "
+                                f"forgets it, and the next run refits it.") from None
     digest = hashlib.sha256(data).hexdigest()
     recorded = record.get("sha256")
     if recorded is not None and digest != recorded:
@@ -175,7 +180,13 @@ def load_model(location, record, trusted=None):
             f"The final model {where!r} is not the file the study saved (its SHA-256 differs "
             f"from the one recorded); refusing to load it.")
     allowed = set(_signed_classes(record, digest)) | set(trusted or ())
-    untrusted = sio.get_untrusted_types(data=data)
+    try:
+        untrusted = sio.get_untrusted_types(data=data)
+    except Exception as exc:  # noqa: BLE001 - not a zip skops wrote (BadZipFile, KeyError...)
+        raise StoreDamagedError(
+            f"The store {location.url!r} is damaged: its final model {record['file']!r} is "
+            f"not a model file ({type(exc).__name__}: {str(exc)[:120]}); 'bbc-dask verify "
+            f"--repair' forgets it, and the next run refits it.") from None
     left = [t for t in untrusted if t not in allowed]
     if left:
         # the names are listed, never imported, to word this message

@@ -328,6 +328,11 @@ def _check_model(cube):
         return [Damage("model", name, _problem(exc) if _exists(cube, name) else "is missing")]
     if record.get("sha256") and hashlib.sha256(data).hexdigest() != record["sha256"]:
         return [Damage("model", name, "differs from the model the study saved (SHA-256)")]
+    import io
+    import zipfile
+
+    if not zipfile.is_zipfile(io.BytesIO(data)):  # skops writes a zip
+        return [Damage("model", name, "is not a model file (not a zip archive)")]
     return []
 
 
