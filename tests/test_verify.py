@@ -390,3 +390,29 @@ def test_a_model_file_that_is_not_a_model_names_the_store_and_file(tmp_path, cli
     assert [(d.kind, d.file, d.problem) for d in rep.damaged] == [
         ("model", "final_model.skops", "is not a model file (not a zip archive)")]
     assert _run(store, client).load_final_model() is not None
+
+
+@pytest.mark.parametrize("damage", ["swapped chunk", "value rewritten"])
+@pytest.mark.parametrize("chunked", [False, True])
+def test_estimates_check_the_blocks_they_read(tmp_path, client, reference, damage, chunked):
+    """Chunks swapped, or one value rewritten through Zarr (its chunk's own checksum then
+    agrees): every estimate reading the block refuses with one line naming the file —
+    in memory and on the cluster's workers — never a number."""
+    import zarr
+
+    store = _copy(reference, tmp_path)
+    if damage == "swapped chunk":
+        shutil.copy(store / "prediction/c/0/0/0/0", store / "prediction/c/0/0/0/2")
+        name = "prediction/c/0/0/0/2"
+    else:
+        arr = zarr.open_array(str(store / "prediction"), mode="r+")
+        arr[1, 2, 5, 4] = arr[1, 2, 5, 4] + 0.25
+        name = "prediction/c/1/2/0/1"
+    study = bd.open_study(store)
+    with pytest.raises(StoreDamagedError, match=rf"is damaged: {name} differs from what its "
+                                                r"task wrote \(checksum mismatch\); 'bbc-dask "
+                                                r"verify --repair'"):
+        study.bbc(n_bootstraps=50, chunked=chunked)
+    if not chunked:
+        with pytest.raises(StoreDamagedError, match=name):
+            study.selection_ci("delong")

@@ -149,8 +149,12 @@ class PredictionReader:
     slot_sample : ndarray (R, K, L)
     """
 
-    def __init__(self, array, slot_sample, url="", key=None):
+    def __init__(self, array, slot_sample, url="", key=None, checked=False):
         self.array, self.url, self.key = array, url, key
+        #: whether reads check each whole block against the ledger's CRC-32 (a study with
+        #: no pending cell: no task writes its chunks any more, so a mismatch is damage)
+        self.checked = checked
+        self._crc = None
         self._set_layout(np.asarray(slot_sample), _where(np.asarray(slot_sample)))
 
     def _set_layout(self, slot_sample, where):
@@ -167,10 +171,12 @@ class PredictionReader:
         # worker reads it from the store once (2 x 8 bytes per sample and repeat otherwise,
         # per task: 3.2 MB at N = 200,000)
         return {"array": self.array, "url": self.url, "key": self.key,
-                "slot_sample": None if self.key else self.slot_sample}
+                "slot_sample": None if self.key else self.slot_sample,
+                "checked": self.checked}
 
     def __setstate__(self, state):
         self.array, self.url, self.key = state["array"], state["url"], state["key"]
+        self.checked, self._crc = state.get("checked", False), None
         if state["slot_sample"] is not None:
             slots = state["slot_sample"]
             self._set_layout(slots, _where(slots))
@@ -223,12 +229,68 @@ class PredictionReader:
         out = np.empty((self.n_samples, width, len(repeats)) + tail)
         flat = np.empty((n_folds * n_slots + 1, width) + tail)
         flat[-1] = np.nan  # the row of a sample in no fold of the repeat
+        wide = self._covering(configs) if self.checked else None
         for i, r in enumerate(repeats):
             # one fold's chunk at a time: Zarr would decode every fold's chunk at once
             for k in range(n_folds):
-                flat[k * n_slots:(k + 1) * n_slots] = self._fetch(r, k, slice(None), configs)
+                if wide is None:
+                    flat[k * n_slots:(k + 1) * n_slots] = self._fetch(r, k, slice(None), configs)
+                    continue
+                cover, take = wide  # whole blocks, each checked against its CRC-32
+                got = self._fetch(r, k, slice(None), cover)
+                self._check_blocks(r, k, cover.start, got)
+                flat[k * n_slots:(k + 1) * n_slots] = got[:, take]
             out[:, :, i] = flat[self._where[r]]
         return out
+
+    def _covering(self, configs):
+        """``(slice of whole blocks covering configs, their columns in it)``, or None when
+        the covering blocks would more than double the read (sparse configurations: their
+        blocks are not checked)."""
+        w, n = self.array.chunks[3], self.array.shape[3]
+        cfg = np.arange(n)[configs] if isinstance(configs, slice) else configs
+        if cfg.size == 0:
+            return None
+        lo, hi = int(cfg[0]) // w * w, min(n, -(-(int(cfg[-1]) + 1) // w) * w)
+        if hi - lo > 2 * cfg.size + w:
+            return None
+        return slice(lo, hi), cfg - lo
+
+    def _check_blocks(self, r, k, lo, values):
+        """Each whole block of ``values`` (configurations from ``lo``, a block start) equal
+        to the CRC-32 its task recorded in the ledger, else StoreDamagedError naming it."""
+        from ..exceptions import StoreDamagedError
+
+        w = self.array.chunks[3]
+        crc = self._checksums()
+        for b in range(0, values.shape[1], w):
+            j = (lo + b) // w
+            want = crc[r, k, j]
+            if want >= 0 and chunk_crc(values[:, b:b + w]) != want:
+                names = [chunk_file(self.array, c) for c in prediction_chunks(self.array, r, k, j)]
+                raise StoreDamagedError(
+                    f"The store {self.url!r} is damaged: {names[0]}"
+                    f"{f' (or another of its {len(names)} chunks along slots)' if len(names) > 1 else ''}"
+                    f" differs from what its task wrote (checksum mismatch); 'bbc-dask verify "
+                    f"--repair' marks its cells pending for a resume.")
+
+    def _checksums(self):
+        """The ledger's CRC-32 of every block, ``chunk_crc`` (R, K, blocks), read once."""
+        if self._crc is None:
+            import posixpath
+
+            import zarr
+
+            path = posixpath.join(posixpath.dirname(self.array.path), "chunk_crc")
+            try:
+                self._crc = zarr.open_array(self.array.store, path=path, mode="r")[...]
+            except Exception as exc:  # noqa: BLE001
+                from ..exceptions import StoreDamagedError
+
+                raise StoreDamagedError(
+                    f"The store {self.url!r} is damaged: its array 'chunk_crc' cannot be read "
+                    f"({type(exc).__name__}); 'bbc-dask verify' names the file.") from None
+        return self._crc
 
     def _read_rows(self, configs, repeats, lo, hi, width, tail):
         """:meth:`read` of samples ``lo:hi``: within a fold the slots hold its samples in

@@ -272,7 +272,7 @@ class Cube:
         self.meta = dict(group.attrs["bbc_dask"])
         self.location = location
         self.path = location.url
-        self._slots = None
+        self._slots = self._finished = None
         self._arrays = {}
         #: Called before every write; the engine sets it to the run lock's ``check`` so a
         #: writer that lost an object-store lease stops before it writes again.
@@ -405,8 +405,11 @@ class Cube:
 
     def reader(self):
         """Predictions in sample order (:class:`PredictionReader`, picklable)."""
+        if self._finished is None:  # once per open: a study without pending cells stays so
+            self._finished = not (self._read("state") == PENDING).any()
         return PredictionReader(self._array("prediction"), self.slot_sample(), self.path,
-                                key=(self.meta.get("digests") or {}).get("slot_sample"))
+                                key=(self.meta.get("digests") or {}).get("slot_sample"),
+                                checked=self._finished)
 
     def predictions(self, configs):
         """(N, len(configs), R(, n_classes)) float64 in sample order, read in memory."""
