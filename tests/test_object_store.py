@@ -73,12 +73,15 @@ def test_heartbeat_renews_and_a_taken_over_holder_stops_writing(s3):
         assert json.loads(loc.read_bytes(".bbc_lock"))["heartbeat"] > first
         assert ObjectStoreLock(loc).is_held()
         lk.check()
+        token = lk.token()
+        token()  # a task's check: the lease is ours
         _plant(loc, token="intruder")  # another writer overwrote the lease
-        deadline = time.time() + 5
-        while time.time() < deadline and not lk._lost:
-            time.sleep(0.05)
-        with pytest.raises(StoreLockedError, match="Lost the run lock"):
+        # seen at the very next check, by the driver and by a task, before any write
+        # (not at the next heartbeat, nor after a trusted window)
+        with pytest.raises(StoreLockedError, match="Lost the run lock.*took the lease over"):
             lk.check()
+        with pytest.raises(StoreLockedError, match="no longer holds the store's lock"):
+            token()
     finally:
         lk.release()
     assert json.loads(loc.read_bytes(".bbc_lock"))["token"] == "intruder"  # not ours: kept

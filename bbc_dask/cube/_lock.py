@@ -244,7 +244,23 @@ class ObjectStoreLock(_Lock):
             self._etag, last_ok = etag, time.monotonic()
 
     def check(self):
-        """Raise :class:`StoreLockedError` if the lease was lost: the caller must not write."""
+        """Raise :class:`StoreLockedError` if the lease was lost: the caller must not write.
+
+        The lease object is read at every check (one request; the driver checks before
+        each ledger batch and attribute write), not only by the heartbeat: a lease taken
+        over is seen before the next write, not up to ``ttl / 4`` later."""
+        if not self._lost:
+            try:
+                self.fs.invalidate_cache(self.path)
+                holder = json.loads(self.fs.cat_file(self.path).decode() or "{}")
+            except FileNotFoundError:
+                holder = {}  # removed behind this run's back: not ours any more
+            except Exception:  # noqa: BLE001 - network trouble or a torn read: the heartbeat decides
+                holder = None
+            if holder is not None and holder.get("token") != self._token:
+                self._lost = (f"another run took the lease over (pid {holder.get('pid', '?')} "
+                              f"on {holder.get('host', '?')})" if holder else
+                              "its lease object was removed")
         if self._lost:
             raise StoreLockedError(f"Lost the run lock of {self.location.url!r}: {self._lost}. "
                                    f"Stopped before writing more.")
@@ -357,11 +373,14 @@ class FileLockToken(LockToken):
 
 
 class LeaseToken(LockToken):
-    """The check of an :class:`ObjectStoreLock`: the lease object names the holder."""
+    """The check of an :class:`ObjectStoreLock`: the lease object names the holder. It is
+    read before every write of a task (one small request beside the task's chunk PUTs),
+    so a run whose lease was taken over makes at most the write in flight."""
 
     def __init__(self, path, token, storage_options, protocol, ttl):
         super().__init__(path, token)
-        self.storage_options, self.protocol, self.ttl = storage_options, protocol, ttl
+        self.storage_options, self.protocol = storage_options, protocol
+        self.lease_ttl = ttl  # the lease's; ``ttl`` None: no seen lease is trusted
 
     def _holder(self):
         import fsspec

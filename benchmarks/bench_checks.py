@@ -1,0 +1,84 @@
+"""Cost of the estimates' block checks: every whole block an estimate reads from a
+finished study is compared with the CRC-32 its task recorded (docs/usage.md,
+"Reliability"). Ratios against the same estimate without the check, in this process.
+
+A study of N samples x C configurations x K folds (a classifier whose scores are a seeded
+draw: fitting costs nothing) is run once into a temporary store; then, best of 3 each:
+
+1. reading the candidates' predictions (``Study.predictions``) with and without checks;
+2. ``Study.bbc(n_bootstraps=1000)`` (AUC, in memory) with and without checks.
+
+Target: the checked estimate within 5% of the unchecked one.
+
+Run: ``python benchmarks/bench_checks.py [--quick]``.
+"""
+import argparse
+import tempfile
+import time
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin
+
+import bbc_dask as bd
+
+
+class SeededScores(ClassifierMixin, BaseEstimator):
+    """Scores drawn from a seed: a classifier whose fit and predict cost nothing."""
+
+    def __init__(self, seed=0):
+        self.seed = seed
+
+    def fit(self, X, y):
+        self.classes_ = np.unique(y)
+        return self
+
+    def decision_function(self, X):
+        rng = np.random.default_rng(self.seed)
+        return np.asarray(X)[:, 0] * 0.3 + rng.normal(size=len(X))
+
+    def predict(self, X):
+        return self.classes_[(self.decision_function(X) > 0).astype(int)]
+
+
+def best_of(fn, repeat=3):
+    times = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return min(times)
+
+
+def main(quick):
+    n, c, k = (500, 100, 5) if quick else (2000, 500, 5)
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(n, 3))
+    y = (X[:, 0] + rng.normal(size=n) > 0).astype(int)
+    with tempfile.TemporaryDirectory() as tmp, bd.make_client(n_workers=2, threads_per_worker=1,
+                                                              processes=False) as client:
+        study = bd.run_study(SeededScores(), {"seed": list(range(c))}, X, y,
+                             store=f"{tmp}/s.zarr", metric="roc_auc", n_splits=k,
+                             random_state=0, client=client, progress=False, refit=False)
+        idx = study.candidates()
+
+        def with_checks(on):
+            s = bd.open_study(f"{tmp}/s.zarr")
+            s._cube.reader()  # decides once per open
+            s._cube._finished = on
+            return s
+
+        checked, unchecked = with_checks(True), with_checks(False)
+        assert checked._cube.reader().checked and not unchecked._cube.reader().checked
+        t_read_on = best_of(lambda: checked._cube.predictions(idx))
+        t_read_off = best_of(lambda: unchecked._cube.predictions(idx))
+        t_bbc_on = best_of(lambda: checked.bbc(n_bootstraps=1000))
+        t_bbc_off = best_of(lambda: unchecked.bbc(n_bootstraps=1000))
+    print(f"[checks] N={n} C={c} K={k}: read {t_read_on:.3f} s checked vs {t_read_off:.3f} s "
+          f"({t_read_on / t_read_off:.2f}x); BBC B=1000 {t_bbc_on:.3f} s vs {t_bbc_off:.3f} s "
+          f"({100 * (t_bbc_on / t_bbc_off - 1):+.1f}%; target <= +5%)")
+
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true")
+    main(ap.parse_args().quick)
