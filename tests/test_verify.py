@@ -59,6 +59,8 @@ DAMAGE = {
                              "fit_time/c/0/1/0", "is missing"),
     "deleted state chunk": (lambda s: os.remove(s / "state/c/0/0/0"),
                             "state/c/0/0/0", "is missing"),
+    "deleted fold score chunk": (lambda s: os.remove(s / "fold_score/c/0/1/0"),
+                                 "fold_score/c/0/1/0", "is missing"),
     "garbage checksum chunk": (lambda s: (s / "chunk_crc/c/1/0/0").write_bytes(b"\x00" * 7),
                                "chunk_crc/c/1/0/0", "cannot be read"),
     "edited model": (lambda s: _append(s / "final_model.skops"),

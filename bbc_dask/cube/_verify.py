@@ -243,6 +243,12 @@ def _check_ledger(cube):
                 name = chunk_file(g["fit_time"], (i, r, 0))
                 bad.append(("fit_time", (i, r, 0), "is missing" if not _exists(cube, name)
                             else "is missing values of done cells"))
+            for name, coords in (("fold_score", (i, r, 0)),) + fit_score:
+                # a fold score may be NaN (undefined on the fold): the chunk itself, which
+                # the ledger wrote with its done cells, must be there (a missing one reads
+                # as NaN: BBC-F would say "a fold holds a single class")
+                if counted.any() and not _exists(cube, chunk_file(g[name], coords)):
+                    bad.append((name, coords, "is missing"))
             blocks = np.unique(np.flatnonzero(counted.any(axis=1)) // w)
             if "chunk_crc" in values and blocks.size:
                 # c0 is a multiple of w: local block b is the store's block c0 // w + b
