@@ -418,3 +418,32 @@ def test_estimates_check_the_blocks_they_read(tmp_path, client, reference, damag
     if not chunked:
         with pytest.raises(StoreDamagedError, match=name):
             study.selection_ci("delong")
+
+
+@pytest.mark.parametrize("array", ["fold_score", "pooled", "state"])
+def test_an_edited_ledger_value_is_refused_and_repaired(tmp_path, client, reference, array):
+    """A ledger value edited through Zarr (the winner's fold score set to 0.99...): the
+    estimates refuse to read it, verify names its chunk, a repair and a rerun restore the
+    study bit for bit."""
+    import zarr
+
+    store = _copy(reference, tmp_path)
+    arr = zarr.open_array(str(store / array), mode="r+")
+    winner = reference[1]["winner"]
+    if array == "state":
+        arr[winner, 1, 0] = 3  # "dropped"
+    elif array == "pooled":
+        arr[winner, 1] = 0.99
+    else:
+        arr[winner, 1, 0] = 0.99
+    chunk = f"{array}/c/0/1" + ("/0" if array != "pooled" else "")
+    with pytest.raises(StoreDamagedError, match=rf"is damaged: {chunk} differs from what the "
+                                                r"study recorded \(checksum mismatch\)"):
+        study = bd.open_study(store)
+        study.bbc_f(n_bootstraps=50), study.best_index_, study.bbc(n_bootstraps=50)
+    rep, reset = bd.verify_store(store, repair=True)
+    assert [(d.kind, d.file) for d in rep.damaged] == [("ledger", chunk)]
+    again = _run(store, client)
+    assert again.n_fits_ == reset
+    _assert_same(reference[1], _snapshot(again))
+    assert bd.verify_store(store)[0].ok

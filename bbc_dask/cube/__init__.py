@@ -14,6 +14,7 @@ from ._location import (
     StoreLocation,
     as_location,
 )
+from ._ledger_check import ledger_checksums
 from ._lock import LockToken, ObjectStoreLock, ProcessLock, StoreLock
 from ._model import load_model, save_model
 from ._schema import (
@@ -69,6 +70,7 @@ __all__ = [
     "create_cube",
     "failure_groups",
     "inspect_store",
+    "ledger_checksums",
     "ledger_fold_matrix",
     "load_model",
     "open_cube",

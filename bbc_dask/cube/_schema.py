@@ -72,6 +72,7 @@ from ._layout import (
     to_json,
 )
 from ._expected import check_layout, schema_error, unreadable_root
+from ._ledger_check import CHECKED, check_read
 from ._location import CREATING_NAME, as_location, writing
 from ._lock import LOCK_NAME
 
@@ -273,7 +274,7 @@ class Cube:
         self.location = location
         self.path = location.url
         self._slots = self._finished = None
-        self._arrays = {}
+        self._arrays, self._checked = {}, set()
         #: Called before every write; the engine sets it to the run lock's ``check`` so a
         #: writer that lost an object-store lease stops before it writes again.
         self.guard = None
@@ -291,9 +292,16 @@ class Cube:
         return arr
 
     def _read(self, name, key=Ellipsis):
-        """``group[name][key]``; an unreadable chunk names the array and the store."""
+        """``group[name][key]``; an unreadable chunk names the array and the store; a
+        whole ledger array checked once against its recorded checksums."""
         try:
-            return self._array(name)[key]
+            out = self._array(name)[key]
+            if key is Ellipsis and name in CHECKED and name not in self._checked:
+                check_read(self, name, out)
+                self._checked.add(name)
+            return out
+        except StoreDamagedError:
+            raise
         except (KeyError, FileNotFoundError):
             raise StoreDamagedError(f"The store {self.path!r} is damaged: its array {name!r} "
                                     f"is missing.") from None

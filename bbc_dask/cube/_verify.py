@@ -25,6 +25,7 @@ from .. import _tuning as tuning
 from .. import _validation as validation
 from ..exceptions import StoreDamagedError
 from ._layout import chunk_crc, chunk_file, prediction_chunks, unreadable_chunk
+from ._ledger_check import region_crc as ledger_crc
 
 __all__ = ["Damage", "VerifyReport", "repair", "verify", "verify_store"]
 
@@ -243,6 +244,14 @@ def _check_ledger(cube):
                 name = chunk_file(g["fit_time"], (i, r, 0))
                 bad.append(("fit_time", (i, r, 0), "is missing" if not _exists(cube, name)
                             else "is missing values of done cells"))
+            recorded = cube.meta.get("ledger_crc") or {}
+            for name, table in recorded.items():
+                # values the study recorded when its run ended: an edit changes them
+                if name in values and i < len(table) and r < len(table[i]) and \
+                        ledger_crc(values[name]) != table[i][r]:
+                    coords = (i, r) + (0,) * (g[name].ndim - 2)
+                    bad.append((name, coords, "differs from what the study recorded "
+                                              "(checksum mismatch)"))
             for name, coords in (("fold_score", (i, r, 0)),) + fit_score:
                 # a fold score may be NaN (undefined on the fold): the chunk itself, which
                 # the ledger wrote with its done cells, must be there (a missing one reads
@@ -383,6 +392,8 @@ def repair(cube, report):
     n_cfg, n_rep, n_spl = g["state"].shape
     scored = ("fit_score",) if cube.fit_scorer_labels() else ()
     cube._guard()
+    if cube.meta.get("ledger_crc"):  # before the ledger is reset: the next run records them
+        cube.set_meta(ledger_crc=None)
     reset = 0
     with writing(cube.path):
         whole = {(d.repeat, d.configs) for d in report.damaged if d.kind == "ledger"}

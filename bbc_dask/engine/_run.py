@@ -14,7 +14,7 @@ import numpy as np
 from .. import _validation as validation
 from .._random import as_seed_sequence, entropy_of
 from .._signals import signals_as_interrupts
-from ..cube import DONE, FAILED, PENDING
+from ..cube import DONE, FAILED, PENDING, ledger_checksums
 from ..exceptions import (
     AllConfigurationsFailedError,
     OldSchemaError,
@@ -164,7 +164,9 @@ class _StudyRun:
         runs = list(self.cube.meta.get("runs", []))
         runs.append({"started": time.strftime("%Y-%m-%dT%H:%M:%S"), "t0": time.time(),
                      "done_before": int((self.cube.state() != PENDING).sum())})
-        self.cube.set_meta(runs=runs)
+        # the ledger's checksums are dropped before this run writes any of it, and
+        # recorded again once its last batch is written (cube/_ledger_check.py)
+        self.cube.set_meta(runs=runs, ledger_crc=None)
 
     def precheck(self):
         """Refuse, before taking the lock and without writing anything, a store that holds
@@ -323,7 +325,7 @@ class _StudyRun:
         runs = list(self.cube.meta["runs"])
         runs[-1].update(finished=time.strftime("%Y-%m-%dT%H:%M:%S"), t1=time.time(),
                         fits=self.fits)
-        self.cube.set_meta(runs=runs)
+        self.cube.set_meta(runs=runs, ledger_crc=ledger_checksums(self.cube))
 
     def _needs_pooled(self):
         """Whether the ledger's pooled scores are wanted: by every study (its winner,
