@@ -244,20 +244,21 @@ def _check_ledger(cube):
                 name = chunk_file(g["fit_time"], (i, r, 0))
                 bad.append(("fit_time", (i, r, 0), "is missing" if not _exists(cube, name)
                             else "is missing values of done cells"))
-            recorded = cube.meta.get("ledger_crc") or {}
-            for name, table in recorded.items():
-                # values the study recorded when its run ended: an edit changes them
-                if name in values and i < len(table) and r < len(table[i]) and \
-                        ledger_crc(values[name]) != table[i][r]:
-                    coords = (i, r) + (0,) * (g[name].ndim - 2)
-                    bad.append((name, coords, "differs from what the study recorded "
-                                              "(checksum mismatch)"))
             for name, coords in (("fold_score", (i, r, 0)),) + fit_score:
                 # a fold score may be NaN (undefined on the fold): the chunk itself, which
                 # the ledger wrote with its done cells, must be there (a missing one reads
                 # as NaN: BBC-F would say "a fold holds a single class")
                 if counted.any() and not _exists(cube, chunk_file(g[name], coords)):
                     bad.append((name, coords, "is missing"))
+            recorded = cube.meta.get("ledger_crc") or {}
+            named = {b[0] for b in bad}
+            for name, table in recorded.items():
+                # values the study recorded when its run ended: an edit changes them
+                if name in values and name not in named and i < len(table) and r < len(table[i]) and \
+                        ledger_crc(values[name]) != table[i][r]:
+                    coords = (i, r) + (0,) * (g[name].ndim - 2)
+                    bad.append((name, coords, "differs from what the study recorded "
+                                              "(checksum mismatch)"))
             blocks = np.unique(np.flatnonzero(counted.any(axis=1)) // w)
             if "chunk_crc" in values and blocks.size:
                 # c0 is a multiple of w: local block b is the store's block c0 // w + b

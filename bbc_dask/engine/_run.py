@@ -160,13 +160,15 @@ class _StudyRun:
         self.token = lock.token()
         # a store made before stores described themselves gets it now
         self.cube.describe(lambda: self.configs.columns(self.request.metadata))
+        if self.cube.meta.get("ledger_crc"):  # dropped before this run writes the ledger
+            self.cube.set_meta(ledger_crc=None)
         self.cube.apply_decisions()  # a kill between a decision and its cells: finish it
         runs = list(self.cube.meta.get("runs", []))
         runs.append({"started": time.strftime("%Y-%m-%dT%H:%M:%S"), "t0": time.time(),
                      "done_before": int((self.cube.state() != PENDING).sum())})
-        # the ledger's checksums are dropped before this run writes any of it, and
-        # recorded again once its last batch is written (cube/_ledger_check.py)
-        self.cube.set_meta(runs=runs, ledger_crc=None)
+        # the ledger's checksums were dropped above, before this run writes any of it,
+        # and are recorded again once its last batch is written (cube/_ledger_check.py)
+        self.cube.set_meta(runs=runs)
 
     def precheck(self):
         """Refuse, before taking the lock and without writing anything, a store that holds
