@@ -101,3 +101,49 @@ def test_a_kill_at_any_store_write_resumes_bit_identical(tmp_path, client, refer
     for key in ref:
         np.testing.assert_array_equal(np.asarray(got[key]), np.asarray(ref[key]), err_msg=key)
     assert bd.verify_store(store)[0].ok
+
+
+def _damage(store):
+    """Damage of every repairable kind at once: a prediction chunk deleted and one
+    truncated (a repair removes it), a ledger chunk deleted, an array's metadata file
+    deleted, the final model edited."""
+    os.remove(store / "prediction/c/0/1/0/1")
+    bad = store / "prediction/c/1/2/0/0"
+    bad.write_bytes(bad.read_bytes()[:20])
+    os.remove(store / "fit_time/c/0/0/0")
+    os.remove(store / "pooled/zarr.json")
+    with open(store / "final_model.skops", "ab") as f:
+        f.write(b"x")
+
+
+def _repair_cases(slow):
+    fast = [("array_write", 0.5)]
+    more = [("array_write", 0.0), ("array_write", 1.0), ("attrs", 0.0), ("attrs", 1.0),
+            ("file_write_after", 0.0), ("file_remove", 0.0), ("file_remove", 1.0)]
+    return more if slow else fast
+
+
+@pytest.mark.parametrize("point,frac", _repair_cases(False) + [
+    pytest.param(*c, marks=pytest.mark.slow) for c in _repair_cases(True)])
+def test_a_repair_killed_mid_way_is_finished_by_the_next(tmp_path, client, references, point, frac):
+    """`verify --repair` SIGKILLed at one of its writes: the next `verify --repair` finishes
+    it, a rerun restores the study bit for bit, and verify finds nothing."""
+    ref, _ = references["cvt"]
+    base = tmp_path / "base.zarr"
+    assert _fault(base, "cvt", "count", 0).returncode == 0
+    _damage(base)
+    probe = tmp_path / "probe.zarr"
+    shutil.copytree(base, probe)
+    calls = json.loads(_fault(probe, "repair", "count", 0).stdout.splitlines()[-1])
+    assert calls.get(point), calls
+    store = tmp_path / "s.zarr"
+    shutil.copytree(base, store)
+    n = max(1, round(frac * calls[point]))
+    p = _fault(store, "repair", point, n)
+    assert p.returncode == -9, f"not killed at {point} #{n}: {p.stdout[-500:]} {p.stderr[-2000:]}"
+    bd.verify_store(store, repair=True)
+    _study(store, "cvt", client)
+    got = _snapshot(store)
+    for key in ref:
+        np.testing.assert_array_equal(np.asarray(got[key]), np.asarray(ref[key]), err_msg=key)
+    assert bd.verify_store(store)[0].ok

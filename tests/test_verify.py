@@ -447,3 +447,43 @@ def test_an_edited_ledger_value_is_refused_and_repaired(tmp_path, client, refere
     assert again.n_fits_ == reset
     _assert_same(reference[1], _snapshot(again))
     assert bd.verify_store(store)[0].ok
+
+
+#: Every array of the reference study that has a chunk (a parameter coordinate "C"
+#: included; "error" has none: no configuration failed, and test_failures covers it).
+ARRAYS = ["prediction", "slot_sample", "fold", "y", "state", "fit_time", "fold_score",
+          "pooled", "chunk_crc", "sample", "config", "repeat", "split", "C"]
+
+
+@pytest.mark.parametrize("how", ["garbage", "deleted"])
+@pytest.mark.parametrize("array", ARRAYS)
+def test_any_damaged_chunk_gives_the_same_numbers_or_names_a_file(
+        tmp_path, client, reference, array, how):
+    """The corruption matrix: the first chunk of each array garbled or deleted. Reading
+    gives the undamaged study's numbers or refuses, naming the file; verify then names it
+    (or finds nothing, where the numbers are the same), and a repairable one is restored
+    bit for bit by a repair and a rerun."""
+    store = _copy(reference, tmp_path)
+    chunk = sorted(p for p in (store / array / "c").rglob("*") if p.is_file())[0]
+    if how == "garbage":
+        chunk.write_bytes(b"\x00garbage\xff" * 3)
+    else:
+        chunk.unlink()
+    try:
+        got = _snapshot(bd.open_study(store))
+    except StoreDamagedError as exc:
+        assert f"{array}" in str(exc) and "\n" not in str(exc), exc
+    else:
+        _assert_same(reference[1], got)
+    rep, _ = bd.verify_store(store)
+    assert rep.ok or all(d.file and d.problem for d in rep.damaged)
+    if rep.ok:  # only where nothing reads differently
+        _assert_same(reference[1], _snapshot(bd.open_study(store)))
+        return
+    assert any(array in d.file for d in rep.damaged), rep.damaged
+    if not rep.repairable:
+        return
+    bd.verify_store(store, repair=True)
+    again = _run(store, client)
+    _assert_same(reference[1], _snapshot(again))
+    assert bd.verify_store(store)[0].ok

@@ -30,6 +30,8 @@ from ._ledger_check import region_crc as ledger_crc
 __all__ = ["Damage", "VerifyReport", "repair", "verify", "verify_store"]
 
 _IDENTITY = ("y", "fold", "slot_sample", "sample", "config", "repeat", "split")
+#: Coordinates that are positions (their values known: a repair rewrites them).
+_INDEXES = ("sample", "config", "repeat", "split")
 _LEDGER = ("state", "fit_time", "fold_score", "pooled", "chunk_crc", "error", "fit_score")
 
 
@@ -41,7 +43,8 @@ class Damage:
     or its consolidated copy, the other one intact: rewritten from it), ``"ledger"`` (a
     ledger chunk: configurations ``configs`` = (start, stop) of repeat ``repeat``),
     ``"error"`` (the error texts of ``configs``), ``"prediction"`` (the chunk of
-    ``repeat``, fold ``fold``, block ``block``) or ``"model"`` (the final model's file)."""
+    ``repeat``, fold ``fold``, block ``block``), ``"model"`` (the final model's file) or
+    ``"coordinate"`` (a coordinate of positions, rewritten)."""
 
     kind: str
     file: str
@@ -97,11 +100,9 @@ def _exists(cube, name):
 def _check_identity(cube, skip=()):
     """The study's data arrays readable and equal to their digests (``skip``: arrays
     whose metadata is damaged, named for that)."""
-    from ._layout import digest
+    from ._layout import ATTRS_DIGEST, attributes_digest, digest
 
     out = []
-    from ._layout import ATTRS_DIGEST, attributes_digest
-
     stored = cube.meta.get("digests") or {}
     if ATTRS_DIGEST in cube.meta and attributes_digest(cube.meta) != cube.meta[ATTRS_DIGEST]:
         out.append(Damage("identity", "zarr.json", "its study attributes ('bbc_dask') differ "
@@ -109,14 +110,18 @@ def _check_identity(cube, skip=()):
                           "with overwrite=True"))
     labels = cube.fit_scorer_labels()
     names = list(_IDENTITY) + (["class"] if cube.needs_class_axis else []) + (
-        ["fit_scorer"] if labels else [])
+        ["fit_scorer"] if labels else []) + str(cube.group.attrs.get("coordinates") or "").split()
     for name in (n for n in names if n not in skip):
+        index = name in _INDEXES  # 0, 1, 2...: known, so a repair rewrites it
         try:
             values = cube.group[name][...]
         except Exception as exc:  # noqa: BLE001
-            out.append(Damage("identity", name, _problem(exc) + "; the study's data cannot "
+            out.append(Damage("coordinate", name, _problem(exc)) if index else
+                       Damage("identity", name, _problem(exc) + "; the study's data cannot "
                               "be recomputed: run it again with overwrite=True"))
             continue
+        if index and not np.array_equal(values, np.arange(values.size)):
+            out.append(Damage("coordinate", name, "differs from its positions 0, 1, 2, ..."))
         if name == "fit_scorer" and [str(v) for v in values] != list(labels):
             out.append(Damage("identity", name, "differs from the scorers the study records; "
                               "run the study again with overwrite=True"))
@@ -139,10 +144,14 @@ def _check_metadata(cube):
 
     consolidated = cube.group.metadata.consolidated_metadata
     copies = {} if consolidated is None else dict(consolidated.metadata)
+    from ._layout import digest
+
     try:
-        want = expected_arrays(cube.meta, np.asarray(cube.group["fold"][...]), cube.config_chunk)
+        folds = np.asarray(cube.group["fold"][...])
+        trusted = (cube.meta.get("digests") or {}).get("fold") in (None, digest(folds))
+        want = expected_arrays(cube.meta, folds, cube.config_chunk) if trusted else {}
     except Exception:  # noqa: BLE001 - the folds or the layout unreadable: compare copies only
-        want = {}
+        want = {}  # (the identity check names them; the schema is derived from them)
     out = []
     for name in sorted(set(copies) | set(want)):
         file = f"{name}/zarr.json"
@@ -410,6 +419,9 @@ def repair(cube, report):
             g["pooled"][c0:c1, r] = np.nan
             g["chunk_crc"][r, :, c0 // w:-(-c1 // w)] = -1
             reset += (c1 - c0) * n_spl
+        for d in report.damaged:
+            if d.kind == "coordinate":  # positions: whole-chunk writes of 0, 1, 2...
+                g[d.file][...] = np.arange(g[d.file].shape[0], dtype=np.int64)
         for d in report.damaged:
             if d.kind == "error":
                 g["error"][d.configs[0]:d.configs[1]] = np.full(d.configs[1] - d.configs[0], "", dtype=object)

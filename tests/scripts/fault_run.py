@@ -3,8 +3,8 @@ process (driver and its in-process workers at once) at a chosen internal call.
 
 Usage: python fault_run.py STORE KIND POINT N [overwrite]
 KIND: "cvt" (7 configurations, 3 folds x 2 repeats, final model refit), "bbcd" (the same
-with dropping after every wave) or "nested" (nested CV: 5 configurations, 3 outer x 3 inner
-folds x 2 repeats). POINT: where to die (see POINTS), at its N-th call (1-based);
+with dropping after every wave), "nested" (nested CV: 5 configurations, 3 outer x 3 inner
+folds x 2 repeats) or "repair" (``verify_store(STORE, repair=True)`` of a damaged store). POINT: where to die (see POINTS), at its N-th call (1-based);
 POINT "count" dies nowhere and prints the number of calls of every point as JSON.
 """
 import collections
@@ -100,9 +100,12 @@ if __name__ == "__main__":
     store, kind, point, n = sys.argv[1:5]
     overwrite = len(sys.argv) > 5 and sys.argv[5] == "overwrite"
     install(None if point == "count" else (point, int(n)))
-    with LocalCluster(n_workers=1, threads_per_worker=2, processes=False,
-                      dashboard_address=":0") as cl, Client(cl) as c:
-        study(store, kind, c, overwrite=overwrite)
+    if kind == "repair":  # `verify --repair` of a damaged study, killed mid-way
+        bd.verify_store(store, repair=True)
+    else:
+        with LocalCluster(n_workers=1, threads_per_worker=2, processes=False,
+                          dashboard_address=":0") as cl, Client(cl) as c:
+            study(store, kind, c, overwrite=overwrite)
     if point == "count":
         print(json.dumps(dict(CALLS)))
     else:
