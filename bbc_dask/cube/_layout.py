@@ -239,7 +239,7 @@ class PredictionReader:
                 cover, take = wide  # whole blocks, each checked against its CRC-32
                 got = self._fetch(r, k, slice(None), cover)
                 self._check_blocks(r, k, cover.start, got)
-                flat[k * n_slots:(k + 1) * n_slots] = got[:, take]
+                flat[k * n_slots:(k + 1) * n_slots] = got if take is None else got[:, take]
             out[:, :, i] = flat[self._where[r]]
         return out
 
@@ -254,7 +254,8 @@ class PredictionReader:
         lo, hi = int(cfg[0]) // w * w, min(n, -(-(int(cfg[-1]) + 1) // w) * w)
         if hi - lo > 2 * cfg.size + w:
             return None
-        return slice(lo, hi), cfg - lo
+        whole = cfg.size == hi - lo  # sorted and distinct: exactly the covering blocks
+        return slice(lo, hi), None if whole else cfg - lo
 
     def _check_blocks(self, r, k, lo, values):
         """Each whole block of ``values`` (configurations from ``lo``, a block start) equal
