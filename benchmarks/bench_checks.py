@@ -15,12 +15,12 @@ Run: ``python benchmarks/bench_checks.py [--quick]``.
 """
 import argparse
 import tempfile
-import time
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 
 import bbc_dask as bd
+from bench_bbc import best_of  # this directory: the scripts run from it
 
 
 class SeededScores(ClassifierMixin, BaseEstimator):
@@ -39,15 +39,6 @@ class SeededScores(ClassifierMixin, BaseEstimator):
 
     def predict(self, X):
         return self.classes_[(self.decision_function(X) > 0).astype(int)]
-
-
-def best_of(fn, repeat=3):
-    times = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return min(times)
 
 
 def main(quick):
