@@ -13,10 +13,14 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["check_layout", "expected_arrays", "layout_problem", "n_configurations", "problems",
+__all__ = ["LEDGER_CONFIGS", "check_layout", "expected_arrays", "layout_problem", "n_configurations", "problems",
            "schema_error", "unreadable_root"]
 
 _FLOAT = ("float64", np.nan)
+#: Configurations per ledger chunk (rounded to the task block): ~1024 configurations of
+#: one repeat per chunk keeps a million-configuration ledger to a thousand files per
+#: repeat (read at every start) while a batch rewrites a few kB.
+LEDGER_CONFIGS = 1024
 _LEDGER = ("config", "repeat", "split")
 
 
@@ -41,7 +45,6 @@ def expected_arrays(meta, folds, config_chunk):
     only in a study whose metric reads one response per class). ``dtype`` None: any
     (``y``, ``class``); ``"str"``: variable-length strings. ``chunks`` None in a place:
     any (the prediction chunk's length along slots)."""
-    from ._schema import LEDGER_CONFIGS
 
     n, n_rep = folds.shape
     n_spl = int((meta.get("spec") or {}).get("n_splits") or (folds.max() + 1))

@@ -71,7 +71,7 @@ from ._layout import (
     slot_layout,
     to_json,
 )
-from ._expected import check_layout, schema_error, unreadable_root
+from ._expected import LEDGER_CONFIGS, check_layout, schema_error, unreadable_root
 from ._ledger_check import CHECKED, check_read
 from ._location import CREATING_NAME, as_location, writing
 from ._lock import LOCK_NAME
@@ -97,8 +97,7 @@ ATTRIBUTES_EDITED = ("The store {!r} is damaged: its study attributes (the 'bbc_
 #: ``state`` of a ledger chunk that is missing from the store (its fill value).
 MISSING = -1
 SCHEMA = "bbc_dask.cube/3"
-#: Configurations per ledger chunk (rounded to the task block).
-LEDGER_CONFIGS = 1024
+
 
 
 def _PREDICTION_CODECS():

@@ -263,8 +263,9 @@ class _StudyRun:
                      # recorded only with fit parameters: a store from before has none
                      **({} if req.data.fit_digest is None
                         else {"fit_params": req.data.fit_digest}),
-                     **({} if fit_scoring is None or fit_scoring.params_digest() is None
-                        else {"score_params": fit_scoring.params_digest()})},
+                     **({} if fit_scoring is None or not fit_scoring.params
+                        else {"score_params": plan.params_digest(fit_scoring.params,
+                                                                 fit_scoring.routing)})},
             # scores of the fitted fold models (BBCSearchCV's scorers the stored
             # predictions cannot give): recorded only in a study that has them
             **({} if fit_scoring is None else {"fit_scorers": fit_scoring.describe()}),

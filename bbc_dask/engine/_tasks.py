@@ -334,12 +334,6 @@ class FitScoring:
             [("train", k, v) for k, v in self.train.items()]
         return [{"label": f"{side}_{k}", "scorer": text(v)} for side, k, v in both]
 
-    def params_digest(self):
-        """The digest of the scorers' parameters (None without any)."""
-        from ._plan import params_digest
-
-        return params_digest(self.params, self.routing)
-
     def sliced(self, X, y_test, train, test):
         """A copy for one split: its test target and the parameters of its rows."""
         from sklearn.utils.validation import _check_method_params
