@@ -487,3 +487,28 @@ def test_any_damaged_chunk_gives_the_same_numbers_or_names_a_file(
     again = _run(store, client)
     _assert_same(reference[1], _snapshot(again))
     assert bd.verify_store(store)[0].ok
+
+
+def test_the_chunked_bootstraps_check_the_blocks_of_their_sample_runs(tmp_path, client,
+                                                                       monkeypatch):
+    """A pointwise metric's chunked BBC reads runs of samples (a part of each chunk, which
+    no checksum covers): each worker process checks each block whole once, so a swapped
+    chunk is refused there too."""
+    from sklearn.datasets import load_breast_cancer
+    from sklearn.linear_model import LogisticRegression
+
+    X, y = load_breast_cancer(return_X_y=True)
+    store = tmp_path / "acc.zarr"
+    study = bd.run_study(LogisticRegression(max_iter=500), {"C": [0.01, 0.1, 1.0, 10.0]},
+                         X[:200, :5], y[:200], store=store, metric="accuracy", n_splits=3,
+                         random_state=0, client=client, progress=False, configs_per_task=2,
+                         refit=False)
+    import bbc_dask.metrics as M
+
+    monkeypatch.setattr(M, "SAMPLE_BLOCK", 64)  # 4 sample blocks: BBC over sample runs
+    want = study.bbc(n_bootstraps=50, chunked=True).estimate
+    assert bd.open_study(store).bbc(n_bootstraps=50, chunked=True).estimate == want
+    shutil.copy(store / "prediction/c/0/1/0/0", store / "prediction/c/0/1/0/1")
+    with pytest.raises(StoreDamagedError, match=r"prediction/c/0/1/0/1 differs from what its "
+                                                r"task wrote \(checksum mismatch\)"):
+        bd.open_study(store).bbc(n_bootstraps=50, chunked=True)

@@ -32,6 +32,7 @@ xarray cube (``dask.array.from_array``, one Dask chunk per stored configuration 
 """
 from __future__ import annotations
 
+import os
 import threading
 
 import numpy as np
@@ -124,6 +125,10 @@ def slot_chunk(n_slots, row_bytes, target=None):
 _LAYOUTS = {}
 _LAYOUTS_KEPT = 4
 _LAYOUTS_LOCK = threading.Lock()
+#: Blocks this process checked whole against their CRC-32 (see
+#: :meth:`PredictionReader._verify_once`), forgotten past ``_VERIFIED_KEPT``.
+_VERIFIED = set()
+_VERIFIED_KEPT = 1_000_000
 
 
 def _where(slot_sample):
@@ -154,6 +159,9 @@ class PredictionReader:
         #: whether reads check each whole block against the ledger's CRC-32 (a study with
         #: no pending cell: no task writes its chunks any more, so a mismatch is damage)
         self.checked = checked
+        #: this reader's own: blocks are checked once per process and reader (an
+        #: estimate), so damage done between two estimates is found by the second
+        self.session = os.urandom(8).hex()
         self._crc = None
         self._set_layout(np.asarray(slot_sample), _where(np.asarray(slot_sample)))
 
@@ -172,11 +180,12 @@ class PredictionReader:
         # per task: 3.2 MB at N = 200,000)
         return {"array": self.array, "url": self.url, "key": self.key,
                 "slot_sample": None if self.key else self.slot_sample,
-                "checked": self.checked}
+                "checked": self.checked, "session": self.session}
 
     def __setstate__(self, state):
         self.array, self.url, self.key = state["array"], state["url"], state["key"]
         self.checked, self._crc = state.get("checked", False), None
+        self.session = state.get("session", "")
         if state["slot_sample"] is not None:
             slots = state["slot_sample"]
             self._set_layout(slots, _where(slots))
@@ -324,10 +333,31 @@ class PredictionReader:
         for i, r, k, s0, s1, at in runs:
             for win in windows:
                 sel = cfg[win]
+                if self.checked:
+                    self._verify_once(r, k, np.unique(sel // w))
                 if sel[-1] - sel[0] == sel.size - 1:  # consecutive: a slice read
                     sel = slice(int(sel[0]), int(sel[-1]) + 1)
                 out[at, win[0]:win[-1] + 1, i] = self._fetch(r, k, slice(s0, s1), sel)
         return out
+
+    def _verify_once(self, r, k, blocks):
+        """Check the whole blocks ``blocks`` of (repeat ``r``, fold ``k``) against their
+        CRC-32 once per process: a read of a few samples cannot be checked by itself, and
+        the chunked bootstraps read every block many times (one run of samples a task);
+        a block is read whole the first time, and known good afterwards for this reader
+        (one estimate: the next checks again)."""
+        crc = self._checksums()
+        n, w = self.array.shape[3], self.array.chunks[3]
+        for j in blocks.tolist():
+            key = (self.session, r, k, j)
+            if crc[r, k, j] < 0 or key in _VERIFIED:
+                continue
+            self._check_blocks(r, k, j * w, self._fetch(r, k, slice(None),
+                                                       slice(j * w, min((j + 1) * w, n))))
+            with _LAYOUTS_LOCK:
+                if len(_VERIFIED) >= _VERIFIED_KEPT:
+                    _VERIFIED.clear()
+                _VERIFIED.add(key)
 
     def _fetch(self, r, k, slots, configs):
         """``prediction[r, k, slots, configs]`` (``configs`` a slice or sorted indices);
