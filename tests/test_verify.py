@@ -512,3 +512,28 @@ def test_the_chunked_bootstraps_check_the_blocks_of_their_sample_runs(tmp_path, 
     with pytest.raises(StoreDamagedError, match=r"prediction/c/0/1/0/1 differs from what its "
                                                 r"task wrote \(checksum mismatch\)"):
         bd.open_study(store).bbc(n_bootstraps=50, chunked=True)
+
+
+def test_the_dropping_test_checks_the_waves_it_reads(tmp_path, client):
+    """Between BBCD's waves no task writes: the dropping test checks the blocks of the
+    waves done against their checksums (a later wave's chunks, which a killed run may
+    have written unrecorded, are not blamed), so a chunk swapped before a decision stops
+    the run with the file named instead of dropping on wrong predictions."""
+    from bbc_dask.cube import open_cube
+
+    store = tmp_path / "b.zarr"
+    small_study(store, "bbcd", client)
+    cube = open_cube(store, mode="r+")
+    cube.guard = lambda: None
+    st = cube.state()
+    st[:, :, 1:] = 0  # waves 2 and 3 pending again, their chunks left as a killed run's
+    cube._array("state")[...] = st
+    cube.set_meta(dropping={"decided": [], "waves": []}, ledger_crc=None)
+    resumed = tmp_path / "r.zarr"
+    shutil.copytree(store, resumed)
+    again = small_study(resumed, "bbcd", client)  # undamaged: the decisions are remade
+    assert again.dropping_log
+    shutil.copy(store / "prediction/c/0/0/0/0", store / "prediction/c/0/0/0/2")
+    with pytest.raises(StoreDamagedError, match=r"prediction/c/0/0/0/2 differs from what its "
+                                                r"task wrote \(checksum mismatch\)"):
+        small_study(store, "bbcd", client)

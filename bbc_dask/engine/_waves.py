@@ -169,11 +169,17 @@ def _decide(cube, client, root, dropping, k, state, active, m, target):
     # store: the cube never has to fit one worker (or the driver). A pointwise metric goes
     # by runs of sample blocks (the table), so that a task's memory does not grow with N.
     blocks, _ = cube.blocks(idx)
+    table = cube.sample_table(idx)
+    for reader in [table.reader] + [b.reader for b in blocks]:
+        # between waves no task writes: the blocks of waves 0..k (done, recorded) are
+        # checked against the CRC-32 their tasks recorded, as a finished study's are;
+        # a later wave's may hold a killed run's write its ledger never recorded
+        reader.checked, reader.check_folds = True, k
     res = lazy_dropping_test(
         client, blocks, cube.y(), avail, metric=m.name, alpha=dropping.alpha,
         n_bootstraps=dropping.n_bootstraps, seed=child_seed(root, "dropping", k),
         pos_label=target.pos_code, key=f"bbc-dropping-k{k}-{uuid.uuid4().hex[:8]}",
-        source=cube.sample_table(idx), best=_fold_mean_best(cube, idx, k),
+        source=table, best=_fold_mean_best(cube, idx, k),
     )
     gone = idx[res.drop]
     new = active.copy()
