@@ -15,6 +15,7 @@ Run: ``python benchmarks/bench_checks.py [--quick]``.
 """
 import argparse
 import tempfile
+import time
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
@@ -77,6 +78,7 @@ def main(quick):
               f"({t_read_on / t_read_off:.2f}x); BBC B=1000 {t_bbc_on:.3f} s vs {t_bbc_off:.3f} s "
               f"({100 * (t_bbc_on / t_bbc_off - 1):+.1f}%; target <= +5%)")
         chunked_runs(client, tmp, X, y, c, k)
+        dropping_runs(client, tmp, X, y, c)
 
 
 def chunked_runs(client, tmp, X, y, c, k):
@@ -105,3 +107,39 @@ if __name__ == "__main__":
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
     main(ap.parse_args().quick)
+
+
+def dropping_runs(client, tmp, X, y, c):
+    """4. A BBCD study (accuracy, 10 folds, a dropping test after every wave, each
+    checking the waves done) against the same run with the checks switched off for the
+    benchmark (the workers are threads of this process: the switch reaches them)."""
+    import contextlib
+
+    from bbc_dask.cube._layout import PredictionReader
+
+    @contextlib.contextmanager
+    def unchecked():
+        saved = PredictionReader._verify_once, PredictionReader._check_blocks
+        PredictionReader._verify_once = PredictionReader._check_blocks = \
+            lambda *a, **k: None
+        try:
+            yield
+        finally:
+            PredictionReader._verify_once, PredictionReader._check_blocks = saved
+
+    def run(i):
+        t = time.perf_counter()
+        bd.run_study(SeededScores(), {"seed": list(range(c))}, X, y,
+                     store=f"{tmp}/d{i}.zarr", metric="accuracy", n_splits=10, random_state=0,
+                     client=client, progress=False, refit=False,
+                     dropping=bd.Dropping(alpha=0.99, n_bootstraps=500, min_predictions=50))
+        return time.perf_counter() - t
+
+    times = {True: [], False: []}
+    for i in range(3):
+        times[True].append(run(2 * i))
+        with unchecked():
+            times[False].append(run(2 * i + 1))
+    on, off = min(times[True]), min(times[False])
+    print(f"[checks] BBCD run, C={c}, 10 waves, dropping test B=500: {on:.2f} s checked vs "
+          f"{off:.2f} s ({100 * (on / off - 1):+.1f}%)")
