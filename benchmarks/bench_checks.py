@@ -103,12 +103,6 @@ def chunked_runs(client, tmp, X, y, c, k):
           f"B=500 on 2 workers: {on:.3f} s checked vs {off:.3f} s ({100 * (on / off - 1):+.1f}%)")
 
 
-if __name__ == "__main__":
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--quick", action="store_true")
-    main(ap.parse_args().quick)
-
-
 def dropping_runs(client, tmp, X, y, c):
     """4. A BBCD study (accuracy, 10 folds, a dropping test after every wave, each
     checking the waves done) against the same run with the checks switched off for the
@@ -143,3 +137,9 @@ def dropping_runs(client, tmp, X, y, c):
     on, off = min(times[True]), min(times[False])
     print(f"[checks] BBCD run, C={c}, 10 waves, dropping test B=500: {on:.2f} s checked vs "
           f"{off:.2f} s ({100 * (on / off - 1):+.1f}%)")
+
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true")
+    main(ap.parse_args().quick)

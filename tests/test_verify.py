@@ -455,7 +455,7 @@ ARRAYS = ["prediction", "slot_sample", "fold", "y", "state", "fit_time", "fold_s
           "pooled", "chunk_crc", "sample", "config", "repeat", "split", "C"]
 
 
-@pytest.mark.parametrize("how", ["garbage", "deleted"])
+@pytest.mark.parametrize("how", ["deleted", pytest.param("garbage", marks=pytest.mark.slow)])
 @pytest.mark.parametrize("array", ARRAYS)
 def test_any_damaged_chunk_gives_the_same_numbers_or_names_a_file(
         tmp_path, client, reference, array, how):

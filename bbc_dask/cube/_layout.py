@@ -128,6 +128,8 @@ _LAYOUTS_LOCK = threading.Lock()
 #: Blocks this process checked whole against their CRC-32 (see
 #: :meth:`PredictionReader._verify_once`), forgotten past ``_VERIFIED_KEPT``.
 _VERIFIED = set()
+#: The ledger's checksums per reader session, read once per process (``_checksums``).
+_CRCS = {}
 _VERIFIED_KEPT = 1_000_000
 
 
@@ -292,7 +294,11 @@ class PredictionReader:
                     f"--repair' marks its cells pending for a resume.")
 
     def _checksums(self):
-        """The ledger's CRC-32 of every block, ``chunk_crc`` (R, K, blocks), read once."""
+        """The ledger's CRC-32 of every block, ``chunk_crc`` (R, K, blocks), read once per
+        process and reader session (each task unpickles its own copy of the reader)."""
+        if self._crc is None:
+            with _LAYOUTS_LOCK:  # a run's dropping tests share a session, wave by wave
+                self._crc = _CRCS.get((self.session, self.check_folds))
         if self._crc is None:
             import posixpath
 
@@ -307,6 +313,10 @@ class PredictionReader:
                 raise StoreDamagedError(
                     f"The store {self.url!r} is damaged: its array 'chunk_crc' cannot be read "
                     f"({type(exc).__name__}); 'bbc-dask verify' names the file.") from None
+            with _LAYOUTS_LOCK:
+                while len(_CRCS) >= _LAYOUTS_KEPT:
+                    _CRCS.pop(next(iter(_CRCS)))
+                _CRCS[(self.session, self.check_folds)] = self._crc
         return self._crc
 
     def _read_rows(self, configs, repeats, lo, hi, width, tail):
@@ -340,14 +350,41 @@ class PredictionReader:
         for i, r, k, s0, s1, at in runs:
             for win in windows:
                 sel = cfg[win]
-                if self.checked:
-                    self._verify_once(r, k, np.unique(sel // w))
+                if self.checked and self._first_read(r, k, sel, out, at, win, i, s0, s1):
+                    continue
                 if sel[-1] - sel[0] == sel.size - 1:  # consecutive: a slice read
                     sel = slice(int(sel[0]), int(sel[-1]) + 1)
                 out[at, win[0]:win[-1] + 1, i] = self._fetch(r, k, slice(s0, s1), sel)
         return out
 
-    def _verify_once(self, r, k, blocks):
+    def _first_read(self, r, k, sel, out, at, win, i, s0, s1):
+        """A run's read of configurations ``sel`` of (``r``, ``k``) whose blocks this
+        process has not checked for this reader: read whole — Zarr decodes the whole
+        chunks for a run anyway — checked against their CRC-32, and the run taken from
+        them. Returns whether it did (False: the blocks are known good, or sparse)."""
+        if self.check_folds is not None and k > self.check_folds:
+            return False
+        w = self.array.chunks[3]
+        blocks = np.unique(sel // w)
+        with _LAYOUTS_LOCK:  # claimed by one thread: the others read the run as usual
+            todo = [(self.session, r, k, int(j)) for j in blocks
+                    if (self.session, r, k, int(j)) not in _VERIFIED]
+            if len(_VERIFIED) + len(todo) > _VERIFIED_KEPT:
+                _VERIFIED.clear()
+            _VERIFIED.update(todo)
+        if not todo:
+            return False
+        wide = self._covering(sel)
+        if wide is None:  # sparse: the blocks alone, each read whole once
+            self._verify_once(r, k, np.array([t[3] for t in todo]), claimed=True)
+            return False
+        cover, take = wide
+        got = self._fetch(r, k, slice(None), cover)
+        self._check_blocks(r, k, cover.start, got)
+        out[at, win[0]:win[-1] + 1, i] = got[s0:s1] if take is None else got[s0:s1][:, take]
+        return True
+
+    def _verify_once(self, r, k, blocks, claimed=False):
         """Check the whole blocks ``blocks`` of (repeat ``r``, fold ``k``) against their
         CRC-32 once per process: a read of a few samples cannot be checked by itself, and
         the chunked bootstraps read every block many times (one run of samples a task);
@@ -357,16 +394,17 @@ class PredictionReader:
             return
         crc = self._checksums()
         n, w = self.array.shape[3], self.array.chunks[3]
-        for j in blocks.tolist():
-            key = (self.session, r, k, j)
-            if crc[r, k, j] < 0 or key in _VERIFIED:
-                continue
-            self._check_blocks(r, k, j * w, self._fetch(r, k, slice(None),
-                                                       slice(j * w, min((j + 1) * w, n))))
-            with _LAYOUTS_LOCK:
-                if len(_VERIFIED) >= _VERIFIED_KEPT:
-                    _VERIFIED.clear()
-                _VERIFIED.add(key)
+        todo = [j for j in blocks.tolist() if crc[r, k, j] >= 0 and (
+            claimed or (self.session, r, k, j) not in _VERIFIED)]
+        if not todo:
+            return
+        # one read of the blocks' span (a call per block costs Zarr's overhead per call)
+        lo, hi = todo[0] * w, min((todo[-1] + 1) * w, n)
+        self._check_blocks(r, k, lo, self._fetch(r, k, slice(None), slice(lo, hi)))
+        with _LAYOUTS_LOCK:
+            if len(_VERIFIED) >= _VERIFIED_KEPT:
+                _VERIFIED.clear()
+            _VERIFIED.update((self.session, r, k, j) for j in range(todo[0], todo[-1] + 1))
 
     def _fetch(self, r, k, slots, configs):
         """``prediction[r, k, slots, configs]`` (``configs`` a slice or sorted indices);

@@ -170,11 +170,13 @@ def _decide(cube, client, root, dropping, k, state, active, m, target):
     # by runs of sample blocks (the table), so that a task's memory does not grow with N.
     blocks, _ = cube.blocks(idx)
     table = cube.sample_table(idx)
+    if not hasattr(cube, "drop_session"):  # one for the run: a block checked once stays so
+        cube.drop_session = uuid.uuid4().hex[:16]
     for reader in [table.reader] + [b.reader for b in blocks]:
         # between waves no task writes: the blocks of waves 0..k (done, recorded) are
         # checked against the CRC-32 their tasks recorded, as a finished study's are;
         # a later wave's may hold a killed run's write its ledger never recorded
-        reader.checked, reader.check_folds = True, k
+        reader.checked, reader.check_folds, reader.session = True, k, cube.drop_session
     res = lazy_dropping_test(
         client, blocks, cube.y(), avail, metric=m.name, alpha=dropping.alpha,
         n_bootstraps=dropping.n_bootstraps, seed=child_seed(root, "dropping", k),
