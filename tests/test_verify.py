@@ -537,3 +537,24 @@ def test_the_dropping_test_checks_the_waves_it_reads(tmp_path, client):
     with pytest.raises(StoreDamagedError, match=r"prediction/c/0/0/0/2 differs from what its "
                                                 r"task wrote \(checksum mismatch\)"):
         small_study(store, "bbcd", client)
+
+
+def test_a_sparse_read_checks_the_blocks_it_touches(tmp_path, client):
+    """Configurations read sparsely (BBCD's few survivors among many: their covering
+    blocks would more than double the read) have each touched block checked whole."""
+    from sklearn.datasets import load_breast_cancer
+    from sklearn.linear_model import LogisticRegression
+
+    X, y = load_breast_cancer(return_X_y=True)
+    store = tmp_path / "sparse.zarr"
+    bd.run_study(LogisticRegression(max_iter=500), {"C": list(np.logspace(-3, 2, 7))},
+                 X[:150, :5], y[:150], store=store, metric="roc_auc", n_splits=3,
+                 random_state=0, client=client, progress=False, configs_per_task=1,
+                 refit=False)
+    whole = bd.open_study(store)._cube.predictions(np.arange(7))
+    np.testing.assert_array_equal(bd.open_study(store)._cube.predictions(np.array([0, 6])),
+                                  whole[:, [0, 6]])
+    shutil.copy(store / "prediction/c/0/2/0/5", store / "prediction/c/0/2/0/6")
+    with pytest.raises(StoreDamagedError, match=r"prediction/c/0/2/0/6 differs from what its "
+                                                r"task wrote \(checksum mismatch\)"):
+        bd.open_study(store)._cube.predictions(np.array([0, 6]))

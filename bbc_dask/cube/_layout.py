@@ -125,12 +125,9 @@ def slot_chunk(n_slots, row_bytes, target=None):
 _LAYOUTS = {}
 _LAYOUTS_KEPT = 4
 _LAYOUTS_LOCK = threading.Lock()
-#: Blocks this process checked whole against their CRC-32 (see
-#: :meth:`PredictionReader._verify_once`), forgotten past ``_VERIFIED_KEPT``.
-_VERIFIED = set()
-#: The ledger's checksums per reader session, read once per process (``_checksums``).
-_CRCS = {}
-_VERIFIED_KEPT = 1_000_000
+#: Blocks this process checked against their CRC-32 (forgotten past ``_VERIFIED_KEPT``),
+#: and the ledger's checksums, per reader session (``PredictionReader._checksums``).
+_VERIFIED, _CRCS, _VERIFIED_KEPT = set(), {}, 1_000_000
 
 
 def _where(slot_sample):
@@ -250,6 +247,9 @@ class PredictionReader:
             # one fold's chunk at a time: Zarr would decode every fold's chunk at once
             for k in range(n_folds):
                 if wide is None:
+                    if self.checked:  # sparse: the blocks touched, each read whole once
+                        self._verify_once(r, k, np.unique(
+                            np.arange(self.array.shape[3])[configs] // self.array.chunks[3]))
                     flat[k * n_slots:(k + 1) * n_slots] = self._fetch(r, k, slice(None), configs)
                     continue
                 cover, take = wide  # whole blocks, each checked against its CRC-32
@@ -385,11 +385,9 @@ class PredictionReader:
         return True
 
     def _verify_once(self, r, k, blocks, claimed=False):
-        """Check the whole blocks ``blocks`` of (repeat ``r``, fold ``k``) against their
-        CRC-32 once per process: a read of a few samples cannot be checked by itself, and
-        the chunked bootstraps read every block many times (one run of samples a task);
-        a block is read whole the first time, and known good afterwards for this reader
-        (one estimate: the next checks again)."""
+        """Check the blocks ``blocks`` of (repeat ``r``, fold ``k``), each read whole, once
+        per process and reader session (an estimate; the next checks again), unless
+        ``claimed`` (by :meth:`_first_read`) they are checked already."""
         if self.check_folds is not None and k > self.check_folds:
             return
         crc = self._checksums()
@@ -398,13 +396,15 @@ class PredictionReader:
             claimed or (self.session, r, k, j) not in _VERIFIED)]
         if not todo:
             return
-        # one read of the blocks' span (a call per block costs Zarr's overhead per call)
-        lo, hi = todo[0] * w, min((todo[-1] + 1) * w, n)
-        self._check_blocks(r, k, lo, self._fetch(r, k, slice(None), slice(lo, hi)))
+        # one read per run of consecutive blocks (a call per block costs Zarr's overhead)
+        todo = np.asarray(todo)
+        for run in np.split(todo, np.flatnonzero(np.diff(todo) > 1) + 1):
+            lo, hi = int(run[0]) * w, min((int(run[-1]) + 1) * w, n)
+            self._check_blocks(r, k, lo, self._fetch(r, k, slice(None), slice(lo, hi)))
         with _LAYOUTS_LOCK:
             if len(_VERIFIED) >= _VERIFIED_KEPT:
                 _VERIFIED.clear()
-            _VERIFIED.update((self.session, r, k, j) for j in range(todo[0], todo[-1] + 1))
+            _VERIFIED.update((self.session, r, k, int(j)) for j in todo)
 
     def _fetch(self, r, k, slots, configs):
         """``prediction[r, k, slots, configs]`` (``configs`` a slice or sorted indices);
