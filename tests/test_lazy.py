@@ -1096,7 +1096,7 @@ def test_study_sample_runs_hold_at_most_their_budget(n, c, r, b, monkeypatch):
 
 
 @pytest.mark.parametrize("metric", RANKING_ALL)
-@pytest.mark.parametrize("n", [700, 1100])
+@pytest.mark.parametrize("n", [700, pytest.param(1100, marks=pytest.mark.slow)])  # 1100: CI's
 def test_ranking_metric_by_pairs_of_tiles_equals_in_memory(metric, n, client, tmp_path,
                                                            monkeypatch):
     """Beyond two tiles of samples a ranking metric's BBC goes by pairs of tiles: N = 700

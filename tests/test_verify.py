@@ -455,8 +455,13 @@ ARRAYS = ["prediction", "slot_sample", "fold", "y", "state", "fit_time", "fold_s
           "pooled", "chunk_crc", "sample", "config", "repeat", "split", "C"]
 
 
-@pytest.mark.parametrize("how", ["deleted", pytest.param("garbage", marks=pytest.mark.slow)])
-@pytest.mark.parametrize("array", ARRAYS)
+#: Those of the default suite (the others, and every garbled chunk, in the slow suite).
+QUICK = ("prediction", "state", "fold_score", "y")
+
+
+@pytest.mark.parametrize("array,how", [
+    pytest.param(a, h, marks=() if (h, a in QUICK) == ("deleted", True) else pytest.mark.slow)
+    for a in ARRAYS for h in ("deleted", "garbage")])
 def test_any_damaged_chunk_gives_the_same_numbers_or_names_a_file(
         tmp_path, client, reference, array, how):
     """The corruption matrix: the first chunk of each array garbled or deleted. Reading
