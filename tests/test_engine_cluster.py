@@ -51,8 +51,8 @@ def _start(store, kind="trees"):
                             start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
 
-@pytest.mark.parametrize("kill_at", [pytest.param(0.15, marks=pytest.mark.slow), 0.5,
-                                     pytest.param(0.85, marks=pytest.mark.slow)])
+@pytest.mark.slow  # make test keeps test_faults' kills; CI runs these every time
+@pytest.mark.parametrize("kill_at", [0.15, 0.5, 0.85])
 def test_kill_and_resume(tmp_path, client, kill_at):
     # late kills need a run whose last 15% outlasts a ledger flush (tasks are grouped)
     kind = "forest" if kill_at > 0.6 else "trees"

@@ -79,7 +79,8 @@ def _holders(c):
     return [w for w, keys in c.has_what().items() if any(str(k).startswith("ndarray-") for k in keys)]
 
 
-@pytest.mark.parametrize("kill_at", [pytest.param(0.5, marks=pytest.mark.slow), 0.9])
+@pytest.mark.slow  # make test keeps test_faults' kills; CI runs these every time
+@pytest.mark.parametrize("kill_at", [0.5, 0.9])
 def test_a_study_survives_losing_the_worker_that_holds_the_data(tmp_path, cancer_standardised, make_local_client,
                                                                 kill_at):
     X, y = cancer_standardised
