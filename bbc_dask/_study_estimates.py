@@ -48,26 +48,32 @@ class StudyEstimates:
     """The estimates of a :class:`bbc_dask.Study` (its ``_cube``, ``spec``, ``metric``,
     ``seed``, ``store``, :meth:`candidates` and :meth:`failures`)."""
 
-    def _warn_unfinished(self, caller, stacklevel=3):
-        """:class:`~bbc_dask.exceptions.UnfinishedStudyWarning` when cells are pending
-        (not when every configuration failed somewhere: no pending cell can complete
-        one), as the command line says it."""
-        import warnings
-
+    def unfinished(self):
+        """What an unfinished study lacks ("3 of 42 cells pending; 4 of 7 configurations
+        complete"), or None: finished, or every configuration failed somewhere (no pending
+        cell can complete one). The command line and :meth:`_warn_unfinished` say it."""
         from .cube import PENDING, complete
-        from .exceptions import UnfinishedStudyWarning
 
-        if getattr(self, "said_unfinished", False):  # the command line said it once
-            return
         st = self._cube.state()
         pending = int((st == PENDING).sum())
         if not pending or np.any(st == FAILED, axis=(1, 2)).all():
-            return
-        warnings.warn(UnfinishedStudyWarning(
-            f"The study at {self.store!r} is unfinished ({pending} of {st.size} cells pending; "
-            f"{int(complete(st).sum())} of {st.shape[0]} configurations complete): {caller} "
-            f"estimates from the complete configurations only. Run the study again to "
-            f"finish it."), stacklevel=stacklevel)
+            return None
+        return (f"{pending} of {st.size} cells pending; {int(complete(st).sum())} of "
+                f"{st.shape[0]} configurations complete")
+
+    def _warn_unfinished(self, caller, stacklevel=3):
+        """:class:`~bbc_dask.exceptions.UnfinishedStudyWarning` on an :meth:`unfinished`
+        study, unless the command line said it already."""
+        import warnings
+
+        from .exceptions import UnfinishedStudyWarning
+
+        missing = None if getattr(self, "said_unfinished", False) else self.unfinished()
+        if missing:
+            warnings.warn(UnfinishedStudyWarning(
+                f"The study at {self.store!r} is unfinished ({missing}): {caller} estimates "
+                f"from the complete configurations only. Run the study again to finish it."),
+                stacklevel=stacklevel)
 
     # -------------------------------------------------------------- estimates
     def _inputs(self):

@@ -14,7 +14,6 @@ import time
 import warnings
 
 import click
-import numpy as np
 
 from ..exceptions import (
     BoundAboveObservedWarning,
@@ -322,17 +321,9 @@ def status(store, as_json, storage_option):
 def _check_finished(study, partial, what):
     """Refuse numbers from an unfinished study unless ``--partial`` asked for them; say
     what is missing either way."""
-    st = study.status()
-    if not st["pending"]:
+    missing = study.unfinished()
+    if missing is None:
         return None
-    from ..cube import FAILED
-
-    if np.any(study.state == FAILED, axis=(1, 2)).all():
-        # every configuration failed somewhere (a run stops there): nothing pending can
-        # complete one, so "run it again" would be wrong; the estimate says what failed
-        return None
-    missing = (f"{st['pending']} of {st['cells']} cells pending; {st['complete_configs']} of "
-               f"{st['configs']} configurations complete")
     if not partial:
         raise UserError(f"The study at {study.store} is unfinished ({missing}); run it again to "
                         f"finish it, or pass --partial for {what} from the complete configurations.")
