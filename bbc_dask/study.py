@@ -1,6 +1,8 @@
 """Study: the results of a CVT run, read from its Zarr store."""
 from __future__ import annotations
 
+import time
+
 import numpy as np
 
 from ._study_estimates import StudyEstimates
@@ -45,6 +47,17 @@ class Study(StudyEstimates):
         The warnings those fits raised, ``{(module, class name, text): count}``: collected
         by the tasks and shown once each by :func:`run_study` (empty for
         :func:`open_study`).
+    run_seconds_ : dict
+        The wall seconds of each phase of the call that returned this object, in the order
+        they ran (they add up to its wall time): ``request`` (arguments checked, data
+        fingerprinted), ``plan`` (the store inspected, configurations planned, the columns
+        checked by a small fit), ``connect`` (the cluster started or reached), ``store``
+        (the store locked, opened or created), ``waves`` (the fits; the pooled scores of
+        configurations complete while they run), ``decisions`` (BBCD's dropping tests),
+        ``ledger`` (the last ledger batch, its checksums), ``pooled`` (pooled scores not
+        computed during the waves), ``winner`` (the winner refit, or nested CV's outer
+        folds), ``close`` (the cluster closed, the lock released). Empty for
+        :func:`open_study`.
     """
 
     def __init__(self, store, final_model=None, storage_options=None, scoring=None):
@@ -59,6 +72,7 @@ class Study(StudyEstimates):
         study._param_objects = run.configs
         study.n_fits_ = run.fits
         study.fit_warnings_ = run.warned or {}
+        study.run_seconds_ = dict(run.phases or {})
         return study
 
     def _attach(self, cube, final_model, scoring=None):
@@ -83,6 +97,7 @@ class Study(StudyEstimates):
         self._param_objects = None  # the real parameter values when run in this process
         self.n_fits_ = 0
         self.fit_warnings_ = {}
+        self.run_seconds_ = {}
 
     def __repr__(self):
         st = self._cube.state()
@@ -454,6 +469,7 @@ def run_study(
     """
     from .engine import StudyRequest, run_cvt
 
+    t0 = time.perf_counter()
     request = StudyRequest.build(
         estimator, param_grid, X, y, store=store, metric=metric, n_splits=n_splits,
         n_repeats=n_repeats, cv=cv, groups=groups, param_distributions=param_distributions,
@@ -462,7 +478,9 @@ def run_study(
         configs_per_task=configs_per_task, dropping=dropping, metadata=metadata,
         storage_options=storage_options, security=security, selection=selection,
         caller="run_study", fit_params=fit_params)
+    checked = time.perf_counter() - t0
     study = study_of(run_cvt(request))
+    study.run_seconds_ = {"request": checked, **study.run_seconds_}
     warn_failures(study, stacklevel=2)
     return study
 

@@ -272,3 +272,55 @@ def test_the_winner_of_an_undefined_fold_score_is_refused_not_guessed():
 
     with pytest.raises(UndefinedScoreError, match=r"'roc_auc' is undefined on fold 1 of repeat 0 in the study's winner"):
         select_winner(Fake())
+
+
+@pytest.mark.parametrize("cls", [0, 3])
+def test_direct_chunk_writes_are_the_bytes_zarr_writes(tmp_path, cls):
+    """The tasks encode and store their chunks themselves (cube/_direct.py): every file
+    must be byte for byte what Zarr writes for the same values, edge chunks (along slots
+    and configurations) included, and read back through Zarr as written; an array with
+    other codecs is written by Zarr."""
+    from bbc_dask.cube._direct import ChunkWriter, DirectChunks
+    from bbc_dask.cube._schema import _PREDICTION_CODECS
+
+    shape = (2, 3, 23, 7) + ((cls,) if cls else ())
+    chunks = (1, 1, 10, 3) + ((cls,) if cls else ())
+    rng = np.random.default_rng(0)
+    arrays = {}
+    for name in ("zarr", "direct"):
+        arrays[name] = zarr.create_array(str(tmp_path / f"{name}.zarr"), shape=shape,
+                                         chunks=chunks, dtype="float64", fill_value=np.nan,
+                                         compressors=_PREDICTION_CODECS(),
+                                         config={"write_empty_chunks": True})
+    assert DirectChunks.of(arrays["direct"]) is not None
+    writer = ChunkWriter(arrays["direct"], lambda: None, str(tmp_path))
+    blocks = [(0, [0, 2], None), (3, [0, 1, 2], None), (6, [0], None)]
+    for r in range(2):
+        for k in range(3):
+            got = []
+            for c0, cols, _ in blocks:
+                v = rng.normal(size=(21 + k, len(cols)) + ((cls,) if cls else ()))
+                v[0, 0] = np.nan if k == 1 else v[0, 0]  # a failed prediction is stored too
+                got.append((c0, cols, v))
+            crcs = writer.write_many(r, k, got)
+            buf = np.full(shape[2:], np.nan)
+            for c0, cols, v in got:
+                buf[: v.shape[0], c0 + np.asarray(cols)] = v
+            arrays["zarr"][r, k] = buf
+            assert crcs == [chunk_crc_of(buf[:, c0:c0 + 3]) for c0, _, _ in blocks]
+    files = {name: sorted(str(p.relative_to(tmp_path / f"{name}.zarr"))
+                          for p in (tmp_path / f"{name}.zarr").rglob("c/**/*") if p.is_file())
+             for name in arrays}
+    assert files["zarr"] == files["direct"] and len(files["zarr"]) == 2 * 3 * 3 * 3
+    for f in files["zarr"]:
+        assert (tmp_path / "zarr.zarr" / f).read_bytes() == (tmp_path / "direct.zarr" / f).read_bytes(), f
+    np.testing.assert_array_equal(arrays["direct"][...], arrays["zarr"][...])
+    other = zarr.create_array(str(tmp_path / "other.zarr"), shape=shape, chunks=chunks,
+                              dtype="float64", fill_value=np.nan)
+    assert DirectChunks.of(other) is None  # Zarr's default codecs: Zarr writes
+
+
+def chunk_crc_of(values):
+    from bbc_dask.cube._layout import chunk_crc
+
+    return chunk_crc(values)

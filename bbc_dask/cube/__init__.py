@@ -4,7 +4,8 @@ Schema, create/open, the fold-aligned prediction layout and its readers, the wri
 tasks use, the batched ledger, what the ledger says about selection, the store locations
 (one class per storage backend, picked by the URL's scheme in :data:`BACKENDS`) and their
 run locks."""
-from ._layout import ChunkWriter, CubeBlock, PredictionReader, SampleTable
+from ._direct import ChunkWriter
+from ._layout import CubeBlock, PredictionReader, SampleTable
 from ._location import (
     BACKENDS,
     FsspecLocation,

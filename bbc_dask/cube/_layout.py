@@ -39,7 +39,7 @@ import numpy as np
 
 from .. import _tuning as tuning
 
-__all__ = ["ATTRS_DIGEST", "ChunkWriter", "CubeBlock", "PredictionReader", "SampleOrderView",
+__all__ = ["ATTRS_DIGEST", "CubeBlock", "PredictionReader", "SampleOrderView",
            "SampleTable", "attributes_digest", "chunk_crc", "chunk_file", "decoded_rows", "digest", "prediction_chunks", "slot_chunk",
            "slot_layout", "to_json", "unreadable_chunk"]
 
@@ -501,63 +501,6 @@ class SampleOrderView:
         repeats = range(*key[2].indices(n_rep))
         out = self.reader.read(key[1], repeats=repeats)
         return out[(key[0], slice(None), slice(None)) + tuple(key[3:])]
-
-
-class ChunkWriter:
-    """Writes one task's predictions — its block's chunks, whole — from a worker, after the
-    run lock's check (picklable: it travels with the task).
-
-    Parameters
-    ----------
-    array : zarr.Array
-        ``prediction``, opened with ``write_empty_chunks`` so that every written chunk
-        exists (a missing chunk the ledger counts is then damage, not a fill value).
-    check : callable
-        The lock's token check (:class:`bbc_dask.cube._lock.LockToken`): raises when this
-        run no longer holds the store.
-    """
-
-    def __init__(self, array, check, url):
-        self.array, self.check, self.url = array, check, url
-
-    def write(self, r, k, c0, cols, values):
-        """Store ``values`` (n_k, len(cols)(, n_classes)) — the test samples of fold ``k``
-        in slot order — as columns ``cols`` (offsets from ``c0``) of the block starting at
-        configuration ``c0``; the block's other columns are NaN (not trained here).
-
-        Returns the CRC-32 of the block's values (:func:`chunk_crc`, every slot): the
-        ledger keeps it, so ``verify`` tells an edited or swapped chunk from the ones the
-        task wrote."""
-        return self.write_many(r, k, [(c0, cols, values)])[0]
-
-    def write_many(self, r, k, blocks):
-        """:meth:`write` for several blocks of one (repeat, fold): ``blocks`` a list of
-        ``(c0, cols, values)``. Blocks that follow each other go in one Zarr call (its
-        chunks are encoded and written concurrently; one hop to Zarr's I/O thread per
-        run of blocks, not per chunk: under CPU contention each hop costs milliseconds).
-        Returns the CRC-32 of every block, in order."""
-        from ._writing import writing
-
-        w = self.array.chunks[3]
-        n_cfg = self.array.shape[3]
-        order = sorted(range(len(blocks)), key=lambda i: blocks[i][0])
-        runs, crcs = [], [None] * len(blocks)
-        for i in order:  # runs of consecutive chunks
-            if runs and blocks[i][0] == runs[-1][-1][1] + w:
-                runs[-1].append((i, blocks[i][0]))
-            else:
-                runs.append([(i, blocks[i][0])])
-        self.check()
-        for run in runs:
-            a, b = run[0][1], min(run[-1][1] + w, n_cfg)
-            buf = np.full((self.array.shape[2], b - a) + tuple(self.array.shape[4:]), np.nan)
-            for i, c0 in run:
-                _, cols, values = blocks[i]
-                buf[: values.shape[0], c0 - a + np.asarray(cols, dtype=np.int64)] = values
-                crcs[i] = chunk_crc(buf[:, c0 - a:min(c0 + w, n_cfg) - a])
-            with writing(self.url):
-                self.array[r, k, :, a:b] = buf
-        return crcs
 
 
 def chunk_crc(values):

@@ -58,9 +58,9 @@ from ._attrs import (
     variable_attrs,
     write_coordinates,
 )
+from ._direct import ChunkWriter
 from ._layout import (
     ATTRS_DIGEST,
-    ChunkWriter,
     CubeBlock,
     PredictionReader,
     SampleOrderView,

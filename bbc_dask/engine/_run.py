@@ -26,7 +26,7 @@ from . import _plan as plan
 from ._tasks import refit
 from ._waves import run_waves, submit_with_data
 
-__all__ = ["CVTRun", "run_cvt", "wall_seconds"]
+__all__ = ["CVTRun", "Phases", "run_cvt", "wall_seconds"]
 
 
 class CVTRun(NamedTuple):
@@ -39,6 +39,35 @@ class CVTRun(NamedTuple):
     fits: int
     cube: object
     warned: dict | None = None  # the fits' warnings: {(module, class, text): count}
+    #: seconds of each phase of the run, in order (see :class:`Phases`)
+    phases: dict | None = None
+
+
+class Phases:
+    """The wall seconds of a run's phases, in the order they ran: what a user waits for,
+    shown by ``benchmarks/bench_engine.py`` (``Study.run_seconds_``). A phase entered
+    twice adds up; a phase timed inside another is taken out of the outer one, so the
+    seconds add up to the run's wall time. :meth:`__call__` is the context manager of
+    one phase; :meth:`add` records seconds timed by the caller."""
+
+    def __init__(self):
+        self.seconds = {}
+        self._inner = []  # per open phase: the seconds of the phases timed inside it
+
+    @contextlib.contextmanager
+    def __call__(self, name):
+        t0 = time.perf_counter()
+        self._inner.append(0.0)
+        try:
+            yield
+        finally:
+            inner = self._inner.pop()
+            self.add(name, time.perf_counter() - t0 - inner, nested=inner)
+
+    def add(self, name, seconds, nested=0.0):
+        self.seconds[name] = self.seconds.get(name, 0.0) + seconds
+        if self._inner:
+            self._inner[-1] += seconds + nested
 
 
 def _diff(stored, new, prefix=""):
@@ -87,6 +116,7 @@ class _StudyRun:
         self.token = None
         self.fits = 0
         self.warned = {}
+        self.phases = Phases()
 
     # ------------------------------------------------------------------ flow
     def run(self):
@@ -96,7 +126,9 @@ class _StudyRun:
         final = None
         lock = client_obj = owned = None
         failed = False
-        finished = self.precheck()
+        phase = self.phases
+        with phase("plan"):
+            finished = self.precheck()
         try:
             with signals_as_interrupts():
                 if finished:
@@ -109,17 +141,21 @@ class _StudyRun:
                     owned = not isinstance(ex.client, Client)  # as resolve_client decides
                 else:
                     # Connect first: a cluster that cannot be reached leaves the store as it was.
-                    client_obj, owned = _client(ex.client, ex.progress, ex.security, self.caller)
-                with writing(self.loc.url):
-                    lock = self.loc.lock().acquire()
-                self._open_or_create(lock)
-                self._announce()
+                    with phase("connect"):
+                        client_obj, owned = _client(ex.client, ex.progress, ex.security,
+                                                    self.caller)
+                with phase("store"):
+                    with writing(self.loc.url):
+                        lock = self.loc.lock().acquire()
+                    self._open_or_create(lock)
+                    self._announce()
                 self._run_waves(client_obj, cancel_on_exit=not owned)
-                self._check_not_all_failed()
-                if self.request.protocol.kind == "nested":
-                    self._outer(client_obj)
-                elif ex.refit:
-                    final = self._refit(client_obj)
+                with phase("winner"):
+                    self._check_not_all_failed()
+                    if self.request.protocol.kind == "nested":
+                        self._outer(client_obj)
+                    elif ex.refit:
+                        final = self._refit(client_obj)
         except KeyboardInterrupt as exc:
             failed = True
             raise self._interrupted(exc) from None
@@ -127,13 +163,16 @@ class _StudyRun:
             failed = True
             raise
         finally:
+            t0 = time.perf_counter()
             try:
                 _quietly_close(client_obj, owned, ex.client, keep_going=failed)
             finally:
                 if lock is not None:
                     lock.release()
+                phase.add("close", time.perf_counter() - t0)
         self.cube.guard = _released  # the study reads it; a write without the lock fails
-        return CVTRun(self.loc, final, self.configs, self.fits, self.cube, self.warned)
+        return CVTRun(self.loc, final, self.configs, self.fits, self.cube, self.warned,
+                      phase.seconds)
 
     def _open_or_create(self, lock):
         """Decide, under the lock, whether the store is new, ours to resume, or another
@@ -324,11 +363,12 @@ class _StudyRun:
                               fit_params=req.data.shipped_fit_params(),
                               # nested CV: each outer fold has its own rule (_check_not_all_failed)
                               stop_if_all_failed=req.protocol.kind != "nested",
-                              warned=self.warned)
-        runs = list(self.cube.meta["runs"])
-        runs[-1].update(finished=time.strftime("%Y-%m-%dT%H:%M:%S"), t1=time.time(),
-                        fits=self.fits)
-        self.cube.set_meta(runs=runs, ledger_crc=ledger_checksums(self.cube))
+                              warned=self.warned, phases=self.phases)
+        with self.phases("ledger"):
+            runs = list(self.cube.meta["runs"])
+            runs[-1].update(finished=time.strftime("%Y-%m-%dT%H:%M:%S"), t1=time.time(),
+                            fits=self.fits)
+            self.cube.set_meta(runs=runs, ledger_crc=ledger_checksums(self.cube))
 
     def _needs_pooled(self):
         """Whether the ledger's pooled scores are wanted: by every study (its winner,

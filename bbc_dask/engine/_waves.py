@@ -67,7 +67,8 @@ class _WaveTasks:
 
 def run_waves(cube, client, estimator, configs, X, y, target, m, error_score,
                progress, dropping=None, root=None, cancel_on_exit=True, token=None,
-               pooled=True, stop_if_all_failed=False, fit_params=None, warned=None):
+               pooled=True, stop_if_all_failed=False, fit_params=None, warned=None,
+               phases=None):
     """Run every pending cell, wave by wave; with ``dropping``, test between waves; then
     (``pooled``) the pooled scores of complete configurations.
 
@@ -77,6 +78,8 @@ def run_waves(cube, client, estimator, configs, X, y, target, m, error_score,
     as X and y are (sliced by the tasks).
     ``warned``: a dict that receives the fits' warnings, ``{(module, class, text): count}``
     over all tasks (each task collects its own, see ``_tasks.collected_warnings``).
+    ``phases``: a :class:`~bbc_dask.engine._run.Phases` that receives the seconds of the
+    waves, the last ledger batch, the dropping decisions and the pooled pass.
 
     Without dropping the waves are one queue (no barrier: workers never idle at a wave's
     end). With dropping, wave k+1 is planned only after wave k's decision is persisted.
@@ -89,8 +92,16 @@ def run_waves(cube, client, estimator, configs, X, y, target, m, error_score,
     decided = {e["wave"] for e in cube.decisions()}
     stages = ([list(range(n_splits))] if dropping is None
               else _stages(cube.folds(), n_splits, dropping))
+    if phases is None:
+        from ._run import Phases
+
+        phases = Phases()
     run = _Executor(cube, client, estimator, configs, X, y, target, m, error_score,
                     progress, n_splits, token, fit_params)
+    run.phases = phases
+    if pooled and dropping is None:
+        # scored as their blocks complete, among the waves' tasks (no pass at the end)
+        run.pooled = _PooledAlong(cube, client, m, target, state)
     run.cancel_on_exit = cancel_on_exit
     if warned is not None:
         run.warned = warned
@@ -100,19 +111,23 @@ def run_waves(cube, client, estimator, configs, X, y, target, m, error_score,
             return 0
     try:
         for stage in stages:
-            run.execute(_WaveTasks(state, stage, active, chunk, run.rank,
-                                   cube.dropped_waves()[0]), int(active.sum()))
+            with phases("waves"):
+                run.execute(_WaveTasks(state, stage, active, chunk, run.rank,
+                                       cube.dropped_waves()[0]), int(active.sum()))
             if run.all_failed(active):
                 return run.fits
             if dropping is None:
                 continue
-            state = cube.state()
-            for k in stage:
-                if (k < n_splits - 1 or dropping.test_last_wave) and k not in decided:
-                    active = _decide(cube, client, root, dropping, k, state, active, m, target)
-                    state = cube.state()
+            with phases("decisions"):
+                state = cube.state()
+                for k in stage:
+                    if (k < n_splits - 1 or dropping.test_last_wave) and k not in decided:
+                        active = _decide(cube, client, root, dropping, k, state, active, m,
+                                         target)
+                        state = cube.state()
         if pooled:
-            _pooled_pass(cube, client, m, target)
+            with phases("pooled"):
+                _pooled_pass(cube, client, m, target)
     finally:
         run.close()
     return run.fits
@@ -210,8 +225,6 @@ def _fold_mean_best(cube, idx, k):
 def _pooled_pass(cube, client, m, target):
     """Pooled scores of complete configurations that have none yet, as tasks reading
     their chunks (the driver never loads predictions)."""
-    from ..chunked import chunk_pooled, held
-
     state = cube.state()
     folds = cube.folds()
     # repeats that leave samples out (nested CV): scored per repeat once its cells are done
@@ -226,20 +239,93 @@ def _pooled_pass(cube, client, m, target):
     blocks, _ = cube.blocks(need)
     y = cube.y()
     # a task holding y, not scattered data: computed again if its worker is lost
-    y_f = (client.submit(held, y, pure=False, key=f"bbc-pooled-y-{uuid.uuid4().hex[:8]}")
-           if len(blocks) > 1 else y)
+    y_f = _held(client, y, "y") if len(blocks) > 1 else y
     if present is not None and len(blocks) > 1:  # (N, R) bools: shipped once, as y
-        present = client.submit(held, present, pure=False,
-                                key=f"bbc-pooled-present-{uuid.uuid4().hex[:8]}")
-    futures = [client.submit(chunk_pooled, b, y_f, m.ref, target.pos_code, None, present,
-                             pure=False,
-                             key=f"bbc-pooled-{b.configs[0]}-{uuid.uuid4().hex[:8]}")
-               for b in blocks]
+        present = _held(client, present, "present")
+    futures = [_submit_pooled(client, b, y_f, m, target, present) for b in blocks]
     wait_done(futures)
     with deferred_interrupts():
         values = client.gather(futures)
     for b, v in zip(blocks, values):
         cube.record_pooled(b.configs, v)
+
+
+def _held(client, value, name):
+    from ..chunked import held
+
+    return client.submit(held, value, pure=False, key=f"bbc-pooled-{name}-{uuid.uuid4().hex[:8]}")
+
+
+def _submit_pooled(client, block, y_f, m, target, present=None):
+    from ..chunked import chunk_pooled
+
+    return client.submit(chunk_pooled, block, y_f, m.ref, target.pos_code, None, present,
+                         pure=False, key=f"bbc-pooled-{block.configs[0]}-{uuid.uuid4().hex[:8]}")
+
+
+class _PooledAlong:
+    """The pooled scores of a study without dropping, computed while the waves run: as
+    soon as the last pending cell of a window of configurations is recorded, the
+    window's complete configurations are scored by a task among the fit tasks, so that
+    the run does not end on a pass of its own (a barrier, then a pass over every
+    prediction while the last wave's tail leaves workers idle). The windows are the
+    blocks of :func:`_pooled_pass` (:meth:`Cube.blocks` over every configuration), and
+    so are the tasks and their function: the same bits, in as many tasks (a small cube
+    is one window, scored once its last cell is in). The values are written with the
+    ledger batch that follows them, after the states of the cells they score. A block
+    whose task is lost is left to the pass at the end, which scores whatever is still
+    missing."""
+
+    def __init__(self, cube, client, m, target, state):
+        self.cube, self.client, self.m, self.target = cube, client, m, target
+        # nested CV's repeats leave samples out: scored by the pass, per repeat
+        self.on = bool((cube.folds() >= 0).all())
+        self.state = state.copy()
+        n_cfg = state.shape[0]
+        _, offsets = cube.blocks(np.arange(n_cfg))
+        self.starts = np.asarray(offsets, dtype=np.int64)
+        self.window = np.searchsorted(self.starts, np.arange(n_cfg), side="right") - 1
+        pending = (state == PENDING).reshape(n_cfg, -1).sum(axis=1)
+        self.left = np.bincount(self.window, weights=pending,
+                                minlength=self.starts.size).astype(np.int64)
+        self.unscored = np.isnan(cube.pooled()).any(axis=1)
+        self.y_f = None
+        self.batch = []  # (configs, values) to write with the next ledger batch
+
+    def recorded(self, r, k, cfgs, failed):
+        """Cells (repeat ``r``, fold ``k``) of ``cfgs`` recorded, ``failed`` per
+        configuration: the :class:`CubeBlock`s to score now (none until a window has no
+        pending cell left)."""
+        cfgs = np.asarray(cfgs, dtype=np.int64)
+        self.state[cfgs, r, k] = np.where(np.asarray(failed, bool), FAILED, DONE)
+        if not self.on:
+            return []
+        out = []
+        for w, n in zip(*np.unique(self.window[cfgs], return_counts=True)):
+            self.left[w] -= n
+            if self.left[w] > 0:
+                continue
+            lo = self.starts[w]
+            hi = self.starts[w + 1] if w + 1 < self.starts.size else self.state.shape[0]
+            done = np.all(self.state[lo:hi] == DONE, axis=(1, 2)) & self.unscored[lo:hi]
+            need = lo + np.flatnonzero(done)
+            if need.size:
+                self.unscored[need] = False
+                out += self.cube.blocks(need)[0]
+        return out
+
+    def submit(self, block):
+        if self.y_f is None:
+            self.y_f = _held(self.client, self.cube.y(), "y")
+        return _submit_pooled(self.client, block, self.y_f, self.m, self.target)
+
+    def lost(self, block):
+        self.unscored[block.configs] = True  # the pass at the end scores it
+
+    def flush(self):
+        for configs, values in self.batch:
+            self.cube.record_pooled(configs, values)
+        self.batch = []
 
 
 class _Data:
@@ -374,6 +460,8 @@ class _Executor:
         # what a resumed run knows of each configuration's cost before timing any
         self.cost = cube.mean_fit_times()
         self.block_bytes = cube.chunk_nbytes
+        self.phases = None  # run_waves's
+        self.pooled = None  # a _PooledAlong when pooled scores are computed along the waves
 
     def rank(self, blocks):
         """``blocks`` (config index arrays of one (wave, repeat)) in the order to run them:
@@ -439,6 +527,11 @@ class _Executor:
                     break
                 fut = next(ac)
                 group, tries, _ = meta.pop(fut.key)
+                if tries == "pooled":
+                    self._pooled_done(fut, group)
+                    if not meta:
+                        self.flush()
+                    continue
                 try:
                     res = _result(fut)
                 except CancelledError:
@@ -451,6 +544,10 @@ class _Executor:
                     self.warned[tuple(key)] = self.warned.get(tuple(key), 0) + n
                 for task, part in zip(group, res.get("done", res.get("parts", []))):
                     self._record(task, part)
+                    for block in self._complete(task, part):
+                        pfut = self.pooled.submit(block)
+                        meta[pfut.key] = (block, "pooled", pfut)
+                        ac.add(pfut)
                 if "parts" not in res:  # a store problem or error_score="raise"
                     self._record(group[len(res["done"])], res)
                 groups.observe(res["elapsed"], len(group),
@@ -461,7 +558,9 @@ class _Executor:
                     break  # the finally below records the results and cancels the rest
         finally:
             # What finished is recorded whatever stops the run: its chunks are written.
+            t0 = time.perf_counter()
             self.flush()
+            self.phases.add("ledger", time.perf_counter() - t0)
             # Interrupted or failed: nothing is left running for this study on a cluster we
             # do not own. Ours is about to be closed; releasing the futures cancels their
             # tasks, which its workers would report one by one: silence them first.
@@ -497,6 +596,23 @@ class _Executor:
                 self.bar.set_description(f"wave {k + 1}/{self.n_splits}", refresh=False)
             self.bar.update(1)
 
+    def _complete(self, task, part):
+        """Blocks whose pooled scores can be computed now that ``task`` is recorded."""
+        if self.pooled is None:
+            return []
+        k, r, cfgs = task
+        return self.pooled.recorded(r, k, cfgs, part["failed"])
+
+    def _pooled_done(self, fut, block):
+        """A pooled task's result, kept for the next ledger batch; a task cancelled with
+        a lost worker leaves its block to the pass at the end."""
+        try:
+            values = _result(fut)
+        except CancelledError:
+            self.pooled.lost(block)
+            return
+        self.pooled.batch.append((block.configs, values))
+
     def all_failed(self, active):
         """Whether every active configuration has failed somewhere (tracked only when
         that stops the run)."""
@@ -506,6 +622,8 @@ class _Executor:
         """Write the batch of recorded results to the ledger (one write per array)."""
         batch, self.batch = self.batch, []
         self.cube.record(batch)
+        if self.pooled is not None:  # after the states of the cells they score
+            self.pooled.flush()
         self.flushed = time.monotonic()
 
     def close(self):

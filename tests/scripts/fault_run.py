@@ -74,9 +74,10 @@ def install(target):
 
     import zarr.core.array as za
 
-    from bbc_dask.cube import _location, _schema
+    from bbc_dask.cube import _direct, _location, _schema
 
     _wrap(za.AsyncArray, "_set_selection", "array_write", target)
+    _wrap(_direct.DirectChunks, "put", "array_write", target)  # the tasks' chunks
     _wrap(_schema.Cube, "set_meta", "attrs", target)
     _wrap(_schema.Cube, "record_decision", "decision", target)
     _wrap(_location.StoreLocation, "write_bytes", "file_write_after", target, after=True)
