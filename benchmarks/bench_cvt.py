@@ -1,6 +1,6 @@
 """run_study against scikit-learn's GridSearchCV(n_jobs=2) and dask-ml's GridSearchCV:
 same grid, same folds, refit on no side, every side in one process, ratios from one run of
-this script (cases A-C run each side ``--repeat`` times, default 2, interleaved: the best
+this script (cases A-C and E run each side ``--repeat`` times, default 2, interleaved: the best
 time of each side counts, as timeit's does, since this machine's noise only ever slows).
 
 A. 400 small trees: DecisionTreeClassifier(random_state=0), max_depth x min_samples_leaf
@@ -11,6 +11,10 @@ B. 40 LogisticRegression configurations (StandardScaler -> LogisticRegression(ma
 C. StandardScaler -> PCA -> SVC on make_classification(3000 x 200, random_state=0): PCA
    n_components [10, 20, 50] x SVC C [0.1, 1, 10] x gamma ["scale", 0.01] = 18
    configurations, 5 folds.
+E. The preprocessing-pipeline grid: StandardScaler -> PCA -> SVC on make_classification(3000
+   x 200, random_state=0): PCA n_components [10, 20, 50] x SVC C [0.1, 1, 10] x gamma
+   ["scale", 0.001, 0.01, 0.1] = 36 configurations, 10 folds (each fold's scaler and PCA
+   are shared by the 12 SVCs after them, as dask-ml shares them).
 D. 2,000 configurations x 10 folds x 5 repeats (100,000 fits of a tiny tree): the driver's
    peak RSS (target < 1 GiB) and the most tasks the driver ever had in flight (counted at
    each submission; submission never builds a graph of all fits). run_study alone; it
@@ -38,7 +42,7 @@ and each side's best configuration: GridSearchCV picks the best mean of fold AUC
 run_study the best pooled AUC, so the two may differ; run_study's best by mean of fold AUCs
 is printed as well. Nothing is asserted.
 
-Run: ``python benchmarks/bench_cvt.py [--quick] [--cases abcd] [--repeat 2] [--configs-per-task 1,25]``
+Run: ``python benchmarks/bench_cvt.py [--quick] [--cases abced] [--repeat 2] [--configs-per-task 1,25]``
 (``--quick`` shrinks every grid for a smoke run; ``--configs-per-task`` adds case A rows
 for run_study with those values, against the same peer times).
 """
@@ -224,6 +228,16 @@ def case_c(client, tmp, quick, dml, cpts, repeat):
     return compare("c", pipe, grid, X, y, client, tmp, dml, k, repeat=repeat)
 
 
+def case_e(client, tmp, quick, dml, cpts, repeat):
+    n, p, k = (3000, 200, 10) if not quick else (600, 40, 3)
+    X, y = make_classification(n_samples=n, n_features=p, random_state=0)
+    pipe = Pipeline([("scale", StandardScaler()), ("pca", PCA(random_state=0)), ("svc", SVC())])
+    grid = ({"pca__n_components": [10, 20, 50], "svc__C": [0.1, 1, 10],
+             "svc__gamma": ["scale", 0.001, 0.01, 0.1]} if not quick
+            else {"pca__n_components": [10, 20], "svc__C": [1], "svc__gamma": ["scale", 0.01]})
+    return compare("e", pipe, grid, X, y, client, tmp, dml, k, repeat=repeat)
+
+
 def case_d(client, tmp, quick, dml, cpts, repeat):
     X, y = make_classification(200, 5, n_informative=3, random_state=0)
     n_cfg, n_splits, n_rep = (2000, 10, 5) if not quick else (100, 3, 2)
@@ -326,7 +340,7 @@ def table(rows):
 if __name__ == "__main__":
     p = argparse.ArgumentParser(description="run_study vs GridSearchCV vs dask-ml GridSearchCV")
     p.add_argument("--quick", action="store_true", help="shrink every grid (smoke run)")
-    p.add_argument("--cases", default="abcd")
+    p.add_argument("--cases", default="abced")
     p.add_argument("--repeat", type=int, default=2,
                    help="runs of each side in cases A-C, interleaved; the best counts")
     p.add_argument("--configs-per-task", default="",
@@ -347,7 +361,7 @@ if __name__ == "__main__":
         with bd.make_client(n_workers=2, dashboard_address=":0") as client:
             warm_up(client, tmp, dml)
             for name in a.cases:
-                fn = {"a": case_a, "b": case_b, "c": case_c, "d": case_d}[name]
+                fn = {"a": case_a, "b": case_b, "c": case_c, "d": case_d, "e": case_e}[name]
                 rows += fn(client, tmp, a.quick, dml, cpts if name == "a" else (), a.repeat)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -1052,9 +1052,25 @@ def test_a_read_of_some_samples_fetches_only_the_chunks_of_their_slots(client, t
             want = {f"prediction/c/{r}/{k}/{t}/{b}/0" for r in range(2) for k in range(3) for b in j
                     for t in {int(i) // 38 for i in np.flatnonzero((slots[r, k] >= lo) & (slots[r, k] < hi))}}
             assert {key for key in Seen.keys if key.startswith("prediction/c/")} == want
+    # the same reads of a local directory, from the task's thread (cube/_direct.py)
+    from bbc_dask.cube import ChunkWriter
+    from bbc_dask.cube._direct import DirectChunks
+
+    got = []
+    real_get = DirectChunks.get
+    monkeypatch.setattr(DirectChunks, "get", lambda self, cc: got.append(tuple(cc)) or real_get(self, cc))
+    reader = C.PredictionReader(arr, slots)
+    assert reader._direct() is not None
+    for configs, j in ((slice(2, 4), {1}),):
+        for lo, hi in ((0, 569), (100, 229), (568, 569)):
+            got.clear()
+            np.testing.assert_array_equal(reader.read(configs, rows=(lo, hi)), whole[lo:hi][:, configs])
+            want = {(r, k, t, b, 0) for r in range(2) for k in range(3) for b in j
+                    for t in {int(i) // 38 for i in np.flatnonzero((slots[r, k] >= lo) & (slots[r, k] < hi))}}
+            assert set(got) == want
     ledger = s._cube._read("chunk_crc")
     store = Seen(zarr.storage.LocalStore(str(tmp_path / "s.zarr")))
-    writer = C.ChunkWriter(zarr.open_array(store, path="prediction", mode="r+"), lambda: None, "")
+    writer = ChunkWriter(zarr.open_array(store, path="prediction", mode="r+"), lambda: None, "")
     n_k = int((slots[1, 2] >= 0).sum())
     block = whole[slots[1, 2, :n_k], 2:4, 1]  # fold 2 of repeat 1, configurations 2 and 3
     Seen.keys.clear()

@@ -39,90 +39,125 @@ def _codecs(array):
         return None
 
 
+def _local_root(store):
+    """The directory of a Zarr ``LocalStore``, else None."""
+    if type(store).__name__ == "LocalStore" and type(store).__module__.startswith("zarr."):
+        return str(store.root)
+    return None
+
+
 class DirectChunks:
-    """Whole chunks of one float64 array, encoded and stored from the calling thread.
+    """Whole chunks of one float64 array in a local directory, encoded and stored, or read
+    and decoded, from the calling thread.
 
     ``DirectChunks.of(array)`` is None when the array's codecs are not the ones this
-    writes, or when the installed numcodecs cannot make Zarr's Blosc bytes: the caller
-    then writes through Zarr."""
+    handles, when the installed numcodecs cannot make Zarr's Blosc bytes, or when the
+    store is not a local directory (an object store's chunks are fetched and stored by
+    Zarr, concurrently: one at a time from here would wait on each request): the caller
+    then goes through Zarr."""
 
-    def __init__(self, array):
+    def __init__(self, array, root):
         from numcodecs import Blosc
 
-        self.array = array
+        self.array, self.root = array, root
         self.blosc = Blosc(cname="lz4", clevel=1, shuffle=Blosc.NOSHUFFLE, blocksize=0,
                            typesize=8)
-        store = array.store
-        self.root = None
-        if type(store).__name__ == "LocalStore" and type(store).__module__.startswith("zarr."):
-            self.root = str(store.root)
 
     @classmethod
     def of(cls, array):
-        if array.dtype != np.float64 or _codecs(array) != _EXPECTED:
+        root = _local_root(array.store)
+        if root is None or array.dtype != np.float64 or _codecs(array) != _EXPECTED:
             return None
         try:
-            return cls(array)
+            return cls(array, root)
         except TypeError:  # numcodecs < 0.16 takes no typesize: Zarr writes
             return None
 
-    def encode(self, chunk):
-        """The stored bytes of one whole chunk (float64, the chunk's full shape)."""
+    def path(self, coords):
+        """The file of the chunk at chunk coordinates ``coords``."""
+        key = self.array.metadata.encode_chunk_key(tuple(coords))
+        return os.path.join(self.root, self.array.path, key)
+
+    def put(self, coords, chunk):
+        """Store ``chunk`` (float64, the chunk's full shape) as the chunk at ``coords``:
+        Zarr's bytes, written as Zarr's LocalStore writes them (a partial file renamed
+        into place, so that a kill mid-write leaves the old chunk or none, never a
+        truncated one)."""
         import google_crc32c
 
         data = self.blosc.encode(np.ascontiguousarray(chunk, dtype="<f8"))
         crc = np.uint32(google_crc32c.value(data)).tobytes()  # as Zarr's crc32c codec
-        return data, crc
+        path = self.path(coords)
+        tmp = f"{path}.{uuid.uuid4().hex}.partial"
+        try:
+            f = open(tmp, "wb")
+        except FileNotFoundError:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            f = open(tmp, "wb")
+        try:
+            with f:
+                f.write(data)
+                f.write(crc)
+            os.replace(tmp, path)
+        except BaseException:
+            _remove(tmp)
+            raise
 
-    def put(self, coords, chunk):
-        """Store ``chunk`` as the chunk at chunk coordinates ``coords``."""
-        key = self.array.metadata.encode_chunk_key(tuple(coords))
-        key = f"{self.array.path}/{key}" if self.array.path else key
-        data, crc = self.encode(chunk)
-        if self.root is not None:
-            path = os.path.join(self.root, key)
-            # as Zarr's LocalStore writes: a partial file renamed into place, so that a
-            # kill mid-write leaves the old chunk (or none), never a truncated one
-            tmp = f"{path}.{uuid.uuid4().hex}.partial"
-            try:
-                with open(tmp, "wb") as f:
-                    f.write(data)
-                    f.write(crc)
-            except FileNotFoundError:
-                os.makedirs(os.path.dirname(path), exist_ok=True)
-                with open(tmp, "wb") as f:
-                    f.write(data)
-                    f.write(crc)
-            try:
-                os.replace(tmp, path)
-            except BaseException:
-                _remove(tmp)
-                raise
-            return
-        from zarr.core.buffer import default_buffer_prototype
-        from zarr.core.sync import sync
+    def get(self, coords):
+        """The chunk at ``coords`` (its full shape), the fill value where none is stored;
+        a chunk whose checksum or encoding is wrong raises, and the reader reports it as
+        damage naming the file."""
+        import google_crc32c
 
-        sync(self.array.store.set(key, default_buffer_prototype().buffer.from_bytes(data + crc)))
+        try:
+            with open(self.path(coords), "rb") as f:
+                raw = f.read()
+        except FileNotFoundError:
+            return None
+        data, crc = raw[:-4], raw[-4:]
+        if len(raw) < 4 or np.uint32(google_crc32c.value(data)).tobytes() != crc:
+            from ..exceptions import StoreDamagedError
+
+            raise StoreDamagedError("Stored and computed checksum do not match.")
+        out = np.empty(self.array.chunks, dtype="<f8")
+        self.blosc.decode(data, out=out)
+        return out
+
+    def _regions(self, index):
+        """Per chunk the index touches: ``(chunk coords, slices of the chunk, slices of
+        the region)``."""
+        shape, chunks = self.array.shape, self.array.chunks
+        starts = [s.start or 0 for s in index]
+        stops = [min(s.stop if s.stop is not None else n, n) for s, n in zip(index, shape)]
+        ranges = [range(a // c, -(-b // c)) for a, b, c in zip(starts, stops, chunks)]
+        for at in np.ndindex(*[len(r) for r in ranges]):
+            cc = [r[i] for r, i in zip(ranges, at)]
+            lo = [max(i * c, a) for i, c, a in zip(cc, chunks, starts)]
+            hi = [min((i + 1) * c, b) for i, c, b in zip(cc, chunks, stops)]
+            yield (cc, tuple(slice(a - i * c, b - i * c) for a, b, i, c in zip(lo, hi, cc, chunks)),
+                   tuple(slice(a - s, b - s) for a, b, s in zip(lo, hi, starts)))
+
+    def read(self, index):
+        """``array[index]`` for an ``index`` of slices (steps of 1), one chunk at a time."""
+        shape = self.array.shape
+        out = np.empty(tuple(len(range(*s.indices(n))) for s, n in zip(index, shape)))
+        for cc, inner, outer in self._regions(index):
+            chunk = self.get(cc)
+            out[outer] = self.array.fill_value if chunk is None else chunk[inner]
+        return out
 
     def write(self, index, values):
         """``array[index] = values`` for an ``index`` of slices that covers whole chunks
         (the array's edge chunks padded with its fill value, as Zarr stores them)."""
-        shape, chunks = self.array.shape, self.array.chunks
-        starts = [s.start or 0 for s in index]
-        stops = [min(s.stop if s.stop is not None else n, n) for s, n in zip(index, shape)]
-        if any(a % c for a, c in zip(starts, chunks)) or \
-                any(b % c and b != n for b, c, n in zip(stops, chunks, shape)):
-            raise ValueError("a direct write covers whole chunks")
-        ranges = [range(a // c, -(-b // c)) for a, b, c in zip(starts, stops, chunks)]
-        fill = self.array.fill_value
-        for coords in np.ndindex(*[len(r) for r in ranges]):
-            cc = [r[i] for r, i in zip(ranges, coords)]
-            lo = [i * c for i, c in zip(cc, chunks)]
-            hi = [min(a + c, n) for a, c, n in zip(lo, chunks, shape)]
-            part = values[tuple(slice(a - s, b - s) for a, b, s in zip(lo, hi, starts))]
+        chunks, shape = self.array.chunks, self.array.shape
+        for cc, inner, outer in self._regions(index):
+            full = [min(c, n - i * c) for c, n, i in zip(chunks, shape, cc)]
+            if any(s.start != 0 or s.stop != f for s, f in zip(inner, full)):
+                raise RuntimeError("a direct write covers whole chunks")  # the caller's bug
+            part = values[outer]
             if part.shape != tuple(chunks):  # an edge chunk: stored whole, padded
-                whole = np.full(chunks, fill, dtype=np.float64)
-                whole[tuple(slice(0, n) for n in part.shape)] = part
+                whole = np.full(chunks, self.array.fill_value, dtype=np.float64)
+                whole[inner] = part
                 part = whole
             self.put(cc, part)
 

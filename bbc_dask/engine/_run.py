@@ -57,6 +57,7 @@ class Phases:
     @contextlib.contextmanager
     def __call__(self, name):
         t0 = time.perf_counter()
+        self.seconds.setdefault(name, 0.0)  # in the order phases begin
         self._inner.append(0.0)
         try:
             yield
