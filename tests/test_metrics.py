@@ -229,3 +229,31 @@ def test_the_2024_papers_multiclass_auc_and_squared_correlation():
         for c in range(3):
             assert F[k, c] == pytest.approx(np.corrcoef(y[rows], p[rows, c, 0])[0, 1] ** 2, abs=1e-12)
         assert F[k, 3] == pytest.approx(0.0, abs=1e-12)
+
+
+def test_short_auc_columns_are_merged_without_numba_and_give_the_kernels_integers():
+    """Twice the Mann-Whitney numerator of short columns comes from NumPy's searchsorted
+    while numba is not loaded (a fresh worker scoring small folds never imports it), and
+    equals the compiled merge's integers, ties included; in a fresh process, fold scores
+    of 100 rows leave numba unloaded."""
+    import subprocess
+    import sys
+
+    from bbc_dask.metrics import _kernels, _ranking
+
+    rng = np.random.default_rng(3)
+    for n in (1, 7, 100, 1500):
+        for _ in range(20):
+            neg = np.sort(np.round(rng.normal(size=(3, n)), 1), axis=1)
+            pos = np.sort(np.round(rng.normal(size=(3, int(rng.integers(1, n + 1)))), 1), axis=1)
+            np.testing.assert_array_equal(_ranking._auc_sorted(neg, pos),
+                                          _kernels.auc_sorted(neg, pos))
+    code = ("import sys, numpy as np\n"
+            "from bbc_dask.engine._tasks import _fold_scores, _fold_target\n"
+            "rng = np.random.default_rng(0)\n"
+            "v = rng.normal(size=(100, 10)); y = np.arange(100) % 2\n"
+            "s = _fold_scores(v, np.zeros(10, bool), _fold_target(y, np.array([0, 1]), 1), 'roc_auc')\n"
+            "assert np.isfinite(s).all()\n"
+            "print('numba' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

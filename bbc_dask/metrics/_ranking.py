@@ -6,6 +6,8 @@ the whole sample's.
 """
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
 from . import _kernels as kernels
@@ -32,6 +34,26 @@ def _sorted_columns(cols):
         order[i] = o
         starts[i : i + 1] = kernels.tie_starts(col[o][None, :])
     return order, starts
+
+
+#: Columns up to this length are merged by NumPy's searchsorted while numba is not loaded.
+SEARCHSORTED_ROWS = 4096
+
+
+def _auc_sorted(neg, pos):
+    """:func:`~._kernels.auc_sorted` (the same integers): NumPy's two searchsorted passes
+    for short columns in a process that has not loaded numba, the compiled merge
+    otherwise. A fresh Dask worker scoring the folds of N = 1,000 (100 rows each) would
+    spend ~0.35 s importing numba and loading the kernel for work of microseconds — on
+    the clock of the user's first run; from a few thousand rows the merge is 4x faster
+    and worth it (``benchmarks/bench_engine.py``)."""
+    if neg.shape[1] + pos.shape[1] > SEARCHSORTED_ROWS or "numba" in sys.modules:
+        return kernels.auc_sorted(neg, pos)
+    out = np.empty(neg.shape[0], dtype=np.int64)
+    for m in range(neg.shape[0]):  # below + below-or-equal, as the merge counts them
+        out[m] = (np.searchsorted(neg[m], pos[m], "left").sum(dtype=np.int64)
+                  + np.searchsorted(neg[m], pos[m], "right").sum(dtype=np.int64))
+    return out
 
 
 class _RocAuc(_Prepared):
@@ -119,7 +141,7 @@ class _RocAuc(_Prepared):
             rows = np.ascontiguousarray(cols[:, which].T)  # (columns, n): sorted as rows
             neg = np.sort(rows[:, ~pos[s]], axis=1)
             hit = np.sort(rows[:, pos[s]], axis=1)
-            acc[which, 0] = kernels.auc_sorted(neg, hit)
+            acc[which, 0] = _auc_sorted(neg, hit)
         return cls._finish(acc, denom, n_configs, n_repeats, n_sub)[0]
 
     def winner_scores(self, counts, winners, oob=True):
