@@ -118,6 +118,7 @@ class _StudyRun:
         self.fits = 0
         self.warned = {}
         self.phases = Phases()
+        self.warming = []  # the workers' warm-up futures (see _warm_workers)
 
     # ------------------------------------------------------------------ flow
     def run(self):
@@ -145,6 +146,8 @@ class _StudyRun:
                     with phase("connect"):
                         client_obj, owned = _client(ex.client, ex.progress, ex.security,
                                                     self.caller)
+                        # held for the run: a released future's task may never start
+                        self.warming = _warm_workers(client_obj, self.request.estimator)
                 with phase("store"):
                     with writing(self.loc.url):
                         lock = self.loc.lock().acquire()
@@ -165,6 +168,7 @@ class _StudyRun:
             raise
         finally:
             t0 = time.perf_counter()
+            self.warming = []
             try:
                 _quietly_close(client_obj, owned, ex.client, keep_going=failed)
             finally:
@@ -506,6 +510,22 @@ class _OnDemand:
         if self.started is None:
             self.started = self._start()
         return getattr(self.started[0], name)
+
+
+def _warm_workers(client, estimator):
+    """``warm_up`` submitted to every worker (not waited for; the futures are returned to
+    be held for the run): fresh workers import while the driver opens the store."""
+    import uuid
+
+    from ._tasks import warm_up
+
+    try:
+        workers = list(client.scheduler_info().get("workers", {}))
+        return [client.submit(warm_up, estimator, workers=[w], allow_other_workers=True,
+                              pure=False, key=f"bbc-warm-{uuid.uuid4().hex[:12]}")
+                for w in workers]
+    except Exception:  # noqa: BLE001 - only a head start: the tasks import what they need
+        return []
 
 
 def _client(client, progress, security, caller):

@@ -303,6 +303,11 @@ class _Grouper:
         fit = self.cost[task[2]].sum()
         return float(fit) + self.overhead if np.isfinite(fit) else self.block_seconds
 
+    def ending(self):
+        """Whether the stage is in its last :data:`tuning.TAIL_TASKS_PER_THREAD` tasks per
+        thread (counted in blocks: there, tasks are single blocks)."""
+        return self.left <= tuning.TAIL_TASKS_PER_THREAD * self.n_threads
+
     def next(self):
         """The next group: a list of (k, r, cfgs) of one (k, r), or None when done."""
         first = self.peek if self.peek is not None else next(self.fresh, None)
@@ -313,8 +318,13 @@ class _Grouper:
         if self.timed >= self.n_threads and self.block_seconds > 0:
             limit = min(self.max_blocks,
                         max(1, self.left // (tuning.TAIL_TASKS_PER_THREAD * self.n_threads)))
+            # the stage's last tasks shrink with the work left (the blocks not yet
+            # submitted, at the mean block time): a long task started late would keep
+            # one worker busy after the others ran out of work
+            budget = min(tuning.TARGET_TASK_SECONDS, self.left * self.block_seconds
+                         / (tuning.TAIL_TASKS_PER_THREAD * self.n_threads))
             total = self.predict(first)
-            while len(group) < limit and total < tuning.TARGET_TASK_SECONDS:
+            while len(group) < limit and total < budget:
                 task = next(self.fresh, None)
                 if task is None:
                     break
@@ -408,7 +418,10 @@ class _Executor:
         meta = {}
         try:
             while True:
-                while len(meta) < max_in_flight:
+                # at a stage's end, no task waits queued behind a long one on a busy worker
+                # while another worker idles: one task per thread, submitted as one frees
+                limit = n_threads if groups.ending() else max_in_flight
+                while len(meta) < limit:
                     if retry:
                         group, tries = retry.popleft()
                     else:
