@@ -218,7 +218,10 @@ class ChunkWriter:
             buf = np.full((self.array.shape[2], b - a) + tuple(self.array.shape[4:]), np.nan)
             for i, c0 in run:
                 _, cols, values = blocks[i]
-                buf[: values.shape[0], c0 - a + np.asarray(cols, dtype=np.int64)] = values
+                at = c0 - a + np.asarray(cols, dtype=np.int64)
+                if at.size and at[-1] - at[0] == at.size - 1:  # consecutive: a slice copy
+                    at = slice(int(at[0]), int(at[-1]) + 1)
+                buf[: values.shape[0], at] = values
                 crcs[i] = chunk_crc(buf[:, c0 - a:min(c0 + w, n_cfg) - a])
             with writing(self.url):
                 self._put((r, k, slice(None), slice(a, b)), buf)
