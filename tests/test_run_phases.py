@@ -88,3 +88,56 @@ def test_a_pooled_task_lost_along_the_waves_is_scored_by_the_pass(tmp_path, canc
     assert cancelled
     np.testing.assert_array_equal(s._cube.pooled(), ref._cube.pooled())
     assert s.best_index_ == ref.best_index_
+
+
+def test_a_ledger_batch_that_fails_takes_its_pooled_scores_with_it(tmp_path, cancer_standardised,
+                                                                   client, monkeypatch):
+    """A ledger batch that fails half-way (here: after the first task's part of it, as a
+    full disk or a Ctrl-C could) must not leave a pooled score for configurations whose
+    cells are not all recorded; the resume computes every score again, equal to an
+    undisturbed run's."""
+    import bbc_dask._tuning as tuning
+    from bbc_dask.cube import DONE
+    from bbc_dask.cube._schema import Cube
+
+    ref = _run(tmp_path / "ref.zarr", cancer_standardised, client, configs_per_task=2)
+    real, real_take = Cube.record, _pooled.PooledAlong.take
+    taken = []
+
+    def take(self):
+        out = real_take(self)
+        taken.append(len(out))
+        return out
+
+    def failing(self, results):
+        if taken and taken[-1] and results:  # the batch that carries pooled scores
+            real(self, results[:1])
+            raise OSError("the disk filled up")
+        return real(self, results)
+
+    # one batch at the end: the cells and the pooled scores of the whole run in it
+    monkeypatch.setattr(tuning, "LEDGER_INTERVAL", 1e9)
+    monkeypatch.setattr(_pooled.PooledAlong, "take", take)
+    monkeypatch.setattr(Cube, "record", failing)
+    with pytest.raises(OSError, match="disk filled"):
+        _run(tmp_path / "s.zarr", cancer_standardised, client, configs_per_task=2)
+    assert any(taken)
+    monkeypatch.undo()
+    cube = bd.open_study(str(tmp_path / "s.zarr"))._cube
+    done = np.all(cube.state() == DONE, axis=(1, 2))
+    assert not done.all()
+    assert not np.isfinite(cube.pooled()[~done]).any()
+    s = _run(tmp_path / "s.zarr", cancer_standardised, client, configs_per_task=2)
+    np.testing.assert_array_equal(s._cube.pooled(), ref._cube.pooled())
+
+
+@pytest.mark.parametrize("profile", [False, True])
+def test_local_workers_run_without_the_task_profiler_unless_asked(profile):
+    """make_client's local workers run without distributed's statistical profiler (it
+    sampled every fit, 4-8% of its time); ``profile=True`` keeps it."""
+    import dask
+
+    with bd.make_client("local", n_workers=1, dashboard_address=":0", profile=profile) as c:
+        seen = c.run(lambda: dask.config.get("distributed.worker.profile.enabled"))
+    assert list(seen.values()) == [profile]
+    assert dask.config.get("distributed.worker.profile.enabled") is True  # ours untouched

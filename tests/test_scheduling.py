@@ -49,3 +49,25 @@ def test_grouper_bounds_the_predictions_a_task_holds(monkeypatch):
     g.next()
     g.observe(0.002, 1, fit_seconds=0.001)
     assert len(g.next()) == 3  # 3 x 1000 bytes, although 1 s would take hundreds
+
+
+def test_a_stages_last_tasks_shrink_with_the_work_left(monkeypatch):
+    """Near a stage's end a group holds at most the work left over (TAIL_TASKS_PER_THREAD
+    x threads) of predicted seconds, so that no long task starts when the other workers
+    are about to run out of work; in the last TAIL_TASKS_PER_THREAD tasks per thread the
+    engine keeps one task per thread in flight (``ending``)."""
+    monkeypatch.setattr(tuning, "TARGET_TASK_SECONDS", 1.0)
+    monkeypatch.setattr(tuning, "TAIL_TASKS_PER_THREAD", 3)
+    n = 200
+    tasks = [(0, 0, b) for b in _blocks(n)]
+    g = _waves._Grouper(tasks, n, n_threads=2, cost=np.full(n, 0.02))
+    g.next(), g.next()
+    g.observe(0.02, 2, fit_seconds=0.04)  # 20 ms per block, no overhead
+    seconds, ending = [], []
+    while (group := g.next()) is not None:
+        ending.append(g.ending())
+        seconds.append(0.02 * len(group))
+        left = g.left * 0.02  # the predicted work still to submit
+        assert seconds[-1] <= max(0.02, (left + seconds[-1]) / 6 + 0.02 + 1e-9)
+    assert seconds[0] > 0.3 and seconds[-1] == 0.02  # big early, one block at the end
+    assert ending[-1] and not ending[0] and sum(ending) <= 3 * 2 + 1

@@ -10,7 +10,7 @@ for a core: measured, 1.6 ms per 8 kB chunk (N = 1,000) and 4.2 ms per 1.6 MB ch
 block and fold, so this is most of the engine's own cost per config-fold.
 
 The bytes are the ones Zarr writes (its codecs, in its order: ``bytes`` little-endian,
-Blosc, CRC-32C; tests/test_engine.py compares the files byte for byte), and only for the
+Blosc, CRC-32C; tests/test_cube_layout.py compares the files byte for byte), and only for the
 prediction codecs the cube creates (:func:`~._schema._PREDICTION_CODECS`): an array with
 any other codecs (a store made by an older version) is written through Zarr.
 """

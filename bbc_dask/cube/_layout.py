@@ -179,7 +179,7 @@ class PredictionReader:
         if layout is None:
             slot_sample = np.asarray(slot_sample)
             layout = (slot_sample, _where(slot_sample))
-            if key:
+            if key and digest(slot_sample) == key:  # only a layout that is the digest's
                 _keep_layout(key, layout)
         self._set_layout(*layout)
 

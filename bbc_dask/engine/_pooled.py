@@ -67,7 +67,8 @@ class PooledAlong:
     is one window, scored once its last cell is in). The values are written with the
     ledger batch that follows them, after the states of the cells they score. A block
     whose task is lost is left to the pass at the end, which scores whatever is still
-    missing."""
+    missing (a lost block's configurations are marked unscored again: the pass, or a
+    window completed later that holds them, scores them)."""
 
     def __init__(self, cube, client, m, target, state):
         self.cube, self.client, self.m, self.target = cube, client, m, target
@@ -115,7 +116,7 @@ class PooledAlong:
     def lost(self, block):
         self.unscored[block.configs] = True  # the pass at the end scores it
 
-    def flush(self):
-        for configs, values in self.batch:
-            self.cube.record_pooled(configs, values)
-        self.batch = []
+    def take(self):
+        """The scores computed since the last ledger batch, to write after its states."""
+        batch, self.batch = self.batch, []
+        return batch

@@ -385,8 +385,11 @@ def _fold_scores(values, failed, target, metric, index=None, n=None, sample_bloc
     out = np.full(values.shape[1], np.nan)
 
     def score(cols):
-        # every configuration trained (the usual case): a view, not a copy of the block
-        block = (values if cols.size == values.shape[1] else values[:, cols])[:, :, None]
+        # every configuration trained (the usual case): a view, not a copy of the block,
+        # for the package's own metrics (they never write into their input; a user's
+        # scorer function might, and the block is written to the store after this)
+        whole = cols.size == values.shape[1] and m.kind != "general"
+        block = (values if whole else values[:, cols])[:, :, None]
         if m.prediction == "labels":
             enc = validation.encode_predictions(block, None, m, target, "run_study")
         elif np.isfinite(block).all():

@@ -512,11 +512,12 @@ class _Executor:
         return self.pooled.recorded(r, k, cfgs, part["failed"])
 
     def _pooled_done(self, fut, block):
-        """A pooled task's result, kept for the next ledger batch; a task cancelled with
-        a lost worker leaves its block to the pass at the end."""
+        """A pooled task's result, kept for the next ledger batch. A task that failed
+        (its worker lost, a read that failed) does not stop the fits: its block is left
+        to the pass at the end, which scores it again and raises what is really wrong."""
         try:
             values = _result(fut)
-        except CancelledError:
+        except Exception:  # noqa: BLE001 - scored again (or raised) by the pass
             self.pooled.lost(block)
             return
         self.pooled.batch.append((block.configs, values))
@@ -529,9 +530,13 @@ class _Executor:
     def flush(self):
         """Write the batch of recorded results to the ledger (one write per array)."""
         batch, self.batch = self.batch, []
+        pooled = self.pooled.take() if self.pooled is not None else []
+        # A pooled score is written only once the states of the cells it scores are: if
+        # this batch fails half-way (Ctrl-C, a full disk), the scores go with it, and a
+        # resume (or the pass at the end) computes them again.
         self.cube.record(batch)
-        if self.pooled is not None:  # after the states of the cells they score
-            self.pooled.flush()
+        for configs, values in pooled:
+            self.cube.record_pooled(configs, values)
         self.flushed = time.monotonic()
 
     def close(self):

@@ -138,13 +138,14 @@ class _RocAuc(_Prepared):
             denom[which] = 2.0 * p * (n - p)  # as _pn computes it for unit weights
             if p == 0 or p == n:
                 continue
-            # (columns, n) views; each class's values gathered once into a copy that is
-            # sorted in place (no transposed copy of the whole block first: one pass
-            # over the predictions fewer, ~25% of a pooled score at N = 200,000)
-            rows = (cols if n_sub == 1 else cols[:, which]).T
-            neg = rows[:, ~pos[s]]
+            # each class's rows taken from the (n, columns) block (contiguous rows), then
+            # one C-ordered (columns, n_class) copy each, sorted in place: no transposed
+            # copy of the whole block first (a pooled block of 10 x 200,000: 56.7 -> 37.7
+            # ms), and the kernel keeps reading C-ordered rows (one compiled signature)
+            rows = cols if n_sub == 1 else cols[:, which]
+            neg = np.ascontiguousarray(rows[~pos[s]].T)
             neg.sort(axis=1)
-            hit = rows[:, pos[s]]
+            hit = np.ascontiguousarray(rows[pos[s]].T)
             hit.sort(axis=1)
             acc[which, 0] = _auc_sorted(neg, hit)
         return cls._finish(acc, denom, n_configs, n_repeats, n_sub)[0]
