@@ -21,7 +21,7 @@ import uuid
 
 import numpy as np
 
-__all__ = ["ChunkWriter", "DirectChunks"]
+__all__ = ["ChunkWriter", "DirectChunks", "chunk_crc"]
 
 #: The codecs of the arrays written here, as ``zarr.json`` records them.
 _EXPECTED = [
@@ -200,7 +200,6 @@ class ChunkWriter:
         cannot write — in one Zarr call (one hop to Zarr's I/O thread per run of blocks,
         not per chunk: under CPU contention each hop costs milliseconds).
         Returns the CRC-32 of every block, in order."""
-        from ._layout import chunk_crc
         from ._writing import writing
 
         w = self.array.chunks[3]
@@ -238,6 +237,13 @@ class ChunkWriter:
         r, k, slots, cfg = index
         self._direct.write((slice(r, r + 1), slice(k, k + 1), slots, cfg)
                            + (slice(None),) * (buf.ndim - 2), buf[None, None])
+
+
+def chunk_crc(values):
+    """CRC-32 of a chunk's float64 values (C order), as the ledger records it."""
+    import zlib
+
+    return zlib.crc32(memoryview(np.ascontiguousarray(values, dtype=np.float64)).cast("B"))
 
 
 def _remove(path):

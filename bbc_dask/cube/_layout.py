@@ -38,6 +38,7 @@ import threading
 import numpy as np
 
 from .. import _tuning as tuning
+from ._direct import DirectChunks, chunk_crc
 
 __all__ = ["ATTRS_DIGEST", "CubeBlock", "PredictionReader", "SampleOrderView",
            "SampleTable", "attributes_digest", "chunk_crc", "chunk_file", "decoded_rows", "digest", "prediction_chunks", "slot_chunk",
@@ -442,8 +443,6 @@ class PredictionReader:
         """The array's :class:`~._direct.DirectChunks` (None: read through Zarr), made
         once per reader and process."""
         if not hasattr(self, "_chunks"):
-            from ._direct import DirectChunks
-
             self._chunks = DirectChunks.of(self.array)
         return self._chunks
 
@@ -530,13 +529,6 @@ class SampleOrderView:
         repeats = range(*key[2].indices(n_rep))
         out = self.reader.read(key[1], repeats=repeats)
         return out[(key[0], slice(None), slice(None)) + tuple(key[3:])]
-
-
-def chunk_crc(values):
-    """CRC-32 of a chunk's float64 values (C order), as the ledger records it."""
-    import zlib
-
-    return zlib.crc32(memoryview(np.ascontiguousarray(values, dtype=np.float64)).cast("B"))
 
 
 def chunk_file(array, coords):

@@ -17,6 +17,7 @@ from .. import metrics
 from .._signals import deferred_interrupts, wait_done
 from ..cube import FAILED, PENDING
 from ..exceptions import StoreFullError, StoreLockedError, StudyError
+from ._phases import Phases
 from ._pooled import PooledAlong, pooled_pass
 from ._tasks import fit_write_blocks
 
@@ -79,7 +80,7 @@ def run_waves(cube, client, estimator, configs, X, y, target, m, error_score,
     as X and y are (sliced by the tasks).
     ``warned``: a dict that receives the fits' warnings, ``{(module, class, text): count}``
     over all tasks (each task collects its own, see ``_tasks.collected_warnings``).
-    ``phases``: a :class:`~bbc_dask.engine._run.Phases` that receives the seconds of the
+    ``phases``: a :class:`~bbc_dask.engine._phases.Phases` that receives the seconds of the
     waves, the last ledger batch, the dropping decisions and the pooled pass.
 
     Without dropping the waves are one queue (no barrier: workers never idle at a wave's
@@ -94,8 +95,6 @@ def run_waves(cube, client, estimator, configs, X, y, target, m, error_score,
     stages = ([list(range(n_splits))] if dropping is None
               else _stages(cube.folds(), n_splits, dropping))
     if phases is None:
-        from ._run import Phases
-
         phases = Phases()
     run = _Executor(cube, client, estimator, configs, X, y, target, m, error_score,
                     progress, n_splits, token, fit_params)
