@@ -427,10 +427,9 @@ class Cube:
         """:class:`CubeBlock`s over ``configs`` (sorted), each about ``chunk_bytes`` as
         float64 and aligned to the stored configuration chunks; and their offsets."""
         configs = np.asarray(configs, dtype=np.int64)
-        shape = self.reader().shape
-        per = int(np.prod([s for i, s in enumerate(shape) if i != 1])) * 8
+        reader = self.reader()  # one per call: its shape sizes the blocks, its blocks share it
+        per = int(np.prod([s for i, s in enumerate(reader.shape) if i != 1])) * 8
         groups, offsets = config_groups(configs, config_width(per, self.config_chunk, chunk_bytes))
-        reader = self.reader()
         return [CubeBlock(reader, g) for g in groups], offsets
 
     def sample_table(self, configs):

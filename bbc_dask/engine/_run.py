@@ -27,7 +27,7 @@ from ._phases import Phases
 from ._tasks import refit
 from ._waves import run_waves, submit_with_data
 
-__all__ = ["CVTRun", "Phases", "run_cvt", "wall_seconds"]
+__all__ = ["CVTRun", "run_cvt", "wall_seconds"]
 
 
 class CVTRun(NamedTuple):
