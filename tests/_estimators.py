@@ -1,6 +1,8 @@
 """Estimators for the tests, importable by worker processes (the tests directory is on
 their sys.path, as on the driver's)."""
+import os
 import time
+import uuid
 
 from sklearn.linear_model import LogisticRegression
 from sklearn.preprocessing import StandardScaler
@@ -15,6 +17,28 @@ class Sleepy(LogisticRegression):
 
     def fit(self, X, y):
         time.sleep(self.nap)
+        return super().fit(X, y)
+
+
+class Gated(Sleepy):
+    """A Sleepy whose fits past the ``after``-th (counted across processes by files in the
+    directory ``gate``) wait while ``gate/hold`` exists, after leaving ``gate/blocked``: a
+    test can act on a run that is surely still going, however fast or slow the machine."""
+
+    def __init__(self, nap=0.05, C=1.0, max_iter=200, gate="", after=0):
+        super().__init__(nap=nap, C=C, max_iter=max_iter)
+        self.gate = gate
+        self.after = after
+
+    def fit(self, X, y):
+        open(os.path.join(self.gate, f"fit-{uuid.uuid4().hex}"), "w").close()
+        fits = sum(name.startswith("fit-") for name in os.listdir(self.gate))
+        hold = os.path.join(self.gate, "hold")
+        if fits > self.after and os.path.exists(hold):
+            open(os.path.join(self.gate, "blocked"), "w").close()
+            deadline = time.time() + 600
+            while os.path.exists(hold) and time.time() < deadline:
+                time.sleep(0.02)
         return super().fit(X, y)
 
 

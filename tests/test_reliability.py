@@ -83,30 +83,38 @@ def _holders(c):
 @pytest.mark.parametrize("kill_at", [0.5, 0.9])
 def test_a_study_survives_losing_the_worker_that_holds_the_data(tmp_path, cancer_standardised, make_local_client,
                                                                 kill_at):
+    """The fits past ``kill_at`` of them wait at a gate, so the kill lands while the run
+    surely goes on (a fast run once finished before a timed kill could land)."""
     X, y = cancer_standardised
     grid = {"C": list(np.logspace(-3, 2, 16))}
     kw = dict(metric="roc_auc", n_splits=5, random_state=0, progress=False, configs_per_task=1)
+    total = 16 * 5
+    gate = tmp_path / "gate"
+    gate.mkdir()
+    (gate / "hold").touch()
     with make_local_client() as c:  # its workers are killed: not the shared cluster
         store = tmp_path / "hit.zarr"
         out = {}
 
         def run():
             try:
-                out["study"] = bd.run_study(_estimators.Sleepy(nap=0.05), grid, X, y, store=store,
-                                            client=c, **kw)
+                out["study"] = bd.run_study(_estimators.Gated(nap=0.05, gate=str(gate), after=int(kill_at * total)),
+                                            grid, X, y, store=store, client=c, **kw)
             except Exception as e:  # noqa: BLE001
                 out["study"] = e
 
         t = threading.Thread(target=run)
         t.start()
-        total = 16 * 5
-        wait_until(lambda: (s := store_state(store)) is not None and (s == 1).sum() >= kill_at * total,
-                   120, "progress")
-        pids = c.run(os.getpid)
-        victims = _holders(c)
-        assert victims, "no worker holds the scattered data"
-        for w in victims:
-            os.kill(pids[w], signal.SIGKILL)
+        try:
+            wait_until((gate / "blocked").exists, 120, "a fit waiting at the gate")
+            assert (store_state(store) == 1).sum() < total  # the run is still going
+            pids = c.run(os.getpid)
+            victims = _holders(c)
+            assert victims, "no worker holds the scattered data"
+            for w in victims:
+                os.kill(pids[w], signal.SIGKILL)
+        finally:
+            (gate / "hold").unlink()
         t.join(300)
         study = out["study"]
         assert not isinstance(study, Exception), repr(study)
