@@ -49,8 +49,9 @@ class Study(StudyEstimates):
         :func:`open_study`).
     run_seconds_ : dict
         The wall seconds of each phase of the call that returned this object, in the order
-        they ran (they add up to its wall time, but for the short steps between them): ``request`` (the engine imported on
-        first use, arguments checked, data fingerprinted), ``plan`` (the store inspected, configurations planned, the columns
+        they ran (they add up to its wall time, but for the short steps between them):
+        ``request`` (the engine imported on first use, arguments checked, data
+        fingerprinted), ``plan`` (the store inspected, configurations planned, the columns
         checked by a small fit), ``connect`` (the cluster started or reached), ``store``
         (the store locked, opened or created), ``waves`` (the fits; the pooled scores of
         configurations complete while they run), ``decisions`` (BBCD's dropping tests),

@@ -320,6 +320,20 @@ def test_direct_chunk_writes_are_the_bytes_zarr_writes(tmp_path, cls):
     assert DirectChunks.of(other) is None  # Zarr's default codecs: Zarr writes
 
 
+def test_a_chunk_writer_places_columns_given_in_any_order(tmp_path):
+    """Columns that cover a range but not in order (0, 2, 1, 3) land each where it says,
+    not as one slice copy."""
+    from bbc_dask.cube._direct import ChunkWriter
+    from bbc_dask.cube._schema import _PREDICTION_CODECS
+
+    array = zarr.create_array(str(tmp_path / "p.zarr"), shape=(1, 1, 5, 4), chunks=(1, 1, 5, 4),
+                              dtype="float64", fill_value=np.nan, compressors=_PREDICTION_CODECS(),
+                              config={"write_empty_chunks": True})
+    values = np.arange(20.0).reshape(5, 4)
+    ChunkWriter(array, lambda: None, str(tmp_path)).write(0, 0, 0, [0, 2, 1, 3], values)
+    np.testing.assert_array_equal(array[0, 0][:, [0, 2, 1, 3]], values)
+
+
 def chunk_crc_of(values):
     from bbc_dask.cube._layout import chunk_crc
 

@@ -218,7 +218,8 @@ class ChunkWriter:
             for i, c0 in run:
                 _, cols, values = blocks[i]
                 at = c0 - a + np.asarray(cols, dtype=np.int64)
-                if at.size and at[-1] - at[0] == at.size - 1:  # consecutive: a slice copy
+                # consecutive and increasing (the engine's sorted blocks): a slice copy
+                if at.size and (np.diff(at) == 1).all():
                     at = slice(int(at[0]), int(at[-1]) + 1)
                 buf[: values.shape[0], at] = values
                 crcs[i] = chunk_crc(buf[:, c0 - a:min(c0 + w, n_cfg) - a])

@@ -11,8 +11,9 @@ class Phases:
     """The wall seconds of a run's phases, in the order they ran: what a user waits for,
     shown by ``benchmarks/bench_engine.py`` (``Study.run_seconds_``). A phase entered
     twice adds up; a phase timed inside another is taken out of the outer one, so the
-    seconds add up to the run's wall time but for the few steps between phases. :meth:`__call__` is the context manager of
-    one phase; :meth:`add` records seconds timed by the caller."""
+    seconds add up to the run's wall time but for the few steps between phases.
+    :meth:`__call__` is the context manager of one phase; :meth:`add` records seconds
+    timed by the caller."""
 
     def __init__(self):
         self.seconds = {}
