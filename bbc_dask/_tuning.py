@@ -68,6 +68,20 @@ TARGET_TASK_SECONDS = 1.0
 TASK_PREDICTION_BYTES = 64 * 2**20
 #: Tasks per worker thread kept for the end of a stage, so that the last tasks balance.
 TAIL_TASKS_PER_THREAD = 3
+#: The share of one core the driver may spend handling tasks: its engine thread and, with
+#: a local cluster, the scheduler share one process (and one GIL). Tasks are made long
+#: enough that the cluster's threads finish no more tasks a second than that allows at
+#: the driver's measured CPU per task (seconds >= threads x CPU per task / share); on 2
+#: threads this is below every other bound, on 64 it keeps 20 ms blocks from flooding
+#: the driver (docs/performance.md, "Scale-out").
+DRIVER_SHARE = 0.25
+#: The driver's CPU per task assumed until :data:`DRIVER_TASKS_MEASURED` tasks have been
+#: handled (measured: 3.5 ms on 2 slow cores with a local scheduler).
+DRIVER_TASK_SECONDS = 0.004
+DRIVER_TASKS_MEASURED = 20
+#: Seconds between two questions to the scheduler about the cluster's size while a run
+#: goes on (workers added or retired mid-run: cluster.adapt, an autoscaler).
+CLUSTER_POLL_SECONDS = 1.0
 #: Blocks whose fits take less than this are not reordered among themselves.
 RANK_SECONDS = 0.01
 #: Splits larger than this are not kept (they would double a worker's share of X).

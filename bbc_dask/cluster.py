@@ -250,7 +250,71 @@ def _no_task_profiler(profile):
         yield
 
 
-def make_client(kind="local", *, security=None, profile=False, **options):
+#: Intervals of distributed's diagnostics in the processes of a local cluster of ours
+#: (distributed's defaults: 20 ms and 500 ms). The event loop's tick measures how late the
+#: loop runs (the "Event loop was unresponsive" warning, still given) and the system
+#: monitor samples CPU, memory and I/O for the dashboard's graphs; every worker, its
+#: nanny and the scheduler run both. Measured on an idle cluster of 32 workers on 2
+#: cores: 0.58 of a core with distributed's intervals, 0.27 with these
+#: (docs/performance.md, "Scale-out"). A value the user configured is kept.
+DIAGNOSTICS_INTERVALS = {"distributed.admin.tick.interval": ("20ms", "500ms"),
+                         "distributed.admin.system-monitor.interval": ("500ms", "2s")}
+
+
+@contextlib.contextmanager
+def _slower_diagnostics():
+    """Processes started inside (the scheduler, nannies and workers) run distributed's
+    diagnostics at :data:`DIAGNOSTICS_INTERVALS`, where the user left them at
+    distributed's defaults."""
+    import dask
+
+    ours = {key: value for key, (default, value) in DIAGNOSTICS_INTERVALS.items()
+            if str(dask.config.get(key, default=default)) == default}
+    with dask.config.set(ours):
+        yield
+
+
+#: The start method of the worker processes of :func:`make_client`'s local clusters where
+#: the platform has it (distributed's default is "spawn").
+START_METHOD = "forkserver"
+
+
+@contextlib.contextmanager
+def _start_method(method):
+    """Workers spawned inside are started by ``method``. With "forkserver" (POSIX), one
+    server process imports distributed and :data:`bbc_dask.preload.STUDY_MODULES` once and
+    every worker is forked from it, ready: 16 workers on 2 cores were ready to run a study's
+    first task 2.1 s after the cluster was asked for, against 13.6 s when each spawned
+    worker imported the same modules itself (and 0.34 against 1.95 GiB of memory of
+    their own; docs/performance.md, "Scale-out"). Python starts one forkserver per process,
+    at the first worker it forks, with the environment of that moment (distributed's nanny
+    sets its ``pre-spawn-environ`` just before: one thread per BLAS, malloc's thresholds),
+    and keeps it for the process's life. Workers a cluster starts later (``scale``,
+    ``adapt``, a nanny restarting a killed worker) are started the way distributed is
+    configured to start them (spawn, by default); the preload then imports the same
+    modules in each of them."""
+    import multiprocessing
+
+    import dask
+
+    key = "distributed.worker.multiprocessing-method"
+    if method is None or method not in multiprocessing.get_all_start_methods():
+        yield
+        return
+    with dask.config.set({key: method}):
+        if method == "forkserver":
+            from distributed.utils import get_mp_context
+
+            from .preload import STUDY_MODULES
+
+            # distributed sets its own list at its first call; ours is set after it (a
+            # forkserver already running keeps the list it was started with)
+            get_mp_context().set_forkserver_preload(["distributed", "numpy", *STUDY_MODULES])
+        yield
+
+
+def make_client(kind="local", *, security=None, profile=False, start_method=START_METHOD,
+                **options):
     """A :class:`distributed.Client` on a new or existing cluster.
 
     Parameters
@@ -276,6 +340,13 @@ def make_client(kind="local", *, security=None, profile=False, **options):
         ``"local"``: keep distributed's statistical profiler in the workers (the
         dashboard's Profile page). Off by default: it samples each running task every
         10 ms, and fits ran 4-8% slower with it.
+    start_method : {"forkserver", "spawn", "fork"} or None, default "forkserver"
+        ``"local"``: how the worker processes are started; None: as distributed is
+        configured (``distributed.worker.multiprocessing-method``, "spawn" by default).
+        With "forkserver" (where the platform has it; else distributed's) the workers are
+        forked from one process that imported the study's modules once, so that a cluster
+        of many workers starts in seconds with nothing left to import. Every local worker
+        also preloads :mod:`bbc_dask.preload`.
     **options
         ``local``: passed to ``LocalCluster``; ``address``: ``address`` and ``Client``
         options; ``kubernetes``: the keys of :data:`KUBERNETES_DEFAULTS`.
@@ -285,6 +356,8 @@ def make_client(kind="local", *, security=None, profile=False, **options):
     from . import _validation as validation
 
     validation.check_one_of(kind, "kind", "make_client", _KINDS)
+    validation.check_one_of(start_method, "start_method", "make_client",
+                            ("forkserver", "spawn", "fork", None))
     security = as_security(security, "make_client")
     if kind == "local":
         opts = dict(n_workers=os.cpu_count() or 1, threads_per_worker=1, processes=True)
@@ -294,12 +367,14 @@ def make_client(kind="local", *, security=None, profile=False, **options):
             opts["security"] = security
         preload = opts.get("preload") or []
         opts["preload"] = [preload] if isinstance(preload, str) else list(preload)
-        opts["preload"].append("bbc_dask._worker_setup")  # workers ignore the terminal's Ctrl-C
+        # workers ignore the terminal's Ctrl-C, and import a study's modules as they start
+        opts["preload"] += ["bbc_dask._worker_setup", "bbc_dask.preload"]
         release = _main_not_reimported()
         if opts.get("processes", True) and os.name == "posix":  # the tracker is POSIX's
             _quiet_resource_tracker()
         try:
-            with _workers_ignore_sigint(), _malloc_thresholds(), _no_task_profiler(profile):
+            with _workers_ignore_sigint(), _malloc_thresholds(), _no_task_profiler(profile), \
+                    _slower_diagnostics(), _start_method(start_method):
                 client = Client(LocalCluster(**opts), security=security)
             # Closing the client then closes its cluster too, as for Client(n_workers=...)
             # (distributed closes the cluster of a client it was not given an address for).

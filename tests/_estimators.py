@@ -78,3 +78,50 @@ class WeightIsFirstColumn(LogisticRegression):
         if sample_weight is None or not np.array_equal(np.asarray(sample_weight), np.asarray(X)[:, 0]):
             raise ValueError("sample_weight is not X[:, 0]")
         return super().fit(X, y, sample_weight)
+
+
+class HeldIn(Sleepy):
+    """A Sleepy that leaves a file per fit in the directory ``gate``
+    (``fit-<pid>-<uuid>``: which process fitted, counted across processes) and whose fits
+    wait while ``gate/hold-<pid>`` exists for their own process, after leaving
+    ``gate/blocked-<pid>`` (``gate/hold-all`` holds every process): a test can keep one
+    worker inside a fit while the others go on, however fast or slow the machine.
+    ``noise`` adds that much Gaussian noise to the decision function (seeded by the
+    training rows and ``noise``: the same predictions on any worker), so that a grid can
+    hold configurations a dropping test tells apart."""
+
+    def __init__(self, nap=0.05, C=1.0, max_iter=200, gate="", noise=0.0):
+        super().__init__(nap=nap, C=C, max_iter=max_iter)
+        self.gate = gate
+        self.noise = noise
+
+    def fit(self, X, y):
+        pid = os.getpid()
+        open(os.path.join(self.gate, f"fit-{pid}-{uuid.uuid4().hex}"), "w").close()
+        holds = [os.path.join(self.gate, f"hold-{pid}"), os.path.join(self.gate, "hold-all")]
+        if any(os.path.exists(h) for h in holds):
+            open(os.path.join(self.gate, f"blocked-{pid}"), "w").close()
+            deadline = time.time() + 600
+            while any(os.path.exists(h) for h in holds) and time.time() < deadline:
+                time.sleep(0.02)
+        self.rows_ = len(X)
+        return super().fit(X, y)
+
+    def decision_function(self, X):
+        import numpy as np
+
+        out = super().decision_function(X)
+        if self.noise:
+            seed = [self.rows_, int(self.noise * 1000), len(X)]
+            out = out + self.noise * np.random.default_rng(seed).normal(size=len(out))
+        return out
+
+
+def fits_by_process(gate):
+    """``{pid: fits}`` of the HeldIn fits recorded in ``gate``."""
+    out = {}
+    for name in os.listdir(gate):
+        if name.startswith("fit-"):
+            pid = int(name.split("-")[1])
+            out[pid] = out.get(pid, 0) + 1
+    return out

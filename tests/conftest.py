@@ -62,6 +62,18 @@ def make_local_client():
 DASK = os.path.join(os.path.dirname(sys.executable), "dask")
 
 
+def start_dask_worker(address, name, tls_args=(), env=None, preload=()):
+    """One `dask worker` process of one thread joining the scheduler at ``address``, in
+    its own session (SIGKILL its group to stop it); ``env``: variables added to its
+    environment; ``preload``: modules given to ``--preload``."""
+    return subprocess.Popen(
+        [DASK, "worker", address, "--nthreads", "1", "--nworkers", "1", "--no-dashboard",
+         "--host", "127.0.0.1", "--name", name, *tls_args,
+         *[a for m in preload for a in ("--preload", m)]],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+        env=None if env is None else {**os.environ, **env})
+
+
 @contextlib.contextmanager
 def dask_processes_cluster(directory, n_workers=2, tls=None, env=None):
     """A real `dask scheduler` and ``n_workers`` `dask worker` processes (one thread each)
@@ -86,21 +98,24 @@ def dask_processes_cluster(directory, n_workers=2, tls=None, env=None):
         address = json.loads(sched_file.read_text())["address"]
         if tls is not None:
             assert address.startswith("tls://127.0.0.1:")
-        workers = [subprocess.Popen(
-            [DASK, "worker", address, "--nthreads", "1", "--nworkers", "1", "--no-dashboard",
-             "--host", "127.0.0.1", "--name", f"w{i}", *tls_args], **popen)
-            for i in range(n_workers)]
+        workers = [start_dask_worker(address, f"w{i}", tls_args, env) for i in range(n_workers)]
         procs += workers
         with bd.make_client("address", address=address, security=security) as c:
             c.wait_for_workers(n_workers, timeout=60)
         yield address, workers, security
     finally:
-        for p in procs:
-            try:
-                os.killpg(p.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            p.wait()
+        kill_sessions(procs)
+
+
+def kill_sessions(procs):
+    """SIGKILL the session of each process of ``procs`` (started with
+    ``start_new_session``) and reap it."""
+    for p in procs:
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        p.wait()
 
 
 @pytest.fixture

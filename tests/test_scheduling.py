@@ -5,7 +5,7 @@ from types import SimpleNamespace
 import numpy as np
 
 import bbc_dask._tuning as tuning
-from bbc_dask.engine import _waves
+from bbc_dask.engine import _sizing, _waves
 
 
 def _blocks(n):
@@ -30,7 +30,7 @@ def test_grouper_sizes_tasks_by_predicted_block_time(monkeypatch):
     monkeypatch.setattr(tuning, "TARGET_TASK_SECONDS", 0.3)
     cost = np.array([0.05] * 20 + [0.4] * 4 + [np.nan] * 4)
     tasks = [(0, 0, b) for b in _blocks(28)]
-    g = _waves._Grouper(tasks, len(tasks), n_threads=1, cost=cost)
+    g = _sizing.Grouper(tasks, len(tasks), n_threads=1, cost=cost)
     assert g.next() == [tasks[0]]  # one block per task until a thread's worth reported
     g.observe(0.06, 1, fit_seconds=0.05)  # 10 ms of overhead per block
     sizes = []
@@ -45,7 +45,7 @@ def test_grouper_sizes_tasks_by_predicted_block_time(monkeypatch):
 def test_grouper_bounds_the_predictions_a_task_holds(monkeypatch):
     monkeypatch.setattr(tuning, "TASK_PREDICTION_BYTES", 3000)
     tasks = [(0, 0, b) for b in _blocks(40)]
-    g = _waves._Grouper(tasks, len(tasks), n_threads=1, cost=np.full(40, 0.001), block_bytes=1000)
+    g = _sizing.Grouper(tasks, len(tasks), n_threads=1, cost=np.full(40, 0.001), block_bytes=1000)
     g.next()
     g.observe(0.002, 1, fit_seconds=0.001)
     assert len(g.next()) == 3  # 3 x 1000 bytes, although 1 s would take hundreds
@@ -60,7 +60,7 @@ def test_a_stages_last_tasks_shrink_with_the_work_left(monkeypatch):
     monkeypatch.setattr(tuning, "TAIL_TASKS_PER_THREAD", 3)
     n = 200
     tasks = [(0, 0, b) for b in _blocks(n)]
-    g = _waves._Grouper(tasks, n, n_threads=2, cost=np.full(n, 0.02))
+    g = _sizing.Grouper(tasks, n, n_threads=2, cost=np.full(n, 0.02))
     g.next(), g.next()
     g.observe(0.02, 2, fit_seconds=0.04)  # 20 ms per block, no overhead
     seconds, ending = [], []

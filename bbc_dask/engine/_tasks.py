@@ -525,11 +525,13 @@ def _fit_write_blocks(estimator, params_blocks, X, y, folds, scoring, writer, r,
     t0 = time.perf_counter()
     parts, writes = [], []
     for params, (c0, cols) in zip(params_blocks, placements):
+        _unless_leaving()
         res, values = _fit_block(estimator, params, X, y, folds, scoring, r, k, fit_params)
         if values is None:  # error_score="raise": the study stops; nothing is written
             return dict(res, done=[])
         parts.append(res)
         writes.append((c0, cols, values))
+    _unless_leaving()
     try:
         for part, crc in zip(parts, writer.write_many(r, k, writes)):
             part["crc"] = crc
@@ -538,17 +540,33 @@ def _fit_write_blocks(estimator, params_blocks, X, y, folds, scoring, writer, r,
     return {"parts": parts, "elapsed": time.perf_counter() - t0}
 
 
+def _unless_leaving():
+    """Hands the task back to the scheduler (``distributed.Reschedule``) when its worker
+    is being retired (an autoscaler's scale-down, ``retire_workers``): distributed then
+    runs it on another worker whatever this one does, so it stops at the next block
+    rather than fitting on, and never writes — a write landing after the other copy's
+    would replace the chunk whose checksum the ledger records. Its blocks are recorded
+    once, from the copy that finishes."""
+    try:
+        from distributed import Reschedule, get_worker
+
+        status = get_worker().status
+    except (ImportError, ValueError):  # not in a Dask worker's task
+        return
+    if status.name not in ("running", "paused"):
+        raise Reschedule()
+
+
 def warm_up(estimator):
     """Nothing, once this worker has imported what the run's tasks need: scikit-learn and
     the estimator's own modules (unpickling ``estimator`` imports them), Zarr and the
     chunk codecs, the metrics. Submitted to every worker when a run starts, so that a
     fresh worker imports (~1.3 s, scikit-learn most of it) while the driver creates the
-    store and ships the data, not after the first task arrives."""
-    import importlib
+    store and ships the data, not after the first task arrives (a worker started with
+    the preload :mod:`bbc_dask.preload`, as ``make_client``'s are, has them already)."""
+    from ..preload import import_study_modules
 
-    for name in ("zarr", "numcodecs.blosc", "google_crc32c", "bbc_dask.metrics",
-                 "bbc_dask.stats", "bbc_dask.cube._direct"):
-        importlib.import_module(name)
+    import_study_modules()
 
 
 def refit(estimator, params, X, y, fit_params=None):

@@ -19,6 +19,7 @@ from ..cube import FAILED, PENDING
 from ..exceptions import StoreFullError, StoreLockedError, StudyError
 from ._phases import Phases
 from ._pooled import PooledAlong, pooled_pass
+from ._sizing import ClusterSize, DriverCost, Grouper, Queue, adaptive_seconds
 from ._tasks import fit_write_blocks
 
 
@@ -272,70 +273,6 @@ def submit_with_data(client, fn, *args):
 
 
 
-class _Grouper:
-    """Groups consecutive configuration blocks of one (repeat, fold) into tasks that should
-    last about :data:`tuning.TARGET_TASK_SECONDS` (one block per task until a thread's worth of
-    tasks reported), never so many blocks that fewer than :data:`tuning.TAIL_TASKS_PER_THREAD`
-    tasks per thread remain to balance the end, nor more than
-    :data:`tuning.TASK_PREDICTION_BYTES` of predictions (``block_bytes`` each). A block's
-    predicted time is its configurations' measured fit time (``cost``) plus the mean
-    per-block overhead seen so far (writing, scoring), or the mean block time where a fit
-    time is unknown. Grouping only changes which task computes a block, never what it
-    computes."""
-
-    def __init__(self, tasks, n_blocks, n_threads, cost, block_bytes=0):
-        self.fresh, self.left, self.n_threads = iter(tasks), n_blocks, n_threads
-        self.cost = cost
-        self.max_blocks = max(1, tuning.TASK_PREDICTION_BYTES // max(1, block_bytes))
-        self.peek = None
-        self.block_seconds, self.overhead, self.timed = 0.0, 0.0, 0
-
-    def observe(self, elapsed, n_blocks, fit_seconds=0.0):
-        # running means per block over the tasks so far
-        n = self.timed + n_blocks
-        self.block_seconds = (self.block_seconds * self.timed + elapsed) / n
-        self.overhead = (self.overhead * self.timed + max(0.0, elapsed - fit_seconds)) / n
-        self.timed = n
-
-    def predict(self, task):
-        """Predicted seconds of one block."""
-        fit = self.cost[task[2]].sum()
-        return float(fit) + self.overhead if np.isfinite(fit) else self.block_seconds
-
-    def ending(self):
-        """Whether the stage is in its last :data:`tuning.TAIL_TASKS_PER_THREAD` tasks per
-        thread (counted in blocks: there, tasks are single blocks)."""
-        return self.left <= tuning.TAIL_TASKS_PER_THREAD * self.n_threads
-
-    def next(self):
-        """The next group: a list of (k, r, cfgs) of one (k, r), or None when done."""
-        first = self.peek if self.peek is not None else next(self.fresh, None)
-        self.peek = None
-        if first is None:
-            return None
-        group = [first]
-        if self.timed >= self.n_threads and self.block_seconds > 0:
-            limit = min(self.max_blocks,
-                        max(1, self.left // (tuning.TAIL_TASKS_PER_THREAD * self.n_threads)))
-            # the stage's last tasks shrink with the work left (the blocks not yet
-            # submitted, at the mean block time): a long task started late would keep
-            # one worker busy after the others ran out of work
-            budget = min(tuning.TARGET_TASK_SECONDS, self.left * self.block_seconds
-                         / (tuning.TAIL_TASKS_PER_THREAD * self.n_threads))
-            total = self.predict(first)
-            while len(group) < limit and total < budget:
-                task = next(self.fresh, None)
-                if task is None:
-                    break
-                if task[:2] != first[:2]:
-                    self.peek = task
-                    break
-                group.append(task)
-                total += self.predict(task)
-        self.left -= len(group)
-        return group
-
-
 class _Executor:
     """Submits tasks with a bounded number in flight; tasks write their predictions
     themselves, the results they return (fit times, failures, fold scores) are recorded
@@ -378,20 +315,29 @@ class _Executor:
         klass[~np.isfinite(cost)] = np.inf
         return [blocks[i] for i in np.argsort(-klass, kind="stable")]
 
-    def _submit(self, group):
-        k, r, first = group[0]
-        X_f, y_f, folds_f, *fit_params = self.data.refresh()
-        params, places = [], []
-        for _, _, cfgs in group:
-            c0 = int(cfgs[0]) // self.chunk * self.chunk
-            params.append(self.configs.take(cfgs))
-            places.append((c0, np.asarray(cfgs) - c0))
-        return self.client.submit(
-            fit_write_blocks, self.estimator, params, X_f, y_f, folds_f, self.scoring,
-            self.writer, r, k, places, *fit_params,
-            key=f"bbc-fit-r{r}-k{k}-c{first[0]}-n{len(group)}-{uuid.uuid4().hex[:8]}",
-            retries=3, pure=False,
-        )
+    def _submit(self, groups):
+        """One task per group, submitted together (one message to the scheduler, which
+        keeps their order): their futures, in order."""
+        if not groups:
+            return []
+        data = self.data.refresh()
+        columns = {"params": [], "r": [], "k": [], "places": [], "key": []}
+        for group in groups:
+            k, r, first = group[0]
+            params, places = [], []
+            for _, _, cfgs in group:
+                c0 = int(cfgs[0]) // self.chunk * self.chunk
+                params.append(self.configs.take(cfgs))
+                places.append((c0, np.asarray(cfgs) - c0))
+            for name, value in (("params", params), ("r", r), ("k", k), ("places", places), (
+                    "key", f"bbc-fit-r{r}-k{k}-c{first[0]}-n{len(group)}-{uuid.uuid4().hex[:8]}")):
+                columns[name].append(value)
+        n = len(groups)
+        X_f, y_f, folds_f, *fit_params = ([d] * n for d in data)
+        return self.client.map(
+            fit_write_blocks, [self.estimator] * n, columns["params"], X_f, y_f, folds_f,
+            [self.scoring] * n, [self.writer] * n, columns["r"], columns["k"],
+            columns["places"], *fit_params, key=columns["key"], retries=3, pure=False)
 
     def execute(self, tasks, n_active):
         from distributed import as_completed
@@ -399,9 +345,6 @@ class _Executor:
         n_tasks = len(tasks)
         if not n_tasks:
             return
-        with deferred_interrupts():
-            n_threads = max(1, sum(self.client.nthreads().values()))
-        max_in_flight = 2 * n_threads + 2  # keeps workers busy; bounds driver memory
         if self.progress and self.bar is None:
             # created with its total: a bar drawn at 0 of an unknown total stays behind as
             # a stray "wave 1: 0task [00:00, ?task/s]" line
@@ -411,56 +354,56 @@ class _Executor:
             self.bar.total += n_tasks
             self.bar.set_postfix(active=n_active)
             self.bar.refresh()
-        groups = _Grouper(tasks, n_tasks, n_threads, self.cost, self.block_bytes)
+        cluster = ClusterSize(self.client)
+        groups = Grouper(tasks, n_tasks, cluster.threads(), self.cost, self.block_bytes)
+        driver = DriverCost()
         retry = deque()  # (group, tries) whose data was lost: before any fresh group
         ac = as_completed()
         meta = {}
+        flight = {}  # fit tasks in flight: key -> predicted seconds (NaN: not yet timed)
+        horizon = 2 * adaptive_seconds()
         try:
             while True:
-                # at a stage's end, no task waits queued behind a long one on a busy worker
-                # while another worker idles: one task per thread, submitted as one frees
-                limit = n_threads if groups.ending() else max_in_flight
-                while len(meta) < limit:
+                n_threads = groups.n_threads = cluster.threads()
+                groups.min_seconds = driver.min_task_seconds(n_threads)
+                queue = Queue(groups, flight, n_threads, horizon)
+                new = []
+                while queue.wants_more():
                     if retry:
                         group, tries = retry.popleft()
                     else:
                         group, tries = groups.next(), 0
                         if group is None:
                             break
-                    fut = self._submit(group)
+                    new.append((group, tries, queue.add(group)))
+                for (group, tries, seconds), fut in zip(new, self._submit([g for g, *_ in new])):
                     meta[fut.key] = (group, tries, fut)
+                    flight[fut.key] = seconds
                     ac.add(fut)
                 if not meta:
                     break
-                fut = next(ac)
-                group, tries, _ = meta.pop(fut.key)
-                if tries == "pooled":
-                    self._pooled_done(fut, group)
-                    if not meta:
-                        self.flush()
-                    continue
-                try:
-                    res = _result(fut)
-                except CancelledError:
-                    # its data was lost with a worker: scatter again and resubmit
-                    if tries >= tuning.MAX_RESUBMITS:
-                        raise
-                    retry.append((group, tries + 1))
-                    continue
-                for *key, n in res.get("warnings", ()):
-                    self.warned[tuple(key)] = self.warned.get(tuple(key), 0) + n
-                for task, part in zip(group, res.get("done", res.get("parts", []))):
-                    self._record(task, part)
-                    for block in self._complete(task, part):
-                        pfut = self.pooled.submit(block)
-                        meta[pfut.key] = (block, "pooled", pfut)
-                        ac.add(pfut)
-                if "parts" not in res:  # a store problem or error_score="raise"
-                    self._record(group[len(res["done"])], res)
-                groups.observe(res["elapsed"], len(group),
-                               sum(float(np.nansum(p["fit_time"])) for p in res.get("parts", [])))
+                # every task done by now, its result fetched in one gather: one round
+                # trip per batch, not per task (a cluster of many workers finishes
+                # several tasks while the driver records one)
+                done = self._collect(ac.next_batch(block=True))
+                for fut, res in done:
+                    group, tries, _ = meta.pop(fut.key)
+                    flight.pop(fut.key, None)
+                    if tries == "pooled":
+                        self._pooled_done(res, group)
+                        continue
+                    if isinstance(res, CancelledError):
+                        # its data was lost with a worker: scatter again and resubmit
+                        if tries >= tuning.MAX_RESUBMITS:
+                            raise res
+                        retry.append((group, tries + 1))
+                        continue
+                    if isinstance(res, BaseException):
+                        raise res
+                    self._handle(group, res, groups, meta, ac)
                 if not meta or time.monotonic() - self.flushed >= tuning.LEDGER_INTERVAL:
                     self.flush()
+                driver.handled(len(done))
                 if self.all_failed(tasks.active):
                     break  # the finally below records the results and cancels the rest
         finally:
@@ -477,6 +420,45 @@ class _Executor:
                 elif meta:
                     with contextlib.suppress(Exception):
                         self.client.run(_silence_distributed_logs)
+
+    def _collect(self, futures):
+        """``(future, its result or the exception it raised)`` for done ``futures``: the
+        finished ones fetched in one gather (its transfer not cut by a Ctrl-C, see
+        :func:`_result`), the others (failed, cancelled, or lost since) one by one."""
+        ok = [f for f in futures if f.status == "finished"]
+        got = {}
+        if ok:
+            with deferred_interrupts():
+                try:
+                    got = dict(zip((f.key for f in ok), self.client.gather(ok)))
+                except Exception:  # noqa: BLE001 - one was lost meanwhile: one by one below
+                    got = {}
+        out = []
+        for fut in futures:
+            if fut.key in got:
+                out.append((fut, got[fut.key]))
+                continue
+            try:
+                out.append((fut, _result(fut)))
+            except Exception as exc:  # noqa: BLE001 - the caller decides (retry or raise)
+                out.append((fut, exc))
+        return out
+
+    def _handle(self, group, res, groups, meta, ac):
+        """A fit task's result: its warnings kept, its blocks recorded (and the pooled
+        scores of the windows they complete submitted), its time observed."""
+        for *key, n in res.get("warnings", ()):
+            self.warned[tuple(key)] = self.warned.get(tuple(key), 0) + n
+        for task, part in zip(group, res.get("done", res.get("parts", []))):
+            self._record(task, part)
+            for block in self._complete(task, part):
+                pfut = self.pooled.submit(block)
+                meta[pfut.key] = (block, "pooled", pfut)
+                ac.add(pfut)
+        if "parts" not in res:  # a store problem or error_score="raise"
+            self._record(group[len(res["done"])], res)
+        groups.observe(res["elapsed"], len(group),
+                       sum(float(np.nansum(p["fit_time"])) for p in res.get("parts", [])))
 
     def _record(self, task, res):
         k, r, cfgs = task
@@ -510,13 +492,12 @@ class _Executor:
         k, r, cfgs = task
         return self.pooled.recorded(r, k, cfgs, part["failed"])
 
-    def _pooled_done(self, fut, block):
+    def _pooled_done(self, values, block):
         """A pooled task's result, kept for the next ledger batch. A task that failed
-        (its worker lost, a read that failed) does not stop the fits: its block is left
-        to the pass at the end, which scores it again and raises what is really wrong."""
-        try:
-            values = _result(fut)
-        except Exception:  # noqa: BLE001 - scored again (or raised) by the pass
+        (its worker lost, a read that failed: ``values`` is the exception) does not stop
+        the fits: its block is left to the pass at the end, which scores it again and
+        raises what is really wrong."""
+        if isinstance(values, BaseException):
             self.pooled.lost(block)
             return
         self.pooled.batch.append((block.configs, values))
