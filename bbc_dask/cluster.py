@@ -67,7 +67,7 @@ def kubernetes_cluster_spec(**options):
     updated with ``options``, then hardened: ``dask scheduler``/``dask worker`` commands
     with one thread per worker, resource requests and limits on every container, non-root
     pod and container security contexts (no privilege escalation, all capabilities
-    dropped, RuntimeDefault seccomp).
+    dropped, RuntimeDefault seccomp), and the workers preload :mod:`bbc_dask.preload`.
 
     Returns
     -------
@@ -76,7 +76,10 @@ def kubernetes_cluster_spec(**options):
     """
     opts = _kubernetes_options(options, "kubernetes_cluster_spec")
     make_cluster_spec = _import_operator().make_cluster_spec
-    worker_cmd = ["dask", "worker", "--nthreads", str(opts["threads_per_worker"])]
+    # the study's modules imported as a worker starts: an autoscaled worker runs its
+    # first task at once (bbc_dask.preload)
+    worker_cmd = ["dask", "worker", "--nthreads", str(opts["threads_per_worker"]),
+                  "--preload", "bbc_dask.preload"]
     spec = make_cluster_spec(
         name=opts["name"], image=opts["image"], n_workers=opts["n_workers"],
         resources=copy.deepcopy(opts["resources"]), env=dict(opts["env"]) or None,

@@ -124,6 +124,7 @@ def check_tls(doc):
             assert f"tls://{name}-scheduler:8786" in args, (role, args)
         if role == "worker":
             assert args[args.index("--protocol") + 1] == "tls"
+            assert args[args.index("--preload") + 1] == "bbc_dask.preload"  # ready as it joins
 
 
 @pytest.fixture(scope="module", params=OVERLAYS)
@@ -227,7 +228,7 @@ def test_cluster_spec_from_defaults_and_overrides():
     assert w["replicas"] == 5
     wc, sc = w["spec"]["containers"][0], spec["spec"]["scheduler"]["spec"]["containers"][0]
     assert wc["image"] == sc["image"] == "reg.example/bbc:1"
-    assert wc["args"][:4] == ["dask", "worker", "--nthreads", "1"]
+    assert wc["args"][:6] == ["dask", "worker", "--nthreads", "1", "--preload", "bbc_dask.preload"]
     assert sc["args"][:2] == ["dask", "scheduler"]
     assert wc["env"] == [{"name": "OMP_NUM_THREADS", "value": "1"}] + [
         {"name": k, "value": v} for k, v in WORKER_ENV.items()]

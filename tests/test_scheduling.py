@@ -3,6 +3,7 @@ measured fit times (only which task computes a block changes, never what it comp
 from types import SimpleNamespace
 
 import numpy as np
+import pytest
 
 import bbc_dask._tuning as tuning
 from bbc_dask.engine import _sizing, _waves
@@ -71,3 +72,73 @@ def test_a_stages_last_tasks_shrink_with_the_work_left(monkeypatch):
         assert seconds[-1] <= max(0.02, (left + seconds[-1]) / 6 + 0.02 + 1e-9)
     assert seconds[0] > 0.3 and seconds[-1] == 0.02  # big early, one block at the end
     assert ending[-1] and not ending[0] and sum(ending) <= 3 * 2 + 1
+
+
+def test_no_task_is_planned_shorter_than_the_driver_can_keep_up_with(monkeypatch):
+    """With a floor of 0.1 s (a big cluster, a driver that costs milliseconds per task)
+    blocks of 20 ms go five to a task even in a stage's last tasks, where they would
+    otherwise go one by one."""
+    monkeypatch.setattr(tuning, "TARGET_TASK_SECONDS", 1.0)
+    monkeypatch.setattr(tuning, "TAIL_TASKS_PER_THREAD", 3)
+    n = 200
+    tasks = [(0, 0, b) for b in _blocks(n)]
+    g = _sizing.Grouper(tasks, n, n_threads=2, cost=np.full(n, 0.02))
+    g.next(), g.next()
+    g.observe(0.02, 2, fit_seconds=0.04)
+    g.min_seconds = 0.1
+    sizes = []
+    while (group := g.next()) is not None:
+        sizes.append(len(group))
+    assert min(sizes[:-1]) >= 5 and sum(sizes) == n - 2
+
+
+def test_the_driver_floor_grows_with_the_threads_and_the_measured_cost(monkeypatch):
+    monkeypatch.setattr(tuning, "DRIVER_SHARE", 0.25)
+    monkeypatch.setattr(tuning, "DRIVER_TASK_SECONDS", 0.004)
+    monkeypatch.setattr(tuning, "DRIVER_TASKS_MEASURED", 20)
+    monkeypatch.setattr(tuning, "TARGET_TASK_SECONDS", 1.0)
+    cost = _sizing.DriverCost()
+    # until 20 tasks are handled, the assumed 4 ms: 2 threads 32 ms, 16 threads 256 ms
+    assert cost.min_task_seconds(2) == pytest.approx(0.032)
+    assert cost.min_task_seconds(16) == pytest.approx(0.256)
+    assert cost.min_task_seconds(200) == 1.0  # never beyond the target length
+    cost.cpu0 -= 0.2  # 0.2 s of this process's CPU over 50 tasks: 4 ms each
+    cost.handled(50)
+    assert cost.per_task() == pytest.approx(0.004, abs=0.002)
+
+
+def test_the_queue_shows_the_stages_work_to_an_adaptive_cluster(monkeypatch):
+    """At least two tasks per thread (plus two); once blocks are timed, tasks covering
+    ``horizon`` seconds of predicted work per thread (what an adaptive cluster sizes
+    itself by); at a stage's end one task per thread."""
+    monkeypatch.setattr(tuning, "TAIL_TASKS_PER_THREAD", 3)
+    n = 1000
+    tasks = [(0, 0, b) for b in _blocks(n)]
+    g = _sizing.Grouper(tasks, n, n_threads=2, cost=np.full(n, 0.5))
+    queue = _sizing.Queue(g, {}, n_threads=2, horizon=10.0)
+    while queue.wants_more():  # untimed: 2 x 2 + 2 single blocks
+        queue.add(g.next())
+    assert queue.count == 6 and np.isnan(queue.add(g.next()))
+    g.observe(0.5, 2, fit_seconds=1.0)
+    queue = _sizing.Queue(g, {"a": np.nan, "b": 1.0}, n_threads=2, horizon=10.0)
+    while queue.wants_more():
+        queue.add(g.next())
+    assert 20.0 <= queue.seconds < 21.0  # 10 s per thread of 0.5 s blocks, grouped
+    g.left = 5  # a stage's end: one task per thread
+    assert not _sizing.Queue(g, {"a": 1.0, "b": 1.0}, n_threads=2, horizon=10.0).wants_more()
+    assert _sizing.Queue(g, {"a": 1.0}, n_threads=2, horizon=10.0).wants_more()
+
+
+def test_the_cluster_size_is_asked_again_after_the_poll_interval(monkeypatch):
+    class Client:
+        asked = 0
+
+        def nthreads(self):
+            Client.asked += 1
+            return {"a": 1, "b": 2} if Client.asked == 1 else {"a": 1, "b": 2, "c": 4}
+
+    monkeypatch.setattr(tuning, "CLUSTER_POLL_SECONDS", 3600)
+    size = _sizing.ClusterSize(Client())
+    assert size.threads() == 3 and size.threads() == 3 and Client.asked == 1
+    monkeypatch.setattr(tuning, "CLUSTER_POLL_SECONDS", 0)
+    assert size.threads() == 7 and Client.asked == 2

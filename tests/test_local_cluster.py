@@ -1,0 +1,52 @@
+"""The local clusters ``make_client`` starts: workers forked ready from a server that
+imported the study's modules once (or spawned, as distributed starts them, with the same
+modules preloaded), distributed's diagnostics at slower intervals unless the user set
+them, and a clear error for an unknown start method."""
+import multiprocessing
+import sys
+
+import dask
+import pytest
+
+import bbc_dask as bd
+from bbc_dask.preload import STUDY_MODULES
+
+
+def _worker_view():
+    import psutil
+
+    parent = psutil.Process().parent()
+    return {"imported": [m for m in STUDY_MODULES if m not in sys.modules],
+            "parent": " ".join(parent.cmdline()) if parent is not None else "",
+            "tick": dask.config.get("distributed.admin.tick.interval"),
+            "monitor": dask.config.get("distributed.admin.system-monitor.interval")}
+
+
+@pytest.mark.parametrize("method", ["forkserver", "spawn", None])
+def test_local_workers_start_with_the_study_modules_imported(method):
+    """Before any task: every module a study's task needs is in each worker; with
+    "forkserver" the workers are children of multiprocessing's fork server (where the
+    platform has one), otherwise of their nannies' process."""
+    with bd.make_client("local", n_workers=2, dashboard_address=":0", start_method=method) as c:
+        seen = list(c.run(_worker_view).values())
+    assert [v["imported"] for v in seen] == [[], []]  # nothing left to import
+    forked = method == "forkserver" and "forkserver" in multiprocessing.get_all_start_methods()
+    assert all(("forkserver" in v["parent"]) == forked for v in seen), seen
+
+
+def test_local_workers_tick_slower_unless_told():
+    with bd.make_client("local", n_workers=1, dashboard_address=":0") as c:
+        (seen,) = c.run(_worker_view).values()
+    assert (seen["tick"], seen["monitor"]) == ("500ms", "2s")
+    with dask.config.set({"distributed.admin.tick.interval": "50ms"}):
+        with bd.make_client("local", n_workers=1, dashboard_address=":0") as c:
+            (seen,) = c.run(_worker_view).values()
+    assert (seen["tick"], seen["monitor"]) == ("50ms", "2s")  # the user's value kept
+    assert dask.config.get("distributed.admin.tick.interval") == "20ms"  # ours untouched
+
+
+def test_an_unknown_start_method_is_refused_by_name():
+    with pytest.raises(bd.exceptions.InvalidParameterError,
+                       match=r"The 'start_method' parameter of make_client must be one of "
+                             r"\['forkserver', 'spawn', 'fork', None\]\. Got 'threads' instead"):
+        bd.make_client("local", n_workers=1, start_method="threads")
