@@ -142,6 +142,7 @@ def test_a_worker_retired_while_a_study_runs_loses_and_refits_nothing(tmp_path, 
     assert bd.verify_store(tmp_path / "s.zarr")[0].ok
 
 
+@pytest.mark.slow  # 16 s: make test keeps its margin; CI runs it every time
 def test_an_adaptive_cluster_grows_with_a_stage_and_is_asked_for_less_after_bbcd_drops(tmp_path, monkeypatch):
     """``cluster.adapt(minimum=1, maximum=3)`` on the package's local cluster, a BBCD
     study of 4 good and 36 poor configurations: while the first stage (waves 0 and 1,
