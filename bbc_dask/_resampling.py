@@ -218,8 +218,9 @@ def _open_client(client, progress, caller):
 
 def _groups(items, client):
     """``items`` cut into consecutive groups, about RESAMPLING_TASKS_PER_THREAD per thread."""
-    threads = max(1, sum(client.nthreads().values()))
-    size = max(1, math.ceil(len(items) / (tuning.RESAMPLING_TASKS_PER_THREAD * threads)))
+    from .cluster import threads_of
+
+    size = max(1, math.ceil(len(items) / (tuning.RESAMPLING_TASKS_PER_THREAD * threads_of(client))))
     return [items[i:i + size] for i in range(0, len(items), size)]
 
 

@@ -71,9 +71,9 @@ TAIL_TASKS_PER_THREAD = 3
 #: The share of one core the driver may spend handling tasks: its engine thread and, with
 #: a local cluster, the scheduler share one process (and one GIL). Tasks are made long
 #: enough that the cluster's threads finish no more tasks a second than that allows at
-#: the driver's measured CPU per task (seconds >= threads x CPU per task / share); on 2
-#: threads this is below every other bound, on 64 it keeps 20 ms blocks from flooding
-#: the driver (docs/performance.md, "Scale-out").
+#: the driver's measured CPU per task (seconds >= threads x CPU per task / share): about
+#: 30 ms on 2 threads, 0.26 s on 16 (at most TARGET_TASK_SECONDS); on 64 it keeps 20 ms
+#: blocks from flooding the driver (docs/performance.md, "Scale-out").
 DRIVER_SHARE = 0.25
 #: The driver's CPU per task assumed until :data:`DRIVER_TASKS_MEASURED` tasks have been
 #: handled (measured: 3.5 ms on 2 slow cores with a local scheduler).
@@ -82,6 +82,12 @@ DRIVER_TASKS_MEASURED = 20
 #: Seconds between two questions to the scheduler about the cluster's size while a run
 #: goes on (workers added or retired mid-run: cluster.adapt, an autoscaler).
 CLUSTER_POLL_SECONDS = 1.0
+#: The queue of fit tasks kept in flight beyond two per thread: their predicted seconds
+#: per thread up to twice distributed's adaptive target duration (what an adaptive
+#: cluster sizes itself by), that duration taken at most this long, and at most this
+#: many tasks per thread (a million-configuration study's tiny blocks).
+QUEUE_SECONDS = 30.0
+QUEUE_TASKS_PER_THREAD = 50
 #: Blocks whose fits take less than this are not reordered among themselves.
 RANK_SECONDS = 0.01
 #: Splits larger than this are not kept (they would double a worker's share of X).

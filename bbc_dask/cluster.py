@@ -14,7 +14,7 @@ import weakref
 from .exceptions import InvalidParameterError, SchedulerUnreachableError, UserFileNotFoundError
 
 __all__ = ["KUBERNETES_DEFAULTS", "as_security", "close_client", "current_client",
-           "kubernetes_cluster_spec", "make_client", "resolve_client"]
+           "kubernetes_cluster_spec", "make_client", "resolve_client", "threads_of"]
 
 _KINDS = ("local", "address", "kubernetes")
 
@@ -159,6 +159,12 @@ def current_client():
         return None
 
 
+def threads_of(client):
+    """The worker threads of ``client``'s cluster now (at least 1): one question to its
+    scheduler."""
+    return max(1, sum(client.nthreads().values()))
+
+
 def as_security(security, caller="bbc_dask"):
     """A :class:`distributed.security.Security` from None, True (temporary self-signed
     certificates, for a local cluster), a ``Security`` or a dict of its arguments."""
@@ -237,22 +243,6 @@ def _malloc_thresholds():
         yield
 
 
-@contextlib.contextmanager
-def _no_task_profiler(profile):
-    """Workers spawned inside run without distributed's statistical profiler unless
-    ``profile``: it samples every running task's thread every 10 ms, and a fit ran 4-8%
-    slower with it (a random forest 0.72 against 0.68 s of CPU, scaled logistic
-    regressions 0.12 against 0.11 s; docs/performance.md) — the dashboard's Profile page
-    is its only reader."""
-    import dask
-
-    if profile:
-        yield
-        return
-    with dask.config.set({"distributed.worker.profile.enabled": False}):
-        yield
-
-
 #: Intervals of distributed's diagnostics in the processes of a local cluster of ours
 #: (distributed's defaults: 20 ms and 500 ms). The event loop's tick measures how late the
 #: loop runs (the "Event loop was unresponsive" warning, still given) and the system
@@ -264,56 +254,86 @@ DIAGNOSTICS_INTERVALS = {"distributed.admin.tick.interval": ("20ms", "500ms"),
                          "distributed.admin.system-monitor.interval": ("500ms", "2s")}
 
 
-@contextlib.contextmanager
-def _slower_diagnostics():
-    """Processes started inside (the scheduler, nannies and workers) run distributed's
-    diagnostics at :data:`DIAGNOSTICS_INTERVALS`, where the user left them at
-    distributed's defaults."""
+def _settings(profile):
+    """The dask settings of a local cluster of ours (flat keys): distributed's
+    diagnostics at :data:`DIAGNOSTICS_INTERVALS` where the user left them at
+    distributed's defaults, and, unless ``profile``, no statistical task profiler in
+    the workers: it samples every running task's thread every 10 ms, and a fit ran 4-8%
+    slower with it (a random forest 0.72 against 0.68 s of CPU, scaled logistic
+    regressions 0.12 against 0.11 s; docs/performance.md) — the dashboard's Profile page
+    is its only reader."""
     import dask
 
-    ours = {key: value for key, (default, value) in DIAGNOSTICS_INTERVALS.items()
-            if str(dask.config.get(key, default=default)) == default}
-    with dask.config.set(ours):
-        yield
+    out = {key: value for key, (default, value) in DIAGNOSTICS_INTERVALS.items()
+           if str(dask.config.get(key, default=default)) == default}
+    if not profile:
+        out["distributed.worker.profile.enabled"] = False
+    return out
 
 
-#: The start method of the worker processes of :func:`make_client`'s local clusters where
-#: the platform has it (distributed's default is "spawn").
-START_METHOD = "forkserver"
+#: The start method of the worker processes of :func:`make_client`'s local clusters:
+#: multiprocessing's fork server on Linux; elsewhere as distributed is configured (spawn:
+#: macOS's system frameworks are not safe across a fork).
+START_METHOD = "forkserver" if sys.platform.startswith("linux") else None
+
+#: The environment the fork server of this process started with (it keeps it for life),
+#: once a cluster of ours started it.
+_FORKSERVER_ENV = {}
+
+
+#: Variables that change while a process runs and that no worker reads: pytest's name of
+#: the test running now.
+_UNREAD_VARIABLES = {"PYTEST_CURRENT_TEST"}
+
+
+def _environment_now():
+    """The environment a worker started now would see, but for the variables of
+    distributed's ``pre-spawn-environ`` (and ours, :data:`WORKER_ENV`), which the nannies
+    set themselves before every start (threads per BLAS, malloc's thresholds; a nanny a
+    scale-up adds rewrites them in this process's environment), and
+    :data:`_UNREAD_VARIABLES`."""
+    import dask
+
+    own = set(dask.config.get("distributed.nanny.pre-spawn-environ", default={}) or {})
+    skip = own | set(WORKER_ENV) | _UNREAD_VARIABLES
+    return {k: v for k, v in os.environ.items() if k not in skip}
 
 
 @contextlib.contextmanager
 def _start_method(method):
-    """Workers spawned inside are started by ``method``. With "forkserver" (POSIX), one
-    server process imports distributed and :data:`bbc_dask.preload.STUDY_MODULES` once and
-    every worker is forked from it, ready: 16 workers on 2 cores were ready to run a study's
+    """Workers spawned inside are started by ``method``. With "forkserver", one server
+    process imports distributed and the modules of :mod:`bbc_dask.preload` once and every
+    worker is forked from it, ready: 16 workers on 2 cores were ready to run a study's
     first task 2.1 s after the cluster was asked for, against 13.6 s when each spawned
-    worker imported the same modules itself (and 0.34 against 1.95 GiB of memory of
-    their own; docs/performance.md, "Scale-out"). Python starts one forkserver per process,
-    at the first worker it forks, with the environment of that moment (distributed's nanny
+    worker imported the same modules itself (and 0.34 against 1.95 GiB of memory of their
+    own; docs/performance.md, "Scale-out"). Python starts one fork server per process, at
+    the first worker it forks, with the environment of that moment (distributed's nanny
     sets its ``pre-spawn-environ`` just before: one thread per BLAS, malloc's thresholds),
-    and keeps it for the process's life. Workers a cluster starts later (``scale``,
-    ``adapt``, a nanny restarting a killed worker) are started the way distributed is
-    configured to start them (spawn, by default); the preload then imports the same
-    modules in each of them."""
+    and keeps it for the process's life: when the environment has changed since (S3
+    credentials set in a notebook after its first cluster), the workers are spawned as
+    distributed is configured instead, so that they see it. Workers a cluster starts later
+    (``scale``, ``adapt``, a nanny restarting a killed worker) are started as distributed
+    is configured (spawn, by default); the preload imports the same modules in them."""
     import multiprocessing
 
     import dask
 
     key = "distributed.worker.multiprocessing-method"
-    if method is None or method not in multiprocessing.get_all_start_methods():
+    if method is None or method not in multiprocessing.get_all_start_methods() or (
+            method == "forkserver" and _FORKSERVER_ENV
+            and _FORKSERVER_ENV["env"] != _environment_now()):
         yield
         return
     with dask.config.set({key: method}):
         if method == "forkserver":
             from distributed.utils import get_mp_context
 
-            from .preload import STUDY_MODULES
-
             # distributed sets its own list at its first call; ours is set after it (a
-            # forkserver already running keeps the list it was started with)
-            get_mp_context().set_forkserver_preload(["distributed", "numpy", *STUDY_MODULES])
+            # fork server already running keeps the list it was started with)
+            get_mp_context().set_forkserver_preload(["distributed", "numpy", "bbc_dask.preload"])
         yield
+    if method == "forkserver" and not _FORKSERVER_ENV:
+        _FORKSERVER_ENV["env"] = _environment_now()  # what the server started with
 
 
 def make_client(kind="local", *, security=None, profile=False, start_method=START_METHOD,
@@ -343,24 +363,26 @@ def make_client(kind="local", *, security=None, profile=False, start_method=STAR
         ``"local"``: keep distributed's statistical profiler in the workers (the
         dashboard's Profile page). Off by default: it samples each running task every
         10 ms, and fits ran 4-8% slower with it.
-    start_method : {"forkserver", "spawn", "fork"} or None, default "forkserver"
+    start_method : {"forkserver", "spawn"} or None, default "forkserver" on Linux, else None
         ``"local"``: how the worker processes are started; None: as distributed is
         configured (``distributed.worker.multiprocessing-method``, "spawn" by default).
-        With "forkserver" (where the platform has it; else distributed's) the workers are
-        forked from one process that imported the study's modules once, so that a cluster
-        of many workers starts in seconds with nothing left to import. Every local worker
-        also preloads :mod:`bbc_dask.preload`.
+        With "forkserver" the workers are forked from one process that imported the
+        study's modules once, so that a cluster of many workers starts in seconds with
+        nothing left to import; that process keeps the environment it started with, so
+        after the environment changed a later cluster's workers are spawned instead.
+        Every local worker also preloads :mod:`bbc_dask.preload`.
     **options
         ``local``: passed to ``LocalCluster``; ``address``: ``address`` and ``Client``
         options; ``kubernetes``: the keys of :data:`KUBERNETES_DEFAULTS`.
     """
+    import dask
     from distributed import Client, LocalCluster
 
     from . import _validation as validation
 
     validation.check_one_of(kind, "kind", "make_client", _KINDS)
     validation.check_one_of(start_method, "start_method", "make_client",
-                            ("forkserver", "spawn", "fork", None))
+                            ("forkserver", "spawn", None))
     security = as_security(security, "make_client")
     if kind == "local":
         opts = dict(n_workers=os.cpu_count() or 1, threads_per_worker=1, processes=True)
@@ -376,8 +398,13 @@ def make_client(kind="local", *, security=None, profile=False, start_method=STAR
         if opts.get("processes", True) and os.name == "posix":  # the tracker is POSIX's
             _quiet_resource_tracker()
         try:
-            with _workers_ignore_sigint(), _malloc_thresholds(), _no_task_profiler(profile), \
-                    _slower_diagnostics(), _start_method(start_method):
+            settings = _settings(profile)
+            if opts["processes"]:
+                # every worker's nanny, those a scale-up adds too: a nanny's worker starts
+                # with dask.config.set of its config, where dotted keys set one value each
+                opts["config"] = {**settings, **(opts.get("config") or {})}
+            with _workers_ignore_sigint(), _malloc_thresholds(), dask.config.set(settings), \
+                    _start_method(start_method):
                 client = Client(LocalCluster(**opts), security=security)
             # Closing the client then closes its cluster too, as for Client(n_workers=...)
             # (distributed closes the cluster of a client it was not given an address for).
@@ -469,8 +496,8 @@ def _main_not_reimported():
     """Let a plain script start a local cluster without an ``if __name__ == "__main__"``
     guard, as scikit-learn users expect; returns the function that undoes it.
 
-    Worker processes are started with multiprocessing's "spawn", which re-runs the
-    parent's ``__main__`` script in every child: an unguarded script would start a
+    Worker processes are started with multiprocessing's "spawn" or "forkserver", which
+    re-run the parent's ``__main__`` script in every child: an unguarded script would start a
     cluster inside each worker ("An attempt has been made to start a new process
     before the current process has finished its bootstrapping phase"). The workers
     never need the script: Dask sends functions and classes defined in ``__main__`` by

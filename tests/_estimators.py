@@ -33,13 +33,20 @@ class Gated(Sleepy):
     def fit(self, X, y):
         open(os.path.join(self.gate, f"fit-{uuid.uuid4().hex}"), "w").close()
         fits = sum(name.startswith("fit-") for name in os.listdir(self.gate))
-        hold = os.path.join(self.gate, "hold")
-        if fits > self.after and os.path.exists(hold):
-            open(os.path.join(self.gate, "blocked"), "w").close()
-            deadline = time.time() + 600
-            while os.path.exists(hold) and time.time() < deadline:
-                time.sleep(0.02)
+        if fits > self.after:
+            wait_at(self.gate, ["hold"], "blocked")
         return super().fit(X, y)
+
+
+def wait_at(gate, holds, blocked):
+    """While any of the files ``holds`` of the directory ``gate`` exists (at most 600 s),
+    wait, after leaving ``gate/blocked`` for the test to see."""
+    holds = [os.path.join(gate, h) for h in holds]
+    if any(os.path.exists(h) for h in holds):
+        open(os.path.join(gate, blocked), "w").close()
+        deadline = time.time() + 600
+        while any(os.path.exists(h) for h in holds) and time.time() < deadline:
+            time.sleep(0.02)
 
 
 class CountingScaler(StandardScaler):
@@ -98,12 +105,7 @@ class HeldIn(Sleepy):
     def fit(self, X, y):
         pid = os.getpid()
         open(os.path.join(self.gate, f"fit-{pid}-{uuid.uuid4().hex}"), "w").close()
-        holds = [os.path.join(self.gate, f"hold-{pid}"), os.path.join(self.gate, "hold-all")]
-        if any(os.path.exists(h) for h in holds):
-            open(os.path.join(self.gate, f"blocked-{pid}"), "w").close()
-            deadline = time.time() + 600
-            while any(os.path.exists(h) for h in holds) and time.time() < deadline:
-                time.sleep(0.02)
+        wait_at(self.gate, [f"hold-{pid}", "hold-all"], f"blocked-{pid}")
         self.rows_ = len(X)
         return super().fit(X, y)
 

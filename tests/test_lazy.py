@@ -1316,17 +1316,18 @@ def test_tile_jobs_weigh_to_the_whole_sample(n_tiles, monkeypatch):
 @pytest.mark.parametrize("metric", ["roc_auc", "accuracy"])
 def test_a_cluster_of_more_threads_draws_in_more_groups_with_the_same_numbers(
         metric, tmp_path, make_local_client, monkeypatch):
-    """The bootstraps' seed blocks are drawn and scored in as many groups as the cluster
-    has threads (up to one seed block each): 6 threads, 8 seed blocks, 4 groups where 2
-    threads make 2 — and the estimate equals the in-memory one bit for bit."""
+    """The bootstraps' seed blocks are drawn and scored in enough groups to make about two
+    tasks per thread with the configuration blocks (up to one seed block each): 3
+    blocks on 6 threads, 8 seed blocks, 4 groups where 2 threads make 2 — and the
+    estimate equals the in-memory one bit for bit."""
     from bbc_dask.chunked import _graph
 
     p, y = _small(metric, c=12, r=1)
     z = _to_zarr(tmp_path / "g.zarr", p, ("sample", "config", "repeat"), chunk_cfg=4)
     mem = bd.bbc(p, y, metric=metric, random_state=5, n_bootstraps=500)
     with make_local_client(n_workers=2, threads_per_worker=3) as c:
-        assert len(_graph._seed_groups(500, len(y), True)) == 4
+        assert len(_graph._seed_groups(500, len(y), True, n_blocks=3)) == 4
         got = bd.bbc(z, y, metric=metric, random_state=5, n_bootstraps=500)
-    assert len(_graph._seed_groups(500, len(y), True)) == 2  # the session's 2 threads, or none
+    assert len(_graph._seed_groups(500, len(y), True, n_blocks=3)) == 2  # 2 threads, or none
     np.testing.assert_array_equal(got.bootstrap_distribution, mem.bootstrap_distribution)
     np.testing.assert_array_equal(got.winners, mem.winners)

@@ -31,7 +31,32 @@ def test_local_workers_start_with_the_study_modules_imported(method):
         seen = list(c.run(_worker_view).values())
     assert [v["imported"] for v in seen] == [[], []]  # nothing left to import
     forked = method == "forkserver" and "forkserver" in multiprocessing.get_all_start_methods()
-    assert all(("forkserver" in v["parent"]) == forked for v in seen), seen
+    assert all(("multiprocessing.forkserver" in v["parent"]) == forked for v in seen), seen
+
+
+def test_workers_a_cluster_adds_later_get_its_settings():
+    """A worker a scale-up adds (``cluster.scale``, ``adapt``) runs without the task
+    profiler and with the slower diagnostics, as the first ones."""
+    with bd.make_client("local", n_workers=1, dashboard_address=":0") as c:
+        c.cluster.scale(2)
+        c.wait_for_workers(2, timeout=120)
+        seen = list(c.run(lambda: (dask.config.get("distributed.worker.profile.enabled"),
+                                   _worker_view()["tick"], _worker_view()["imported"])).values())
+    assert seen == [(False, "500ms", [])] * 2
+
+
+def test_a_changed_environment_reaches_the_workers_of_a_later_cluster(monkeypatch):
+    """The fork server keeps the environment it started with: after a variable changed
+    (credentials set after a first cluster), a later cluster's workers see it (they are
+    spawned, not forked)."""
+    import os
+
+    with bd.make_client("local", n_workers=1, dashboard_address=":0") as c:
+        c.run(os.getpid)  # the fork server is up (or was, in this process)
+    monkeypatch.setenv("BBC_DASK_TEST_LATE_VARIABLE", "seen")
+    with bd.make_client("local", n_workers=1, dashboard_address=":0") as c:
+        got = list(c.run(lambda: os.environ.get("BBC_DASK_TEST_LATE_VARIABLE")).values())
+    assert got == ["seen"]
 
 
 def test_local_workers_tick_slower_unless_told():
@@ -48,5 +73,5 @@ def test_local_workers_tick_slower_unless_told():
 def test_an_unknown_start_method_is_refused_by_name():
     with pytest.raises(bd.exceptions.InvalidParameterError,
                        match=r"The 'start_method' parameter of make_client must be one of "
-                             r"\['forkserver', 'spawn', 'fork', None\]\. Got 'threads' instead"):
-        bd.make_client("local", n_workers=1, start_method="threads")
+                             r"\['forkserver', 'spawn', None\]\. Got 'fork' instead"):
+        bd.make_client("local", n_workers=1, start_method="fork")  # a fork of a running driver

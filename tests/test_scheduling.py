@@ -52,18 +52,23 @@ def test_grouper_bounds_the_predictions_a_task_holds(monkeypatch):
     assert len(g.next()) == 3  # 3 x 1000 bytes, although 1 s would take hundreds
 
 
+def _timed_grouper(monkeypatch, n):
+    """A Grouper of ``n`` blocks of 20 ms (no overhead) on 2 threads, its first two
+    blocks out and timed (1 s target, 3 tail tasks per thread)."""
+    monkeypatch.setattr(tuning, "TARGET_TASK_SECONDS", 1.0)
+    monkeypatch.setattr(tuning, "TAIL_TASKS_PER_THREAD", 3)
+    g = _sizing.Grouper([(0, 0, b) for b in _blocks(n)], n, n_threads=2, cost=np.full(n, 0.02))
+    g.next(), g.next()
+    g.observe(0.02, 2, fit_seconds=0.04)
+    return g
+
+
 def test_a_stages_last_tasks_shrink_with_the_work_left(monkeypatch):
     """Near a stage's end a group holds at most the work left over (TAIL_TASKS_PER_THREAD
     x threads) of predicted seconds, so that no long task starts when the other workers
     are about to run out of work; in the last TAIL_TASKS_PER_THREAD tasks per thread the
     engine keeps one task per thread in flight (``ending``)."""
-    monkeypatch.setattr(tuning, "TARGET_TASK_SECONDS", 1.0)
-    monkeypatch.setattr(tuning, "TAIL_TASKS_PER_THREAD", 3)
-    n = 200
-    tasks = [(0, 0, b) for b in _blocks(n)]
-    g = _sizing.Grouper(tasks, n, n_threads=2, cost=np.full(n, 0.02))
-    g.next(), g.next()
-    g.observe(0.02, 2, fit_seconds=0.04)  # 20 ms per block, no overhead
+    g = _timed_grouper(monkeypatch, 200)
     seconds, ending = [], []
     while (group := g.next()) is not None:
         ending.append(g.ending())
@@ -78,18 +83,12 @@ def test_no_task_is_planned_shorter_than_the_driver_can_keep_up_with(monkeypatch
     """With a floor of 0.1 s (a big cluster, a driver that costs milliseconds per task)
     blocks of 20 ms go five to a task even in a stage's last tasks, where they would
     otherwise go one by one."""
-    monkeypatch.setattr(tuning, "TARGET_TASK_SECONDS", 1.0)
-    monkeypatch.setattr(tuning, "TAIL_TASKS_PER_THREAD", 3)
-    n = 200
-    tasks = [(0, 0, b) for b in _blocks(n)]
-    g = _sizing.Grouper(tasks, n, n_threads=2, cost=np.full(n, 0.02))
-    g.next(), g.next()
-    g.observe(0.02, 2, fit_seconds=0.04)
+    g = _timed_grouper(monkeypatch, 200)
     g.min_seconds = 0.1
     sizes = []
     while (group := g.next()) is not None:
         sizes.append(len(group))
-    assert min(sizes[:-1]) >= 5 and sum(sizes) == n - 2
+    assert min(sizes[:-1]) >= 5 and sum(sizes) == 200 - 2
 
 
 def test_the_driver_floor_grows_with_the_threads_and_the_measured_cost(monkeypatch):
@@ -97,14 +96,29 @@ def test_the_driver_floor_grows_with_the_threads_and_the_measured_cost(monkeypat
     monkeypatch.setattr(tuning, "DRIVER_TASK_SECONDS", 0.004)
     monkeypatch.setattr(tuning, "DRIVER_TASKS_MEASURED", 20)
     monkeypatch.setattr(tuning, "TARGET_TASK_SECONDS", 1.0)
-    cost = _sizing.DriverCost()
+    import os
+
+    class Workers:  # a client whose workers run in other processes, or in this one
+        def __init__(self, pid):
+            self.pid = pid
+
+        def run(self, fn):
+            return {"tcp://w": self.pid}
+
+    cost = _sizing.DriverCost(Workers(-1))
     # until 20 tasks are handled, the assumed 4 ms: 2 threads 32 ms, 16 threads 256 ms
     assert cost.min_task_seconds(2) == pytest.approx(0.032)
     assert cost.min_task_seconds(16) == pytest.approx(0.256)
     assert cost.min_task_seconds(200) == 1.0  # never beyond the target length
+    cost.handled(2)  # the first results: the measure starts after the first scatter
     cost.cpu0 -= 0.2  # 0.2 s of this process's CPU over 50 tasks: 4 ms each
     cost.handled(50)
     assert cost.per_task() == pytest.approx(0.004, abs=0.002)
+    local = _sizing.DriverCost(Workers(os.getpid()))  # its CPU is the fits': not measured
+    local.handled(1)
+    local.cpu0 -= 5.0
+    local.handled(50)
+    assert local.per_task() == 0.004
 
 
 def test_the_queue_shows_the_stages_work_to_an_adaptive_cluster(monkeypatch):
@@ -124,6 +138,11 @@ def test_the_queue_shows_the_stages_work_to_an_adaptive_cluster(monkeypatch):
     while queue.wants_more():
         queue.add(g.next())
     assert 20.0 <= queue.seconds < 21.0  # 10 s per thread of 0.5 s blocks, grouped
+    monkeypatch.setattr(tuning, "QUEUE_TASKS_PER_THREAD", 4)  # and never more tasks than that
+    queue = _sizing.Queue(g, {}, n_threads=2, horizon=1e6)
+    while queue.wants_more():
+        queue.add(g.next())
+    assert queue.count == 8
     g.left = 5  # a stage's end: one task per thread
     assert not _sizing.Queue(g, {"a": 1.0, "b": 1.0}, n_threads=2, horizon=10.0).wants_more()
     assert _sizing.Queue(g, {"a": 1.0}, n_threads=2, horizon=10.0).wants_more()

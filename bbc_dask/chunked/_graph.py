@@ -27,33 +27,35 @@ def _seed(root):
     return int(root.entropy), [int(k) for k in root.spawn_key]
 
 
-def _seed_groups(n_boot, n, keep):
+def _seed_groups(n_boot, n, keep, n_blocks=1, client=None):
     """Seed blocks in groups: with ``keep`` (their counts are held) at most
-    :data:`~bbc_dask._tuning.COUNTS_BYTES` of uint8 counts per group, and in as many
-    groups as the cluster has threads (at least two), up to one seed block each: each
-    group's counts are drawn by one task and scored by one task per configuration block,
-    so that many workers draw and score at once (with two groups, 16 workers of a
-    50,000 x 200 cube had 16 tasks to share). A bootstrap's counts come from its own seed
-    block whatever the groups: the same numbers."""
+    :data:`~bbc_dask._tuning.COUNTS_BYTES` of uint8 counts per group, and in enough groups
+    (at least two, at most one seed block each) that the ``n_blocks`` configuration blocks
+    scored against each make about two tasks per thread of the cluster (``client``'s, or
+    the default one's): each group's counts are drawn by one task and scored by one task
+    per block, so that many workers draw and score at once — with two groups, 16 workers
+    of a 50,000 x 200 cube in 8 blocks had 16 tasks to share. More groups than that would
+    only copy each prepared block to more workers. A bootstrap's counts come from its own
+    seed block whatever the groups: the same numbers."""
     n_seed = -(-n_boot // SEED_BLOCK)
-    # plans alone: a task per seed block (they run in parallel); kept counts: as many seed
-    # blocks as fit, in at least as many groups as threads draw at once
-    per = (min(max(1, tuning.COUNTS_BYTES // (SEED_BLOCK * n)), -(-n_seed // _threads()))
-           if keep else 1)
+    if not keep:  # plans alone: a task per seed block (they run in parallel)
+        return [[k] for k in range(n_seed)]
+    wanted = max(2, -(-2 * _threads(client) // max(1, n_blocks)))
+    per = min(max(1, tuning.COUNTS_BYTES // (SEED_BLOCK * n)), -(-n_seed // wanted))
     return [list(range(a, min(a + per, n_seed))) for a in range(0, n_seed, per)]
 
 
-def _threads():
-    """Threads of the cluster the graph will run on (the default client's), at least 2;
-    2 without a distributed client."""
-    from ..cluster import current_client
+def _threads(client=None):
+    """Threads of the cluster the graph will run on (``client``'s, else the default
+    client's); 2 without a distributed client, or while it cannot say."""
+    from ..cluster import current_client, threads_of
 
-    client = current_client()
+    client = client if client is not None else current_client()
     if client is None:
         return 2
     try:
         with deferred_interrupts():
-            return max(2, sum(client.nthreads().values()))
+            return threads_of(client)
     except Exception:  # noqa: BLE001 - a client closing: the grouping is only a speed matter
         return 2
 
@@ -64,12 +66,13 @@ def _bbc_args(n_bootstraps, confidence_level, random_state, caller):
     return conf, n_boot, _seed(as_seed_sequence(random_state, caller=caller))
 
 
-def _plans(seed, stream, n_boot, n, sb, rule, keep, frame=None):
-    """Delayed :func:`._blocks.plan_group` of every group of seed blocks."""
+def _plans(seed, stream, n_boot, n, sb, rule, keep, frame=None, n_blocks=1):
+    """Delayed :func:`._blocks.plan_group` of every group of seed blocks (scored against
+    ``n_blocks`` configuration blocks: see :func:`_seed_groups`)."""
     from dask import delayed
 
     return [delayed(_task_base.plan_group, pure=True)(seed, stream, ks, n, sb, rule, keep, frame)
-            for ks in _seed_groups(n_boot, n, keep)]
+            for ks in _seed_groups(n_boot, n, keep, n_blocks)]
 
 
 def _attempts(group):

@@ -198,7 +198,7 @@ def bbc_over_blocks(blocks, offsets, y, *, metric, n_bootstraps, confidence_leve
     # beyond, each block's task draws them again from the plans, one seed block at a
     # time: more draws, but a worker's memory no longer grows with B x N.
     keep = _keeps_counts(n_boot, n)
-    plans = _plans(seed, "bbc", n_boot, n, sb, rule, keep)
+    plans = _plans(seed, "bbc", n_boot, n, sb, rule, keep, n_blocks=len(blocks))
     t_d = delayed(target, pure=True)
     if keep:
         preps = [delayed(_blocks.prepare_block, pure=True, nout=2)(b, t_d, m.name, class_coord, sb,

@@ -65,7 +65,7 @@ def lazy_dropping_test(client, blocks, y, available, *, metric, alpha, n_bootstr
     frame = frame_of(available)  # the draws are of the samples available in some repeat
     plans = [client.submit(_task_base.plan_group, seed, "dropping", ks, n, metrics.SAMPLE_BLOCK, rule_f, keep,
                            frame, pure=False, retries=3, key=f"{key}-plan-{q}")
-             for q, ks in enumerate(_seed_groups(n_bootstraps, n, keep))]
+             for q, ks in enumerate(_seed_groups(n_bootstraps, n, keep, len(blocks), client))]
     scorers = [client.submit(_blocks.prepare_dropping, b, y_f, avail_f, m.name, pos_label, class_coord,
                              pure=False, retries=3, key=f"{key}-prep-{i}")
                for i, b in enumerate(blocks)]

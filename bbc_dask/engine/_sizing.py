@@ -12,6 +12,7 @@ import numpy as np
 
 from .. import _tuning as tuning
 from .._signals import deferred_interrupts
+from ..cluster import threads_of
 
 __all__ = ["ClusterSize", "DriverCost", "Grouper", "Queue", "adaptive_seconds"]
 
@@ -59,8 +60,8 @@ class Grouper:
         return not self.timed_all
 
     def ending(self):
-        """Whether the stage is in its last :data:`tuning.TAIL_TASKS_PER_THREAD` tasks per
-        thread (counted in blocks: there, tasks are single blocks)."""
+        """Whether the stage is in its last :data:`tuning.TAIL_TASKS_PER_THREAD` blocks per
+        thread (there, tasks are single blocks unless the driver's floor groups them)."""
         return self.left <= tuning.TAIL_TASKS_PER_THREAD * self.n_threads
 
     def next(self):
@@ -96,11 +97,13 @@ class Grouper:
 
 def adaptive_seconds():
     """distributed's ``adaptive.target-duration`` (seconds): an adaptive cluster asks for
-    the workers that would finish the work it sees in that time."""
+    the workers that would finish the work it sees in that time. At most
+    :data:`tuning.QUEUE_SECONDS`: a user's "5 minutes" would queue whole stages."""
     import dask
     from dask.utils import parse_timedelta
 
-    return float(parse_timedelta(dask.config.get("distributed.adaptive.target-duration", "5s")))
+    seconds = parse_timedelta(dask.config.get("distributed.adaptive.target-duration", "5s"))
+    return min(float(seconds), tuning.QUEUE_SECONDS)
 
 
 class Queue:
@@ -111,9 +114,10 @@ class Queue:
     the work the scheduler sees, queued or running) is asked for more workers while the
     stage has work for them, and for fewer when it has not (BBCD's later waves). The
     scheduler queues what its workers cannot start yet (distributed's queuing of
-    root-ish tasks), so a deeper queue does not load the workers. At a stage's end, one
-    task per thread: none waits behind a long one on a busy worker while another
-    idles."""
+    root-ish tasks), so a deeper queue does not load the workers; never more than
+    :data:`tuning.QUEUE_TASKS_PER_THREAD` tasks per thread (tasks of tiny blocks). At a
+    stage's end, one task per thread: none waits behind a long one on a busy worker while
+    another idles."""
 
     def __init__(self, groups, flight, n_threads, horizon):
         self.groups, self.n_threads = groups, n_threads
@@ -126,7 +130,8 @@ class Queue:
             return self.count < self.n_threads
         if self.count < 2 * self.n_threads + 2:
             return True
-        return not self.groups.timing() and self.seconds < self.limit
+        return (not self.groups.timing() and self.seconds < self.limit
+                and self.count < tuning.QUEUE_TASKS_PER_THREAD * self.n_threads)
 
     def add(self, group):
         """Count ``group`` in; its predicted seconds (NaN while blocks are untimed)."""
@@ -148,27 +153,42 @@ class ClusterSize:
 
     def threads(self):
         if time.monotonic() - self.at >= tuning.CLUSTER_POLL_SECONDS:
-            with deferred_interrupts():
-                self.n = max(1, sum(self.client.nthreads().values()))
+            try:
+                with deferred_interrupts():
+                    self.n = threads_of(self.client)
+            except Exception:  # noqa: BLE001 - a passing comm error: the last size will do
+                pass
             self.at = time.monotonic()
         return self.n
 
 
 class DriverCost:
     """The driver's CPU seconds per task handled (this process: the engine and, for a
-    local cluster, the scheduler and the event loop), measured over the run; and the
-    shortest task that keeps the driver under :data:`tuning.DRIVER_SHARE` of a core on
-    a cluster of ``n_threads`` threads (they finish ``n_threads / seconds`` tasks a
-    second)."""
+    local cluster, the scheduler and the event loop), measured from the first result on
+    (the first submission scatters the data); and the shortest task that keeps the
+    driver under :data:`tuning.DRIVER_SHARE` of a core on a cluster of ``n_threads``
+    threads (they finish ``n_threads / seconds`` tasks a second). Where the workers run
+    in this process (``LocalCluster(processes=False)``) its CPU is mostly theirs: the
+    assumed :data:`tuning.DRIVER_TASK_SECONDS` then stands."""
 
-    def __init__(self):
-        self.cpu0, self.tasks = time.process_time(), 0
+    def __init__(self, client):
+        import os
+
+        try:
+            with deferred_interrupts():
+                self.measured = os.getpid() not in client.run(os.getpid).values()
+        except Exception:  # noqa: BLE001 - the workers cannot say: do not measure
+            self.measured = False
+        self.cpu0, self.tasks = None, 0
 
     def handled(self, n):
+        if self.cpu0 is None:
+            self.cpu0 = time.process_time()
+            return
         self.tasks += n
 
     def per_task(self):
-        if self.tasks < tuning.DRIVER_TASKS_MEASURED:
+        if not self.measured or self.tasks < tuning.DRIVER_TASKS_MEASURED:
             return tuning.DRIVER_TASK_SECONDS
         return (time.process_time() - self.cpu0) / self.tasks
 

@@ -544,9 +544,11 @@ def _unless_leaving():
     """Hands the task back to the scheduler (``distributed.Reschedule``) when its worker
     is being retired (an autoscaler's scale-down, ``retire_workers``): distributed then
     runs it on another worker whatever this one does, so it stops at the next block
-    rather than fitting on, and never writes — a write landing after the other copy's
-    would replace the chunk whose checksum the ledger records. Its blocks are recorded
-    once, from the copy that finishes."""
+    rather than fitting on, and does not write once it has seen the retirement — a write
+    landing after the other copy's could replace the chunk whose checksum the ledger
+    records (a retirement that begins during the write itself is not seen; ``verify``
+    would name such a chunk). Its blocks are recorded once, from the copy that
+    finishes."""
     try:
         from distributed import Reschedule, get_worker
 

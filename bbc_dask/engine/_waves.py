@@ -337,7 +337,8 @@ class _Executor:
         return self.client.map(
             fit_write_blocks, [self.estimator] * n, columns["params"], X_f, y_f, folds_f,
             [self.scoring] * n, [self.writer] * n, columns["r"], columns["k"],
-            columns["places"], *fit_params, key=columns["key"], retries=3, pure=False)
+            columns["places"], *fit_params, key=columns["key"], retries=3, pure=False,
+            fifo_timeout="0ms")  # a later batch never runs ahead of an earlier one
 
     def execute(self, tasks, n_active):
         from distributed import as_completed
@@ -356,7 +357,7 @@ class _Executor:
             self.bar.refresh()
         cluster = ClusterSize(self.client)
         groups = Grouper(tasks, n_tasks, cluster.threads(), self.cost, self.block_bytes)
-        driver = DriverCost()
+        driver = DriverCost(self.client)
         retry = deque()  # (group, tries) whose data was lost: before any fresh group
         ac = as_completed()
         meta = {}
