@@ -69,6 +69,7 @@ def _finished(t, out):
     return study
 
 
+@pytest.mark.slow  # 11 s: make test keeps its margin; CI runs it every time
 def test_workers_that_join_a_running_study_are_given_its_tasks(tmp_path):
     """One worker, held inside a fit; two `dask worker` processes join (one with the
     package's preload): the study goes on on them alone while the first is held, and
@@ -109,6 +110,7 @@ def test_workers_that_join_a_running_study_are_given_its_tasks(tmp_path):
     np.testing.assert_array_equal(study.cube["fold_score"].values, calm.cube["fold_score"].values)
 
 
+@pytest.mark.slow  # 9 s: make test keeps its margin; CI runs it every time
 def test_a_worker_retired_while_a_study_runs_loses_and_refits_nothing(tmp_path, monkeypatch):
     """Three `dask worker` processes; once one of them has fitted, it is held inside a
     fit and retired gracefully (``Client.retire_workers``): distributed runs that task
