@@ -156,6 +156,7 @@ def split_scores(search, study, plan):
     ``rank_test_<key>`` by the mean; with ``return_train_score``, ``split{i}_train_<key>``,
     ``mean_train_<key>``, ``std_train_<key>``."""
     from .cube import FAILED
+    from .stats import grid_ranks, split_means
 
     first, out = plan.primary, {}
     for key, value in search.cv_results_.items():
@@ -177,11 +178,10 @@ def split_scores(search, study, plan):
             F[failed_cells] = es  # as the study's metric's: a failed fit's split score
         for i, row in enumerate(F):
             out[f"split{i}_{side}_{name}"] = row
-        with np.errstate(invalid="ignore"):
-            mean = F.mean(axis=0)
-            out[f"mean_{side}_{name}"], out[f"std_{side}_{name}"] = mean, F.std(axis=0)
+        mean, out[f"std_{side}_{name}"] = split_means(F)  # GridSearchCV's arithmetic
+        out[f"mean_{side}_{name}"] = mean
         if side == "test":
-            out[f"rank_test_{name}"] = _rank(mean)
+            out[f"rank_test_{name}"] = grid_ranks(mean)
     return out
 
 
@@ -196,9 +196,3 @@ def fold_level_winner(study, plan, cv_results):
     key = f"mean_test_{plan.primary}" if plan.multimetric else "mean_test_score"
     return int(idx[ranking(cv_results[key][idx])[0]])
 
-
-def _rank(mean):
-    """``GridSearchCV``'s ranks of ``mean`` scores: 1 for the best, ties sharing the
-    smallest rank, NaN last."""
-    key = np.where(np.isnan(mean), np.inf, -mean)
-    return (np.searchsorted(np.sort(key), key, side="left") + 1).astype(np.int32)

@@ -13,8 +13,9 @@ import weakref
 
 from .exceptions import InvalidParameterError, SchedulerUnreachableError, UserFileNotFoundError
 
-__all__ = ["KUBERNETES_DEFAULTS", "as_security", "close_client", "current_client",
-           "kubernetes_cluster_spec", "make_client", "resolve_client", "threads_of"]
+__all__ = ["KUBERNETES_DEFAULTS", "as_security", "close_client", "close_shared_client",
+           "current_client", "kubernetes_cluster_spec", "make_client", "resolve_client",
+           "shared_client", "threads_of"]
 
 _KINDS = ("local", "address", "kubernetes")
 
@@ -337,7 +338,7 @@ def _start_method(method):
 
 
 def make_client(kind="local", *, security=None, profile=False, start_method=START_METHOD,
-                **options):
+                set_as_default=True, **options):
     """A :class:`distributed.Client` on a new or existing cluster.
 
     Parameters
@@ -371,6 +372,9 @@ def make_client(kind="local", *, security=None, profile=False, start_method=STAR
         nothing left to import; that process keeps the environment it started with, so
         after the environment changed a later cluster's workers are spawned instead.
         Every local worker also preloads :mod:`bbc_dask.preload`.
+    set_as_default : bool, default True
+        ``"local"``: whether the client becomes this process's default one (Dask's
+        computations and ``distributed.get_client`` use it), as ``distributed.Client``'s.
     **options
         ``local``: passed to ``LocalCluster``; ``address``: ``address`` and ``Client``
         options; ``kubernetes``: the keys of :data:`KUBERNETES_DEFAULTS`.
@@ -405,7 +409,8 @@ def make_client(kind="local", *, security=None, profile=False, start_method=STAR
                 opts["config"] = {**settings, **(opts.get("config") or {})}
             with _workers_ignore_sigint(), _malloc_thresholds(), dask.config.set(settings), \
                     _start_method(start_method):
-                client = Client(LocalCluster(**opts), security=security)
+                client = Client(LocalCluster(**opts), security=security,
+                                set_as_default=set_as_default)
             # Closing the client then closes its cluster too, as for Client(n_workers=...)
             # (distributed closes the cluster of a client it was not given an address for).
             client._start_arg = None
@@ -474,6 +479,57 @@ def resolve_client(client, caller, security=None):
     raise InvalidParameterError.of(
         "client", caller, "a distributed.Client, a scheduler address string, a dict of "
         "make_client arguments or None", shown=f"a {type(client).__name__}")
+
+
+_SHARED = {"client": None, "n_workers": None, "at_exit": False}
+_SHARED_LOCK = threading.Lock()
+
+
+def shared_client(n_workers=None):
+    """This process's warm local cluster, for the estimators given no client: started on
+    first use, kept for the next fit (as joblib keeps its workers), replaced when another
+    number of workers is asked for or it has stopped, and closed at the interpreter's
+    exit (or by :func:`close_shared_client`). It is not the process's default client, so
+    the user's own Dask computations are not sent to it.
+
+    Parameters
+    ----------
+    n_workers : int or None
+        Worker processes of one thread; None: one per core.
+    """
+    with _SHARED_LOCK:
+        client = _SHARED["client"]
+        if client is not None and (client.status != "running" or _SHARED["n_workers"] != n_workers):
+            _close_shared()
+            client = None
+        if client is None:
+            opts = {"dashboard_address": ":0"}
+            if n_workers is not None:
+                opts["n_workers"] = n_workers
+            client = make_client("local", set_as_default=False, **opts)
+            _SHARED.update(client=client, n_workers=n_workers)
+            if not _SHARED["at_exit"]:
+                import atexit
+
+                # before distributed's own exit hooks (registered earlier, so run later):
+                # the cluster closes while its event loop still runs, without warnings
+                atexit.register(close_shared_client)
+                _SHARED["at_exit"] = True
+        return client
+
+
+def close_shared_client():
+    """Close the warm local cluster of :func:`shared_client`, if one is running."""
+    with _SHARED_LOCK:
+        _close_shared()
+
+
+def _close_shared():
+    client = _SHARED["client"]
+    _SHARED.update(client=None, n_workers=None)
+    if client is not None:
+        with contextlib.suppress(Exception):  # already stopped: nothing left to close
+            close_client(client)
 
 
 def close_client(client, close_cluster=True):

@@ -1,6 +1,7 @@
 """``BBCSearchCV``: the study as a scikit-learn meta-estimator."""
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import tempfile
@@ -16,7 +17,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from . import _validation as validation
 from ._multimetric import fold_level_winner, scoring_plan, split_scores
-from .cluster import current_client
+from .cluster import current_client, shared_client
 from .exceptions import InvalidParameterError
 from .stats import Dropping
 
@@ -40,8 +41,8 @@ class BBCSearchCV(MetaEstimatorMixin, BaseEstimator):
 
     Every configuration of ``param_grid`` is cross-validated (stratified ``cv`` folds,
     ``n_repeats`` partitions) by :func:`bbc_dask.run_study` into a Zarr prediction cube;
-    the configuration with the best pooled CV score (or by ``selection``) is refit on all
-    data. ``bbc_`` and
+    the configuration with the best mean CV score (``GridSearchCV``'s winner, or by
+    ``selection``) is refit on all data. ``bbc_`` and
     ``bbc_f_`` then estimate how well *that selected* model performs: the CV score of the
     winner (``best_score_``) is optimistic when many configurations were tried.
 
@@ -68,12 +69,23 @@ class BBCSearchCV(MetaEstimatorMixin, BaseEstimator):
         split on the study's stored predictions where they read the same ones (the same
         response method), else by each fold's fitted model (docs/usage.md, "Scores of the
         fitted fold models").
-    cv : int, scikit-learn splitter or iterable of (train, test) pairs, default=10
-        The number of folds (stratified for a classifier, grouped with ``groups``), or the
-        user's own splits: any splitter (``GroupKFold``, ``PredefinedSplit``,
-        ``RepeatedStratifiedKFold``...) or list of index pairs whose test sets partition
-        the samples, each model trained on the rest (see ``cv`` of
-        :func:`bbc_dask.run_study`; ``n_repeats`` must then be 1).
+    n_jobs : int or None, default=None
+        The local cluster's worker processes when no client is given or current (``-1``:
+        one per core, ``-2`` all but one, as joblib counts; None: one per core). With a
+        client, its workers run the study and ``n_jobs`` is ignored, with one warning.
+    cv : int, scikit-learn splitter, iterable of (train, test) pairs or None, default=None
+        As ``GridSearchCV``'s: None is 5 folds; an int the number of folds —
+        ``StratifiedKFold`` for a classifier, ``KFold`` otherwise, unshuffled
+        (scikit-learn's ``check_cv``, so the folds are ``GridSearchCV``'s); with ``groups``
+        or ``n_repeats`` above 1, the study's own stratified folds (grouped, or shuffled
+        per repeat by ``random_state``). Or the user's own splits: any splitter
+        (``GroupKFold``, ``PredefinedSplit``, ``RepeatedStratifiedKFold``...) or list of
+        index pairs whose test sets partition the samples, each model trained on the rest
+        (see ``cv`` of :func:`bbc_dask.run_study`; ``n_repeats`` must then be 1).
+    pre_dispatch : int or str, default="2*n_jobs"
+        Accepted as ``GridSearchCV``'s, for scripts that pass it: the study bounds the
+        tasks in flight itself (at least two per worker thread, more when tasks are
+        short), so it changes nothing.
     n_repeats : int, default=1
         Partitions into folds (repeated CV); BBC resamples a sample with all its repeats.
     dropping : bool or Dropping, default=False
@@ -99,14 +111,22 @@ class BBCSearchCV(MetaEstimatorMixin, BaseEstimator):
         resamples the out-of-sample *predictions* of complete configurations, and a failed
         fit has none (a score given for it would be a constant, not a prediction).
     client : distributed.Client, str or None, default=None
-        None: the current default client if there is one, else a local cluster started
-        and closed by ``fit``; a string is a scheduler address.
+        None: the current default client if there is one, else this process's warm local
+        cluster (``n_jobs`` workers), started by the first ``fit`` and kept for the next
+        ones, as joblib keeps its workers (closed at exit, or by
+        :func:`bbc_dask.close_shared_client`); a string is a scheduler address.
     random_state : int or None, default=None
         Seeds the folds and the bootstraps.
-    selection : {"pooled", "fold_mean"}, default="pooled"
-        The winner (``best_index_``, the model refit, ``bbc_.selected_config``): the best
-        pooled CV score, or the best mean of the (repeat, fold) scores (the 2024 paper's
-        code; ``bbc_f_``'s winner). See :func:`bbc_dask.run_study`.
+    selection : {"fold_mean", "pooled"}, default="fold_mean"
+        The winner (``best_index_``, the model refit, ``bbc_.selected_config`` and
+        ``bbc_f_.selected_config``). ``"fold_mean"``: ``GridSearchCV``'s rule, the best
+        ``mean_test_score`` (the mean of the (repeat, fold) scores, summed as
+        ``GridSearchCV`` sums them; ties to the lowest index), so that ``best_index_``,
+        ``best_params_``, ``best_score_`` and ``rank_test_score`` are ``GridSearchCV``'s
+        on the same folds. ``"pooled"``: the best score of the pooled out-of-sample
+        predictions (the 2018 paper's CVT, and the default of :func:`bbc_dask.run_study`
+        and the command line: see docs/usage.md, "Which winner"). ``bbc_`` and ``bbc_f_``
+        estimate this rule, repeated in every bootstrap.
     verbose : int, default=0
         Above 0, a progress bar of the study's tasks per wave (``run_study``'s
         ``progress``; with a cluster ``fit`` starts, its dashboard link); 0 is silent.
@@ -170,6 +190,8 @@ class BBCSearchCV(MetaEstimatorMixin, BaseEstimator):
         "estimator": [HasMethods(["fit", "get_params"])],
         "param_grid": [dict, list],
         "scoring": [str, callable, list, tuple, set, dict, None],
+        "n_jobs": [Integral, None],
+        "pre_dispatch": [Integral, str],
         "cv": ["cv_object"],
         "n_repeats": [Interval(Integral, 1, None, closed="left")],
         "dropping": ["boolean", Dropping],
@@ -185,13 +207,16 @@ class BBCSearchCV(MetaEstimatorMixin, BaseEstimator):
         "return_train_score": ["boolean"],
     }
 
-    def __init__(self, estimator, param_grid, *, scoring=None, cv=10, n_repeats=1,
-                 dropping=False, n_bootstraps=1000, confidence_level=0.95, store=None, refit=True,
-                 error_score=np.nan, client=None, random_state=None, selection="pooled",
-                 verbose=0, return_train_score=False):
+    def __init__(self, estimator, param_grid, *, scoring=None, n_jobs=None, refit=True, cv=None,
+                 verbose=0, pre_dispatch="2*n_jobs", error_score=np.nan,
+                 return_train_score=False, n_repeats=1, dropping=False, n_bootstraps=1000,
+                 confidence_level=0.95, store=None, client=None, random_state=None,
+                 selection="fold_mean"):
         self.estimator = estimator
         self.param_grid = param_grid
         self.scoring = scoring
+        self.n_jobs = n_jobs
+        self.pre_dispatch = pre_dispatch
         self.cv = cv
         self.n_repeats = n_repeats
         self.dropping = dropping
@@ -285,60 +310,105 @@ class BBCSearchCV(MetaEstimatorMixin, BaseEstimator):
         error_score = self.error_score if isinstance(self.error_score, str) else np.nan
         request = StudyRequest.build(
             clone(self.estimator), param_grid, X, y, store=store, metric=plan.metric,
-            n_repeats=self.n_repeats, cv=self.cv, groups=groups, error_score=error_score,
+            n_repeats=self.n_repeats, cv=self._cv(y, groups), groups=groups,
+            error_score=error_score,
             param_distributions=param_distributions, n_iter=n_iter,
             # a callable's choice (or a fold-level scorer's) is known from cv_results_
             # only: refit here, below
             refit=bool(self.refit) and not self._refit_here(plan),
             random_state=self.random_state,
-            client=self.client if self.client is not None else current_client(),
+            client=self._given_client(),
             overwrite=overwrite, progress=bool(self.verbose), dropping=self.dropping or None,
             selection=self.selection, caller=caller, fit_params=plan.fit_params,
             fit_scoring=plan.fit_scoring, names={"metric": "scoring", "n_splits": "cv"})
-        study = study_of(run_cvt(request))
-        self.study_ = study
-        self.cv_results_ = self._cv_results(study)
-        if plan.multimetric or plan.fitted or self.return_train_score:
-            self.cv_results_ = split_scores(self, study, plan)
-        self._select(study, plan)
-        self.scorer_ = ({k: check_scoring(self.estimator, scoring=v) for k, v in plan.scorers.items()}
-                        if plan.multimetric else check_scoring(self.estimator, scoring=self.scoring))
-        # random_state None: the study's own recorded seed, so that bbc_ equals what
-        # open_study(store).bbc() and `bbc-dask estimate` report
-        opts = dict(n_bootstraps=self.n_bootstraps, confidence_level=self.confidence_level)
-        if self.random_state is not None:
-            opts["random_state"] = self.random_state
-        if plan.primary_fitted:  # fold-level scores only: BBC-F on them, no sample BBC
-            self.bbc_f_ = study.bbc_f(fit_scorer=f"test_{plan.primary}", **opts)
-            if hasattr(self, "bbc_"):
-                del self.bbc_
-        else:
-            self.bbc_ = study.bbc(**opts)
-            self.bbc_f_ = study.bbc_f(**opts)
-        self.n_features_in_ = int(np.shape(X)[1])
-        if is_classifier(self.estimator):
-            self.classes_ = np.unique(np.asarray(y))
-        # every (repeat, fold) is a split column, as RepeatedStratifiedKFold's are in
-        # GridSearchCV
-        self.n_splits_ = int(request.protocol.n_splits * request.protocol.n_repeats)
-        self.multimetric_ = plan.multimetric
-        if self.refit and self._refit_here(plan):
-            # in this process, as GridSearchCV refits: the store's final model is the
-            # study's own winner's, and this choice is the callable's
-            from .engine import refit
+        scope = contextlib.ExitStack()
+        if request.execution.client is None:  # checked: now the cluster, warm if it was
+            import dataclasses
 
-            self.best_estimator_, self.refit_time_ = refit(
-                clone(self.estimator), study.params[self.best_index_], X, y,
-                request.data.shipped_fit_params())
-        elif self.refit:
-            self.best_estimator_ = study.final_model
-            self.refit_time_ = float(study.meta["final_model"].get("refit_time", np.nan))
-        else:
-            for name in ("best_estimator_", "refit_time_"):
-                if hasattr(self, name):
-                    delattr(self, name)
+            shared = shared_client(self._workers())
+            request = dataclasses.replace(request, execution=dataclasses.replace(
+                request.execution, client=shared))
+            # the study's tasks and estimates run on it; it stays out of the user's way as
+            # the default client
+            scope.enter_context(shared.as_current())
+        with scope:
+            study = study_of(run_cvt(request))
+            self.study_ = study
+            self.cv_results_ = self._cv_results(study)
+            if plan.multimetric or plan.fitted or self.return_train_score:
+                self.cv_results_ = split_scores(self, study, plan)
+            self._select(study, plan)
+            self.scorer_ = ({k: check_scoring(self.estimator, scoring=v) for k, v in plan.scorers.items()}
+                            if plan.multimetric else check_scoring(self.estimator, scoring=self.scoring))
+            # random_state None: the study's own recorded seed, so that bbc_ equals what
+            # open_study(store).bbc() and `bbc-dask estimate` report
+            opts = dict(n_bootstraps=self.n_bootstraps, confidence_level=self.confidence_level)
+            if self.random_state is not None:
+                opts["random_state"] = self.random_state
+            if plan.primary_fitted:  # fold-level scores only: BBC-F on them, no sample BBC
+                self.bbc_f_ = study.bbc_f(fit_scorer=f"test_{plan.primary}", **opts)
+                if hasattr(self, "bbc_"):
+                    del self.bbc_
+            else:
+                self.bbc_ = study.bbc(**opts)
+                self.bbc_f_ = study.bbc_f(**opts)
+            self.n_features_in_ = int(np.shape(X)[1])
+            if is_classifier(self.estimator):
+                self.classes_ = np.unique(np.asarray(y))
+            # every (repeat, fold) is a split column, as RepeatedStratifiedKFold's are in
+            # GridSearchCV
+            self.n_splits_ = int(request.protocol.n_splits * request.protocol.n_repeats)
+            self.multimetric_ = plan.multimetric
+            if self.refit and self._refit_here(plan):
+                # the store's final model (if any) is the study's own winner's; this choice
+                # is the callable's, or a fold-level scorer's, or the study keeps no model
+                self.best_estimator_, self.refit_time_ = self._refit_best(study, request, X, y)
+            elif self.refit:
+                self.best_estimator_ = study.final_model
+                self.refit_time_ = float(study.meta["final_model"].get("refit_time", np.nan))
+            else:
+                for name in ("best_estimator_", "refit_time_"):
+                    if hasattr(self, name):
+                        delattr(self, name)
         warn_failures(study, stacklevel=2)  # fitted: a warning turned into an error leaves it usable
         return self
+
+    def _cv(self, y, groups):
+        """``cv`` as ``GridSearchCV`` reads it: None is 5 folds, an int is scikit-learn's
+        unshuffled ``check_cv`` splitter — unless the folds are grouped or repeated,
+        which the study's own folds do (an int below 2 is the study's to refuse)."""
+        cv = 5 if self.cv is None else self.cv
+        if (isinstance(cv, Integral) and not isinstance(cv, bool) and cv >= 2
+                and groups is None and self.n_repeats == 1):
+            from sklearn.model_selection import check_cv
+
+            return check_cv(cv, y, classifier=is_classifier(self.estimator))
+        return cv
+
+    def _given_client(self):
+        """``client``, else the current default one, else None: this process's warm local
+        cluster of ``n_jobs`` workers (see ``n_jobs``), once the request is checked."""
+        self._workers()  # n_jobs checked before anything runs, whatever the client
+        given = self.client if self.client is not None else current_client()
+        if given is None:
+            return None
+        if self.n_jobs is not None:
+            import warnings
+
+            warnings.warn(f"{type(self).__name__}: n_jobs={self.n_jobs} is ignored: the study "
+                          "runs on the Dask client's workers.", UserWarning, stacklevel=3)
+        return given
+
+    def _workers(self):
+        """Local worker processes for ``n_jobs``, counted as joblib counts them."""
+        n = self.n_jobs
+        if n is None:
+            return None
+        if n == 0:
+            raise InvalidParameterError.of(
+                "n_jobs", type(self).__name__, "a non-zero integer (-1: one worker per core) "
+                "or None", n)
+        return n if n > 0 else max(1, (os.cpu_count() or 1) + 1 + n)
 
     def _select(self, study, plan):
         """``best_index_``, ``best_params_``, ``best_score_``: the callable ``refit``'s
@@ -371,10 +441,27 @@ class BBCSearchCV(MetaEstimatorMixin, BaseEstimator):
         return self.param_grid, None, 10
 
     def _refit_here(self, plan):
-        """Whether the winner is refit in this process (not by the study, in the store):
-        for a callable ``refit``, or a ``refit`` scorer scored by the fitted fold models,
-        the choice is known from ``cv_results_`` only."""
-        return callable(self.refit) or plan.primary_fitted
+        """Whether the winner is refit by this estimator, not by the study (which saves
+        its model in the store): for a callable ``refit``, or a ``refit`` scorer scored
+        by the fitted fold models, the choice is known from ``cv_results_`` only; and a
+        temporary store (``store=None``) is read by no one after the fit, so no model is
+        saved there (saving imports skops, 0.9 s of a process's first fit)."""
+        return callable(self.refit) or plan.primary_fitted or self.store is None
+
+    def _refit_best(self, study, request, X, y):
+        """``(model, seconds)``: ``best_index_``'s configuration fit on all data, by a task
+        on the study's workers while its client runs (the data are there), else in this
+        process as ``GridSearchCV`` refits."""
+        from distributed import Client
+
+        from .engine import refit, submit_with_data
+
+        args = (clone(self.estimator), study.params[self.best_index_], X, y,
+                request.data.shipped_fit_params())
+        client = request.execution.client
+        if isinstance(client, Client) and client.status == "running":
+            return submit_with_data(client, refit, *args)
+        return refit(*args)
 
     def get_metadata_routing(self):
         """scikit-learn's metadata routing, as ``GridSearchCV``'s: ``fit``'s parameters go
@@ -403,6 +490,7 @@ class BBCSearchCV(MetaEstimatorMixin, BaseEstimator):
         fits' split scores are that number (and their configurations' mean and std count
         it), as in ``GridSearchCV``. The ranks stay the study's: failed last."""
         from .cube import FAILED
+        from .stats import split_means
 
         out = dict(study.cv_results_)
         es = self.error_score
@@ -415,10 +503,10 @@ class BBCSearchCV(MetaEstimatorMixin, BaseEstimator):
         for i, row in enumerate(splits):
             out[f"split{i}_test_score"] = col = out[f"split{i}_test_score"].copy()
             col[failed] = row
-        for key, fn in (("mean_test_score", np.mean), ("std_test_score", np.std)):
+        mean, std = split_means(splits)  # GridSearchCV's arithmetic
+        for key, values in (("mean_test_score", mean), ("std_test_score", std)):
             out[key] = out[key].copy()
-            with np.errstate(invalid="ignore"):
-                out[key][failed] = fn(splits, axis=0)
+            out[key][failed] = values
         return out
 
     def _check_parameters(self):
@@ -517,8 +605,13 @@ class BBCRandomizedSearchCV(BBCSearchCV):
         uniformly; a list of dicts picks a dict uniformly first (``RandomizedSearchCV``).
     n_iter : int, default=10
         The number of configurations drawn (fewer if a grid of lists has fewer).
-    scoring, cv, n_repeats, dropping, n_bootstraps, confidence_level, store, refit, \
-error_score, client, random_state, selection, verbose, return_train_score
+    random_state : int or None, default=None
+        An int: the candidates are exactly ``ParameterSampler(param_distributions, n_iter,
+        random_state=random_state)``'s, those of ``RandomizedSearchCV``; it also seeds the
+        folds and the bootstraps. None (or a ``SeedSequence``/``Generator``): drawn from
+        the study's seed, recorded in the store so that a resume draws the same.
+    scoring, n_jobs, refit, cv, verbose, pre_dispatch, error_score, return_train_score, \
+n_repeats, dropping, n_bootstraps, confidence_level, store, client, selection
         As in :class:`BBCSearchCV`.
 
     Attributes
@@ -549,15 +642,27 @@ n_splits_, refit_time_, multimetric_, study_, n_features_in_, feature_names_in_,
         "n_iter": [Interval(Integral, 1, None, closed="left")],
     }
 
-    def __init__(self, estimator, param_distributions, *, n_iter=10, scoring=None, cv=10,
-                 n_repeats=1, dropping=False, n_bootstraps=1000, confidence_level=0.95,
-                 store=None, refit=True, error_score=np.nan, client=None, random_state=None,
-                 selection="pooled", verbose=0, return_train_score=False):
+    def __init__(self, estimator, param_distributions, *, n_iter=10, scoring=None, n_jobs=None,
+                 refit=True, cv=None, verbose=0, pre_dispatch="2*n_jobs", random_state=None,
+                 error_score=np.nan, return_train_score=False, n_repeats=1, dropping=False,
+                 n_bootstraps=1000, confidence_level=0.95, store=None, client=None,
+                 selection="fold_mean"):
         # scikit-learn's rule: __init__ stores its arguments, as they are, and nothing else
         for name, value in locals().items():
             if name != "self":
                 setattr(self, name, value)
 
     def _search(self):
-        return None, self.param_distributions, self.n_iter
+        """With an int ``random_state``, ``RandomizedSearchCV``'s candidates as a grid of
+        single points, in its order; else the study's own draws (see ``random_state``)."""
+        rs = self.random_state
+        if not isinstance(rs, Integral) or isinstance(rs, bool):
+            return None, self.param_distributions, self.n_iter
+        from sklearn.model_selection import ParameterSampler
+
+        from .engine import check_search
+
+        check_search(None, self.param_distributions, self.n_iter, type(self).__name__)
+        drawn = ParameterSampler(self.param_distributions, self.n_iter, random_state=rs)
+        return [{k: [v] for k, v in point.items()} for point in drawn], None, self.n_iter
 

@@ -21,7 +21,7 @@ from .cube import (
 )
 from .exceptions import StudyNotReadyError
 from .metrics import metric_of_spec
-from .stats import fold_means, ranking
+from .stats import fold_means, grid_ranks, split_means
 
 __all__ = ["Study", "open_study", "run_study"]
 
@@ -208,7 +208,8 @@ class Study(StudyEstimates):
         repeat-major order; ``mean_test_score``/``std_test_score`` over them;
         ``pooled_test_score`` is the metric on all pooled out-of-sample predictions (mean
         over repeats); ``rank_test_score`` ranks the study's selection criterion
-        (:attr:`selection`: the pooled score, or the mean of the fold scores), so that
+        (:attr:`selection`: the pooled score, or the mean of the fold scores) by
+        ``GridSearchCV``'s rule (equal scores share the smallest rank), so that
         ``best_index_`` ranks first and :attr:`best_score_` is that criterion there;
         ``mean_fit_time``/``std_fit_time`` over the fits (each with its prediction of
         the test fold); ``mean_score_time``/``std_score_time`` NaN (the folds are scored
@@ -222,14 +223,11 @@ class Study(StudyEstimates):
         if idx.size:
             splits[:, idx] = self._cube.fold_scores()[idx].reshape(idx.size, -1).T
             pooled[idx] = pooled_scores(self._cube, idx).mean(axis=1)
+        # GridSearchCV's arithmetic: its means to the bit on the same split scores
+        mean, std = split_means(splits)
         criterion = pooled
-        if self.selection == "fold_mean":
-            criterion = np.full(n_cfg, np.nan)
-            if idx.size:  # summed as the winner's selection sums them: the same ties
-                criterion[idx] = fold_means(splits[:, idx])
-        order = ranking(criterion)
-        rank = np.empty(n_cfg, dtype=np.int64)
-        rank[order] = np.arange(1, n_cfg + 1)
+        if self.selection == "fold_mean":  # the winner's own means: the same ties
+            criterion = mean  # NaN but for complete configurations, as ``splits``
         ft = self._cube.fit_times().reshape(n_cfg, -1)
         out = {"params": self.params}
         keys = sorted({k for p in self.params for k in p})
@@ -239,10 +237,9 @@ class Study(StudyEstimates):
         for i in range(n_rows):
             out[f"split{i}_test_score"] = splits[i]
         with np.errstate(invalid="ignore"):
-            out["mean_test_score"] = splits.mean(axis=0)
-            out["std_test_score"] = splits.std(axis=0)
+            out["mean_test_score"], out["std_test_score"] = mean, std
             out["pooled_test_score"] = pooled
-            out["rank_test_score"] = rank
+            out["rank_test_score"] = grid_ranks(criterion)
             out["mean_fit_time"] = np.nanmean(np.where(np.isnan(ft), np.nan, ft), axis=1) if ft.size else ft
             out["std_fit_time"] = np.nanstd(ft, axis=1) if ft.size else ft
             # the folds are scored from the stored predictions, many configurations at

@@ -14,6 +14,7 @@ _WHERE = {
     "NestedProtocol": ("._nested", "NestedProtocol"),
     "nested_outcome": ("._nested", "nested_outcome"),
     "Configurations": ("._plan", "Configurations"),
+    "check_search": ("._plan", "check_search"),
     "is_study_file": ("._plan", "is_study_file"),
     "KFoldProtocol": ("._protocol", "KFoldProtocol"),
     "SplitsProtocol": ("._protocol", "SplitsProtocol"),
@@ -31,6 +32,7 @@ _WHERE = {
     "fit_predict_block": ("._tasks", "fit_predict_block"),
     "method_problem": ("._tasks", "method_problem"),
     "refit": ("._tasks", "refit"),
+    "submit_with_data": ("._waves", "submit_with_data"),
     "response_method": ("._tasks", "response_method"),
     "stored_as": ("._tasks", "stored_as"),
 }

@@ -67,7 +67,10 @@ class Configurations:
         i = int(i)
         if not -n <= i < n:
             raise IndexError(f"configuration {i} out of range ({n} configurations)")
-        return self._source[i % n]
+        p = self._source[i % n]
+        # keys in sorted order, as ParameterGrid's iteration (GridSearchCV's params) has
+        # them: its indexing gives another order
+        return dict(sorted(p.items())) if self.kind == "grid" else p
 
     def __iter__(self):
         return (self[i] for i in range(len(self)))

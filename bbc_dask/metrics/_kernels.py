@@ -13,7 +13,10 @@ Layout conventions shared by every kernel:
 """
 from __future__ import annotations
 
+import sys
+
 import numpy as np
+
 from .. import _tuning as tuning
 from .._jit import njit, prange
 
@@ -433,11 +436,23 @@ def indicator_sums(counts, masks, oob, axis):
     return out.astype(np.float64)
 
 
+#: Weight x value terms (bootstraps x columns x samples) up to which the winners' indicator
+#: sums go through BLAS while numba is not loaded (a process's first small BBC then never
+#: imports it); above, the kernel sums the winners' columns alone.
+NUMPY_SUM_TERMS = 1 << 24
+
+
 def feature_sums_winners(counts, rows, values_t, winners, n_rep, oob, indicator=False):
     """Weighted sums of one feature for each bootstrap's winner (see
     :func:`_feature_sums_winners`); ``indicator``: the values are all 0/1, summed
     exactly in integers."""
     if indicator:
+        if "numba" not in sys.modules and counts.shape[0] * values_t.size <= NUMPY_SUM_TERMS:
+            # every column's exact integer sums by BLAS, then each bootstrap's winner's:
+            # the kernel's numbers, without loading numba for a small study
+            sums = indicator_sums(counts[:, rows], np.asarray(values_t, dtype=np.bool_), oob, axis=1)
+            at = np.asarray(winners, dtype=np.int64)[:, None] * n_rep + np.arange(n_rep)
+            return np.take_along_axis(sums, at, axis=1)
         return _feature_sums_winners(counts, rows, np.ascontiguousarray(values_t, dtype=np.uint8),
                                      winners, n_rep, oob, 0)
     return _feature_sums_winners(counts, rows, values_t, winners, n_rep, oob, 0.0)

@@ -5,6 +5,8 @@ of folds and ``selection="fold_mean"`` share with it.
 """
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
 from .. import _validation as validation
@@ -14,11 +16,57 @@ from ._bootstrap import CountBlocks
 from ._folds import _fold_matrix
 from ._inputs import prepare_inputs
 from ._result import BBCResult, summarise
-from ._winner import select
+from ._winner import split_means, select
+
+
+#: Bootstrap-by-row terms (draws x configurations) up to which the fold means are summed
+#: by NumPy while numba is not loaded: the same operations in the same order, so the same
+#: bits as the kernels, without a process's first BBC-F on a small matrix importing numba
+#: and loading the kernels (0.6 s of a first ``BBCSearchCV.fit``).
+NUMPY_TERMS = 1 << 22
+
+
+def _inbag_means(counts, F):
+    """The in-bag mean of each column of ``F`` (rows, C) for each row of ``counts``
+    (B, rows): :func:`_inbag_means_kernel`'s."""
+    if "numba" in sys.modules or counts.size * F.shape[1] > NUMPY_TERMS:
+        return _inbag_means_kernel(counts, F)
+    n_boot, n_rows = counts.shape
+    s = np.zeros((n_boot, F.shape[1]))
+    comp = np.zeros_like(s)
+    for k in range(n_rows):  # the kernel's Neumaier steps, every bootstrap at once
+        x = F[k]
+        for rep in range(int(counts[:, k].max(initial=0))):
+            on = counts[:, k] > rep
+            t0 = s[on]
+            t = t0 + x
+            comp[on] += np.where(np.abs(t0) >= np.abs(x), (t0 - t) + x, (x - t) + t0)
+            s[on] = t
+    return (s + comp) / counts.sum(axis=1)[:, None]
+
+
+def _oob_mean(counts, F, winners):
+    """Each bootstrap's winner's mean over its out-of-bag rows (NaN without a winner or
+    an out-of-bag row): :func:`_oob_mean_kernel`'s."""
+    if "numba" in sys.modules or counts.size > NUMPY_TERMS:
+        return _oob_mean_kernel(counts, F, winners)
+    n_boot, n_rows = counts.shape
+    won = winners >= 0
+    col = np.where(won, winners, 0)
+    s = np.zeros(n_boot)
+    k_out = np.zeros(n_boot, dtype=np.int64)
+    for k in range(n_rows):  # added in the kernel's order
+        out = (counts[:, k] == 0) & won
+        s[out] += F[k, col[out]]
+        k_out += out
+    res = np.full(n_boot, np.nan)
+    has = won & (k_out > 0)
+    res[has] = s[has] / k_out[has]
+    return res
 
 
 @njit(cache=True)
-def _inbag_means(counts, F):
+def _inbag_means_kernel(counts, F):
     # Compensated (Neumaier) sums, adding a row once per draw: mathematically equal means
     # (frequent with fold accuracies, which are ratios) compare equal, so ties go to the
     # lowest index as in exact arithmetic, whatever the row order or blocking.
@@ -47,7 +95,7 @@ def _inbag_means(counts, F):
 
 
 @njit(cache=True)
-def _oob_mean(counts, F, winners):
+def _oob_mean_kernel(counts, F, winners):
     n_boot, n_rows = counts.shape
     out = np.full(n_boot, np.nan)
     for b in range(n_boot):
@@ -184,9 +232,12 @@ def _fold_draws(F, rows, stream, n_bootstraps, confidence_level, random_state,
 
 
 def fold_means(F):
-    """The mean of each column of the fold matrix over all its rows (every repeat),
-    summed as BBC-F's in-bag means are (so equal means compare equal)."""
-    return _inbag_means(np.ones((1, F.shape[0]), dtype=np.int32), np.ascontiguousarray(F, dtype=np.float64))[0]
+    """The mean of each column of the fold matrix over all its rows (every repeat), in
+    ``GridSearchCV``'s arithmetic (:func:`split_means`): the full data's winner of
+    ``selection="fold_mean"`` is ``GridSearchCV``'s ``best_index_`` on the same split
+    scores, ties included. (In-bag means are compensated sums instead: there, equal means
+    of resampled rows compare equal whatever the order the rows are drawn in.)"""
+    return split_means(F)[0]
 
 
 def _bbc_f_matrix(F, rows, metric_name, n_bootstraps, confidence_level, random_state,

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["ranking", "select"]
+__all__ = ["grid_ranks", "ranking", "select", "split_means"]
 
 
 def select(scores):
@@ -31,3 +31,26 @@ def ranking(scores):
     NaN."""
     s = np.asarray(scores, dtype=np.float64)
     return np.argsort(np.where(np.isnan(s), np.inf, -s), kind="stable")
+
+
+def split_means(F):
+    """The mean and standard deviation of each column of the split-score matrix ``F``
+    (splits, configurations) in ``GridSearchCV``'s arithmetic: ``np.average`` over each
+    configuration's row of split scores (pairwise summation), so that equal split scores
+    give ``GridSearchCV``'s means to the bit, and its winner, ties included."""
+    a = np.ascontiguousarray(np.asarray(F, dtype=np.float64).T)  # (configurations, splits)
+    if a.shape[1] == 0:
+        nan = np.full(a.shape[0], np.nan)
+        return nan, nan.copy()
+    with np.errstate(invalid="ignore"):
+        mean = np.average(a, axis=1)
+        return mean, np.sqrt(np.average((a - mean[:, np.newaxis]) ** 2, axis=1))
+
+
+def grid_ranks(scores):
+    """``GridSearchCV``'s ranks of the 1-d ``scores``: 1 for the best, equal scores
+    sharing the smallest rank, NaN last (tied with each other); the lowest index of rank 1
+    is :func:`select`'s winner."""
+    s = np.asarray(scores, dtype=np.float64)
+    key = np.where(np.isnan(s), np.inf, -s)
+    return (np.searchsorted(np.sort(key), key, side="left") + 1).astype(np.int32)

@@ -1,0 +1,197 @@
+"""BBCSearchCV as a drop-in for GridSearchCV: the same winner and cv_results_ on the same
+folds (grid, randomized, multimetric, callable refit), n_jobs / pre_dispatch / cv=None as
+scikit-learn reads them, and one warm local cluster per process."""
+import os
+import subprocess
+import sys
+import textwrap
+import warnings
+
+import numpy as np
+import pytest
+from scipy.stats import loguniform
+from sklearn.linear_model import LogisticRegression
+from sklearn.model_selection import (GridSearchCV, RandomizedSearchCV, StratifiedKFold,
+                                     cross_val_score)
+from sklearn.pipeline import Pipeline
+from sklearn.preprocessing import StandardScaler
+from sklearn.svm import SVC
+
+import bbc_dask as bd
+from bbc_dask.exceptions import InvalidParameterError
+
+PIPE = Pipeline([("sc", StandardScaler()), ("clf", LogisticRegression())])
+#: a typical GridSearchCV grid: two model families, one of them with two parameters
+GRID = [{"clf": [LogisticRegression(max_iter=1000)], "clf__C": [0.01, 0.1, 1, 10]},
+        {"clf": [SVC()], "clf__C": [0.1, 1, 10], "clf__gamma": [0.001, 0.01, 0.1]}]
+FOLDS = StratifiedKFold(5, shuffle=True, random_state=0)
+
+
+def _same_search(ours, theirs, key="score"):
+    """ours' winner, ranks and means are theirs (means to the last bit or two: the
+    split scores are computed from the stored predictions)."""
+    assert ours.best_index_ == theirs.best_index_
+    assert repr(ours.best_params_) == repr(theirs.best_params_)
+    assert [repr(p) for p in ours.cv_results_["params"]] == [repr(p) for p in theirs.cv_results_["params"]]
+    np.testing.assert_array_equal(ours.cv_results_[f"rank_test_{key}"],
+                                  theirs.cv_results_[f"rank_test_{key}"])
+    np.testing.assert_allclose(ours.cv_results_[f"mean_test_{key}"],
+                               theirs.cv_results_[f"mean_test_{key}"], rtol=0, atol=1e-15)
+    np.testing.assert_allclose(ours.cv_results_[f"std_test_{key}"],
+                               theirs.cv_results_[f"std_test_{key}"], rtol=0, atol=1e-15)
+    if hasattr(theirs, "best_score_"):
+        assert ours.best_score_ == pytest.approx(theirs.best_score_, abs=1e-15)
+
+
+@pytest.mark.parametrize("scoring, refit, key", [
+    ("accuracy", True, "score"),
+    ("roc_auc", True, "score"),
+    (["accuracy", "roc_auc"], "roc_auc", "roc_auc"),
+], ids=["accuracy", "roc_auc", "multimetric"])
+def test_the_winner_is_gridsearchcvs(cancer, client, scoring, refit, key):
+    X, y = cancer
+    theirs = GridSearchCV(PIPE, GRID, cv=FOLDS, scoring=scoring, refit=refit).fit(X, y)
+    ours = bd.BBCSearchCV(PIPE, GRID, cv=FOLDS, scoring=scoring, refit=refit, n_bootstraps=100,
+                          random_state=0, client=client).fit(X, y)
+    _same_search(ours, theirs, key)
+    if key == "score" and scoring == "accuracy":  # the same split scores: the same bits
+        np.testing.assert_array_equal(ours.cv_results_["mean_test_score"],
+                                      theirs.cv_results_["mean_test_score"])
+    # the estimates are of the model you get back
+    assert ours.bbc_.selected_config == ours.bbc_f_.selected_config == ours.best_index_
+    assert ours.bbc_.naive_estimate == pytest.approx(ours.best_score_, abs=1e-15)
+    np.testing.assert_array_equal(ours.predict(X), theirs.predict(X))
+    # the pooled rule stays, by name
+    pooled = bd.BBCSearchCV(PIPE, GRID, cv=FOLDS, scoring=scoring, refit=refit, n_bootstraps=50,
+                            random_state=0, client=client, selection="pooled").fit(X, y)
+    pkey = "pooled_test_score" if key == "score" else f"pooled_test_{key}"
+    assert pooled.best_index_ == int(np.argmax(pooled.cv_results_[pkey]))
+
+
+def test_randomized_candidates_are_randomizedsearchcvs(cancer, client):
+    X, y = cancer
+    dist = {"clf__C": loguniform(1e-3, 1e2), "clf__class_weight": [None, "balanced"]}
+    pipe = Pipeline([("sc", StandardScaler()), ("clf", LogisticRegression(max_iter=1000))])
+    theirs = RandomizedSearchCV(pipe, dist, n_iter=6, cv=FOLDS, random_state=3).fit(X, y)
+    ours = bd.BBCRandomizedSearchCV(pipe, dist, n_iter=6, cv=FOLDS, random_state=3,
+                                    n_bootstraps=50, client=client).fit(X, y)
+    assert ours.cv_results_["params"] == theirs.cv_results_["params"]
+    _same_search(ours, theirs)
+
+
+def test_callable_refit_and_default_cv_are_gridsearchcvs(cancer, client):
+    X, y = cancer
+
+    def simplest_within_a_point(results):  # the smallest C within 0.01 of the best mean
+        means = results["mean_test_score"]
+        ok = np.flatnonzero(means >= np.nanmax(means) - 0.01)
+        return int(ok[np.argmin([results["params"][i]["clf__C"] for i in ok])])
+
+    grid = {"clf__C": [0.001, 0.01, 0.1, 1, 10]}
+    pipe = Pipeline([("sc", StandardScaler()), ("clf", LogisticRegression(max_iter=1000))])
+    theirs = GridSearchCV(pipe, grid, refit=simplest_within_a_point).fit(X, y)  # cv=None
+    ours = bd.BBCSearchCV(pipe, grid, refit=simplest_within_a_point, n_bootstraps=50,
+                          client=client).fit(X, y)
+    assert ours.n_splits_ == theirs.n_splits_ == 5
+    for i in range(5):  # the same unshuffled folds: the same split scores
+        np.testing.assert_array_equal(ours.cv_results_[f"split{i}_test_score"],
+                                      theirs.cv_results_[f"split{i}_test_score"])
+    _same_search(ours, theirs)
+    np.testing.assert_array_equal(ours.predict(X), theirs.predict(X))
+
+
+def test_n_jobs_and_pre_dispatch_as_gridsearchcv(cancer, client):
+    X, y = cancer
+    grid = {"C": [0.1, 1]}
+    est = LogisticRegression(max_iter=3000)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        search = bd.BBCSearchCV(est, grid, n_jobs=4, pre_dispatch="2*n_jobs", cv=3,
+                                n_bootstraps=20, client=client).fit(X, y)
+    said = [str(w.message) for w in caught if "n_jobs" in str(w.message)]
+    assert said == ["BBCSearchCV: n_jobs=4 is ignored: the study runs on the Dask client's "
+                    "workers."]
+    assert search.get_params()["n_jobs"] == 4 and search.get_params()["pre_dispatch"] == "2*n_jobs"
+    with pytest.raises(InvalidParameterError, match="'n_jobs' parameter of BBCSearchCV must be a non-zero"):
+        bd.BBCSearchCV(est, grid, n_jobs=0).fit(X, y)
+    with pytest.raises(InvalidParameterError, match="'n_jobs' parameter of BBCSearchCV"):
+        bd.BBCSearchCV(est, grid, n_jobs="two", client=client).fit(X, y)
+
+
+SCRIPT = textwrap.dedent("""
+    import numpy as np
+    from distributed import default_client
+    from sklearn.datasets import load_breast_cancer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import GridSearchCV, cross_val_score
+    import bbc_dask as bd
+    X, y = load_breast_cancer(return_X_y=True)
+    X = (X - X.mean(axis=0)) / X.std(axis=0)
+    search = bd.BBCSearchCV(LogisticRegression(), {"C": [0.01, 1, 100]}, n_jobs=2, cv=3,
+                            n_bootstraps=50)
+    ours = cross_val_score(search, X, y, cv=3)
+    theirs = cross_val_score(GridSearchCV(LogisticRegression(), {"C": [0.01, 1, 100]}, cv=3), X, y, cv=3)
+    from bbc_dask.cluster import _SHARED
+    first = _SHARED["client"]
+    search.fit(X, y)
+    assert _SHARED["client"] is first and first.status == "running"
+    assert len(first.scheduler_info()["workers"]) == 2
+    try:
+        default_client()
+        raise SystemExit("the warm cluster became the default client")
+    except ValueError:
+        pass
+    assert np.array_equal(ours, theirs), (ours, theirs)
+    print("ok", first.scheduler.address)
+""")
+
+
+def test_one_warm_cluster_per_process_and_a_quiet_exit(tmp_path):
+    """Three outer fits and a fourth fit share one local cluster, which is not the default
+    client, and closes at exit without a word on stderr."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DASK_")}
+    proc = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True,
+                          cwd=tmp_path, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.startswith("ok tcp://"), proc.stdout
+    assert proc.stderr == ""
+
+
+@pytest.mark.parametrize("which", ["inbag", "oob", "winners"])
+def test_numpy_sums_are_the_kernels(which, monkeypatch):
+    """While numba is not loaded, small BBC-F and indicator sums go through NumPy: the same
+    operations in the same order, so the kernels' bits (NaN, ties, fractions)."""
+    import numba  # noqa: F401 (the kernels' side)
+
+    from bbc_dask.metrics import _kernels
+    from bbc_dask.stats import _bbc_f
+
+    rng = np.random.default_rng(0)
+    for trial in range(40):
+        B, R, C = (int(v) for v in rng.integers(1, 40, 3))
+        R = max(R % 12, 1)
+        counts = rng.multinomial(R, np.ones(R) / R, size=B).astype(np.int32)
+        pool = [0.5, 0.75, 0.8, 1.0, 0.1, 0.3, np.nan] if trial % 3 == 0 else [0.1, 0.2, 0.3, 0.7]
+        F = rng.choice(pool, size=(R, C)) if trial % 2 else rng.random((R, C))
+        winners = rng.integers(-1, C, size=B)
+        n = int(rng.integers(5, 60))
+        u, reps = int(rng.integers(1, 4)), int(rng.integers(1, 3))
+        cnt = rng.integers(0, 4, size=(B, n)).astype(np.uint8)
+        rows = np.sort(rng.choice(n, size=int(rng.integers(1, n + 1)), replace=False))
+        vt = rng.integers(0, 2, size=(u * reps, rows.size)).astype(np.uint8)
+        win = rng.integers(0, u, size=B)
+
+        def run():
+            if which == "inbag":
+                return [_bbc_f._inbag_means(counts, F)]
+            if which == "oob":
+                return [_bbc_f._oob_mean(counts, F, winners)]
+            return [_kernels.feature_sums_winners(cnt, rows, vt, win, reps, oob, indicator=True)
+                    for oob in (False, True)]
+
+        kernel = run()
+        with monkeypatch.context() as m:
+            m.delitem(sys.modules, "numba")
+            numpy_side = run()
+        for a, b in zip(kernel, numpy_side):
+            np.testing.assert_array_equal(a, b)
