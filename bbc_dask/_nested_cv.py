@@ -46,7 +46,8 @@ class NestedCVResult(ArrayEquality):
         standard deviation, t Student's quantile with R − 1 degrees of freedom). It
         measures how much the estimate moves with the random partition only; the
         repeats share the data, so it is not an interval for the performance itself.
-        None with one repeat.
+        None with one repeat. Clipped to the metric's range (an AUC interval does not
+        end above 1): see ``ci_clipped``.
     confidence_level : float
     models_trained : int
         Inner fits (configurations × inner folds × outer folds × repeats, failed ones
@@ -77,6 +78,7 @@ class NestedCVResult(ArrayEquality):
     metric: str
     store: str
     metadata: dict | None = None
+    ci_clipped: bool = False
 
     @property
     def n_outer(self):
@@ -87,14 +89,15 @@ class NestedCVResult(ArrayEquality):
         return self.outer_scores.shape[0]
 
     def __repr__(self):
-        ci = "" if self.ci is None else f", ci=({self.ci[0]:.4f}, {self.ci[1]:.4f})"
+        ci = "" if self.ci is None else (f", ci=({self.ci[0]:.4f}, {self.ci[1]:.4f})"
+                                         + (" clipped" if self.ci_clipped else ""))
         return (f"NestedCVResult(metric={self.metric!r}, estimate={self.estimate:.4f}{ci}, "
                 f"outer={self.n_outer}x{self.n_repeats}, models_trained={self.models_trained})")
 
     def to_dict(self):
         """JSON-ready: the arrays as lists (folds left out: see the store)."""
         return {"protocol": "nested", "metric": self.metric, "estimate": self.estimate,
-                "ci": None if self.ci is None else list(self.ci),
+                "ci": None if self.ci is None else list(self.ci), "ci_clipped": self.ci_clipped,
                 "confidence_level": self.confidence_level,
                 "outer_scores": self.outer_scores.tolist(), "selected": self.selected.tolist(),
                 "params": [{k: v if isinstance(v, (int, float, str, bool)) or v is None else repr(v)
@@ -108,7 +111,8 @@ class NestedCVResult(ArrayEquality):
                  f"metric {self.metric}: {self.estimate:.4f}"]
         if self.ci is not None:
             lines.append(f"  {self.confidence_level:.0%} interval over repeats: "
-                         f"[{self.ci[0]:.4f}, {self.ci[1]:.4f}]")
+                         f"[{self.ci[0]:.4f}, {self.ci[1]:.4f}]"
+                         + (" (clipped to the metric's range)" if self.ci_clipped else ""))
         for r in range(self.n_repeats):
             cells = ", ".join(f"{s:.4f} (config {c})" for s, c in
                               zip(self.outer_scores[r], self.selected[r]))
@@ -253,13 +257,19 @@ def _result(cube, params, confidence_level):
         warnings.warn(f"nested CV: {int(np.isnan(scores).sum())} outer score(s) are NaN, so "
                       f"is the estimate; e.g. repeat {r}, outer fold {o}: {why}",
                       RuntimeWarning, stacklevel=3)
-    ci = None
+    ci, clipped = None, False
     if n_rep > 1:
         from scipy.stats import t
 
+        from .metrics import score_bounds
+        from .stats import ConfidenceInterval, clip_interval
+
         means = scores.mean(axis=1)
         half = t.ppf(0.5 + confidence_level / 2, n_rep - 1) * means.std(ddof=1) / math.sqrt(n_rep)
-        ci = (float(means.mean() - half), float(means.mean() + half))
+        ci, clipped = clip_interval(ConfidenceInterval(float(means.mean() - half),
+                                                       float(means.mean() + half)),
+                                    score_bounds(cube.meta["spec"]["metric"]))
+        ci = tuple(ci)
     wall = wall_seconds(cube.meta)
     return NestedCVResult(
         estimate=estimate, outer_scores=scores, selected=out["selected"], params=params,
@@ -268,4 +278,4 @@ def _result(cube, params, confidence_level):
         models_trained=out["inner_fits"] + int(np.isfinite(out["outer_fit_time"]).sum()),
         fit_seconds=out["inner_fit_seconds"] + float(np.nansum(out["outer_fit_time"])),
         wall_seconds=float(wall), metric=cube.meta["spec"]["metric"], store=cube.location.url,
-        metadata=cube.meta.get("metadata"))
+        metadata=cube.meta.get("metadata"), ci_clipped=clipped)

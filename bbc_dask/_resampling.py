@@ -258,7 +258,7 @@ def run_tasks(c, progress, caller, fn, groups, X, y, estimator, *args):
 
 # ---------------------------------------------------------------------- public functions
 def holdout(estimator, X, y, *, metric, test_size, confidence=0.95, random_state,
-            stratify=True):
+            stratify=True, ci_method=None):
     """Performance of ``estimator`` fitted once on a training part and scored on the
     held-out rest, with a confidence interval.
 
@@ -277,21 +277,28 @@ def holdout(estimator, X, y, *, metric, test_size, confidence=0.95, random_state
         Seeds the split (the same split as the first of :func:`repeated_holdout`'s).
     stratify : bool, default=True
         Keep the class proportions in both parts (classification metrics only).
+    ci_method : {"wilson", "normal", "delong", "bootstrap"} or None, default=None
+        The interval (see Notes); None: the metric's default. ``"wilson"`` and
+        ``"normal"`` are accuracy's, ``"delong"`` binary ROC AUC's; ``"bootstrap"`` any
+        metric's.
 
     Returns
     -------
     HoldoutResult
-        ``estimate``, ``ci`` (low, high), ``ci_method``, ``train_idx``, ``test_idx``,
-        ``models_trained`` (1), ``fit_seconds``, ``wall_seconds``.
+        ``estimate``, ``ci`` (low, high), ``ci_method``, ``ci_clipped``, ``train_idx``,
+        ``test_idx``, ``models_trained`` (1), ``fit_seconds``, ``wall_seconds``.
 
     Notes
     -----
-    The interval depends on the metric: accuracy, the normal approximation of Eq. 14
-    (``acc ± z·sqrt(acc(1 - acc)/n_test)``, not clipped); binary ROC AUC, DeLong's
-    (Sun & Xu's placements, clipped to [0, 1]); any other metric, the percentile interval
-    of 2000 bootstrap resamples of the test set (the fitted model fixed; resamples where
-    the metric is undefined are left out). Each ignores the variance from the training
-    set. The fit runs in this process.
+    The interval depends on the metric: accuracy, Wilson's score interval by default
+    (inside [0, 1], near its nominal coverage close to 1: at 171 test rows and a true
+    accuracy of 0.99 its exact coverage is 0.97) or, with ``ci_method="normal"``, the
+    normal approximation of Eq. 14 (``acc ± z·sqrt(acc(1 - acc)/n_test)``, a Wald
+    interval: 0.82 there; clipped to [0, 1], ``ci_clipped`` then True); binary ROC AUC,
+    DeLong's (Sun & Xu's placements, clipped to [0, 1]); any other metric, the
+    percentile interval of 2000 bootstrap resamples of the test set (the fitted model
+    fixed; resamples where the metric is undefined are left out). Each ignores the
+    variance from the training set. The fit runs in this process.
 
     Examples
     --------
@@ -302,13 +309,16 @@ def holdout(estimator, X, y, *, metric, test_size, confidence=0.95, random_state
     >>> res = bd.holdout(LogisticRegression(), X, y, metric="accuracy", test_size=0.3,
     ...                  random_state=0)
     >>> len(res.test_idx), res.ci_method
-    (60, 'normal')
+    (60, 'wilson')
     """
     t0 = time.perf_counter()
     caller = "holdout"
     m, X, target, scoring = _common_iv(estimator, X, y, metric, caller)
     test_size, strata = _split_iv(target, m, test_size, stratify, caller)
     confidence = validation.check_real_open(confidence, "confidence", caller, 0.0, 1.0)
+    if ci_method is not None:
+        validation.check_one_of(ci_method, "ci_method", caller,
+                                _HOLDOUT_CI.get(m.name, ()) + ("bootstrap",))
     root = as_seed_sequence(random_state, caller=caller)
     train, test = holdout_splits(target.n_samples, test_size, strata, root, 1)[0]
     score, fit, values = holdout_task(estimator, [(train, test, True)], scoring, X, y)[0]
@@ -316,9 +326,10 @@ def holdout(estimator, X, y, *, metric, test_size, confidence=0.95, random_state
         raise UndefinedScoreError(
             f"The metric {m.name!r} is undefined on the {len(test)} test rows of {caller} "
             f"(e.g. one class only): use a larger test_size or stratify=True.")
-    ci, how = _holdout_ci(m, values, target, test, scoring, score, confidence, root)
+    ci, how = _holdout_ci(m, values, target, test, scoring, score, confidence, root, ci_method)
+    ci, clipped = _stats().clip_interval(ci, m.bounds)
     return _stats().HoldoutResult(score, ci, how, m.name, confidence, train, test, 1, fit,
-                                  time.perf_counter() - t0)
+                                  time.perf_counter() - t0, clipped)
 
 
 def _stats():
@@ -327,15 +338,24 @@ def _stats():
     return stats
 
 
-def _holdout_ci(m, values, target, test, scoring, score, confidence, root):
+#: The interval methods of holdout, by metric (the first is the default); "bootstrap"
+#: serves any metric.
+_HOLDOUT_CI = {"accuracy": ("wilson", "normal"), "roc_auc": ("delong",)}
+
+
+def _holdout_ci(m, values, target, test, scoring, score, confidence, root, method=None):
     from .engine import fold_target
 
     stats = _stats()
     _, classes, pos, _ = scoring
     codes = target.codes[test] if m.is_classification else None
-    if m.name == "accuracy":
+    own = _HOLDOUT_CI.get(m.name, ())
+    method = method or (own[0] if own else "bootstrap")
+    if method == "wilson":
+        return stats.wilson_interval(score, len(test), confidence), "wilson"
+    if method == "normal":
         return stats.normal_interval(score, len(test), confidence), "normal"
-    if m.name == "roc_auc":
+    if method == "delong":
         return stats.delong_interval(values[:, 0], codes == pos, confidence), "delong"
     y_test = classes[codes] if m.is_classification else target.values[test]
     t = fold_target(y_test, classes, pos)
@@ -412,10 +432,11 @@ def repeated_holdout(estimator, X, y, *, metric, n_repeats, test_size, confidenc
     flat = [item for part in parts for item in part]
     scores = np.array([s for s, _, _ in flat])
     stats = _stats()
+    ci, clipped = stats.clip_interval(stats.t_interval(scores, confidence), m.bounds)
     return stats.RepeatedHoldoutResult(
         float(np.nanmean(scores)) if np.isfinite(scores).any() else math.nan,
-        stats.t_interval(scores, confidence), scores, splits, m.name, confidence, n_repeats,
-        float(sum(f for _, f, _ in flat)), time.perf_counter() - t0)
+        ci, scores, splits, m.name, confidence, n_repeats,
+        float(sum(f for _, f, _ in flat)), time.perf_counter() - t0, clipped)
 
 
 def _run_grouped(client, progress, caller, fn, make_groups, X, y, estimator, *args):

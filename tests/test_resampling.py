@@ -46,7 +46,7 @@ def test_holdout_equals_a_plain_split_fit_and_score(data, metric):
     assert abs(res.estimate - want) < TOL
     assert res.models_trained == 1 and res.fit_seconds > 0 and res.wall_seconds >= res.fit_seconds
     assert res.ci.low <= res.estimate <= res.ci.high
-    assert res.ci_method == {"accuracy": "normal", "roc_auc": "delong",
+    assert res.ci_method == {"accuracy": "wilson", "roc_auc": "delong",
                              "neg_log_loss": "bootstrap"}[metric]
     # the split is scikit-learn's train_test_split, stratified, with some integer seed
     assert metric in repr(res) and "holdout" in res.summary()
@@ -55,7 +55,7 @@ def test_holdout_equals_a_plain_split_fit_and_score(data, metric):
 def test_holdout_accuracy_interval_is_eq_14(data):
     X, y = data
     res = bd.holdout(_lr(), X, y, metric="accuracy", test_size=0.4, confidence=0.9,
-                     random_state=1)
+                     random_state=1, ci_method="normal")
     acc, n = res.estimate, len(res.test_idx)
     z = NormalDist().inv_cdf(0.95)
     half = z * math.sqrt(acc * (1 - acc) / n)

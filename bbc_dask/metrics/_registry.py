@@ -98,6 +98,12 @@ class Metric:
     spec: dict = field(default=None, repr=False, compare=False)
 
     @property
+    def bounds(self) -> tuple:
+        """``(low, high)``: the range of the metric's scores (infinite where unbounded, and
+        for a scorer whose range is not known), where intervals are clipped."""
+        return score_bounds(self.name)
+
+    @property
     def needs_class_axis(self) -> bool:
         """Whether predictions carry a class axis (all class probabilities, or a
         scorer's response per class)."""
@@ -216,6 +222,25 @@ METRICS: dict[str, Metric] = {
     name: Metric(name=name, kind=kind, prediction=pred, task=task, description=desc, _impl=impl)
     for name, kind, pred, task, impl, desc in _DEFS
 }
+
+
+#: scikit-learn scorer names whose scores lie in [0, 1] (and the registered ones), by
+#: prefix; ``neg_`` scorers are losses, at most 0; R² and explained variance at most 1.
+_UNIT = ("accuracy", "balanced_accuracy", "top_k_accuracy", "average_precision", "f1",
+         "precision", "recall", "jaccard", "roc_auc", "concordance_index", "r2_corr")
+
+
+def score_bounds(name):
+    """``(low, high)`` of the scores of the metric or scikit-learn scorer ``name``."""
+    if name in ("r2", "explained_variance", "d2_absolute_error_score"):
+        return (-np.inf, 1.0)
+    if name.startswith("neg_"):
+        return (-np.inf, 0.0)
+    if name == "matthews_corrcoef":
+        return (-1.0, 1.0)
+    if any(name == u or name.startswith(u + "_") for u in _UNIT):
+        return (0.0, 1.0)
+    return (-np.inf, np.inf)
 
 
 def metric_names() -> list[str]:

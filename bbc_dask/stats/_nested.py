@@ -41,6 +41,8 @@ from .. import _validation as validation
 from .._random import as_seed_sequence, child_generator
 from ..exceptions import InvalidParameterError
 from ._inputs import prepare_inputs
+from ..metrics import score_bounds
+from ._holdout import clip_interval
 from ._result import ArrayEquality, ConfidenceInterval
 from ._winner import select
 
@@ -63,6 +65,9 @@ class OuterEstimate(ArrayEquality):
         Each outer fold's (split's) winner.
     method, metric : str
     confidence_level : float
+    ci_clipped : bool
+        Whether an end of the interval was moved back into the metric's range (an AUC
+        interval ending above 1).
     """
 
     estimate: float
@@ -72,6 +77,7 @@ class OuterEstimate(ArrayEquality):
     method: str
     metric: str
     confidence_level: float
+    ci_clipped: bool = False
 
 
 def _stack(predictions, n_outer, caller):
@@ -109,8 +115,8 @@ def _result(method, sel, scores, name, conf, inflation):
     n = scores.size
     est = float(np.mean(scores))
     half = float(student_t.ppf(0.5 + conf / 2, n - 1) * np.sqrt(inflation * np.var(scores, ddof=1)))
-    return OuterEstimate(est, ConfidenceInterval(est - half, est + half), scores, sel, method,
-                         name, float(conf))
+    ci, clipped = clip_interval(ConfidenceInterval(est - half, est + half), score_bounds(name))
+    return OuterEstimate(est, ci, scores, sel, method, name, float(conf), clipped)
 
 
 def ncv_of_matrix(predictions, y, folds, *, metric, confidence_level=0.95, pos_label=None):
