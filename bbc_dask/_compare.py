@@ -41,7 +41,12 @@ class Comparison(ArrayEquality):
     ----------
     rows : list of dict
         Per protocol: ``protocol`` (its label), ``estimate``, ``ci_low``, ``ci_high`` (NaN
-        without an interval), ``models_trained`` (estimator fits, tuning included),
+        without an interval), ``config`` (the configuration whose performance the row
+        estimates: CVT's winner for CVT, TT and BBC-CV, the best mean fold score for BBC-F;
+        None where each outer fold or split selects its own), ``naive`` (that
+        configuration's own CV score, which the row corrects: the pooled score, or for
+        BBC-F its mean fold score; NaN for the protocols that hold data out),
+        ``models_trained`` (estimator fits, tuning included),
         ``fit_seconds`` (their summed fit time; for the holdout family each tuned fit's
         whole ``GridSearchCV.fit``, its inner predictions and scores included),
         ``wall_seconds`` (of the protocol's run;
@@ -65,14 +70,19 @@ class Comparison(ArrayEquality):
 
     def summary(self):
         """The table as text."""
-        head = (f"{'protocol':18s} {'estimate':>9s} {'interval':>19s} {'models':>9s} "
-                f"{'fit s':>8s} {'wall s':>8s}")
+        head = (f"{'protocol':18s} {'estimate':>9s} {'interval':>19s} {'naive CV':>9s} "
+                f"{'config':>6s} {'models':>9s} {'fit s':>8s} {'wall s':>8s}")
         lines = [head]
         for r in self.rows:
             ci = ("" if math.isnan(r["ci_low"]) else f"[{r['ci_low']:.4f}, {r['ci_high']:.4f}]")
-            lines.append(f"{r['protocol']:18s} {r['estimate']:9.4f} {ci:>19s} "
-                         f"{r['models_trained']:9,d} {r['fit_seconds']:8.1f} {r['wall_seconds']:8.1f}")
-        lines.append(f"({self.metric}; {self.confidence_level:.0%} intervals)")
+            naive = "" if math.isnan(r.get("naive", math.nan)) else f"{r['naive']:.4f}"
+            config = "" if r.get("config") is None else str(r["config"])
+            lines.append(f"{r['protocol']:18s} {r['estimate']:9.4f} {ci:>19s} {naive:>9s} "
+                         f"{config:>6s} {r['models_trained']:9,d} {r['fit_seconds']:8.1f} "
+                         f"{r['wall_seconds']:8.1f}")
+        lines.append(f"({self.metric}; {self.confidence_level:.0%} intervals; 'config' is the "
+                     f"configuration a row estimates, 'naive CV' its own CV score, which the "
+                     f"row corrects; blank where each outer fold or split selects its own)")
         return "\n".join(lines)
 
     def plot(self):
@@ -90,16 +100,21 @@ class Comparison(ArrayEquality):
         hi = np.array([r["ci_high"] for r in rows])
         has = ~np.isnan(lo)
         ax.errorbar(est[has], pos[has], xerr=[est[has] - lo[has], hi[has] - est[has]], fmt="o",
-                    capsize=3)
-        ax.plot(est[~has], pos[~has], "o", color="C1")
+                    capsize=3, label=f"estimate, {self.confidence_level:.0%} interval")
+        ax.plot(est[~has], pos[~has], "o", color="C1", label="estimate (no interval)")
+        naive = np.array([r.get("naive", math.nan) for r in rows])
+        shown = ~np.isnan(naive)
+        ax.plot(naive[shown], pos[shown], "x", color="C3", label="naive CV score it corrects")
+        ax.legend(loc="best", fontsize="small")
         ax.set_yticks(pos, labels)
+        ax.set_ylabel("protocol")
         ax.set_xlabel(f"{self.metric} ({self.confidence_level:.0%} interval)")
         ax.set_title("Estimate of the selected model")
         cost.barh(pos, [max(1, r["models_trained"]) for r in rows])
         cost.set_xscale("log")
         cost.set_xlim(left=1)
         cost.set_yticks(pos, [])
-        cost.set_xlabel("models trained")
+        cost.set_xlabel("models trained (log scale)")
         cost.set_title("Cost")
         return fig
 
@@ -117,7 +132,8 @@ class Comparison(ArrayEquality):
 
         rows = "".join(
             f"<tr><td style='text-align:left'>{html.escape(r['protocol'])}</td><td>{num(r['estimate'])}</td>"
-            f"<td>{num(r['ci_low'])}</td><td>{num(r['ci_high'])}</td><td>{r['models_trained']:,}</td>"
+            f"<td>{num(r['ci_low'])}</td><td>{num(r['ci_high'])}</td><td>{num(r.get('naive'))}</td>"
+            f"<td>{'' if r.get('config') is None else r['config']}</td><td>{r['models_trained']:,}</td>"
             f"<td>{num(r['fit_seconds'], '{:.1f}')}</td><td>{num(r['wall_seconds'], '{:.1f}')}</td>"
             f"<td style='text-align:left'>{html.escape(r['note'])}</td></tr>" for r in self.rows)
         page = f"""<!DOCTYPE html>
@@ -129,7 +145,11 @@ protocol tunes the same grid on the same data and estimates the model it selects
 naive estimate is optimistic (the winner's curse); TT, BBC-CV and BBC-F correct it from the
 same fits; NCV and the holdout family pay for separate tuning (Tsamardinos et al., 2018).</p>
 <img src="comparison.png" alt="estimates and costs">
-<table><tr><th>protocol</th><th>estimate</th><th>low</th><th>high</th><th>models trained</th>
+<p>Each row estimates the performance of one configuration (<i>config</i>) and corrects
+its own CV score (<i>naive CV</i>): CVT, TT and BBC-CV that of CVT's winner, BBC-F that of the
+configuration with the best mean fold score. NCV and the holdout family select again in each
+outer fold or split, so no single configuration is theirs.</p>
+<table><tr><th>protocol</th><th>estimate</th><th>low</th><th>high</th><th>naive CV</th><th>config</th><th>models trained</th>
 <th>fit s</th><th>wall s</th><th>note</th></tr>{rows}</table>
 </body></html>
 """
@@ -241,9 +261,10 @@ def _check_before_running(chosen, estimator, X, y, m, n_splits, n_outer, n_inner
         validation.check_one_of(method, "bootstrap_method", caller, ("oob", ".632", ".632+"))
 
 
-def _row(key, estimate, ci, models, fit_s, wall_s, note=""):
+def _row(key, estimate, ci, models, fit_s, wall_s, note="", config=None, naive=math.nan):
     lo, hi = (math.nan, math.nan) if ci is None else (float(ci[0]), float(ci[1]))
     return {"key": key, "estimate": float(estimate), "ci_low": lo, "ci_high": hi,
+            "config": None if config is None else int(config), "naive": float(naive),
             "models_trained": int(models), "fit_seconds": float(fit_s),
             "wall_seconds": float(wall_s), "note": note}
 
@@ -289,7 +310,7 @@ def _cvt_rows(chosen, estimator, grid, X, y, store, metric, n_splits, level, see
     t_bbc = time.perf_counter() - t
     if "cvt" in chosen:
         rows.append(_row("cvt", bbc.naive_estimate, None, models, fit_s, wall,
-                         "the winner's own CV score"))
+                         "the winner's own CV score", bbc.selected_config, bbc.naive_estimate))
     if "tt" in chosen:
         t = time.perf_counter()
         idx = study.candidates()
@@ -297,15 +318,19 @@ def _cvt_rows(chosen, estimator, grid, X, y, store, metric, n_splits, level, see
         tt = tibshirani_tibshirani(st.predictions(idx), yc, st.folds(), metric=study.metric,
                                    pos_label=pos)
         rows.append(_row("tt", tt.estimate, None, models, fit_s, wall + time.perf_counter() - t,
-                         "CVT's fits, bias from the fold scores"))
+                         "CVT's fits, bias from the fold scores", bbc.selected_config,
+                         bbc.naive_estimate))
     if "bbc" in chosen:
         rows.append(_row("bbc", bbc.estimate, bbc.confidence_interval, models, fit_s, wall + t_bbc,
-                         f"CVT's fits, {bbc.n_bootstraps} bootstraps"))
+                         f"CVT's fits, {bbc.n_bootstraps} bootstraps", bbc.selected_config,
+                         bbc.naive_estimate))
     if "bbc_f" in chosen:
         t = time.perf_counter()
         f = study.bbc_f(confidence_level=level)
         rows.append(_row("bbc_f", f.estimate, f.confidence_interval, models, fit_s,
-                         wall + time.perf_counter() - t, f"CVT's fits, {f.n_bootstraps} bootstraps"))
+                         wall + time.perf_counter() - t,
+                         f"CVT's fits, {f.n_bootstraps} bootstraps; corrects its own winner's "
+                         f"mean fold score", f.selected_config, f.naive_estimate))
     return rows
 
 

@@ -273,16 +273,20 @@ def plot_active(study):
     return fig
 
 
-def estimates(study, *, method="both", n_bootstraps=1000, confidence_level=0.95, random_state=None):
+def estimates(study, *, method="both", n_bootstraps=1000, confidence_level=0.95, random_state=None,
+              include_incomplete=False):
     """``{"bbc": BBCResult, "bbc_f": BBCResult}`` (per ``method``) of a study;
-    ``random_state=None`` uses the study's own seed (:attr:`Study.seed`)."""
+    ``random_state=None`` uses the study's own seed (:attr:`Study.seed`).
+    ``include_incomplete``: BBC on the incomplete CV (every configuration with a
+    prediction in each repeat); BBC-F, which needs every fold of a configuration, is then
+    left out while no configuration is complete."""
     out = {}
     kw = dict(n_bootstraps=n_bootstraps, confidence_level=confidence_level)
     if random_state is not None:
         kw["random_state"] = random_state
     if method in ("bbc", "both"):
-        out["bbc"] = study.bbc(**kw)
-    if method in ("bbc-f", "bbc_f", "both"):
+        out["bbc"] = study.bbc(include_incomplete=include_incomplete, **kw)
+    if method in ("bbc-f", "bbc_f", "both") and (not include_incomplete or study.candidates().size):
         out["bbc_f"] = study.bbc_f(**kw)
     return out
 

@@ -65,6 +65,13 @@ def test_every_row_is_its_own_functions_number(compared, client, data):
     for r in res.rows:
         assert r["wall_seconds"] > 0 and r["fit_seconds"] > 0
         assert np.isnan(r["ci_low"]) or r["ci_low"] <= r["ci_high"]
+    # each row says which configuration it estimates and the naive score it corrects:
+    # BBC-F's is its own winner's mean fold score, not CVT's
+    for key, res_ in (("CVT (naive)", bbc), ("TT", bbc), ("BBC-CV", bbc), ("BBC-F", bbc_f)):
+        assert rows[key]["config"] == res_.selected_config
+        assert rows[key]["naive"] == res_.naive_estimate
+    for key in ("NCV", "holdout", "repeated holdout", "bootstrap"):
+        assert rows[key]["config"] is None and np.isnan(rows[key]["naive"])
 
 
 def test_the_report_holds_the_table_and_the_plot(compared):
@@ -76,6 +83,13 @@ def test_the_report_holds_the_table_and_the_plot(compared):
     frame = res.to_frame()
     assert list(frame.columns[:3]) == ["estimate", "ci_low", "ci_high"]
     assert "NCV" in res.summary()
+    head, *lines = res.summary().splitlines()
+    assert "naive CV" in head and "config" in head and "naive CV' its own CV score" in lines[-1]
+    assert "<th>naive CV</th><th>config</th>" in page
+    fig = res.plot()  # a legend, and every axis says what it shows
+    assert fig.axes[0].get_legend() is not None
+    assert "naive CV score it corrects" in [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert all(ax.get_xlabel() for ax in fig.axes) and fig.axes[0].get_ylabel() == "protocol"
 
 
 def test_a_rerun_resumes_the_stores_and_gives_the_same_table(compared, client, data):
@@ -144,7 +158,11 @@ def test_the_command_line_compares_a_study_file(tmp_path, client):
     out = cli("compare", f, "--out", tmp_path / "cmp", "--scheduler", client.scheduler.address,
               "--protocols", "cvt,bbc,ncv,holdout", "--no-progress").stdout
     assert "BBC-CV" in out and "NCV" in out and "comparison.html" in out
-    got = json.loads((tmp_path / "cmp" / "comparison.json").read_text())
+    def refuse(name):
+        raise AssertionError(f"comparison.json holds a bare {name}: not JSON")
+
+    got = json.loads((tmp_path / "cmp" / "comparison.json").read_text(), parse_constant=refuse)
+    assert got["rows"][0]["ci_low"] is None  # CVT has no interval: null, never NaN
     assert [r["protocol"] for r in got["rows"]] == ["CVT (naive)", "BBC-CV", "NCV", "holdout"]
     ncv = bd.open_nested(tmp_path / "cmp" / "stores" / "nested.zarr")
     assert got["rows"][2]["estimate"] == ncv.estimate and ncv.n_outer == 3

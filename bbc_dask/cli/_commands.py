@@ -15,6 +15,7 @@ import warnings
 
 import click
 
+from .. import _json as strict_json
 from ..exceptions import (
     BoundAboveObservedWarning,
     StudyInterrupted,
@@ -61,6 +62,12 @@ class _Group(click.Group):
             msg = msg.replace("overwrite=True", "--overwrite")
             click.echo(f"bbc-dask: error: {msg}", err=True)
             ctx.exit(2)
+        except BrokenPipeError:
+            # the reader left (``| head``): what it read is all it wanted. Standard output
+            # goes to /dev/null so that the interpreter's last flush does not fail again.
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            ctx.exit(0)
         except Exception as e:  # a failure of bbc_dask: say so, with what a report needs
             if ctx.obj and ctx.obj.get("debug"):
                 raise
@@ -306,7 +313,7 @@ def status(store, as_json, storage_option):
     st = study.status()
     groups = study.failures()
     if as_json:
-        click.echo(json.dumps(dict(st, failures=groups)))
+        click.echo(strict_json.dumps(dict(st, failures=groups)))
         return
     def sec(v):
         return "-" if v is None else f"{v:.0f} s"
@@ -326,11 +333,34 @@ def _check_finished(study, partial, what):
         return None
     if not partial:
         raise UserError(f"The study at {study.store} is unfinished ({missing}); run it again to "
-                        f"finish it, or pass --partial for {what} from the complete configurations.")
-    click.echo(f"partial: the study is unfinished ({missing}); {what} from the complete "
-               f"configurations only.", err=True)
+                        f"finish it, or pass --partial for {what} so far.")
+    if what == "estimates" and _all_predicted(study):
+        from ..cube import DONE
+
+        st = study.state
+        done = int((st == DONE).sum())
+        click.echo(f"partial: the study is unfinished ({missing}); BBC on the incomplete CV "
+                   f"(every configuration has predictions in each repeat; {done:,} of "
+                   f"{st.size:,} cells done, {done / st.size:.0%}); BBC-F from the complete "
+                   f"configurations.", err=True)
+    else:
+        click.echo(f"partial: the study is unfinished ({missing}); {what} from the complete "
+                   f"configurations only.", err=True)
     study.said_unfinished = True  # said here: not again by each estimate's warning
     return missing
+
+
+def _all_predicted(study):
+    """Whether BBC on the incomplete CV applies: every configuration that neither failed
+    nor was dropped has a prediction in each repeat (Tsamardinos et al., 2018, §4)."""
+    import numpy as np
+
+    from ..cube import DONE, DROPPED, FAILED
+
+    st = study.state
+    out = np.isin(st, (FAILED, DROPPED)).any(axis=(1, 2))
+    predicted = (st == DONE).any(axis=2).all(axis=1)
+    return bool(predicted[~out].all()) and bool((~out).any())
 
 
 _CI_METHODS = tuple(CI_METHODS)
@@ -341,14 +371,14 @@ def _print_estimates(study, bootstraps, confidence, method, seed, as_json=False,
     from ..report import estimates
 
     res = estimates(study, method=method, n_bootstraps=bootstraps, confidence_level=confidence,
-                    random_state=seed)
+                    random_state=seed, include_incomplete=partial is not None and _all_predicted(study))
     if as_json:
         out = {k: dict(r.to_dict(), random_state=seed if seed is not None else study.spec["seed"],
                        partial=partial)
                for k, r in res.items()}
         if cis:
             out["selection_ci"] = {m: r.to_dict() for m, r in cis.items()}
-        click.echo(json.dumps(out))
+        click.echo(strict_json.dumps(out))
         return
     from ..report import configuration_text, study_names
 
@@ -396,7 +426,9 @@ def _print_estimates(study, bootstraps, confidence, method, seed, as_json=False,
               help="Bootstrap seed (default: the study's own seed, as Study.bbc() uses).")
 @click.option("--json", "as_json", is_flag=True)
 @click.option("--partial", is_flag=True,
-              help="Estimate an unfinished study from its complete configurations.")
+              help="Estimate an unfinished study: BBC on the incomplete CV once every "
+                   "configuration has predictions in each repeat, else from the complete "
+                   "configurations.")
 @click.option("--ci", "ci_methods", multiple=True, type=click.Choice([*_CI_METHODS, "all"]),
               help="Also the 2024 paper's lower bounds (repeatable; AUC studies): DL, HM, BT, "
                    "their 10p variants, MABT (with --bootstraps resamples if given, else 2000).")
@@ -404,13 +436,26 @@ def _print_estimates(study, bootstraps, confidence, method, seed, as_json=False,
 def estimate(store, method, bootstraps, confidence, seed, as_json, partial, ci_methods,
              storage_option):
     """The estimate, CI, lower bound and naive estimate of the study at STORE (of a
-    nested CV's store: its estimate, outer scores and interval over repeats)."""
+    nested CV's store: its estimate, outer scores and interval over repeats).
+
+    \b
+    Which number to report:
+    - The lower bound ('lower') as the performance you can claim: the selected model
+      does at least this well with the confidence level's probability. The estimate is
+      the best single guess; the naive CV score is optimistic (the winner's curse).
+    - BBC (bootstrapping the samples) when the metric is defined per sample or on pooled
+      predictions, as accuracy and AUC are; BBC-F (bootstrapping folds) when only fold
+      scores exist or folds are the units. Each row estimates its own 'config': report
+      the row of the model you deploy.
+    - Nested CV when you can afford it and want the protocol most readers know; BBC
+      estimates the same from the study's own fits.
+    The coverage figures behind this are in docs/statistics.md ("Which number to report")."""
     from ._stores import nested_result_of
 
     options = _parse_options(storage_option, "--storage-option")
     nested = nested_result_of(store, options, confidence or 0.95)
     if nested is not None:
-        click.echo(json.dumps(nested.to_dict()) if as_json else nested.summary())
+        click.echo(strict_json.dumps(nested.to_dict()) if as_json else nested.summary())
         return
     study = _open(store, options)
     missing = _check_finished(study, partial, "estimates")
@@ -475,7 +520,7 @@ def verify(ctx, store, repair, as_json, storage_option):
     with _store_errors(store):
         rep, reset = verify_store(store, repair=repair, storage_options=options)
     if as_json:
-        click.echo(json.dumps(dict(rep.to_dict(), cells_reset=reset)))
+        click.echo(strict_json.dumps(dict(rep.to_dict(), cells_reset=reset)))
     else:
         click.echo(f"{rep.store}: {rep.chunks_checked} prediction chunks and "
                    f"{rep.ledger_chunks_checked} ledger chunks checked; "
@@ -508,7 +553,7 @@ def demo(store, out_dir, workers, no_progress):
     from ..report import write_report
     from ._studyfile import DEMO, resolve_study_file
 
-    raw = json.loads(json.dumps(DEMO))
+    raw = json.loads(json.dumps(DEMO))  # a deep copy
     raw["store"] = os.path.abspath(store)
     raw["cluster"]["n_workers"] = workers
     resolved = resolve_study_file(raw)

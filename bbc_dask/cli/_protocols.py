@@ -2,10 +2,9 @@
 grid."""
 from __future__ import annotations
 
-import json
-
 import click
 
+from .. import _json as strict_json
 from ._commands import _client, main
 
 __all__ = ["compare"]
@@ -55,7 +54,7 @@ def compare(study_file, out_dir, protocols, test_size, holdout_repeats, bootstra
         random_state=resolved["random_state"], client=_client(resolved, scheduler),
         progress=not no_progress, out_dir=out_dir)
     with open(os.path.join(out_dir, "comparison.json"), "w") as f:
-        json.dump({"metric": res.metric, "confidence_level": res.confidence_level,
+        strict_json.dump({"metric": res.metric, "confidence_level": res.confidence_level,
                    "rows": res.rows}, f, indent=2)
     click.echo(res.summary())
     click.echo(f"report: {os.path.join(out_dir, 'comparison.html')}")

@@ -3,10 +3,10 @@ its words, and the nested CV stores that status, estimate and report read."""
 from __future__ import annotations
 
 import contextlib
-import json
 
 import click
 
+from .. import _json as strict_json
 from ..exceptions import StoreMismatchError, StoreNotFoundError
 
 __all__ = ["nested_result_of", "nested_status", "store_errors"]
@@ -51,7 +51,7 @@ def nested_status(store, storage_options, as_json):
     info = {"protocol": "nested", "inner_cells": int(st.size),
             "inner_done": int((st != PENDING).sum()), "outer_folds": int(out["outer_scores"].size),
             "outer_recorded": out["recorded"]}
-    click.echo(json.dumps(info) if as_json else
+    click.echo(strict_json.dumps(info) if as_json else
                f"nested CV: inner cells {info['inner_done']} of {info['inner_cells']} run; outer "
                f"folds {info['outer_recorded']} of {info['outer_folds']} recorded")
     return True

@@ -55,6 +55,28 @@ def _diff(stored, new, prefix=""):
     return out
 
 
+def _candidates_diff(stored, given):
+    """What differs between two descriptions of the configurations
+    (:meth:`~bbc_dask.engine.Configurations.describe`), by grid key and value."""
+    if stored.get("kind") != given.get("kind"):
+        return [f"candidates (stored a {stored.get('kind')} search, given a "
+                f"{given.get('kind')} search)"]
+    if given["kind"] == "random":
+        a, b = stored["params"], given["params"]
+        if len(a) != len(b):
+            return [f"candidates (stored {len(a)} random draws, given {len(b)})"]
+        i = next(i for i, (p, q) in enumerate(zip(a, b)) if p != q)
+        return [f"candidates: draw {i} (stored {_short(a[i])}, given {_short(b[i])})"]
+    a, b = stored["grid"], given["grid"]
+    if len(a) != len(b):
+        return [f"candidates: the grid's dicts (stored {len(a)}, given {len(b)})"]
+    out = []
+    for j, (p, q) in enumerate(zip(a, b)):
+        where = f"grid[{j}]." if len(a) > 1 else "grid."
+        out += _diff(p, q, "candidates: " + where)
+    return out or ["candidates (the same values, in another order)"]
+
+
 def _defaults(spec):
     """``spec`` with the keys recorded only when not their default, or added later,
     filled in as a store without them behaves: ``selection`` pooled; a BBCD study did not
@@ -244,6 +266,11 @@ class _StudyRun:
         spec = self._spec(kind, legacy=existing is not None and "params" in existing.meta)
         if existing is not None:
             diffs = _diff(_defaults(existing.meta["spec"]), _defaults(spec))
+            stored = existing.meta.get("configurations")
+            if stored is not None and any(d.startswith("candidates ") for d in diffs):
+                # the fingerprint is a hash: say which values changed instead
+                diffs = [d for d in diffs if not d.startswith("candidates ")] + \
+                    _candidates_diff(stored, self.configs.describe())
             if diffs:
                 hint = ""
                 if any(d.startswith("dropping.test_last_wave (stored False") for d in diffs):
@@ -328,8 +355,16 @@ class _StudyRun:
         n_cfg, n_rep, n_spl = st.shape
         pending = int((st == PENDING).sum())
         tasks = -(-n_cfg // self.cube.config_chunk) * n_rep * n_spl
-        print(f"bbc_dask: {n_cfg:,} configurations x {n_spl} folds x {n_rep} repeat"
-              f"{'s' if n_rep > 1 else ''} = {st.size:,} fits in up to {tasks:,} tasks; "
+        protocol = self.request.protocol
+        if protocol.kind == "nested":  # the cube's repeats are the outer folds' inner CVs
+            reps = protocol.outer_repeats
+            shape = (f"{protocol.n_outer} outer folds x {protocol.n_inner} inner folds"
+                     f"{f' x {reps} repeats' if reps > 1 else ''} = {st.size:,} inner fits "
+                     f"(then {protocol.n_outer * reps} outer refits)")
+        else:
+            shape = (f"{n_spl} folds x {n_rep} repeat{'s' if n_rep > 1 else ''} = "
+                     f"{st.size:,} fits")
+        print(f"bbc_dask: {n_cfg:,} configurations x {shape} in up to {tasks:,} tasks; "
               f"{st.size - pending:,} already done; store {self.loc.url}", file=sys.stderr)
 
     def _run_waves(self, client, cancel_on_exit):

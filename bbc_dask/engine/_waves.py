@@ -346,15 +346,18 @@ class _Executor:
         n_tasks = len(tasks)
         if not n_tasks:
             return
-        if self.progress and self.bar is None:
+        if self.progress:
             # created with its total: a bar drawn at 0 of an unknown total stays behind as
-            # a stray "wave 1: 0task [00:00, ?task/s]" line
+            # a stray "wave 1: 0task [00:00, ?task/s]" line. A study that drops plans each
+            # wave after the last one's decision: each gets its own bar, whose total is
+            # known (one bar whose total grew would go back: 94% 30/32, then 73% 32/44)
+            if self.bar is not None:
+                self.bar.close()
             self.bar = _bar(n_tasks, True)
+            if self.wave_shown:
+                self.bar.set_description(f"wave {self.wave_shown + 1}/{self.n_splits}",
+                                         refresh=False)
             self.bar.set_postfix(active=n_active)
-        elif self.bar is not None:
-            self.bar.total += n_tasks
-            self.bar.set_postfix(active=n_active)
-            self.bar.refresh()
         cluster = ClusterSize(self.client)
         groups = Grouper(tasks, n_tasks, cluster.threads(), self.cost, self.block_bytes)
         driver = DriverCost(self.client)
