@@ -7,12 +7,33 @@ from __future__ import annotations
 
 import contextlib
 import signal
+import sys
 import threading
 import time
 
 from .exceptions import StudyInterrupted
 
-__all__ = ["deferred_interrupts", "signals_as_interrupts", "wait_done"]
+__all__ = ["deferred_interrupts", "raise_swallowed", "signals_as_interrupts", "wait_done"]
+
+#: The signals whose interrupt the handler raised, until the run's block ends. The
+#: interpreter swallows an exception raised in a garbage-collection callback or a
+#: ``__del__`` (it prints "Exception ignored"), and a signal can land there (seen: in
+#: distributed's GC diagnosis): the run then raises it again at its next safe point.
+_RAISED = []
+
+
+def _interrupt(signum):
+    if signum == signal.SIGINT:
+        raise KeyboardInterrupt
+    raise StudyInterrupted("interrupted", signum)
+
+
+def raise_swallowed():
+    """Raise again the interrupt of a signal that the interpreter swallowed (see
+    ``_RAISED``). Only where no exception is propagating or being handled: the cleanup
+    that follows an interrupt which did propagate is never cut by it again."""
+    if _RAISED and sys.exc_info()[0] is None:
+        _interrupt(_RAISED[-1])
 
 
 @contextlib.contextmanager
@@ -32,9 +53,8 @@ def signals_as_interrupts():
 
     def on_signal(signum, frame):
         log.setLevel(logging.CRITICAL)
-        if signum == signal.SIGINT:
-            raise KeyboardInterrupt
-        raise StudyInterrupted("interrupted", signum)
+        _RAISED.append(signum)
+        _interrupt(signum)
 
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)
                 if signal.getsignal(sig) is not signal.SIG_IGN}
@@ -44,6 +64,7 @@ def signals_as_interrupts():
         for sig, handler in previous.items():
             signal.signal(sig, handler)
         log.setLevel(level)
+        _RAISED.clear()
 
 
 @contextlib.contextmanager
@@ -89,4 +110,5 @@ def wait_done(futures):
     """Waits for Dask futures without a client call, so that a Ctrl-C here leaves the
     client intact; fetch their results afterwards inside :func:`deferred_interrupts`."""
     while not all(f.done() for f in futures):
+        raise_swallowed()
         time.sleep(0.02)

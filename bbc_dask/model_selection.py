@@ -17,7 +17,8 @@ from sklearn.utils.validation import check_is_fitted
 
 from . import _validation as validation
 from ._multimetric import fold_level_winner, scoring_plan, split_scores
-from .cluster import current_client, shared_client
+from ._search_run import cv_results, given_client, local_workers, refit_best, search_cv
+from .cluster import shared_client
 from .exceptions import InvalidParameterError
 from .stats import Dropping
 
@@ -310,14 +311,14 @@ class BBCSearchCV(MetaEstimatorMixin, BaseEstimator):
         error_score = self.error_score if isinstance(self.error_score, str) else np.nan
         request = StudyRequest.build(
             clone(self.estimator), param_grid, X, y, store=store, metric=plan.metric,
-            n_repeats=self.n_repeats, cv=self._cv(y, groups), groups=groups,
+            n_repeats=self.n_repeats, cv=search_cv(self, y, groups), groups=groups,
             error_score=error_score,
             param_distributions=param_distributions, n_iter=n_iter,
             # a callable's choice (or a fold-level scorer's) is known from cv_results_
             # only: refit here, below
             refit=bool(self.refit) and not self._refit_here(plan),
             random_state=self.random_state,
-            client=self._given_client(),
+            client=given_client(self),
             overwrite=overwrite, progress=bool(self.verbose), dropping=self.dropping or None,
             selection=self.selection, caller=caller, fit_params=plan.fit_params,
             fit_scoring=plan.fit_scoring, names={"metric": "scoring", "n_splits": "cv"})
@@ -325,7 +326,7 @@ class BBCSearchCV(MetaEstimatorMixin, BaseEstimator):
         if request.execution.client is None:  # checked: now the cluster, warm if it was
             import dataclasses
 
-            shared = shared_client(self._workers())
+            shared = shared_client(local_workers(self))
             request = dataclasses.replace(request, execution=dataclasses.replace(
                 request.execution, client=shared))
             # the study's tasks and estimates run on it; it stays out of the user's way as
@@ -334,7 +335,7 @@ class BBCSearchCV(MetaEstimatorMixin, BaseEstimator):
         with scope:
             study = study_of(run_cvt(request))
             self.study_ = study
-            self.cv_results_ = self._cv_results(study)
+            self.cv_results_ = cv_results(self, study)
             if plan.multimetric or plan.fitted or self.return_train_score:
                 self.cv_results_ = split_scores(self, study, plan)
             self._select(study, plan)
@@ -362,7 +363,7 @@ class BBCSearchCV(MetaEstimatorMixin, BaseEstimator):
             if self.refit and self._refit_here(plan):
                 # the store's final model (if any) is the study's own winner's; this choice
                 # is the callable's, or a fold-level scorer's, or the study keeps no model
-                self.best_estimator_, self.refit_time_ = self._refit_best(study, request, X, y)
+                self.best_estimator_, self.refit_time_ = refit_best(self, study, request, X, y)
             elif self.refit:
                 self.best_estimator_ = study.final_model
                 self.refit_time_ = float(study.meta["final_model"].get("refit_time", np.nan))
@@ -372,43 +373,6 @@ class BBCSearchCV(MetaEstimatorMixin, BaseEstimator):
                         delattr(self, name)
         warn_failures(study, stacklevel=2)  # fitted: a warning turned into an error leaves it usable
         return self
-
-    def _cv(self, y, groups):
-        """``cv`` as ``GridSearchCV`` reads it: None is 5 folds, an int is scikit-learn's
-        unshuffled ``check_cv`` splitter — unless the folds are grouped or repeated,
-        which the study's own folds do (an int below 2 is the study's to refuse)."""
-        cv = 5 if self.cv is None else self.cv
-        if (isinstance(cv, Integral) and not isinstance(cv, bool) and cv >= 2
-                and groups is None and self.n_repeats == 1):
-            from sklearn.model_selection import check_cv
-
-            return check_cv(cv, y, classifier=is_classifier(self.estimator))
-        return cv
-
-    def _given_client(self):
-        """``client``, else the current default one, else None: this process's warm local
-        cluster of ``n_jobs`` workers (see ``n_jobs``), once the request is checked."""
-        self._workers()  # n_jobs checked before anything runs, whatever the client
-        given = self.client if self.client is not None else current_client()
-        if given is None:
-            return None
-        if self.n_jobs is not None:
-            import warnings
-
-            warnings.warn(f"{type(self).__name__}: n_jobs={self.n_jobs} is ignored: the study "
-                          "runs on the Dask client's workers.", UserWarning, stacklevel=3)
-        return given
-
-    def _workers(self):
-        """Local worker processes for ``n_jobs``, counted as joblib counts them."""
-        n = self.n_jobs
-        if n is None:
-            return None
-        if n == 0:
-            raise InvalidParameterError.of(
-                "n_jobs", type(self).__name__, "a non-zero integer (-1: one worker per core) "
-                "or None", n)
-        return n if n > 0 else max(1, (os.cpu_count() or 1) + 1 + n)
 
     def _select(self, study, plan):
         """``best_index_``, ``best_params_``, ``best_score_``: the callable ``refit``'s
@@ -448,21 +412,6 @@ class BBCSearchCV(MetaEstimatorMixin, BaseEstimator):
         saved there (saving imports skops, 0.9 s of a process's first fit)."""
         return callable(self.refit) or plan.primary_fitted or self.store is None
 
-    def _refit_best(self, study, request, X, y):
-        """``(model, seconds)``: ``best_index_``'s configuration fit on all data, by a task
-        on the study's workers while its client runs (the data are there), else in this
-        process as ``GridSearchCV`` refits."""
-        from distributed import Client
-
-        from .engine import refit, submit_with_data
-
-        args = (clone(self.estimator), study.params[self.best_index_], X, y,
-                request.data.shipped_fit_params())
-        client = request.execution.client
-        if isinstance(client, Client) and client.status == "running":
-            return submit_with_data(client, refit, *args)
-        return refit(*args)
-
     def get_metadata_routing(self):
         """scikit-learn's metadata routing, as ``GridSearchCV``'s: ``fit``'s parameters go
         to the estimator's ``fit`` (every fold's fit and the refit) and to the scorers
@@ -484,30 +433,6 @@ class BBCSearchCV(MetaEstimatorMixin, BaseEstimator):
         return MetadataRouter(owner=type(self).__name__).add(
             estimator=self.estimator, method_mapping=MethodMapping().add(caller="fit", callee="fit")
         ).add(scorer=scorer, method_mapping=MethodMapping().add(caller="fit", callee="score"))
-
-    def _cv_results(self, study):
-        """The study's ``cv_results_``; with a number as ``error_score``, the failed
-        fits' split scores are that number (and their configurations' mean and std count
-        it), as in ``GridSearchCV``. The ranks stay the study's: failed last."""
-        from .cube import FAILED
-        from .stats import split_means
-
-        out = dict(study.cv_results_)
-        es = self.error_score
-        st = study.state
-        failed = np.flatnonzero(np.any(st == FAILED, axis=(1, 2)))
-        if isinstance(es, str) or np.isnan(es) or not failed.size:
-            return out
-        splits = study.fold_scores()[:, failed]  # (R*K, failed configs): their done folds
-        splits[(st[failed] == FAILED).reshape(failed.size, -1).T] = es
-        for i, row in enumerate(splits):
-            out[f"split{i}_test_score"] = col = out[f"split{i}_test_score"].copy()
-            col[failed] = row
-        mean, std = split_means(splits)  # GridSearchCV's arithmetic
-        for key, values in (("mean_test_score", mean), ("std_test_score", std)):
-            out[key] = out[key].copy()
-            out[key][failed] = values
-        return out
 
     def _check_parameters(self):
         """Every constructor parameter against :attr:`_parameter_constraints`, as an

@@ -119,3 +119,23 @@ def test_partial_estimates_bbc_on_the_incomplete_cv(finished, tmp_path, client):
     table = run.invoke(main, ["estimate", str(store), "--partial", "--bootstraps", "50"])
     assert table.exit_code == 0 and table.stdout.startswith("method")
     shutil.rmtree(store)
+
+
+def test_the_csv_example_study_file_runs(tmp_path, client):
+    """examples/studies/csv_patients.yaml: data.path, target and drop, as documented."""
+    import yaml
+
+    here = os.path.join(os.path.dirname(__file__), "..", "examples", "studies")
+    spec = yaml.safe_load(open(os.path.join(here, "csv_patients.yaml")))
+    assert set(spec["data"]) == {"path", "target", "drop"}
+    spec["data"]["path"] = os.path.abspath(os.path.join(here, spec["data"]["path"]))
+    spec["store"] = str(tmp_path / "csv.zarr")
+    spec.pop("cluster")
+    f = tmp_path / "study.yaml"
+    f.write_text(yaml.safe_dump(spec))
+    got = CliRunner().invoke(main, ["run", str(f), "--scheduler", client.scheduler.address,
+                                    "--no-progress"])
+    assert got.exit_code == 0, got.output
+    assert "BBC-F" in got.stdout
+    study = bd.open_study(tmp_path / "csv.zarr")
+    assert study.cube.sizes["sample"] == 300 and "patient_id" not in study.metadata["data"]["columns"]

@@ -302,7 +302,14 @@ def test_randomized_search(scaled_cancer, client):
         assert np.shape(est.cv_results_[key]) == np.shape(value), key
     assert len({p["C"] for p in est.cv_results_["params"]}) == 4
     assert all(1e-3 <= p["C"] <= 1e2 for p in est.cv_results_["params"])
-    assert est.study_.spec["search"] == "random" and est.study_.spec["n_iter"] == 4
+    # an int random_state: RandomizedSearchCV's own candidates, run as a grid of them
+    assert est.cv_results_["params"] == rs.cv_results_["params"]
+    assert est.study_.spec["search"] == "grid"
+    # a SeedSequence: the study's own draws, recorded with its seed (a resume draws the same)
+    seeded = bd.BBCRandomizedSearchCV(LogisticRegression(), dist, n_iter=4, cv=splits,
+                                      n_bootstraps=20, random_state=np.random.SeedSequence(0)).fit(X, y)
+    assert seeded.study_.spec["search"] == "random" and seeded.study_.spec["n_iter"] == 4
+    assert len({p["C"] for p in seeded.cv_results_["params"]}) == 4
     assert est.get_params()["n_iter"] == 4 and "param_grid" not in est.get_params()
     assert "BBCRandomizedSearchCV" in bd.__all__
     with pytest.raises(ValueError, match=r"The 'n_iter' parameter of BBCRandomizedSearchCV "

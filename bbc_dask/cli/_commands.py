@@ -23,6 +23,9 @@ from ..exceptions import (
 )
 from ..stats import CI_METHODS, alpha_of
 from ._stores import store_errors as _store_errors
+from ._tables import check_finished, echo_failures, print_estimates
+
+_CI_METHODS = tuple(CI_METHODS)
 
 
 class _Group(click.Group):
@@ -277,25 +280,8 @@ def run(study_file, scheduler, store, cluster_kind, cluster_option, tls_ca_file,
     st = study.status()
     click.echo(f"finished: {st['done']} cells done, {st['failed']} failed, {st['dropped']} dropped "
                f"in {time.time() - t:.1f} s; store {study.store}")
-    _print_estimates(study, resolved.get("bootstraps", 1000), resolved.get("confidence", 0.95), "both",
+    print_estimates(study, resolved.get("bootstraps", 1000), resolved.get("confidence", 0.95), "both",
                      None)
-
-
-def _echo_failures(study, groups=None, err=False):
-    """The failed configurations' first errors, grouped by message (at most 5 lines)."""
-    groups = study.failures() if groups is None else groups
-    if not groups:
-        return
-    n = sum(g["count"] for g in groups)
-    click.echo(f"{n} configuration{'s' if n > 1 else ''} failed (first error of each, grouped):",
-               err=err)
-    for g in groups[:5]:
-        which = ", ".join(map(str, g["configs"][:5])) + (", ..." if g["count"] > 5 else "")
-        first = g["error"].splitlines()[0] if g["error"] else ""
-        click.echo(f"  {g['count']} x {first}  (configurations {which})", err=err)
-    if len(groups) > 5:
-        click.echo(f"  ... {len(groups) - 5} other messages: bbc-dask status --json lists all",
-                   err=err)
 
 
 @main.command()
@@ -322,99 +308,7 @@ def status(store, as_json, storage_option):
         f"cells {st['done']} done, {st['failed']} failed, {st['dropped']} dropped, "
         f"{st['pending']} pending of {st['cells']}; active configs {st['active_configs']}/{st['configs']}; "
         f"elapsed {sec(st['elapsed_s'])}, remaining {sec(st['remaining_s'])}")
-    _echo_failures(study, groups)
-
-
-def _check_finished(study, partial, what):
-    """Refuse numbers from an unfinished study unless ``--partial`` asked for them; say
-    what is missing either way."""
-    missing = study.unfinished()
-    if missing is None:
-        return None
-    if not partial:
-        raise UserError(f"The study at {study.store} is unfinished ({missing}); run it again to "
-                        f"finish it, or pass --partial for {what} so far.")
-    if what == "estimates" and _all_predicted(study):
-        from ..cube import DONE
-
-        st = study.state
-        done = int((st == DONE).sum())
-        click.echo(f"partial: the study is unfinished ({missing}); BBC on the incomplete CV "
-                   f"(every configuration has predictions in each repeat; {done:,} of "
-                   f"{st.size:,} cells done, {done / st.size:.0%}); BBC-F from the complete "
-                   f"configurations.", err=True)
-    else:
-        click.echo(f"partial: the study is unfinished ({missing}); {what} from the complete "
-                   f"configurations only.", err=True)
-    study.said_unfinished = True  # said here: not again by each estimate's warning
-    return missing
-
-
-def _all_predicted(study):
-    """Whether BBC on the incomplete CV applies: every configuration that neither failed
-    nor was dropped has a prediction in each repeat (Tsamardinos et al., 2018, §4)."""
-    import numpy as np
-
-    from ..cube import DONE, DROPPED, FAILED
-
-    st = study.state
-    out = np.isin(st, (FAILED, DROPPED)).any(axis=(1, 2))
-    predicted = (st == DONE).any(axis=2).all(axis=1)
-    return bool(predicted[~out].all()) and bool((~out).any())
-
-
-_CI_METHODS = tuple(CI_METHODS)
-
-
-def _print_estimates(study, bootstraps, confidence, method, seed, as_json=False, partial=None,
-                     cis=None):
-    from ..report import estimates
-
-    res = estimates(study, method=method, n_bootstraps=bootstraps, confidence_level=confidence,
-                    random_state=seed, include_incomplete=partial is not None and _all_predicted(study))
-    if as_json:
-        out = {k: dict(r.to_dict(), random_state=seed if seed is not None else study.spec["seed"],
-                       partial=partial)
-               for k, r in res.items()}
-        if cis:
-            out["selection_ci"] = {m: r.to_dict() for m, r in cis.items()}
-        click.echo(strict_json.dumps(out))
-        return
-    from ..report import configuration_text, study_names
-
-    click.echo(f"{'method':8s} {'estimate':>9s} {'CI':>21s} {'lower':>8s} {'naive CV':>9s} "
-               f"{'config':>7s} {'bootstraps':>10s}")
-    chosen, names = {}, study_names(study)
-    for k, r in res.items():
-        name = "BBC-F" if k == "bbc_f" else r.method.upper()
-        ci = f"[{r.confidence_interval[0]:.4f}, {r.confidence_interval[1]:.4f}]"
-        click.echo(f"{name:8s} {r.estimate:9.4f} {ci:>21s} {r.lower_bound:8.4f} "
-                   f"{r.naive_estimate:9.4f} {r.selected_config:7d} {r.n_bootstraps:10d}")
-        chosen.setdefault(r.selected_config, []).append(name)
-    # each line's own winner: BBC's is the study's selection, BBC-F's the best fold mean
-    click.echo(f"({study.metric}; {confidence:.0%} confidence; 'config' is the configuration "
-               f"each method selected; 'naive CV' its own CV score)")
-    for c, by in chosen.items():
-        click.echo(f"configuration {c} ({', '.join(by)}): {configuration_text(study, c, names)}")
-    others = {}
-    if cis:
-        click.echo(f"\n{'method':8s} {'lower':>8s} {'AUC':>8s} {'config':>7s} {'resamples':>10s}  "
-                   f"(2024 paper's comparators: their own 75/25 selection)")
-        for r in cis.values():
-            lower = "NaN" if r.reason else f"{r.lower_bound:.4f}"
-            why = f"  {r.reason}" if r.reason else ""
-            if r.above_observed:
-                why = ("  above the observed AUC: the tilted resamples fell below 0.5 and count "
-                       "as 1 - AUC (pROC's direction 'auto', as the paper's R code); uninformative")
-            drawn = str(r.n_bootstraps) if r.n_bootstraps else "-"
-            click.echo(f"{CI_METHODS[r.method]:8s} {lower:>8s} {r.auc:8.4f} {r.selected:7d} "
-                       f"{drawn:>10s}{why}")
-            if r.selected >= 0:
-                others.setdefault(r.selected, []).append(CI_METHODS[r.method])
-        for c, by in others.items():
-            if c not in chosen:
-                click.echo(f"configuration {c} ({', '.join(by)}): {configuration_text(study, c, names)}")
-    _echo_failures(study)
+    echo_failures(study, groups)
 
 
 @main.command()
@@ -458,7 +352,7 @@ def estimate(store, method, bootstraps, confidence, seed, as_json, partial, ci_m
         click.echo(strict_json.dumps(nested.to_dict()) if as_json else nested.summary())
         return
     study = _open(store, options)
-    missing = _check_finished(study, partial, "estimates")
+    missing = check_finished(study, partial, "estimates")
     resolved = study.metadata or {}
     level = confidence or resolved.get("confidence", 0.95)
     cis = {}
@@ -469,7 +363,7 @@ def estimate(store, method, bootstraps, confidence, seed, as_json, partial, ci_m
         warnings.simplefilter("ignore", BoundAboveObservedWarning)
         for m in (_CI_METHODS if "all" in ci_methods else dict.fromkeys(ci_methods)):
             cis[m] = study.selection_ci(m, alpha=alpha_of(level), **kw)
-    _print_estimates(study, bootstraps or resolved.get("bootstraps", 1000), level, method,
+    print_estimates(study, bootstraps or resolved.get("bootstraps", 1000), level, method,
                      seed, as_json, partial=missing, cis=cis)
 
 
@@ -491,7 +385,7 @@ def report(store, out_dir, bootstraps, partial, storage_option):
         click.echo(f"report: {write_nested_report(nested, out_dir)}")
         return
     study = _open(store, options)
-    _check_finished(study, partial, "a report")
+    check_finished(study, partial, "a report")
     resolved = study.metadata or {}
     # the defaults of `bbc-dask estimate --ci all`: BBC's bootstraps from the study file
     # (else 1000), the comparators' own 2000 unless --bootstraps says otherwise
@@ -561,7 +455,7 @@ def demo(store, out_dir, workers, no_progress):
     study = run_study_file(resolved, progress=not no_progress)
     click.echo(f"{len(study.params)} configurations × 5 folds × 2 repeats on {workers} local "
                f"workers in {time.time() - t:.1f} s")
-    _print_estimates(study, 1000, 0.95, "both", None)
+    print_estimates(study, 1000, 0.95, "both", None)
     path = write_report(study, out_dir, n_bootstraps=1000)
     click.echo(f"store: {study.store}\nreport: {os.path.abspath(path)}")
 

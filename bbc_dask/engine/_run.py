@@ -14,6 +14,7 @@ import numpy as np
 from .. import _validation as validation
 from .._random import as_seed_sequence, entropy_of
 from .._signals import signals_as_interrupts
+from ._differs import spec_differences
 from ..cube import DONE, FAILED, PENDING, ledger_checksums
 from ..exceptions import (
     AllConfigurationsFailedError,
@@ -42,54 +43,6 @@ class CVTRun(NamedTuple):
     warned: dict | None = None  # the fits' warnings: {(module, class, text): count}
     #: seconds of each phase of the run, in order (see :class:`Phases`)
     phases: dict | None = None
-
-
-def _diff(stored, new, prefix=""):
-    out = []
-    for key in sorted(set(stored) | set(new)):
-        a, b = stored.get(key), new.get(key)
-        if isinstance(a, dict) and isinstance(b, dict):
-            out += _diff(a, b, prefix + key + ".")
-        elif a != b:
-            out.append(f"{prefix}{key} (stored {_short(a)}, given {_short(b)})")
-    return out
-
-
-def _candidates_diff(stored, given):
-    """What differs between two descriptions of the configurations
-    (:meth:`~bbc_dask.engine.Configurations.describe`), by grid key and value."""
-    if stored.get("kind") != given.get("kind"):
-        return [f"candidates (stored a {stored.get('kind')} search, given a "
-                f"{given.get('kind')} search)"]
-    if given["kind"] == "random":
-        a, b = stored["params"], given["params"]
-        if len(a) != len(b):
-            return [f"candidates (stored {len(a)} random draws, given {len(b)})"]
-        i = next(i for i, (p, q) in enumerate(zip(a, b)) if p != q)
-        return [f"candidates: draw {i} (stored {_short(a[i])}, given {_short(b[i])})"]
-    a, b = stored["grid"], given["grid"]
-    if len(a) != len(b):
-        return [f"candidates: the grid's dicts (stored {len(a)}, given {len(b)})"]
-    out = []
-    for j, (p, q) in enumerate(zip(a, b)):
-        where = f"grid[{j}]." if len(a) > 1 else "grid."
-        out += _diff(p, q, "candidates: " + where)
-    return out or ["candidates (the same values, in another order)"]
-
-
-def _defaults(spec):
-    """``spec`` with the keys recorded only when not their default, or added later,
-    filled in as a store without them behaves: ``selection`` pooled; a BBCD study did not
-    test after its last wave."""
-    out = {"selection": "pooled", **spec}
-    if isinstance(out.get("dropping"), dict):
-        out["dropping"] = {"test_last_wave": False, **out["dropping"]}
-    return out
-
-
-def _short(v):
-    s = repr(v)
-    return s if len(s) < 80 else s[:77] + "..."
 
 
 def run_cvt(request):
@@ -265,12 +218,7 @@ class _StudyRun:
         # stores made before lazy planning fingerprinted the list of parameter dicts
         spec = self._spec(kind, legacy=existing is not None and "params" in existing.meta)
         if existing is not None:
-            diffs = _diff(_defaults(existing.meta["spec"]), _defaults(spec))
-            stored = existing.meta.get("configurations")
-            if stored is not None and any(d.startswith("candidates ") for d in diffs):
-                # the fingerprint is a hash: say which values changed instead
-                diffs = [d for d in diffs if not d.startswith("candidates ")] + \
-                    _candidates_diff(stored, self.configs.describe())
+            diffs = spec_differences(existing.meta, spec, self.configs.describe())
             if diffs:
                 hint = ""
                 if any(d.startswith("dropping.test_last_wave (stored False") for d in diffs):

@@ -14,7 +14,7 @@ import numpy as np
 
 from .. import _tuning as tuning
 from .. import metrics
-from .._signals import deferred_interrupts, wait_done
+from .._signals import deferred_interrupts, raise_swallowed, wait_done
 from ..cube import FAILED, PENDING
 from ..exceptions import StoreFullError, StoreLockedError, StudyError
 from ._phases import Phases
@@ -368,6 +368,7 @@ class _Executor:
         horizon = 2 * adaptive_seconds()
         try:
             while True:
+                raise_swallowed()  # a Ctrl-C the interpreter swallowed stops the run here
                 n_threads = groups.n_threads = cluster.threads()
                 groups.min_seconds = driver.min_task_seconds(n_threads)
                 queue = Queue(groups, flight, n_threads, horizon)

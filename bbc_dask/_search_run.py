@@ -1,0 +1,97 @@
+"""How a search runs its study: ``cv``, the client and ``n_jobs`` read as scikit-learn's
+searches read them, the refit of a winner chosen outside the study, and ``cv_results_``
+with a number as ``error_score`` (:class:`bbc_dask.BBCSearchCV`'s parts that are not its
+interface)."""
+from __future__ import annotations
+
+import os
+from numbers import Integral
+
+import numpy as np
+from sklearn.base import clone, is_classifier
+
+from .cluster import current_client
+from .exceptions import InvalidParameterError
+
+__all__ = ["cv_results", "given_client", "local_workers", "refit_best", "search_cv"]
+
+
+def search_cv(search, y, groups):
+    """``cv`` as ``GridSearchCV`` reads it: None is 5 folds, an int is scikit-learn's
+    unshuffled ``check_cv`` splitter — unless the folds are grouped or repeated,
+    which the study's own folds do (an int below 2 is the study's to refuse)."""
+    cv = 5 if search.cv is None else search.cv
+    if (isinstance(cv, Integral) and not isinstance(cv, bool) and cv >= 2
+            and groups is None and search.n_repeats == 1):
+        from sklearn.model_selection import check_cv
+
+        return check_cv(cv, y, classifier=is_classifier(search.estimator))
+    return cv
+
+
+def given_client(search):
+    """``client``, else the current default one, else None: this process's warm local
+    cluster of ``n_jobs`` workers (see ``n_jobs``), once the request is checked."""
+    local_workers(search)  # n_jobs checked before anything runs, whatever the client
+    given = search.client if search.client is not None else current_client()
+    if given is None:
+        return None
+    if search.n_jobs is not None:
+        import warnings
+
+        warnings.warn(f"{type(search).__name__}: n_jobs={search.n_jobs} is ignored: the study "
+                      "runs on the Dask client's workers.", UserWarning, stacklevel=3)
+    return given
+
+
+def local_workers(search):
+    """Local worker processes for ``n_jobs``, counted as joblib counts them."""
+    n = search.n_jobs
+    if n is None:
+        return None
+    if n == 0:
+        raise InvalidParameterError.of(
+            "n_jobs", type(search).__name__, "a non-zero integer (-1: one worker per core) "
+            "or None", n)
+    return n if n > 0 else max(1, (os.cpu_count() or 1) + 1 + n)
+
+
+def refit_best(search, study, request, X, y):
+    """``(model, seconds)``: ``best_index_``'s configuration fit on all data, by a task
+    on the study's workers while its client runs (the data are there), else in this
+    process as ``GridSearchCV`` refits."""
+    from distributed import Client
+
+    from .engine import refit, submit_with_data
+
+    args = (clone(search.estimator), study.params[search.best_index_], X, y,
+            request.data.shipped_fit_params())
+    client = request.execution.client
+    if isinstance(client, Client) and client.status == "running":
+        return submit_with_data(client, refit, *args)
+    return refit(*args)
+
+
+def cv_results(search, study):
+    """The study's ``cv_results_``; with a number as ``error_score``, the failed
+    fits' split scores are that number (and their configurations' mean and std count
+    it), as in ``GridSearchCV``. The ranks stay the study's: failed last."""
+    from .cube import FAILED
+    from .stats import split_means
+
+    out = dict(study.cv_results_)
+    es = search.error_score
+    st = study.state
+    failed = np.flatnonzero(np.any(st == FAILED, axis=(1, 2)))
+    if isinstance(es, str) or np.isnan(es) or not failed.size:
+        return out
+    splits = study.fold_scores()[:, failed]  # (R*K, failed configs): their done folds
+    splits[(st[failed] == FAILED).reshape(failed.size, -1).T] = es
+    for i, row in enumerate(splits):
+        out[f"split{i}_test_score"] = col = out[f"split{i}_test_score"].copy()
+        col[failed] = row
+    mean, std = split_means(splits)  # GridSearchCV's arithmetic
+    for key, values in (("mean_test_score", mean), ("std_test_score", std)):
+        out[key] = out[key].copy()
+        out[key][failed] = values
+    return out

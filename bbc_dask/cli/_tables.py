@@ -1,0 +1,118 @@
+"""What the command line prints of a study: its estimates table (BBC, BBC-F and the 2024
+paper's bounds, each row with the configuration it selected and the naive score it
+corrects), its failures, and the note of an unfinished one."""
+from __future__ import annotations
+
+import click
+
+from .. import _json as strict_json
+from ..exceptions import UserError
+from ..stats import CI_METHODS
+
+__all__ = ["all_predicted", "check_finished", "echo_failures", "print_estimates"]
+
+
+def echo_failures(study, groups=None, err=False):
+    """The failed configurations' first errors, grouped by message (at most 5 lines)."""
+    groups = study.failures() if groups is None else groups
+    if not groups:
+        return
+    n = sum(g["count"] for g in groups)
+    click.echo(f"{n} configuration{'s' if n > 1 else ''} failed (first error of each, grouped):",
+               err=err)
+    for g in groups[:5]:
+        which = ", ".join(map(str, g["configs"][:5])) + (", ..." if g["count"] > 5 else "")
+        first = g["error"].splitlines()[0] if g["error"] else ""
+        click.echo(f"  {g['count']} x {first}  (configurations {which})", err=err)
+    if len(groups) > 5:
+        click.echo(f"  ... {len(groups) - 5} other messages: bbc-dask status --json lists all",
+                   err=err)
+
+
+def check_finished(study, partial, what):
+    """Refuse numbers from an unfinished study unless ``--partial`` asked for them; say
+    what is missing either way."""
+    missing = study.unfinished()
+    if missing is None:
+        return None
+    if not partial:
+        raise UserError(f"The study at {study.store} is unfinished ({missing}); run it again to "
+                        f"finish it, or pass --partial for {what} so far.")
+    if what == "estimates" and all_predicted(study):
+        from ..cube import DONE
+
+        st = study.state
+        done = int((st == DONE).sum())
+        click.echo(f"partial: the study is unfinished ({missing}); BBC on the incomplete CV "
+                   f"(every configuration has predictions in each repeat; {done:,} of "
+                   f"{st.size:,} cells done, {done / st.size:.0%}); BBC-F from the complete "
+                   f"configurations.", err=True)
+    else:
+        click.echo(f"partial: the study is unfinished ({missing}); {what} from the complete "
+                   f"configurations only.", err=True)
+    study.said_unfinished = True  # said here: not again by each estimate's warning
+    return missing
+
+
+def all_predicted(study):
+    """Whether BBC on the incomplete CV applies: every configuration that neither failed
+    nor was dropped has a prediction in each repeat (Tsamardinos et al., 2018, §4)."""
+    import numpy as np
+
+    from ..cube import DONE, DROPPED, FAILED
+
+    st = study.state
+    out = np.isin(st, (FAILED, DROPPED)).any(axis=(1, 2))
+    predicted = (st == DONE).any(axis=2).all(axis=1)
+    return bool(predicted[~out].all()) and bool((~out).any())
+
+
+def print_estimates(study, bootstraps, confidence, method, seed, as_json=False, partial=None,
+                     cis=None):
+    from ..report import estimates
+
+    res = estimates(study, method=method, n_bootstraps=bootstraps, confidence_level=confidence,
+                    random_state=seed, include_incomplete=partial is not None and all_predicted(study))
+    if as_json:
+        out = {k: dict(r.to_dict(), random_state=seed if seed is not None else study.spec["seed"],
+                       partial=partial)
+               for k, r in res.items()}
+        if cis:
+            out["selection_ci"] = {m: r.to_dict() for m, r in cis.items()}
+        click.echo(strict_json.dumps(out))
+        return
+    from ..report import configuration_text, study_names
+
+    click.echo(f"{'method':8s} {'estimate':>9s} {'CI':>21s} {'lower':>8s} {'naive CV':>9s} "
+               f"{'config':>7s} {'bootstraps':>10s}")
+    chosen, names = {}, study_names(study)
+    for k, r in res.items():
+        name = "BBC-F" if k == "bbc_f" else r.method.upper()
+        ci = f"[{r.confidence_interval[0]:.4f}, {r.confidence_interval[1]:.4f}]"
+        click.echo(f"{name:8s} {r.estimate:9.4f} {ci:>21s} {r.lower_bound:8.4f} "
+                   f"{r.naive_estimate:9.4f} {r.selected_config:7d} {r.n_bootstraps:10d}")
+        chosen.setdefault(r.selected_config, []).append(name)
+    # each line's own winner: BBC's is the study's selection, BBC-F's the best fold mean
+    click.echo(f"({study.metric}; {confidence:.0%} confidence; 'config' is the configuration "
+               f"each method selected; 'naive CV' its own CV score)")
+    for c, by in chosen.items():
+        click.echo(f"configuration {c} ({', '.join(by)}): {configuration_text(study, c, names)}")
+    others = {}
+    if cis:
+        click.echo(f"\n{'method':8s} {'lower':>8s} {'AUC':>8s} {'config':>7s} {'resamples':>10s}  "
+                   f"(2024 paper's comparators: their own 75/25 selection)")
+        for r in cis.values():
+            lower = "NaN" if r.reason else f"{r.lower_bound:.4f}"
+            why = f"  {r.reason}" if r.reason else ""
+            if r.above_observed:
+                why = ("  above the observed AUC: the tilted resamples fell below 0.5 and count "
+                       "as 1 - AUC (pROC's direction 'auto', as the paper's R code); uninformative")
+            drawn = str(r.n_bootstraps) if r.n_bootstraps else "-"
+            click.echo(f"{CI_METHODS[r.method]:8s} {lower:>8s} {r.auc:8.4f} {r.selected:7d} "
+                       f"{drawn:>10s}{why}")
+            if r.selected >= 0:
+                others.setdefault(r.selected, []).append(CI_METHODS[r.method])
+        for c, by in others.items():
+            if c not in chosen:
+                click.echo(f"configuration {c} ({', '.join(by)}): {configuration_text(study, c, names)}")
+    echo_failures(study)
