@@ -117,9 +117,29 @@ class Study(StudyEstimates):
             from .engine import Configurations
 
             desc = self.meta.get("configurations")
-            self._param_objects = (Configurations.from_description(desc) if desc is not None
-                                   else list(self.meta["params"]))
+            self._param_objects = (self._from_study_file(desc) or Configurations.from_description(desc)
+                                   if desc is not None else list(self.meta["params"]))
         return self._param_objects
+
+    def _from_study_file(self, desc):
+        """The configurations rebuilt as objects from the study file the command line
+        stored (its estimators built by the study file's rules: scikit-learn estimator
+        classes only), if they describe exactly what the store holds; else None (the
+        stored description, values that are not JSON by their repr)."""
+        meta = self.metadata
+        if desc.get("kind") != "grid" or not isinstance(meta, dict) or not isinstance(meta.get("grid"), list):
+            return None
+        from sklearn.model_selection import ParameterGrid
+
+        from ._described import build_search
+        from .engine import Configurations
+        from .exceptions import StudyFileError
+
+        try:
+            rebuilt = Configurations("grid", ParameterGrid(build_search(meta)[1]))
+        except (StudyFileError, KeyError, TypeError, ValueError):
+            return None  # a class this environment lacks: the stored description
+        return rebuilt if rebuilt.describe() == desc else None
 
     @property
     def params(self):

@@ -266,3 +266,21 @@ def test_no_module_is_longer_than_600_lines():
         if n > 600:
             long[rel] = n
     assert not long, long
+
+
+def test_the_project_links_nothing_outside_it():
+    """Docs, examples, code and manifests speak for the project: no path that leaves the
+    repository (a link to a sibling directory would be dead in every clone)."""
+    root = os.path.dirname(PACKAGE)
+    bad = []
+    for top in ("README.md", "docs", "examples", "bbc_dask", "deploy", "benchmarks", "Makefile"):
+        path = os.path.join(root, top)
+        files = [path] if os.path.isfile(path) else [
+            os.path.join(d, f) for d, _, fs in os.walk(path) for f in fs
+            if f.endswith((".md", ".py", ".yaml", ".yml", ".txt", ".cfg", ".toml", "Dockerfile"))]
+        for f in files:
+            with open(f, encoding="utf-8", errors="replace") as fh:
+                for i, line in enumerate(fh, 1):
+                    if "../shared" in line or "/work/shared" in line:
+                        bad.append(f"{os.path.relpath(f, root)}:{i}")
+    assert not bad, bad

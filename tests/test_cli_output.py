@@ -126,7 +126,8 @@ def test_the_csv_example_study_file_runs(tmp_path, client):
     import yaml
 
     here = os.path.join(os.path.dirname(__file__), "..", "examples", "studies")
-    spec = yaml.safe_load(open(os.path.join(here, "csv_patients.yaml")))
+    with open(os.path.join(here, "csv_patients.yaml")) as fh:
+        spec = yaml.safe_load(fh)
     assert set(spec["data"]) == {"path", "target", "drop"}
     spec["data"]["path"] = os.path.abspath(os.path.join(here, spec["data"]["path"]))
     spec["store"] = str(tmp_path / "csv.zarr")
@@ -139,3 +140,16 @@ def test_the_csv_example_study_file_runs(tmp_path, client):
     assert "BBC-F" in got.stdout
     study = bd.open_study(tmp_path / "csv.zarr")
     assert study.cube.sizes["sample"] == 300 and "patient_id" not in study.metadata["data"]["columns"]
+    # best_params_ of a store the command line wrote: estimators, rebuilt from its study
+    # file by the study file's rules, usable with set_params (not their repr)
+    from sklearn.base import is_classifier
+    from sklearn.pipeline import Pipeline
+
+    best = study.best_params_
+    assert is_classifier(best["model"]) and not isinstance(best["model"], str)
+    model = Pipeline([("model", best["model"])]).set_params(**best)
+    import pandas as pd
+
+    frame = pd.read_csv(spec["data"]["path"])
+    X, y = frame.drop(columns=["patient_id", "diagnosis"]), frame["diagnosis"]
+    np.testing.assert_array_equal(model.fit(X, y).predict(X), study.final_model.predict(X))

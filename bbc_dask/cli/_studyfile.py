@@ -44,6 +44,7 @@ import os
 
 import numpy as np
 
+from .._described import _build_step, _grid_values, build_search
 from ..exceptions import StudyFileError
 from ._columns import check_columns_spec, select_features
 
@@ -374,76 +375,6 @@ def _resolve_entry(e, where):
     return out
 
 
-def _estimator_class(path, where):
-    """The estimator class at the import path ``path``, checked before anything is called.
-
-    Only a class with ``fit`` and ``get_params`` (a scikit-learn estimator) is accepted;
-    the standard library is never searched (no estimator lives there, and a study file
-    must not reach ``subprocess`` or ``os``)."""
-    import sys
-
-    if not isinstance(path, str) or "." not in path or not all(p.isidentifier() for p in path.split(".")):
-        raise _err(f"{where}.estimator", f"expected an import path such as "
-                   f"sklearn.linear_model.LogisticRegression, got {path!r}")
-    mod, _, name = path.rpartition(".")
-    if mod.split(".")[0] in sys.stdlib_module_names:
-        raise _err(f"{where}.estimator", f"{path} is not a scikit-learn estimator class (the "
-                   f"standard library holds none)")
-    if any(p.startswith("__") for p in path.split(".")):
-        # importing a package's __main__ runs its command line
-        raise _err(f"{where}.estimator", f"{path} is not a scikit-learn estimator class (an "
-                   f"import path may not name __main__ or other dunder modules)")
-    try:
-        cls = getattr(importlib.import_module(mod), name)
-    except (ImportError, AttributeError):
-        raise _err(f"{where}.estimator", f"cannot import {path!r}") from None
-    if not (isinstance(cls, type) and callable(getattr(cls, "fit", None))
-            and callable(getattr(cls, "get_params", None))):
-        raise _err(f"{where}.estimator", f"{path} is not a scikit-learn estimator class (a "
-                   f"class with fit and get_params)")
-    return cls
-
-
-def _is_nested(v):
-    return isinstance(v, dict) and "estimator" in v
-
-
-def _value(v, where):
-    """A parameter value: a nested ``{estimator, params}`` mapping becomes an estimator
-    (checked the same way), anything else is used as written."""
-    if _is_nested(v):
-        bad = sorted(set(v) - {"estimator", "params"})
-        if bad:
-            raise _err(f"{where}.{bad[0]}", "unknown key (allowed: estimator, params)")
-        return _build_step({"estimator": v["estimator"], "params": v.get("params", {}) or {}}, where)
-    return v
-
-
-def _build_step(step, where):
-    cls = _estimator_class(step["estimator"], where)
-    if not isinstance(step["params"], dict):
-        raise _err(f"{where}.params", f"expected a mapping, got {step['params']!r}")
-    params = {k: _value(v, f"{where}.params.{k}") for k, v in step["params"].items()}
-    try:
-        return cls(**params)
-    except TypeError as e:
-        raise _err(f"{where}.params", str(e)) from None
-
-
-def _grid_values(grid, where):
-    """A grid's lists with nested estimator mappings built (one fresh object each)."""
-    return {k: [_value(v, f"{where}.grid.{k}[{i}]") for i, v in enumerate(vals)]
-            for k, vals in grid.items()}
-
-
-def _build_entry(entry):
-    if "estimator" in entry:
-        return _build_step(entry, "grid")
-    from sklearn.pipeline import make_pipeline
-
-    return make_pipeline(*[_build_step(s, "grid") for s in entry["pipeline"]])
-
-
 #: The scikit-learn splitters a study file may name (``cv.splitter``): a study file calls
 #: nothing that is not on a list.
 SPLITTERS = ("KFold", "StratifiedKFold", "GroupKFold", "StratifiedGroupKFold", "RepeatedKFold",
@@ -504,19 +435,6 @@ def build_cv(resolved, folds=None):
 
         return PredefinedSplit(folds)
     return None
-
-
-def build_search(resolved):
-    """``(estimator, param_grid)`` for :func:`bbc_dask.run_study`: a one-step pipeline
-    whose ``model`` is set per configuration, one grid per entry."""
-    from sklearn.pipeline import Pipeline
-
-    grids = []
-    for entry in resolved["grid"]:
-        est = _build_entry(entry)
-        grid = _grid_values(entry["grid"], "grid")
-        grids.append({"model": [est]} | {f"model__{k}": v for k, v in grid.items()})
-    return Pipeline([("model", _build_entry(resolved["grid"][0]))]), grids
 
 
 def load_data(resolved):
