@@ -11,7 +11,7 @@ import importlib
 
 from .exceptions import StudyFileError
 
-__all__ = ["build_search"]
+__all__ = ["build_search", "build_step", "grid_values"]
 
 
 def _err(key, msg):
@@ -59,11 +59,11 @@ def _value(v, where):
         bad = sorted(set(v) - {"estimator", "params"})
         if bad:
             raise _err(f"{where}.{bad[0]}", "unknown key (allowed: estimator, params)")
-        return _build_step({"estimator": v["estimator"], "params": v.get("params", {}) or {}}, where)
+        return build_step({"estimator": v["estimator"], "params": v.get("params", {}) or {}}, where)
     return v
 
 
-def _build_step(step, where):
+def build_step(step, where):
     cls = _estimator_class(step["estimator"], where)
     if not isinstance(step["params"], dict):
         raise _err(f"{where}.params", f"expected a mapping, got {step['params']!r}")
@@ -74,7 +74,7 @@ def _build_step(step, where):
         raise _err(f"{where}.params", str(e)) from None
 
 
-def _grid_values(grid, where):
+def grid_values(grid, where):
     """A grid's lists with nested estimator mappings built (one fresh object each)."""
     return {k: [_value(v, f"{where}.grid.{k}[{i}]") for i, v in enumerate(vals)]
             for k, vals in grid.items()}
@@ -82,10 +82,10 @@ def _grid_values(grid, where):
 
 def _build_entry(entry):
     if "estimator" in entry:
-        return _build_step(entry, "grid")
+        return build_step(entry, "grid")
     from sklearn.pipeline import make_pipeline
 
-    return make_pipeline(*[_build_step(s, "grid") for s in entry["pipeline"]])
+    return make_pipeline(*[build_step(s, "grid") for s in entry["pipeline"]])
 
 
 def build_search(resolved):
@@ -96,6 +96,6 @@ def build_search(resolved):
     grids = []
     for entry in resolved["grid"]:
         est = _build_entry(entry)
-        grid = _grid_values(entry["grid"], "grid")
+        grid = grid_values(entry["grid"], "grid")
         grids.append({"model": [est]} | {f"model__{k}": v for k, v in grid.items()})
     return Pipeline([("model", _build_entry(resolved["grid"][0]))]), grids

@@ -44,7 +44,7 @@ import os
 
 import numpy as np
 
-from .._described import _build_step, _grid_values, build_search
+from .._described import build_search, build_step, grid_values
 from ..exceptions import StudyFileError
 from ._columns import check_columns_spec, select_features
 
@@ -350,7 +350,7 @@ def _resolve_entry(e, where):
         raise _err(f"{where}.grid", f"expected a mapping of parameter -> non-empty list, got {grid!r}")
     if "estimator" in e:
         step = {"estimator": e["estimator"], "params": e.get("params", {}) or {}}
-        est = _build_step(step, where)
+        est = build_step(step, where)
         out = {"estimator": step["estimator"], "params": step["params"], "grid": grid}
     else:
         steps = e["pipeline"]
@@ -362,14 +362,14 @@ def _resolve_entry(e, where):
             if not isinstance(st, dict) or "estimator" not in st:
                 raise _err(f"{where}.pipeline[{i}]", f"expected an import path or {{estimator, params}}, got {st!r}")
             st = {"estimator": st["estimator"], "params": st.get("params", {}) or {}}
-            built.append(_build_step(st, f"{where}.pipeline[{i}]"))
+            built.append(build_step(st, f"{where}.pipeline[{i}]"))
             norm.append(st)
         from sklearn.pipeline import make_pipeline
 
         est = make_pipeline(*built)
         out = {"pipeline": norm, "grid": grid}
     try:  # the grid's names exist (set_params checks them)
-        est.set_params(**{k: v[0] for k, v in _grid_values(grid, where).items()})
+        est.set_params(**{k: v[0] for k, v in grid_values(grid, where).items()})
     except (ValueError, TypeError) as exc:
         raise _err(f"{where}.grid", f"{exc}") from None
     return out
