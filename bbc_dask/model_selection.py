@@ -153,11 +153,13 @@ class BBCSearchCV(MetaEstimatorMixin, BaseEstimator):
         ``GridSearchCV``'s keys: ``params``, ``param_*``, ``split{i}_test_score`` (one per
         (repeat, fold), repeat-major), ``mean_test_score`` and ``std_test_score`` over
         them, ``rank_test_score`` (by the selection criterion, as ``best_score_``),
-        ``mean_fit_time``, ``std_fit_time`` (each fit's time includes its prediction of the
-        test fold), ``mean_score_time``, ``std_score_time`` (NaN: the folds are scored
-        from the stored predictions, several configurations at once, not timed one by
-        one); and ``pooled_test_score``, the score of the pooled out-of-sample
-        predictions (mean over repeats).
+        ``mean_fit_time``, ``std_fit_time`` (the fits alone) and ``mean_score_time``,
+        ``std_score_time`` (each fold's prediction, the fitted model's own scores and its
+        share of its block's fold scoring), as ``GridSearchCV`` splits them, for the cells
+        this fit ran (a resumed study's earlier cells: fit times with their prediction,
+        NaN score times — the store records fit times only); and
+        ``pooled_test_score``, the score of the pooled out-of-sample predictions (mean
+        over repeats).
     n_splits_ : int
         The number of ``split{i}_test_score`` columns: folds × repeats.
     refit_time_ : float

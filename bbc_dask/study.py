@@ -71,6 +71,7 @@ class Study(StudyEstimates):
         study = cls.__new__(cls)
         study._attach(run.cube, run.final_model)
         study._param_objects = run.configs
+        study._score_times = run.score_times
         study.n_fits_ = run.fits
         study.fit_warnings_ = run.warned or {}
         study.run_seconds_ = dict(run.phases or {})
@@ -85,6 +86,7 @@ class Study(StudyEstimates):
                 f"study: read it with bbc_dask.open_nested (its repeats are inner CVs that "
                 f"leave each outer test set out, on which BBC is not defined).")
         self._cube = cube
+        self._score_times = None  # measured by the run that fitted the cells (see cv_results_)
         self.location = self._cube.location
         self.store = self.location.url
         self.meta = self._cube.meta
@@ -231,9 +233,11 @@ class Study(StudyEstimates):
         (:attr:`selection`: the pooled score, or the mean of the fold scores) by
         ``GridSearchCV``'s rule (equal scores share the smallest rank), so that
         ``best_index_`` ranks first and :attr:`best_score_` is that criterion there;
-        ``mean_fit_time``/``std_fit_time`` over the fits (each with its prediction of
-        the test fold); ``mean_score_time``/``std_score_time`` NaN (the folds are scored
-        from the stored predictions, not timed per fit)."""
+        ``mean_fit_time``/``std_fit_time`` over the fits and ``mean_score_time``/
+        ``std_score_time`` over their predictions and scores, as ``GridSearchCV`` splits
+        them, for the cells the run in this process fitted; a study opened from its store
+        (or cells fitted by an earlier run) has fit times that include the prediction,
+        and NaN score times: the store records fit times only."""
         st = self._cube.state()
         n_cfg = st.shape[0]
         idx = self.complete_configs()
@@ -249,6 +253,13 @@ class Study(StudyEstimates):
         if self.selection == "fold_mean":  # the winner's own means: the same ties
             criterion = mean  # NaN but for complete configurations, as ``splits``
         ft = self._cube.fit_times().reshape(n_cfg, -1)
+        sc = np.full(ft.shape, np.nan)
+        if self._score_times is not None:
+            # GridSearchCV's split, where this process measured it: the fit alone, and
+            # the prediction with the scores (the store records fit and prediction together)
+            fit_only = self._score_times.fit.reshape(n_cfg, -1)
+            ft = np.where(np.isnan(fit_only), ft, fit_only)
+            sc = self._score_times.score.reshape(n_cfg, -1)
         out = {"params": self.params}
         keys = sorted({k for p in self.params for k in p})
         for k in keys:
@@ -262,10 +273,10 @@ class Study(StudyEstimates):
             out["rank_test_score"] = grid_ranks(criterion)
             out["mean_fit_time"] = np.nanmean(np.where(np.isnan(ft), np.nan, ft), axis=1) if ft.size else ft
             out["std_fit_time"] = np.nanstd(ft, axis=1) if ft.size else ft
-            # the folds are scored from the stored predictions, many configurations at
-            # once: no score time per fit exists (a fit's time includes its prediction)
-            out["mean_score_time"] = np.full(n_cfg, np.nan)
-            out["std_score_time"] = np.full(n_cfg, np.nan)
+            # measured by the run in this process (each cell's prediction, the fitted
+            # model's own scores and its share of its block's fold scoring); NaN for cells
+            # fitted by another process or run, whose store keeps their fit times only
+            out["mean_score_time"], out["std_score_time"] = _nan_mean_std(sc)
         return out
 
     @property
@@ -562,6 +573,17 @@ def warn_failures(study, stacklevel):
     if len(groups) > 3:
         lines.append(f"  ... {len(groups) - 3} other errors: Study.failures() lists all")
     warnings.warn("\n".join(lines), FitFailedWarning, stacklevel=stacklevel + 1)
+
+
+def _nan_mean_std(a):
+    """Mean and standard deviation of each row of ``a`` over its finite values; NaN for a
+    row without one (quietly: a study opened from its store has no score times)."""
+    ok = ~np.isnan(a)
+    n = ok.sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = np.where(ok, a, 0.0).sum(axis=1) / n
+        var = np.where(ok, (a - mean[:, None]) ** 2, 0.0).sum(axis=1) / n
+    return mean, np.sqrt(var)
 
 
 def study_of(run):

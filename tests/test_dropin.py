@@ -112,6 +112,17 @@ def test_n_jobs_and_pre_dispatch_as_gridsearchcv(cancer, client):
     assert said == ["BBCSearchCV: n_jobs=4 is ignored: the study runs on the Dask client's "
                     "workers."]
     assert search.get_params()["n_jobs"] == 4 and search.get_params()["pre_dispatch"] == "2*n_jobs"
+    # the fit and score times split as GridSearchCV's, measured by the tasks
+    res = search.cv_results_
+    for key in ("mean_fit_time", "mean_score_time", "std_fit_time", "std_score_time"):
+        assert np.isfinite(res[key]).all() and (res[key] >= 0).all(), key
+    assert (res["mean_fit_time"] > 0).all() and (res["mean_score_time"] > 0).all()
+    stored = search.study_._cube.fit_times().reshape(2, -1).mean(axis=1)  # fit + prediction
+    assert (res["mean_fit_time"] < stored).all()
+    # a study opened from its store: fit times with their prediction, no score times
+    reopened = bd.open_study(search.study_.store).cv_results_
+    np.testing.assert_allclose(reopened["mean_fit_time"], stored)
+    assert np.isnan(reopened["mean_score_time"]).all()
     with pytest.raises(InvalidParameterError, match="'n_jobs' parameter of BBCSearchCV must be a non-zero"):
         bd.BBCSearchCV(est, grid, n_jobs=0).fit(X, y)
     with pytest.raises(InvalidParameterError, match="'n_jobs' parameter of BBCSearchCV"):

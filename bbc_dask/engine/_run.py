@@ -3,6 +3,7 @@ lock, the waves run, the winner refit. Resumable from the store."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import signal
 import sys
 import threading
@@ -31,6 +32,21 @@ from ._waves import run_waves, submit_with_data
 __all__ = ["CVTRun", "run_cvt", "wall_seconds"]
 
 
+@dataclasses.dataclass(frozen=True)
+class CellTimes:
+    """Seconds of each cell (C, R, K) that a run fitted, as ``GridSearchCV`` splits them:
+    ``fit`` the fit alone, ``score`` the prediction of the test fold, the fitted model's
+    own scores and the cell's share of its block's fold scoring (NaN for cells the run did
+    not fit; the store records the fit and the prediction together, ``fit_time``)."""
+
+    fit: np.ndarray
+    score: np.ndarray
+
+    @classmethod
+    def empty(cls, shape):
+        return cls(np.full(shape, np.nan), np.full(shape, np.nan))
+
+
 class CVTRun(NamedTuple):
     """What a run leaves besides its store: the final model it refit (None if it did not),
     the configurations as objects, the number of fits it ran and the cube it had open."""
@@ -43,6 +59,8 @@ class CVTRun(NamedTuple):
     warned: dict | None = None  # the fits' warnings: {(module, class, text): count}
     #: seconds of each phase of the run, in order (see :class:`Phases`)
     phases: dict | None = None
+    #: the fit and score seconds of the cells this run fitted (:class:`CellTimes`)
+    score_times: object = None
 
 
 def run_cvt(request):
@@ -64,6 +82,7 @@ class _StudyRun:
         self.configs = None
         self.token = None
         self.fits = 0
+        self.score_times = None
         self.warned = {}
         self.phases = Phases()
         self.warming = []  # the workers' warm-up futures (see _warm_workers)
@@ -125,7 +144,7 @@ class _StudyRun:
                 phase.add("close", time.perf_counter() - t0)
         self.cube.guard = _released  # the study reads it; a write without the lock fails
         return CVTRun(self.loc, final, self.configs, self.fits, self.cube, self.warned,
-                      phase.seconds)
+                      phase.seconds, self.score_times)
 
     def _open_or_create(self, lock):
         """Decide, under the lock, whether the store is new, ours to resume, or another
@@ -317,6 +336,7 @@ class _StudyRun:
 
     def _run_waves(self, client, cancel_on_exit):
         req = self.request
+        self.score_times = CellTimes.empty(self.cube.state().shape)
         self.fits = run_waves(self.cube, client, req.estimator, self.configs, req.data.X,
                               req.data.y, req.data.target, req.metric, req.error_score,
                               req.execution.progress, req.dropping, self.root, cancel_on_exit,
@@ -324,7 +344,8 @@ class _StudyRun:
                               fit_params=req.data.shipped_fit_params(),
                               # nested CV: each outer fold has its own rule (_check_not_all_failed)
                               stop_if_all_failed=req.protocol.kind != "nested",
-                              warned=self.warned, phases=self.phases)
+                              warned=self.warned, phases=self.phases,
+                              score_times=self.score_times)
         with self.phases("ledger"):
             runs = list(self.cube.meta["runs"])
             runs[-1].update(finished=time.strftime("%Y-%m-%dT%H:%M:%S"), t1=time.time(),

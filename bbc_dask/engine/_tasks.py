@@ -254,7 +254,9 @@ def fit_predict_block(estimator, params_block, X_train, y_train, X_test, metric,
     that cannot give what ``metric`` needs fails like one that raises.
 
     Returns a dict: ``values`` (len(X_test), n_block[, K]) float64 (NaN for a failed
-    configuration), ``fit_time`` (n_block,), ``failed`` (n_block,) bool, ``errors`` list of
+    configuration), ``fit_time`` (n_block,: fit and prediction), ``score_time`` (n_block,:
+    the prediction and the fitted model's own scores, the part of ``fit_time`` that is
+    not the fit; NaN where the cell failed), ``failed`` (n_block,) bool, ``errors`` list of
     str, and ``raise_`` (index, text) when ``error_score == "raise"`` met an error.
     """
     from ..metrics import get_metric
@@ -264,6 +266,7 @@ def fit_predict_block(estimator, params_block, X_train, y_train, X_test, metric,
     shape = (X_test.shape[0], n_block) + ((n_classes_axis,) if n_classes_axis else ())
     values = np.full(shape, np.nan)
     fit_time = np.full(n_block, np.nan)
+    score_time = np.full(n_block, np.nan)
     failed = np.zeros(n_block, dtype=bool)
     errors = [""] * n_block
     scores = None if fit_scoring is None else np.full((n_block, fit_scoring.width), np.nan)
@@ -276,10 +279,12 @@ def fit_predict_block(estimator, params_block, X_train, y_train, X_test, metric,
                 raise TypeError(f"The estimator {problem}.")
             fitted, X_pred = _fit_shared(est, X_train, y_train, X_test,
                                          *(fit_params or ({}, False)), whole=scores is not None)
+            t1 = time.perf_counter()
             values[:, j] = _response(fitted, response_method(est, m), X_pred, classes,
                                      pos_code, n_classes_axis)
             if scores is not None:
                 scores[j] = fit_scoring.score(est, X_train, y_train, X_test)
+            score_time[j] = time.perf_counter() - t1
         except Exception as exc:  # scikit-learn's error_score semantics
             text = f"{type(exc).__name__}: {exc}".strip()  # the class's name, not its module
             if isinstance(error_score, str) and error_score == "raise":
@@ -288,7 +293,9 @@ def fit_predict_block(estimator, params_block, X_train, y_train, X_test, metric,
             failed[j] = True
             errors[j] = text
         fit_time[j] = time.perf_counter() - t0
-    out = {"values": values, "fit_time": fit_time, "failed": failed, "errors": errors}
+    score_time[failed] = np.nan
+    out = {"values": values, "fit_time": fit_time, "score_time": score_time, "failed": failed,
+           "errors": errors}
     if scores is not None:
         scores[failed] = np.nan
         out["fit_score"] = scores
@@ -439,9 +446,14 @@ def _fit_block(estimator, params_block, X, y, folds, scoring, r, k, fit_params=N
     if "raise_" in res:
         return res, None
     values = res.pop("values")
+    t0 = time.perf_counter()
     res["fold_score"] = _fold_scores(values, res["failed"],
                                      _fold_target(y_test, classes, pos_code), metric,
                                      test, folds.shape[0], sample_block)
+    # the block's configurations are scored at once: each cell its share, as GridSearchCV's
+    # score time holds its scorer's call
+    res["fit_only"] = res["fit_time"] - res["score_time"]
+    res["score_time"] = res["score_time"] + (time.perf_counter() - t0) / max(1, len(params_block))
     return res, values
 
 

@@ -71,7 +71,7 @@ class _WaveTasks:
 def run_waves(cube, client, estimator, configs, X, y, target, m, error_score,
                progress, dropping=None, root=None, cancel_on_exit=True, token=None,
                pooled=True, stop_if_all_failed=False, fit_params=None, warned=None,
-               phases=None):
+               phases=None, score_times=None):
     """Run every pending cell, wave by wave; with ``dropping``, test between waves; then
     (``pooled``) the pooled scores of complete configurations.
 
@@ -104,6 +104,7 @@ def run_waves(cube, client, estimator, configs, X, y, target, m, error_score,
         # scored as their blocks complete, among the waves' tasks (no pass at the end)
         run.pooled = PooledAlong(cube, client, m, target, state)
     run.cancel_on_exit = cancel_on_exit
+    run.score_times = score_times  # a CellTimes of the cells run here, or None
     if warned is not None:
         run.warned = warned
     if stop_if_all_failed:
@@ -300,6 +301,7 @@ class _Executor:
         self.batch, self.flushed = [], time.monotonic()
         # what a resumed run knows of each configuration's cost before timing any
         self.cost = cube.mean_fit_times()
+        self.score_times = None
         self.block_bytes = cube.chunk_nbytes
         self.phases = None  # run_waves's
         self.pooled = None  # a PooledAlong when pooled scores are computed along the waves
@@ -481,6 +483,9 @@ class _Executor:
         if self.failed is not None:
             self.failed[cfgs[np.asarray(res["failed"], bool)]] = True
         self.cost[cfgs] = res["fit_time"]
+        if self.score_times is not None and "score_time" in res:
+            self.score_times.fit[cfgs, r, k] = res["fit_only"]
+            self.score_times.score[cfgs, r, k] = res["score_time"]
         self.fits += len(cfgs)
         if self.bar is not None:
             # the furthest wave reached: tasks of a resumed run's earlier waves finish
