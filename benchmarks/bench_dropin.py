@@ -1,9 +1,9 @@
 """BBCSearchCV as a drop-in for GridSearchCV(n_jobs=2) in a user's script: a nested
 ``cross_val_score(search, X, y, cv=5)`` over StandardScaler -> LogisticRegression with 5
 values of C (inner cv: the default, 5 folds) on breast cancer — 125 inner fits and 5 refits
-per side, with no client given: BBCSearchCV starts this process's warm local cluster on its
-first fit and keeps it for the next four (``n_jobs=2`` workers), GridSearchCV its joblib
-workers.
+per side, with no client given: BBCSearchCV (its defaults: 1,000 bootstraps for each of
+bbc_ and bbc_f_) starts this process's warm local cluster on its first fit and keeps it for
+the next four (``n_jobs=2`` workers), GridSearchCV its joblib workers.
 
 Each side runs as a whole process (``python -c``: imports, the cluster's or the pool's start,
 the five outer fits and the exit, shutdown included), ``--repeat`` times interleaved (default
@@ -34,7 +34,7 @@ pipe = make_pipeline(StandardScaler(), LogisticRegression())
 grid = {"logisticregression__C": [0.01, 0.1, 1, 10, 100]}
 if SIDE == "bbc":
     import bbc_dask as bd
-    search = bd.BBCSearchCV(pipe, grid, n_jobs=2, n_bootstraps=200)
+    search = bd.BBCSearchCV(pipe, grid, n_jobs=2)  # every other argument its default
 else:
     search = GridSearchCV(pipe, grid, n_jobs=2)
 t1 = time.perf_counter()

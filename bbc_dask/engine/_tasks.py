@@ -8,10 +8,8 @@ from __future__ import annotations
 import hashlib
 import pickle
 import threading
-import contextlib
 import time
 import traceback
-import warnings
 import weakref
 from collections import OrderedDict
 
@@ -19,6 +17,7 @@ import numpy as np
 from sklearn.base import clone
 
 from .. import _tuning as tuning
+from ._fit_warnings import collected_warnings
 
 __all__ = ["FitScoring", "fit_outer", "fit_predict_block", "fit_write_blocks", "method_problem", "refit",
            "response_method", "warm_up"]
@@ -254,10 +253,9 @@ def fit_predict_block(estimator, params_block, X_train, y_train, X_test, metric,
     that cannot give what ``metric`` needs fails like one that raises.
 
     Returns a dict: ``values`` (len(X_test), n_block[, K]) float64 (NaN for a failed
-    configuration), ``fit_time`` (n_block,: fit and prediction), ``score_time`` (n_block,:
-    the prediction and the fitted model's own scores, the part of ``fit_time`` that is
-    not the fit; NaN where the cell failed), ``failed`` (n_block,) bool, ``errors`` list of
-    str, and ``raise_`` (index, text) when ``error_score == "raise"`` met an error.
+    configuration), ``fit_time`` (n_block,: fit and prediction), ``score_time`` (its part
+    after the fit: prediction and scores; NaN where failed), ``failed`` (n_block,) bool,
+    ``errors`` list of str, and ``raise_`` (index, text) when ``error_score == "raise"``.
     """
     from ..metrics import get_metric
 
@@ -445,59 +443,14 @@ def _fit_block(estimator, params_block, X, y, folds, scoring, r, k, fit_params=N
                             *_train_params(X, fit_params, folds, r, k, y_test))
     if "raise_" in res:
         return res, None
-    values = res.pop("values")
-    t0 = time.perf_counter()
+    values, t0 = res.pop("values"), time.perf_counter()
     res["fold_score"] = _fold_scores(values, res["failed"],
                                      _fold_target(y_test, classes, pos_code), metric,
                                      test, folds.shape[0], sample_block)
-    # the block's configurations are scored at once: each cell its share, as GridSearchCV's
-    # score time holds its scorer's call
+    # a block is scored at once: each cell its share (GridSearchCV's holds its scorer's call)
     res["fit_only"] = res["fit_time"] - res["score_time"]
     res["score_time"] = res["score_time"] + (time.perf_counter() - t0) / max(1, len(params_block))
     return res, values
-
-
-#: The warnings of the task running in this thread, while one collects them.
-_COLLECTING = threading.local()
-_HOOK_LOCK = threading.Lock()
-_shown = {"original": None}
-
-
-def _show(message, category, filename, lineno, file=None, line=None):
-    """``warnings.showwarning`` of a worker: a warning raised by a collecting task is kept
-    for the driver (which shows each distinct one once for the whole run); any other
-    warning is shown as before."""
-    seen = getattr(_COLLECTING, "seen", None)
-    if seen is None:
-        return _shown["original"](message, category, filename, lineno, file, line)
-    key = (category.__module__, category.__qualname__, str(message).strip())
-    seen[key] = seen.get(key, 0) + 1
-
-
-@contextlib.contextmanager
-def collected_warnings():
-    """Collect the warnings the fits of this task raise, instead of printing them: a
-    scikit-learn FutureWarning or ConvergenceWarning would otherwise be printed by every
-    task of every wave. Yields a dict ``{(module, class name, text): count}``.
-
-    ``catch_warnings`` is not used: it swaps the process's filters and hook, which is
-    not safe with several tasks running in threads of one worker; a hook that looks up
-    the running thread's collector is. Installed at the first task, again if a library
-    restored the old hook (the filters decide, as always, which warnings reach it)."""
-    if warnings.showwarning is not _show:
-        with _HOOK_LOCK:
-            if warnings.showwarning is not _show:
-                _shown["original"] = warnings.showwarning
-                warnings.showwarning = _show
-    from ..metrics import COLLECTED
-
-    _COLLECTING.seen = {}
-    COLLECTED.on = True  # the scorers' own silencing would swap the process's filters
-    try:
-        yield _COLLECTING.seen
-    finally:
-        _COLLECTING.seen = None
-        COLLECTED.on = False
 
 
 def fit_write_blocks(estimator, params_blocks, X, y, folds, scoring, writer, r, k, placements,

@@ -80,7 +80,7 @@ def run_waves(cube, client, estimator, configs, X, y, target, m, error_score,
     ``fit_params``: ``(parameters of every fit, metadata routing on)`` or None, shipped
     as X and y are (sliced by the tasks).
     ``warned``: a dict that receives the fits' warnings, ``{(module, class, text): count}``
-    over all tasks (each task collects its own, see ``_tasks.collected_warnings``).
+    over all tasks (each task collects its own, see ``_fit_warnings.collected_warnings``).
     ``phases``: a :class:`~bbc_dask.engine._phases.Phases` that receives the seconds of the
     waves, the last ledger batch, the dropping decisions and the pooled pass.
 
