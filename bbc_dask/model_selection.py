@@ -117,7 +117,9 @@ class BBCSearchCV(MetaEstimatorMixin, BaseEstimator):
         ones, as joblib keeps its workers (closed at exit, or by
         :func:`bbc_dask.close_shared_client`); a string is a scheduler address.
     random_state : int or None, default=None
-        Seeds the folds and the bootstraps.
+        Seeds the bootstraps, and the study's own folds where ``cv`` asks for them (with
+        ``groups`` or ``n_repeats`` above 1; an int ``cv`` is otherwise ``GridSearchCV``'s
+        unshuffled folds).
     selection : {"fold_mean", "pooled"}, default="fold_mean"
         The winner (``best_index_``, the model refit, ``bbc_.selected_config`` and
         ``bbc_f_.selected_config``). ``"fold_mean"``: ``GridSearchCV``'s rule, the best
