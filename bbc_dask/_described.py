@@ -11,10 +11,11 @@ import importlib
 
 from .exceptions import StudyFileError
 
-__all__ = ["build_search", "build_step", "grid_values"]
+__all__ = ["build_search", "build_step", "file_error", "grid_values"]
 
 
-def _err(key, msg):
+def file_error(key, msg):
+    """The one-line error of a study file's key ``key``."""
     return StudyFileError(f"study file: {key}: {msg}")
 
 
@@ -27,23 +28,23 @@ def _estimator_class(path, where):
     import sys
 
     if not isinstance(path, str) or "." not in path or not all(p.isidentifier() for p in path.split(".")):
-        raise _err(f"{where}.estimator", f"expected an import path such as "
+        raise file_error(f"{where}.estimator", f"expected an import path such as "
                    f"sklearn.linear_model.LogisticRegression, got {path!r}")
     mod, _, name = path.rpartition(".")
     if mod.split(".")[0] in sys.stdlib_module_names:
-        raise _err(f"{where}.estimator", f"{path} is not a scikit-learn estimator class (the "
+        raise file_error(f"{where}.estimator", f"{path} is not a scikit-learn estimator class (the "
                    f"standard library holds none)")
     if any(p.startswith("__") for p in path.split(".")):
         # importing a package's __main__ runs its command line
-        raise _err(f"{where}.estimator", f"{path} is not a scikit-learn estimator class (an "
+        raise file_error(f"{where}.estimator", f"{path} is not a scikit-learn estimator class (an "
                    f"import path may not name __main__ or other dunder modules)")
     try:
         cls = getattr(importlib.import_module(mod), name)
     except (ImportError, AttributeError):
-        raise _err(f"{where}.estimator", f"cannot import {path!r}") from None
+        raise file_error(f"{where}.estimator", f"cannot import {path!r}") from None
     if not (isinstance(cls, type) and callable(getattr(cls, "fit", None))
             and callable(getattr(cls, "get_params", None))):
-        raise _err(f"{where}.estimator", f"{path} is not a scikit-learn estimator class (a "
+        raise file_error(f"{where}.estimator", f"{path} is not a scikit-learn estimator class (a "
                    f"class with fit and get_params)")
     return cls
 
@@ -58,7 +59,7 @@ def _value(v, where):
     if _is_nested(v):
         bad = sorted(set(v) - {"estimator", "params"})
         if bad:
-            raise _err(f"{where}.{bad[0]}", "unknown key (allowed: estimator, params)")
+            raise file_error(f"{where}.{bad[0]}", "unknown key (allowed: estimator, params)")
         return build_step({"estimator": v["estimator"], "params": v.get("params", {}) or {}}, where)
     return v
 
@@ -66,12 +67,12 @@ def _value(v, where):
 def build_step(step, where):
     cls = _estimator_class(step["estimator"], where)
     if not isinstance(step["params"], dict):
-        raise _err(f"{where}.params", f"expected a mapping, got {step['params']!r}")
+        raise file_error(f"{where}.params", f"expected a mapping, got {step['params']!r}")
     params = {k: _value(v, f"{where}.params.{k}") for k, v in step["params"].items()}
     try:
         return cls(**params)
     except TypeError as e:
-        raise _err(f"{where}.params", str(e)) from None
+        raise file_error(f"{where}.params", str(e)) from None
 
 
 def grid_values(grid, where):

@@ -10,7 +10,7 @@ from . import _tuning as tuning
 from . import _validation as validation
 from .chunked import refuse_general, use_chunked
 from .cluster import current_client
-from .cube import DONE, FAILED, ledger_fold_matrix, target_of
+from .cube import DONE, DROPPED, FAILED, ledger_fold_matrix, target_of
 from .exceptions import StudyNotReadyError, UndefinedScoreError
 from .stats import (
     SELECTIONS,
@@ -60,6 +60,14 @@ class StudyEstimates:
             return None
         return (f"{pending} of {st.size} cells pending; {int(complete(st).sum())} of "
                 f"{st.shape[0]} configurations complete")
+
+    def incomplete_estimable(self):
+        """Whether BBC on the incomplete CV (``bbc(include_incomplete=True)``) takes every
+        configuration that neither failed nor was dropped: each has a prediction in each
+        repeat (Tsamardinos et al., 2018, §4)."""
+        st = self._cube.state()
+        out = np.isin(st, (FAILED, DROPPED)).any(axis=(1, 2))
+        return bool((~out).any()) and bool(_predicted_in_each_repeat(st)[~out].all())
 
     def _warn_unfinished(self, caller, stacklevel=3):
         """:class:`~bbc_dask.exceptions.UnfinishedStudyWarning` on an :meth:`unfinished`
@@ -191,7 +199,7 @@ class StudyEstimates:
 
         caller = "Study.bbc"
         st = self._cube.state()
-        idx = np.flatnonzero((st == DONE).any(axis=2).all(axis=1))  # a fold of every repeat
+        idx = np.flatnonzero(_predicted_in_each_repeat(st))
         if idx.size == 0:
             raise StudyNotReadyError(self._none_complete())
         if chunked or (chunked is None and self._chunked(idx, None)):
@@ -399,3 +407,8 @@ class StudyEstimates:
             F[:, idx] = fold_score_matrix(pred, y, folds, metric=m, pos_label=pos)[0]
         F[~done.reshape(n_cfg, -1).T] = np.nan
         return F
+
+
+def _predicted_in_each_repeat(st):
+    """Per configuration of the state ``st`` (C, R, K): a fold predicted in every repeat."""
+    return (st == DONE).any(axis=2).all(axis=1)

@@ -44,7 +44,7 @@ import os
 
 import numpy as np
 
-from .._described import build_search, build_step, grid_values
+from .._described import build_search, build_step, file_error, grid_values
 from ..exceptions import StudyFileError
 from ._columns import check_columns_spec, select_features
 
@@ -55,16 +55,14 @@ _TOP = {"data", "grid", "cv", "metric", "dropping", "bootstraps", "confidence", 
         "selection", "protocol"}
 
 
-def _err(key, msg):
-    return StudyFileError(f"study file: {key}: {msg}")
 
 
 def _need(d, key, where, types, what):
     if key not in d:
-        raise _err(f"{where}.{key}" if where else key, f"missing (expected {what})")
+        raise file_error(f"{where}.{key}" if where else key, f"missing (expected {what})")
     v = d[key]
     if not isinstance(v, types):
-        raise _err(f"{where}.{key}" if where else key, f"expected {what}, got {v!r}")
+        raise file_error(f"{where}.{key}" if where else key, f"expected {what}, got {v!r}")
     return v
 
 
@@ -132,13 +130,13 @@ def _check_expansion(raw, path):
 def resolve_study_file(raw, base="."):
     unknown = sorted(set(raw) - _TOP)
     if unknown:
-        raise _err(unknown[0], f"unknown key (allowed: {', '.join(sorted(_TOP))})")
+        raise file_error(unknown[0], f"unknown key (allowed: {', '.join(sorted(_TOP))})")
     resolved = {"name": str(raw.get("name", "study"))}
     data = _need(raw, "data", "", dict, "a mapping with 'path' and 'target', or 'sklearn'")
     resolved["data"] = _resolve_data(data, base)
     grid = _need(raw, "grid", "", list, "a list of estimator or pipeline entries")
     if not grid:
-        raise _err("grid", "empty list")
+        raise file_error("grid", "empty list")
     resolved["grid"] = [_resolve_entry(e, f"grid[{i}]") for i, e in enumerate(grid)]
     resolved["cv"] = _resolve_cv(raw.get("cv", {}) or {}, resolved["data"])
     from ..exceptions import InvalidParameterError
@@ -148,14 +146,14 @@ def resolve_study_file(raw, base="."):
     # a name only (registered, or any scorer name of scikit-learn): a study file never
     # names a function to import and call
     if not isinstance(metric, str):
-        raise _err("metric", f"a scorer name (a string). Got {metric!r}")
+        raise file_error("metric", f"a scorer name (a string). Got {metric!r}")
     try:
         get_metric(metric, caller="the study file")
     except InvalidParameterError as exc:
         if "clustering" in str(exc):
-            raise _err("metric", f"{metric!r} is a clustering metric: it compares two "
+            raise file_error("metric", f"{metric!r} is a clustering metric: it compares two "
                                  f"partitions, not predictions with their targets") from None
-        raise _err("metric", f"unknown metric {metric!r} (one of {', '.join(metric_names())}, "
+        raise file_error("metric", f"unknown metric {metric!r} (one of {', '.join(metric_names())}, "
                              f"or another scorer name of sklearn.metrics.get_scorer_names())"
                    ) from None
     resolved["metric"] = metric
@@ -163,37 +161,37 @@ def resolve_study_file(raw, base="."):
     if isinstance(drop, dict):
         bad = sorted(set(drop) - {"alpha", "n_bootstraps", "min_predictions", "test_last_wave"})
         if bad:
-            raise _err(f"dropping.{bad[0]}", "unknown key (allowed: alpha, n_bootstraps, "
+            raise file_error(f"dropping.{bad[0]}", "unknown key (allowed: alpha, n_bootstraps, "
                                              "min_predictions, test_last_wave)")
         from ..stats import Dropping
 
         try:
             Dropping(**drop)
         except (TypeError, ValueError) as e:
-            raise _err("dropping", str(e)) from None
+            raise file_error("dropping", str(e)) from None
     elif not isinstance(drop, bool):
-        raise _err("dropping", f"expected true, false or a mapping, got {drop!r}")
+        raise file_error("dropping", f"expected true, false or a mapping, got {drop!r}")
     resolved["dropping"] = drop
     resolved["bootstraps"] = _int(raw.get("bootstraps", 1000), "bootstraps", 1)
     conf = raw.get("confidence", 0.95)
     if not isinstance(conf, float) or not 0 < conf < 1:
-        raise _err("confidence", f"expected a number in (0, 1), got {conf!r}")
+        raise file_error("confidence", f"expected a number in (0, 1), got {conf!r}")
     resolved["confidence"] = conf
     rs = raw.get("random_state", 0)
     if rs is not None and (not isinstance(rs, int) or isinstance(rs, bool) or rs < 0):
-        raise _err("random_state", f"expected a non-negative integer or null, got {rs!r}")
+        raise file_error("random_state", f"expected a non-negative integer or null, got {rs!r}")
     resolved["random_state"] = rs
     resolved["store"] = _resolve_store(raw.get("store", f"runs/{resolved['name']}.zarr"), base)
     cluster = raw.get("cluster", {"kind": "local"}) or {"kind": "local"}
     if not isinstance(cluster, dict):
-        raise _err("cluster", f"expected a mapping (kind: local|address, options), got {cluster!r}")
+        raise file_error("cluster", f"expected a mapping (kind: local|address, options), got {cluster!r}")
     if "address" in cluster and "kind" not in cluster:
         cluster = {"kind": "address", **cluster}
     resolved["cluster"] = check_cluster({"kind": "local", **cluster})
     sec = resolved["cluster"].get("security")
     if sec is not None:
         if not isinstance(sec, dict):
-            raise _err("cluster.security", f"expected a mapping of TLS files (tls_ca_file, "
+            raise file_error("cluster.security", f"expected a mapping of TLS files (tls_ca_file, "
                                            f"tls_client_cert, tls_client_key), got {sec!r}")
         resolved["cluster"]["security"] = {
             k: os.path.abspath(os.path.join(base, v)) if k.startswith("tls_") and k != "tls_min_version"
@@ -205,12 +203,12 @@ def resolve_study_file(raw, base="."):
     if isinstance(es, float) and es != es:
         es = "nan"
     if es not in ("nan", "raise"):
-        raise _err("error_score", f"expected nan (a failing configuration is recorded and "
+        raise file_error("error_score", f"expected nan (a failing configuration is recorded and "
                                   f"skipped) or raise (stop at the first error), got {es!r}")
     resolved["error_score"] = es
     sel = raw.get("selection", "pooled")
     if sel not in ("pooled", "fold_mean"):
-        raise _err("selection", f"expected pooled (the best pooled CV score) or fold_mean (the "
+        raise file_error("selection", f"expected pooled (the best pooled CV score) or fold_mean (the "
                                 f"best mean fold score), got {sel!r}")
     resolved["selection"] = sel
     resolved["protocol"] = _resolve_protocol(raw.get("protocol", "cvt"), resolved)
@@ -225,20 +223,20 @@ def _resolve_protocol(p, resolved):
     if isinstance(p, str):
         p = {"kind": p}
     if not isinstance(p, dict) or p.get("kind") not in ("cvt", "nested"):
-        raise _err("protocol", f"expected cvt, nested or a mapping {{kind: nested, n_outer: ..., "
+        raise file_error("protocol", f"expected cvt, nested or a mapping {{kind: nested, n_outer: ..., "
                                f"n_inner: ...}}, got {p!r}")
     bad = sorted(set(p) - ({"kind"} if p["kind"] == "cvt" else {"kind", "n_outer", "n_inner"}))
     if bad:
-        raise _err(f"protocol.{bad[0]}", f"unknown key for protocol {p['kind']} (allowed: kind"
+        raise file_error(f"protocol.{bad[0]}", f"unknown key for protocol {p['kind']} (allowed: kind"
                                          f"{', n_outer, n_inner' if p['kind'] == 'nested' else ''})")
     if p["kind"] == "cvt":
         return {"kind": "cvt"}
     cv = resolved["cv"]
     if "splitter" in cv or "column" in cv:
-        raise _err("protocol", "nested draws its own outer and inner folds: leave out "
+        raise file_error("protocol", "nested draws its own outer and inner folds: leave out "
                                "cv.splitter and cv.column")
     if resolved["dropping"] is not False:
-        raise _err("dropping", "nested CV runs every inner fold: leave dropping out")
+        raise file_error("dropping", "nested CV runs every inner fold: leave dropping out")
     n_outer = _int(p.get("n_outer", cv["splits"]), "protocol.n_outer", 2)
     return {"kind": "nested", "n_outer": n_outer,
             "n_inner": _int(p.get("n_inner", max(2, n_outer - 1)), "protocol.n_inner", 2)}
@@ -261,7 +259,7 @@ def _resolve_store(store, base):
     from ..cube import StoreLocation
 
     if not isinstance(store, str) or not store:
-        raise _err("store", f"expected a path, got {store!r}")
+        raise file_error("store", f"expected a path, got {store!r}")
     return StoreLocation.absolute(store, base)
 
 
@@ -269,9 +267,9 @@ def _resolve_storage_options(options, store):
     from ..cube import StoreLocation
 
     if options is not None and not isinstance(options, dict):
-        raise _err("storage_options", f"expected a mapping of fsspec options, got {options!r}")
+        raise file_error("storage_options", f"expected a mapping of fsspec options, got {options!r}")
     if options and not StoreLocation.is_url(store):
-        raise _err("storage_options", "applies to URL stores (s3://...) only")
+        raise file_error("storage_options", "applies to URL stores (s3://...) only")
     return options
 
 
@@ -279,7 +277,7 @@ def check_cluster(cluster):
     """Validate a ``cluster:`` section (after any command-line overrides); returns it."""
     kind = cluster.get("kind", "local")
     if kind not in ("local", "address", "kubernetes"):
-        raise _err("cluster.kind", f"expected local, address or kubernetes, got {kind!r}")
+        raise file_error("cluster.kind", f"expected local, address or kubernetes, got {kind!r}")
     if kind == "kubernetes":
         from ..cluster import KUBERNETES_DEFAULTS
 
@@ -290,45 +288,45 @@ def check_cluster(cluster):
         if key in ("kind", "security"):
             continue
         if key not in allowed:
-            raise _err(f"cluster.{key}", f"unknown option for a {kind} cluster (allowed: "
+            raise file_error(f"cluster.{key}", f"unknown option for a {kind} cluster (allowed: "
                                          f"{', '.join(sorted(allowed))})")
         types = allowed[key]
         if types is not object and (not isinstance(value, types) or (types is int and isinstance(value, bool))):
-            raise _err(f"cluster.{key}", f"expected {getattr(types, '__name__', 'a str or int')}, "
+            raise file_error(f"cluster.{key}", f"expected {getattr(types, '__name__', 'a str or int')}, "
                                          f"got {value!r}")
     if kind == "address" and "address" not in cluster:
-        raise _err("cluster.address", "missing (expected the scheduler's address, tcp://host:8786)")
+        raise file_error("cluster.address", "missing (expected the scheduler's address, tcp://host:8786)")
     return cluster
 
 
 def _int(v, key, low):
     if not isinstance(v, int) or isinstance(v, bool) or v < low:
-        raise _err(key, f"expected an integer >= {low}, got {v!r}")
+        raise file_error(key, f"expected an integer >= {low}, got {v!r}")
     return v
 
 
 def _resolve_data(data, base):
     bad = sorted(set(data) - {"path", "target", "groups", "sklearn", "features", "drop"})
     if bad:
-        raise _err(f"data.{bad[0]}", "unknown key (allowed: path, target, groups, sklearn, "
+        raise file_error(f"data.{bad[0]}", "unknown key (allowed: path, target, groups, sklearn, "
                                      "features, drop)")
     if ("path" in data) == ("sklearn" in data):
-        raise _err("data", "give exactly one of 'path' (CSV, Parquet, .npz) or 'sklearn' (a bundled dataset)")
+        raise file_error("data", "give exactly one of 'path' (CSV, Parquet, .npz) or 'sklearn' (a bundled dataset)")
     if "sklearn" in data:
         name = data["sklearn"]
         if not isinstance(name, str) or not hasattr(importlib.import_module("sklearn.datasets"), f"load_{name}"):
-            raise _err("data.sklearn", f"no scikit-learn dataset sklearn.datasets.load_{name}")
+            raise file_error("data.sklearn", f"no scikit-learn dataset sklearn.datasets.load_{name}")
         check_columns_spec(data, tabular=False)
         return {"sklearn": name}
     p = data["path"]
     if not isinstance(p, str):
-        raise _err("data.path", f"expected a file path, got {p!r}")
+        raise file_error("data.path", f"expected a file path, got {p!r}")
     p = os.path.abspath(os.path.join(base, p))
     if not os.path.isfile(p):
-        raise _err("data.path", f"{p}: no such file")
+        raise file_error("data.path", f"{p}: no such file")
     ext = os.path.splitext(p)[1].lower()
     if ext not in (".csv", ".parquet", ".pq", ".npz"):
-        raise _err("data.path", f"{p}: expected a .csv, .parquet or .npz file")
+        raise file_error("data.path", f"{p}: expected a .csv, .parquet or .npz file")
     out = {"path": p}
     if ext != ".npz":
         out["target"] = _need(data, "target", "data", str, "the target column's name")
@@ -339,15 +337,15 @@ def _resolve_data(data, base):
 
 def _resolve_entry(e, where):
     if not isinstance(e, dict):
-        raise _err(where, f"expected a mapping with 'estimator' or 'pipeline', got {e!r}")
+        raise file_error(where, f"expected a mapping with 'estimator' or 'pipeline', got {e!r}")
     bad = sorted(set(e) - {"estimator", "pipeline", "params", "grid"})
     if bad:
-        raise _err(f"{where}.{bad[0]}", "unknown key (allowed: estimator, pipeline, params, grid)")
+        raise file_error(f"{where}.{bad[0]}", "unknown key (allowed: estimator, pipeline, params, grid)")
     if ("estimator" in e) == ("pipeline" in e):
-        raise _err(where, "give exactly one of 'estimator' or 'pipeline'")
+        raise file_error(where, "give exactly one of 'estimator' or 'pipeline'")
     grid = e.get("grid", {}) or {}
     if not isinstance(grid, dict) or not all(isinstance(v, list) and v for v in grid.values()):
-        raise _err(f"{where}.grid", f"expected a mapping of parameter -> non-empty list, got {grid!r}")
+        raise file_error(f"{where}.grid", f"expected a mapping of parameter -> non-empty list, got {grid!r}")
     if "estimator" in e:
         step = {"estimator": e["estimator"], "params": e.get("params", {}) or {}}
         est = build_step(step, where)
@@ -355,12 +353,12 @@ def _resolve_entry(e, where):
     else:
         steps = e["pipeline"]
         if not isinstance(steps, list) or not steps:
-            raise _err(f"{where}.pipeline", "expected a non-empty list of steps")
+            raise file_error(f"{where}.pipeline", "expected a non-empty list of steps")
         norm, built = [], []
         for i, st in enumerate(steps):
             st = {"estimator": st} if isinstance(st, str) else st
             if not isinstance(st, dict) or "estimator" not in st:
-                raise _err(f"{where}.pipeline[{i}]", f"expected an import path or {{estimator, params}}, got {st!r}")
+                raise file_error(f"{where}.pipeline[{i}]", f"expected an import path or {{estimator, params}}, got {st!r}")
             st = {"estimator": st["estimator"], "params": st.get("params", {}) or {}}
             built.append(build_step(st, f"{where}.pipeline[{i}]"))
             norm.append(st)
@@ -371,7 +369,7 @@ def _resolve_entry(e, where):
     try:  # the grid's names exist (set_params checks them)
         est.set_params(**{k: v[0] for k, v in grid_values(grid, where).items()})
     except (ValueError, TypeError) as exc:
-        raise _err(f"{where}.grid", f"{exc}") from None
+        raise file_error(f"{where}.grid", f"{exc}") from None
     return out
 
 
@@ -386,34 +384,34 @@ def _resolve_cv(cv, data):
     """``cv``: K-fold (``splits``, ``repeats``), a named splitter with its ``params``, or
     the user's own folds in a data ``column`` (fold ids, as ``PredefinedSplit``)."""
     if not isinstance(cv, dict):
-        raise _err("cv", f"expected a mapping with 'splits', 'repeats', 'groups', got {cv!r}")
+        raise file_error("cv", f"expected a mapping with 'splits', 'repeats', 'groups', got {cv!r}")
     bad = sorted(set(cv) - set(_CV_KEYS))
     if bad:
-        raise _err(f"cv.{bad[0]}", f"unknown key (allowed: {', '.join(_CV_KEYS)})")
+        raise file_error(f"cv.{bad[0]}", f"unknown key (allowed: {', '.join(_CV_KEYS)})")
     out = {"splits": _int(cv.get("splits", 10), "cv.splits", 2),
            "repeats": _int(cv.get("repeats", 1), "cv.repeats", 1),
            "groups": cv.get("groups", data.get("groups"))}
     own = [k for k in ("splitter", "column") if k in cv]
     if len(own) > 1:
-        raise _err("cv", "give 'splitter' or 'column', not both")
+        raise file_error("cv", "give 'splitter' or 'column', not both")
     if own and ({"splits", "repeats"} & set(cv)):
-        raise _err(f"cv.{own[0]}", "sets the splits: leave out 'splits' and 'repeats'")
+        raise file_error(f"cv.{own[0]}", "sets the splits: leave out 'splits' and 'repeats'")
     if "params" in cv and "splitter" not in cv:
-        raise _err("cv.params", "applies to a 'splitter' only")
+        raise file_error("cv.params", "applies to a 'splitter' only")
     if "splitter" in cv:
         if cv["splitter"] not in SPLITTERS:
-            raise _err("cv.splitter", f"expected one of {', '.join(SPLITTERS)}, got {cv['splitter']!r}")
+            raise file_error("cv.splitter", f"expected one of {', '.join(SPLITTERS)}, got {cv['splitter']!r}")
         params = cv.get("params", {}) or {}
         if not isinstance(params, dict):
-            raise _err("cv.params", f"expected a mapping of the splitter's arguments, got {params!r}")
+            raise file_error("cv.params", f"expected a mapping of the splitter's arguments, got {params!r}")
         try:
             _splitter(cv["splitter"], params)
         except (TypeError, ValueError) as e:
-            raise _err("cv.params", str(e)) from None
+            raise file_error("cv.params", str(e)) from None
         out["splitter"] = {"name": cv["splitter"], "params": params}
     if "column" in cv:
         if not isinstance(cv["column"], str) or "sklearn" in data:
-            raise _err("cv.column", "expected the name of a column of fold ids in data.path")
+            raise file_error("cv.column", "expected the name of a column of fold ids in data.path")
         out["column"] = cv["column"]
     return out
 
@@ -447,15 +445,15 @@ def load_data(resolved):
 
         X, y = getattr(datasets, f"load_{d['sklearn']}")(return_X_y=True)
         if gcol is not None:
-            raise _err("cv.groups", "a bundled dataset has no group column")
+            raise file_error("cv.groups", "a bundled dataset has no group column")
         return X, y, None
     p = d["path"]
     if not os.path.isfile(p):
-        raise _err("data.path", f"{p}: no such file")
+        raise file_error("data.path", f"{p}: no such file")
     if p.lower().endswith(".npz"):
         with np.load(p, allow_pickle=False) as z:
             if "X" not in z or "y" not in z:
-                raise _err("data.path", f"{p}: an .npz study file needs arrays 'X' and 'y' "
+                raise file_error("data.path", f"{p}: an .npz study file needs arrays 'X' and 'y' "
                            f"(and optionally 'groups'); found {sorted(z.files)}")
             return z["X"], z["y"], (z["groups"] if "groups" in z.files else None)
     import pandas as pd
@@ -463,22 +461,22 @@ def load_data(resolved):
     try:
         df = pd.read_csv(p) if p.lower().endswith(".csv") else pd.read_parquet(p)
     except Exception as e:  # parser errors of any kind: say which file
-        raise _err("data.path", f"{p}: cannot be read: {e}") from None
+        raise file_error("data.path", f"{p}: cannot be read: {e}") from None
     df.columns = [str(c) for c in df.columns]
     t = d["target"]
     if t not in df.columns:
-        raise _err("data.target", f"no column {t!r} in {p} (columns: {', '.join(df.columns[:20])})")
+        raise file_error("data.target", f"no column {t!r} in {p} (columns: {', '.join(df.columns[:20])})")
     groups = None
     reserved = {t: "the target (data.target)"}
     if gcol is not None:
         if gcol not in df.columns:
-            raise _err("cv.groups", f"no column {gcol!r} in {p}")
+            raise file_error("cv.groups", f"no column {gcol!r} in {p}")
         groups = df[gcol].to_numpy()
         reserved.setdefault(gcol, "the groups (cv.groups)")
     fcol = resolved["cv"].get("column")
     if fcol is not None:  # the user's own folds: not a feature
         if fcol not in df.columns:
-            raise _err("cv.column", f"no column {fcol!r} in {p}")
+            raise file_error("cv.column", f"no column {fcol!r} in {p}")
         reserved.setdefault(fcol, "the folds (cv.column)")
     X = df[select_features(df, d, reserved, p)]
     if fcol is not None:

@@ -9,7 +9,7 @@ from .. import _json as strict_json
 from ..exceptions import UserError
 from ..stats import CI_METHODS
 
-__all__ = ["all_predicted", "check_finished", "echo_failures", "print_estimates"]
+__all__ = ["check_finished", "echo_failures", "print_estimates"]
 
 
 def echo_failures(study, groups=None, err=False):
@@ -38,7 +38,7 @@ def check_finished(study, partial, what):
     if not partial:
         raise UserError(f"The study at {study.store} is unfinished ({missing}); run it again to "
                         f"finish it, or pass --partial for {what} so far.")
-    if what == "estimates" and all_predicted(study):
+    if what == "estimates" and study.incomplete_estimable():
         from ..cube import DONE
 
         st = study.state
@@ -54,25 +54,12 @@ def check_finished(study, partial, what):
     return missing
 
 
-def all_predicted(study):
-    """Whether BBC on the incomplete CV applies: every configuration that neither failed
-    nor was dropped has a prediction in each repeat (Tsamardinos et al., 2018, §4)."""
-    import numpy as np
-
-    from ..cube import DONE, DROPPED, FAILED
-
-    st = study.state
-    out = np.isin(st, (FAILED, DROPPED)).any(axis=(1, 2))
-    predicted = (st == DONE).any(axis=2).all(axis=1)
-    return bool(predicted[~out].all()) and bool((~out).any())
-
-
 def print_estimates(study, bootstraps, confidence, method, seed, as_json=False, partial=None,
                      cis=None):
     from ..report import estimates
 
     res = estimates(study, method=method, n_bootstraps=bootstraps, confidence_level=confidence,
-                    random_state=seed, include_incomplete=partial is not None and all_predicted(study))
+                    random_state=seed, include_incomplete=partial is not None and study.incomplete_estimable())
     if as_json:
         out = {k: dict(r.to_dict(), random_state=seed if seed is not None else study.spec["seed"],
                        partial=partial)

@@ -336,7 +336,8 @@ class _StudyRun:
 
     def _run_waves(self, client, cancel_on_exit):
         req = self.request
-        self.score_times = CellTimes.empty(self.cube.state().shape)
+        self.score_times = CellTimes.empty((len(self.configs), req.protocol.n_repeats,
+                                            req.protocol.n_splits))
         self.fits = run_waves(self.cube, client, req.estimator, self.configs, req.data.X,
                               req.data.y, req.data.target, req.metric, req.error_score,
                               req.execution.progress, req.dropping, self.root, cancel_on_exit,
