@@ -9,6 +9,10 @@ __all__ = ["spec_differences"]
 def spec_differences(meta, spec, configurations):
     """``["key (stored a, given b)", ...]`` between a store's ``meta`` and a new study's
     ``spec`` and description of its ``configurations`` (empty: the same study)."""
+    if "classes" not in meta["spec"]:
+        # a store from before the fingerprint named the classes: compared without them
+        # (the run records them, see _Run._open_or_create)
+        spec = {k: v for k, v in spec.items() if k != "classes"}
     diffs = _diff(_defaults(meta["spec"]), _defaults(spec))
     stored = meta.get("configurations")
     if stored is not None and any(d.startswith("candidates ") for d in diffs):

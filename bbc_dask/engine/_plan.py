@@ -279,6 +279,49 @@ def describe_params(params):
     return {k: _describe_value(v) for k, v in params.items()}
 
 
+def _class_name(obj):
+    t = type(obj)
+    return f"{t.__module__}.{t.__qualname__}"
+
+
+def _estimator_classes(obj):
+    """Class names of ``obj`` and of every estimator among its deep parameters."""
+    names = {_class_name(obj)}
+    if hasattr(obj, "get_params") and not isinstance(obj, type):
+        for v in obj.get_params(deep=True).values():
+            if hasattr(v, "get_params") and not isinstance(v, type):
+                names.add(_class_name(v))
+    return names
+
+
+def describe_classes(estimator, configs):
+    """The classes of the study's estimators, for the fingerprint: ``estimator`` the
+    estimator's own (module and qualified name), each estimator among its deep
+    parameters by its parameter name (a pipeline's steps), and ``grid:<key>`` the sorted
+    classes a configuration's value of ``key`` brings (with the estimators inside it).
+    The parameters alone (:func:`describe_estimator`) do not tell a subclass that keeps
+    them — one that reverses its scores — from its base."""
+    out = {"estimator": _class_name(estimator)}
+    for k, v in sorted(estimator.get_params(deep=True).items()):
+        if hasattr(v, "get_params") and not isinstance(v, type):
+            out[k] = _class_name(v)
+    values = {}
+    if configs.kind == "grid":
+        for g in configs._source.param_grid:
+            for k, vals in g.items():
+                values.setdefault(k, []).extend(vals)
+    else:
+        for p in configs._source:
+            for k, v in p.items():
+                values.setdefault(k, []).append(v)
+    for k, vals in sorted(values.items()):
+        names = set().union(*(_estimator_classes(v) for v in vals
+                              if hasattr(v, "get_params") and not isinstance(v, type)))
+        if names:
+            out[f"grid:{k}"] = sorted(names)
+    return out
+
+
 def describe_estimator(estimator):
     return {k: (v if isinstance(v, (str, bool, int, float)) or v is None else repr(v))
             for k, v in sorted(estimator.get_params(deep=True).items())}

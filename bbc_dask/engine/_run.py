@@ -171,6 +171,8 @@ class _StudyRun:
         self.token = lock.token()
         # a store made before stores described themselves gets it now
         self.cube.describe(lambda: self.configs.columns(self.request.metadata))
+        if "classes" not in self.cube.meta["spec"]:  # nor its estimators' classes
+            self.cube.set_meta(spec={**self.cube.meta["spec"], "classes": spec["classes"]})
         if self.cube.meta.get("ledger_crc"):  # dropped before this run writes the ledger
             self.cube.set_meta(ledger_crc=None)
         self.cube.apply_decisions()  # a kill between a decision and its cells: finish it
@@ -281,6 +283,7 @@ class _StudyRun:
             # predictions cannot give): recorded only in a study that has them
             **({} if fit_scoring is None else {"fit_scorers": fit_scoring.describe()}),
             "estimator": plan.describe_estimator(req.estimator),
+            "classes": plan.describe_classes(req.estimator, self.configs),
             "candidates": plan.sha(repr([plan.describe_params(p) for p in self.configs] if legacy
                                         else self.configs.describe())),
             "dropping": None if dropping is None else {
