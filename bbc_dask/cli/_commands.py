@@ -22,6 +22,7 @@ from ..exceptions import (
     UserError,
 )
 from ..stats import CI_METHODS, alpha_of
+from ._stores import note_read_only, refuse_read_only
 from ._stores import store_errors as _store_errors
 from ._tables import check_finished, echo_failures, print_estimates
 
@@ -261,6 +262,11 @@ def run(study_file, scheduler, store, cluster_kind, cluster_option, tls_ca_file,
     from ._studyfile import load_study_file
 
     resolved = load_study_file(study_file)
+    storage_options = _parse_options(storage_option, "--storage-option")
+    # said before the data is loaded or a cluster started, in the reading commands' words
+    refuse_read_only(store or resolved["store"],
+                     {**(resolved.get("storage_options") or {}), **storage_options},
+                     "run or resumed")
     cluster = _parse_options(cluster_option, "--cluster-option")
     if cluster_kind:
         cluster["kind"] = cluster_kind
@@ -271,7 +277,7 @@ def run(study_file, scheduler, store, cluster_kind, cluster_option, tls_ca_file,
         cluster["security"] = tls
     t = time.time()
     study = run_study_file(resolved, scheduler=scheduler, store=store, progress=not no_progress,
-                     cluster=cluster, storage_options=_parse_options(storage_option, "--storage-option"),
+                     cluster=cluster, storage_options=storage_options,
                      overwrite=overwrite)
     if not hasattr(study, "status"):  # a nested CV's result
         click.echo(f"finished in {time.time() - t:.1f} s; store {study.store}")
@@ -293,6 +299,7 @@ def status(store, as_json, storage_option):
     from ._stores import nested_status
 
     options = _parse_options(storage_option, "--storage-option")
+    note_read_only(store, options)
     if nested_status(store, options, as_json):
         return
     study = _open(store, options)
@@ -347,6 +354,7 @@ def estimate(store, method, bootstraps, confidence, seed, as_json, partial, ci_m
     from ._stores import nested_result_of
 
     options = _parse_options(storage_option, "--storage-option")
+    note_read_only(store, options)
     nested = nested_result_of(store, options, confidence or 0.95)
     if nested is not None:
         click.echo(strict_json.dumps(nested.to_dict()) if as_json else nested.summary())
@@ -380,6 +388,8 @@ def report(store, out_dir, bootstraps, partial, storage_option):
     from ._stores import nested_result_of
 
     options = _parse_options(storage_option, "--storage-option")
+    _check_out_dir(out_dir)
+    note_read_only(store, options)
     nested = nested_result_of(store, options)
     if nested is not None:
         click.echo(f"report: {write_nested_report(nested, out_dir)}")
@@ -394,6 +404,19 @@ def report(store, out_dir, bootstraps, partial, storage_option):
                         random_state=None,
                         ci_bootstraps=None if bootstraps is None else max(2, bootstraps))
     click.echo(f"report: {path}")
+
+
+def _check_out_dir(out_dir):
+    """Refuse an ``--out`` this user cannot write (a read-only mount, as the store's may
+    be) before the study is read, in one line rather than a traceback after the plots
+    are computed. Nothing is created to find out: the nearest folder that exists is asked."""
+    folder = os.path.abspath(out_dir)
+    while not os.path.exists(folder):
+        folder = os.path.dirname(folder)
+    if os.path.isdir(folder) and not os.access(
+            folder, os.W_OK, effective_ids=os.access in os.supports_effective_ids):
+        raise UserError(f"The report directory {out_dir!r} (--out) cannot be written here: "
+                        f"{folder} is read-only or not writable by this user")
 
 
 @main.command()
@@ -411,6 +434,10 @@ def verify(ctx, store, repair, as_json, storage_option):
     from ..cube import verify_store
 
     options = _parse_options(storage_option, "--storage-option") or None
+    if repair:
+        refuse_read_only(store, options, "repaired")
+    else:
+        note_read_only(store, options)
     with _store_errors(store):
         rep, reset = verify_store(store, repair=repair, storage_options=options)
     if as_json:

@@ -1,5 +1,6 @@
 """What the command line says of a store: a missing store or one that is not a study in
-its words, and the nested CV stores that status, estimate and report read."""
+its words, a store this process cannot write, and the nested CV stores that status,
+estimate and report read."""
 from __future__ import annotations
 
 import contextlib
@@ -7,9 +8,10 @@ import contextlib
 import click
 
 from .. import _json as strict_json
-from ..exceptions import StoreMismatchError, StoreNotFoundError
+from ..exceptions import StoreAccessError, StoreMismatchError, StoreNotFoundError, UserError
 
-__all__ = ["nested_result_of", "nested_status", "store_errors"]
+__all__ = ["nested_result_of", "nested_status", "note_read_only", "refuse_read_only",
+           "store_errors"]
 
 
 @contextlib.contextmanager
@@ -23,6 +25,36 @@ def store_errors(store):
         if "study store" in str(e) or "nested cross-validation" in str(e):
             raise  # it names the store and says what it is: once is enough
         raise StoreMismatchError(f"{store} is not a bbc_dask study store ({e})") from None
+
+
+def _read_only_url(store, storage_options):
+    """The store's location if this process cannot write it (see
+    :meth:`bbc_dask.cube.StoreLocation.read_only`), else None."""
+    from ..cube import as_location
+
+    try:
+        location = as_location(store, storage_options or None, "bbc-dask")
+    except (UserError, ImportError):
+        return None  # a bad store or option: the command's own opening says so
+    return location.url if location.read_only() else None
+
+
+def note_read_only(store, storage_options):
+    """Say on stderr that a store this process cannot write is inspected only. The
+    reading commands write nothing, so they work there; a run or a repair would not."""
+    url = _read_only_url(store, storage_options)
+    if url is not None:
+        click.echo(f"note: the store {url} is read-only here: it can be inspected, not "
+                   f"resumed or repaired", err=True)
+
+
+def refuse_read_only(store, storage_options, what):
+    """Refuse, before anything is read or started, a store this process cannot write,
+    for a command that writes it; ``what`` says what it cannot be (``repaired``)."""
+    url = _read_only_url(store, storage_options)
+    if url is not None:
+        raise StoreAccessError(f"The store {url!r} is read-only here: it can be inspected "
+                               f"(status, estimate, report, verify), not {what}")
 
 
 def _nested_cube(store, storage_options):

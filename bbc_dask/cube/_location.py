@@ -144,6 +144,13 @@ class StoreLocation(abc.ABC):
     def _remove_tree(self, name):
         """Delete the entry ``name`` and everything under it."""
 
+    def read_only(self):
+        """True when this process cannot write the store (a read-only mount, no
+        permission): it can be inspected, not run, resumed or repaired. False when it
+        can, or when it cannot tell without writing (an object store: credentials that
+        read only are found by the first write)."""
+        return False
+
     def check_client(self, client, caller):
         """Refuse a ``client`` whose workers cannot reach this store (every store but one
         in memory can be reached from anywhere given its URL)."""
@@ -211,6 +218,13 @@ class LocalLocation(StoreLocation):
 
     def exists(self):
         return os.path.exists(self.url)
+
+    def read_only(self):
+        # access(2) answers for the effective user and refuses a read-only mount even to
+        # root (EROFS), whom permission bits do not stop; nothing is written to find out
+        if not os.path.isdir(self.url):
+            return False
+        return not os.access(self.url, os.W_OK, effective_ids=os.access in os.supports_effective_ids)
 
     def is_file(self):
         return os.path.exists(self.url) and not os.path.isdir(self.url)

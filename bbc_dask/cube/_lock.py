@@ -89,12 +89,17 @@ class StoreLock(_Lock):
         return self
 
     def is_held(self):
-        """True when a live process holds the lock (tested without taking it for long)."""
+        """True when a live process holds the lock (tested without taking it for long).
+
+        Read-only, so that a store on a read-only mount can be inspected: the file is
+        opened for reading (never created) and probed with a shared lock, which the
+        run's exclusive one refuses. A shared lock needs no write access, on NFS too
+        (where flock becomes a byte-range lock), and two probes do not see each other."""
         if not os.path.exists(self.path):
             return False
-        fd = os.open(self.path, os.O_RDWR)
+        fd = os.open(self.path, os.O_RDONLY)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
         except BlockingIOError:
             return True
         finally:

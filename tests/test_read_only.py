@@ -1,0 +1,183 @@
+"""A study store on a read-only mount (issue 48): status, estimate, report and verify
+inspect it, writing nothing and saying once that it cannot be resumed there; run and
+verify --repair refuse it in one line naming the store.
+
+The mount is real: each command runs in a private mount namespace (``unshare``) where the
+store is bind-mounted read-only, so every write fails with EROFS as on a read-only
+device — permission bits would not do, since root ignores them. Where mount namespaces
+are not allowed (no root and no user namespaces), those tests are skipped; the test that
+the reading commands write nothing runs anywhere.
+"""
+import fcntl
+import functools
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+import yaml
+from sklearn.datasets import make_classification
+from sklearn.linear_model import LogisticRegression
+
+import bbc_dask as bd
+from bbc_dask.cube import StoreLock
+
+CLI = [os.path.join(os.path.dirname(sys.executable), "bbc-dask")]
+NOTE = "is read-only here: it can be inspected, not resumed or repaired"
+
+#: ``sh -c`` script: bind-mount $0 read-only over itself, then run the command ($@).
+_READ_ONLY = 'mount --bind -o ro "$0" "$0" && exec "$@"'
+
+
+@functools.lru_cache(maxsize=1)
+def _namespace_prefix():
+    """The ``unshare`` command line that gives a private mount namespace here (root's, or
+    an unprivileged user's through a user namespace), or None when neither is allowed."""
+    import tempfile
+
+    if shutil.which("unshare") is None:
+        return None
+    with tempfile.TemporaryDirectory() as probe:
+        for prefix in (["unshare", "--mount", "--propagation", "private"],
+                       ["unshare", "--user", "--map-root-user", "--mount", "--propagation",
+                        "private"]):
+            p = subprocess.run(prefix + ["sh", "-c", _READ_ONLY, probe, "touch",
+                                         os.path.join(probe, "x")],
+                               capture_output=True, text=True, timeout=60)
+            if "Read-only file system" in p.stderr and not os.path.exists(os.path.join(probe, "x")):
+                return prefix
+    return None
+
+
+def read_only_cli(store, *args):
+    """``bbc-dask ARGS`` with ``store`` mounted read-only for that process only."""
+    prefix = _namespace_prefix()
+    if prefix is None:
+        pytest.skip("no mount namespace here (unshare needs root or user namespaces)")
+    return subprocess.run(prefix + ["sh", "-c", _READ_ONLY, str(store)] + CLI + [str(a) for a in args],
+                          capture_output=True, text=True, timeout=300)
+
+
+def cli(*args):
+    return subprocess.run(CLI + [str(a) for a in args], capture_output=True, text=True,
+                          timeout=300)
+
+
+def _tree(path):
+    """Every file under ``path``: its size, modification time and content digest."""
+    out = {}
+    for root, _dirs, files in os.walk(path):
+        for f in files:
+            full = os.path.join(root, f)
+            st = os.stat(full)
+            with open(full, "rb") as fh:
+                digest = hashlib.sha256(fh.read()).hexdigest()
+            out[os.path.relpath(full, path)] = (st.st_size, st.st_mtime_ns, digest)
+    return out
+
+
+@pytest.fixture(scope="module")
+def study_store(tmp_path_factory, client):
+    """A small finished study (2 configurations, 3 folds) and a study file of it."""
+    tmp = tmp_path_factory.mktemp("read_only")
+    store = tmp / "study.zarr"
+    X, y = make_classification(80, 5, random_state=0)
+    bd.run_study(LogisticRegression(), {"C": [0.1, 1.0]}, X, y, metric="roc_auc", store=store,
+                 n_splits=3, random_state=0, client=client, progress=False)
+    spec = {"name": "ro", "data": {"sklearn": "breast_cancer"}, "metric": "roc_auc",
+            "grid": [{"estimator": "sklearn.linear_model.LogisticRegression",
+                      "grid": {"C": [0.1, 1.0]}}],
+            "cv": {"splits": 3, "repeats": 1}, "random_state": 0, "store": str(store),
+            "cluster": {"kind": "local", "n_workers": 1}}
+    study_file = tmp / "study.yaml"
+    study_file.write_text(yaml.safe_dump(spec))
+    return store, study_file
+
+
+def _errors(p):
+    return [line for line in p.stderr.splitlines() if "error" in line or "Traceback" in line]
+
+
+def test_reading_commands_inspect_a_read_only_mount(study_store, tmp_path):
+    store, _ = study_store
+    before = _tree(store)
+    note = f"note: the store {store} {NOTE}"
+
+    p = read_only_cli(store, "status", store, "--json")
+    assert p.returncode == 0 and not _errors(p), p.stderr
+    assert p.stderr.splitlines().count(note) == 1, p.stderr
+    st = json.loads(p.stdout)
+    assert st["done"] == st["cells"] == 6 and not st["running"]
+
+    p = read_only_cli(store, "estimate", store, "--bootstraps", 20)
+    assert p.returncode == 0 and not _errors(p), p.stderr
+    assert note in p.stderr.splitlines() and "BBC" in p.stdout
+
+    p = read_only_cli(store, "report", store, "--out", tmp_path / "report", "--bootstraps", 20)
+    assert p.returncode == 0 and not _errors(p), p.stderr
+    assert note in p.stderr.splitlines() and (tmp_path / "report" / "index.html").exists()
+
+    p = read_only_cli(store, "verify", store)
+    assert p.returncode == 0 and not _errors(p), p.stderr
+    assert note in p.stderr.splitlines() and "no damage" in p.stdout
+
+    # the library as well: a Study opened there reads its progress without the lock file
+    code = ("import bbc_dask as bd, sys; st = bd.open_study(sys.argv[1]).status(); "
+            "print(st['done'], st['running'])")
+    p = subprocess.run(_namespace_prefix() + ["sh", "-c", _READ_ONLY, str(store), sys.executable,
+                                              "-c", code, str(store)],
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0 and p.stdout.split() == ["6", "False"], p.stderr
+    assert _tree(store) == before
+
+
+def test_writing_commands_refuse_a_read_only_mount_in_one_line(study_store, tmp_path):
+    store, study_file = study_store
+    before = _tree(store)
+    for args, what in ((["run", study_file, "--no-progress"], "not run or resumed"),
+                       (["verify", store, "--repair"], "not repaired")):
+        p = read_only_cli(store, *args)
+        assert p.returncode == 2, (args, p.returncode, p.stderr)
+        assert p.stderr.splitlines() == [
+            f"bbc-dask: error: The store '{store}' is read-only here: it can be inspected "
+            f"(status, estimate, report, verify), {what}"], p.stderr
+    # a report asked to go into the read-only mount: refused before the study is read
+    p = read_only_cli(store, "report", store, "--out", store / "report")
+    assert p.returncode == 2 and len(p.stderr.splitlines()) == 1, p.stderr
+    assert f"'{store / 'report'}' (--out) cannot be written here" in p.stderr
+    assert _tree(store) == before
+
+
+def test_reading_commands_write_nothing(study_store, tmp_path):
+    """On a writable store too: no lock file made, no file touched (a store copied
+    without its lock file, as a read-only copy often is)."""
+    store = tmp_path / "copy.zarr"
+    shutil.copytree(study_store[0], store)
+    os.remove(store / ".bbc_lock")
+    before = _tree(store)
+    # (estimate never read the lock; the read-only mount above covers it)
+    for args in (["status", store], ["verify", store],
+                 ["report", store, "--out", tmp_path / "report", "--bootstraps", 20]):
+        p = cli(*args)
+        assert p.returncode == 0 and NOTE not in p.stderr, (args, p.stderr)
+    assert _tree(store) == before
+
+
+def test_lock_probe_sees_a_run_not_another_probe(tmp_path):
+    """``is_held`` reads the lock file with a shared lock: a run's exclusive lock is seen,
+    a concurrent probe (another status) is not mistaken for a run."""
+    lock = StoreLock(tmp_path).acquire()
+    try:
+        assert StoreLock(tmp_path).is_held()
+    finally:
+        lock.release()
+    assert not StoreLock(tmp_path).is_held()
+    fd = os.open(tmp_path / ".bbc_lock", os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)  # another status, mid-probe
+        assert not StoreLock(tmp_path).is_held()
+    finally:
+        os.close(fd)
