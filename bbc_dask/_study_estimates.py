@@ -10,7 +10,7 @@ from . import _tuning as tuning
 from . import _validation as validation
 from .chunked import refuse_general, use_chunked
 from .cluster import current_client
-from .cube import DONE, DROPPED, FAILED, ledger_fold_matrix, target_of
+from .cube import DONE, DROPPED, FAILED, ledger_fold_matrix, select_winner, target_of
 from .exceptions import StudyNotReadyError, UndefinedScoreError
 from .stats import (
     SELECTIONS,
@@ -69,19 +69,30 @@ class StudyEstimates:
         out = np.isin(st, (FAILED, DROPPED)).any(axis=(1, 2))
         return bool((~out).any()) and bool(_predicted_in_each_repeat(st)[~out].all())
 
-    def _warn_unfinished(self, caller, stacklevel=3):
+    def _warn_unfinished(self, caller, stacklevel=3, *, so_far=False):
         """:class:`~bbc_dask.exceptions.UnfinishedStudyWarning` on an :meth:`unfinished`
-        study, unless the command line said it already."""
+        study, unless the command line said it already. ``so_far``: ``caller`` reads
+        values (``cv_results_``, ``best_*``), not an estimate."""
         import warnings
 
         from .exceptions import UnfinishedStudyWarning
 
         missing = None if getattr(self, "said_unfinished", False) else self.unfinished()
         if missing:
+            what = ("holds the values of the configurations complete so far (a pending cell "
+                    "counts as not run)" if so_far else
+                    "estimates from the complete configurations only")
             warnings.warn(UnfinishedStudyWarning(
-                f"The study at {self.store!r} is unfinished ({missing}): {caller} estimates "
-                f"from the complete configurations only. Run the study again to finish it."),
-                stacklevel=stacklevel)
+                f"The study at {self.store!r} is unfinished ({missing}): {caller} {what}. "
+                f"Run the study again to finish it."), stacklevel=stacklevel)
+
+    def _winner(self):
+        """The study's winner (``best_index_``) without the warning of an unfinished
+        study; :class:`~bbc_dask.exceptions.StudyNotReadyError` if none is complete."""
+        best = select_winner(self._cube)
+        if best is None:
+            raise StudyNotReadyError(self._none_complete())
+        return best
 
     # -------------------------------------------------------------- estimates
     def _inputs(self):

@@ -17,7 +17,6 @@ from .cube import (
     ledger_fold_matrix,
     open_cube,
     pooled_scores,
-    select_winner,
 )
 from .exceptions import StudyNotReadyError
 from .metrics import metric_of_spec
@@ -237,7 +236,9 @@ class Study(StudyEstimates):
         ``std_score_time`` over their predictions and scores, as ``GridSearchCV`` splits
         them, for the cells the run in this process fitted; a study opened from its store
         (or cells fitted by an earlier run) has fit times that include the prediction,
-        and NaN score times: the store records fit times only."""
+        and NaN score times: the store records fit times only. An :meth:`unfinished` study
+        warns (:class:`~bbc_dask.exceptions.UnfinishedStudyWarning`): NaN scores but for
+        the configurations complete so far."""
         st = self._cube.state()
         n_cfg = st.shape[0]
         idx = self.complete_configs()
@@ -277,25 +278,32 @@ class Study(StudyEstimates):
             # model's own scores and its share of its block's fold scoring); NaN for cells
             # fitted by another process or run, whose store keeps their fit times only
             out["mean_score_time"], out["std_score_time"] = _nan_mean_std(sc)
+        self._warn_unfinished("Study.cv_results_", so_far=True)  # once read: not if it raised
         return out
 
     @property
     def best_index_(self):
-        best = select_winner(self._cube)
-        if best is None:
-            raise StudyNotReadyError(self._none_complete())
+        """The winner among the :meth:`candidates` by the study's :attr:`selection` (the
+        configuration refit); an unfinished study's, from the configurations complete so
+        far, with an :class:`~bbc_dask.exceptions.UnfinishedStudyWarning`."""
+        best = self._winner()
+        self._warn_unfinished("Study.best_index_", so_far=True)
         return best
 
     @property
     def best_params_(self):
-        return self._configs[self.best_index_]
+        """The parameters of :attr:`best_index_` (which see: the same warning)."""
+        best = self._winner()  # not best_index_: one warning per access
+        self._warn_unfinished("Study.best_params_", so_far=True)
+        return self._configs[best]
 
     @property
     def best_score_(self):
         """The winner's CV score by the study's :attr:`selection` — pooled, or the mean of
         its fold scores (``mean_test_score``): the naive, optimistic CVT estimate, which
-        is ``Study.bbc().naive_estimate``."""
-        best = self.best_index_
+        is ``Study.bbc().naive_estimate`` (warns as :attr:`best_index_`)."""
+        best = self._winner()
+        self._warn_unfinished("Study.best_score_", so_far=True)
         if self.selection == "fold_mean":
             return float(fold_means(ledger_fold_matrix(self._cube, np.array([best]),
                                                          "Study.best_score_")[0])[0])
