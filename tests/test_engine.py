@@ -14,6 +14,7 @@ from sklearn.tree import DecisionTreeClassifier
 
 import bbc_dask as bd
 from bbc_dask.exceptions import StudyError
+from _helpers import rewrite_ledger
 
 LR = make_pipeline(StandardScaler(), LogisticRegression(max_iter=2000))
 LR_GRID = {"logisticregression__C": [0.001, 0.01, 0.1, 1.0, 10.0, 100.0]}
@@ -287,8 +288,7 @@ def test_the_progress_bar_has_no_stray_line_and_its_wave_label_never_goes_back(t
     cube.guard = lambda: None
     st = cube.state()
     st[:, :, 1:] = 0  # waves 2-4 pending again: a resume runs them
-    cube._array("state")[...] = st
-    cube.set_meta(ledger_crc=None)  # as a kill leaves it: a run records them at its end
+    rewrite_ledger(cube, "state", st)  # as a killed run leaves it
     bd.run_study(DecisionTreeClassifier(random_state=0), {"max_depth": [1, 2, 3]}, X, y,
                  store=store, **kw)
     waves = [int(w) for w in re.findall(r"wave (\d+)/4", capsys.readouterr().err)]

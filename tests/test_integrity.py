@@ -69,3 +69,92 @@ def test_a_store_without_the_classes_resumes_and_records_them(tmp_path, data):
     assert open_cube(store).meta["spec"]["classes"]["estimator"].endswith(".LogisticRegression")
     with pytest.raises(StoreMismatchError, match="ReversedLR"):
         _run(ReversedLR(), {"C": [0.1, 1.0]}, data, store)
+
+
+@pytest.mark.parametrize("array", ["fold_score", "pooled", "error"])
+def test_a_rerun_refuses_an_edited_ledger_and_never_records_it(tmp_path, data, array):
+    """A finished study's ledger edited through Zarr: the rerun (0 fits) stops with the
+    damage error naming the chunk instead of recording the edit as the study's; verify
+    still names it, and a repair and a rerun give the study back bit for bit."""
+    import zarr
+
+    store = tmp_path / "s.zarr"
+    first = _run(LogisticRegression(), {"C": [0.01, 0.1, 1.0, 10.0]}, data, store)
+    arr = zarr.open_array(str(store / array), mode="r+")
+    if array == "fold_score":
+        arr[first.best_index_ ^ 1, 0, 1] = 0.99
+    elif array == "pooled":
+        arr[first.best_index_ ^ 1, 0] = 0.99
+    else:
+        arr[2] = "RuntimeError: edited"
+    chunk = f"{array}/c/0" + ("/0/0" if array == "fold_score" else "/0" if array == "pooled" else "")
+    for _ in range(2):  # the refusal leaves the store as it was: refused again
+        with pytest.raises(bd.exceptions.StoreDamagedError,
+                           match=rf"{chunk} differs from what the study recorded"):
+            _run(LogisticRegression(), {"C": [0.01, 0.1, 1.0, 10.0]}, data, store)
+    report, _ = bd.verify_store(store)
+    assert [d.file for d in report.damaged] == [chunk]
+    bd.verify_store(store, repair=True)
+    again = _run(LogisticRegression(), {"C": [0.01, 0.1, 1.0, 10.0]}, data, store)
+    assert again.best_index_ == first.best_index_
+    np.testing.assert_array_equal(again.fold_scores(), first.fold_scores())
+    assert bd.verify_store(store)[0].ok
+
+
+def test_an_edit_to_an_unfinished_study_is_refused_by_its_resume(tmp_path, data):
+    """Checksums are recorded with each ledger batch: the ledger of a study whose run
+    stopped half-way is covered too."""
+    import zarr
+
+    from _helpers import rewrite_ledger
+    from bbc_dask.cube import open_cube
+
+    store = tmp_path / "u.zarr"
+    _run(LogisticRegression(), {"C": [0.1, 1.0]}, data, store)
+    cube = open_cube(store, mode="r+")
+    st = cube.state()
+    st[:, :, 2] = 0  # the last fold pending again, as a stopped run leaves it
+    rewrite_ledger(cube, "state", st)
+    zarr.open_array(str(store / "fold_score"), mode="r+")[0, 0, 0] = 0.5
+    with pytest.raises(bd.exceptions.StoreDamagedError, match=r"fold_score/c/0/0/0 differs"):
+        _run(LogisticRegression(), {"C": [0.1, 1.0]}, data, store)
+
+
+@pytest.mark.parametrize("array,how", [("fold_score", "deleted"), ("fit_time", "deleted"),
+                                       ("pooled", "deleted"), ("fold_score", "edited"),
+                                       ("pooled", "edited")])
+def test_a_repair_rebuilds_derived_chunks_without_training(tmp_path, data, array, how):
+    """Fold scores and pooled scores are functions of the stored predictions, and a fit
+    time a record: a lost or edited chunk of them is rebuilt by the repair (fit times
+    marked unknown), and the rerun trains nothing — the study bit for bit as before."""
+    import os
+
+    import zarr
+
+    store = tmp_path / "d.zarr"
+    grid = {"C": [0.01, 0.1, 1.0, 10.0]}
+    first = _run(LogisticRegression(), grid, data, store, n_repeats=2)
+    stored_times = bd.open_study(store).cv_results_["mean_fit_time"]
+    chunk = f"{array}/c/0/1" + ("/0" if array != "pooled" else "")
+    if how == "deleted":
+        os.remove(store / chunk)
+    else:
+        arr = zarr.open_array(str(store / array), mode="r+")
+        arr[(first.best_index_ ^ 1, 1) + ((0,) if array == "fold_score" else ())] = 0.99
+    report, _ = bd.verify_store(store)
+    assert [d.file for d in report.damaged] == [chunk]
+    _, reset = bd.verify_store(store, repair=True)
+    assert reset == 0
+    assert bd.verify_store(store)[0].ok
+    again = _run(LogisticRegression(), grid, data, store, n_repeats=2)
+    assert again.n_fits_ == 0  # the final model kept: nothing trained, not even a refit
+    np.testing.assert_array_equal(again.fold_scores(), first.fold_scores())
+    np.testing.assert_array_equal(again._cube.pooled(), first._cube.pooled())
+    assert again.best_index_ == first.best_index_
+    assert again.bbc_f(n_bootstraps=200).estimate == first.bbc_f(n_bootstraps=200).estimate
+    times = again.cv_results_["mean_fit_time"]
+    if array == "fit_time":  # unknown where the chunk was lost: repeat 1's
+        assert np.isfinite(times).all()  # the mean over the known folds
+        assert np.isnan(again._cube.fit_times()[:, 1]).all()
+    else:
+        np.testing.assert_array_equal(times, stored_times)

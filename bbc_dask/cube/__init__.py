@@ -15,7 +15,7 @@ from ._location import (
     StoreLocation,
     as_location,
 )
-from ._ledger_check import ledger_checksums
+from ._ledger_check import settle as settle_ledger
 from ._lock import LockToken, ObjectStoreLock, ProcessLock, StoreLock
 from ._model import load_model, save_model
 from ._schema import (
@@ -71,7 +71,7 @@ __all__ = [
     "create_cube",
     "failure_groups",
     "inspect_store",
-    "ledger_checksums",
+    "settle_ledger",
     "ledger_fold_matrix",
     "load_model",
     "open_cube",

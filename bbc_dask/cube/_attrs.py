@@ -26,7 +26,7 @@ __all__ = ["VARIABLE_ATTRS", "consolidate", "describe_store", "parameter_coordin
 
 #: Arrays of a store whose name a parameter coordinate may not take (it gets ``param_``).
 RESERVED = frozenset({"prediction", "slot_sample", "fold", "y", "state", "fit_time",
-                      "fold_score", "pooled", "chunk_crc", "error", "sample", "config",
+                      "fold_score", "pooled", "chunk_crc", "error", "sample", "config", "ledger_crc",
                       "repeat", "split", "class", "slot", "block", "fit_score",
                       "fit_scorer"})
 
@@ -109,6 +109,14 @@ VARIABLE_ATTRS = {
                         "each (repeat, split) as its task wrote them, which 'bbc-dask "
                         "verify' checks the stored chunks against; -1 where none is "
                         "recorded."),
+    },
+    "ledger_crc": {
+        "long_name": "CRC-32 of each ledger chunk",
+        "description": ("Per ledger chunk (configurations of one chunk of 'state'), repeat "
+                        "and ledger array (state, fit_time, fold_score, pooled, fit_score, "
+                        "error), the CRC-32 of the values the study wrote: the committed one "
+                        "and, while a write is under way, the pending one; -1 where none. "
+                        "A run, an estimate and 'bbc-dask verify' compare the ledger with it."),
     },
     "error": {
         "long_name": "first error of the configuration",

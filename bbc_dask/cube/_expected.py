@@ -82,6 +82,10 @@ def expected_arrays(meta, folds, config_chunk):
         "error": ("str", None, (n_cfg,), ("config",), (ledger,)),
         "config": whole("int64", None, (n_cfg,), ("config",)),
     })
+    if meta.get("ledger_crc") == "array":  # a store from before it has none
+        n_lc = -(-n_cfg // ledger)
+        out["ledger_crc"] = ("int64", -1, (n_lc, n_rep, 6, 2), ("ledger_chunk", "repeat",
+                             "ledger_array", "crc_slot"), (min(n_lc, 64), n_rep, 6, 2))
     if cls:
         out["class"] = whole(None, None, cls, ("class",))
     if labels:

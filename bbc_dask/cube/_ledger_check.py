@@ -1,13 +1,26 @@
 """Checksums of the ledger the estimates read: ``state``, ``fit_time``, ``fold_score``,
-``pooled`` (and ``fit_score``), one CRC-32 per ledger chunk (configurations of one
-repeat), recorded in the study attributes (``ledger_crc``) when a run has written its
-last ledger batch, dropped by the next run before it writes any.
+``pooled``, ``fit_score`` and ``error``, one CRC-32 per ledger chunk (the configurations
+of one ledger chunk, of one repeat), kept in the store's ``ledger_crc`` array as each
+ledger batch is written — so an unfinished study is covered too.
 
 A value edited behind the study's back (a winner's fold score set to 0.99) changes BBC-F
-and the selection with no error anywhere: with the checksums, the first read of each
-array by an estimate compares them (:func:`check_read`) and :func:`~._verify.verify` names
-the chunk, which a repair resets for the next run to recompute. A study whose run is in
-progress (or was killed) has none recorded: nothing to compare, nothing falsely blamed.
+and the selection with no error anywhere. With the checksums, the first whole read of each
+array by an estimate compares them (:func:`check_read`), :func:`~._verify.verify` names
+the chunk, and a run compares every chunk before it writes any ledger batch
+(:func:`settle`): a rerun can never record an edit as the study's own.
+
+Each ledger write is a :class:`LedgerEdit`: it loads the chunks it changes, computes
+their new checksums, records them as *pending* beside the committed ones, writes the
+chunks (whole: Zarr need not read them back), then commits the new checksums. A kill at
+any instant leaves each chunk either as it was (its committed checksum) or as written (its
+pending one), both accepted, so a killed run's store never looks damaged; the next run
+commits what it finds.
+
+``ledger_crc`` is (ledger chunk, repeat, array, slot) int64: slot 0 the committed CRC,
+slot 1 the pending one, -1 none; ``error`` (no repeat axis) is kept at repeat 0, and
+``fit_score`` only in a study that scores fitted models. A store made before the array
+existed kept its checksums in the study attributes, recorded at the end of a run
+(``meta["ledger_crc"]`` a dict): it is checked against those, then given the array.
 """
 from __future__ import annotations
 
@@ -15,61 +28,312 @@ import zlib
 
 import numpy as np
 
-__all__ = ["CHECKED", "check_read", "ledger_checksums", "mismatches", "region_crc"]
+__all__ = ["CHECKED", "CRC_ARRAY", "IN_ARRAY", "LedgerEdit", "check_read", "create_crc_array",
+           "current", "mismatches", "record_batch", "recorded", "region_crc", "settle",
+           "template_table"]
 
-#: The ledger arrays with checksums.
-CHECKED = ("state", "fit_time", "fold_score", "pooled", "fit_score")
-
-
-def _regions(n_configs, n_repeats, step):
-    for i, c0 in enumerate(range(0, n_configs, step)):
-        for r in range(n_repeats):
-            yield i, r, c0, min(c0 + step, n_configs)
+#: The ledger arrays with checksums, in the order of ``ledger_crc``'s array axis.
+CHECKED = ("state", "fit_time", "fold_score", "pooled", "fit_score", "error")
+CRC_ARRAY = "ledger_crc"
+#: ``meta["ledger_crc"]`` of a store whose checksums are in the array.
+IN_ARRAY = "array"
+#: Ledger chunks per chunk of ``ledger_crc``: a batch rewrites a few kB of it.
+CRC_ROWS = 64
+_NONE = -1
 
 
 def region_crc(values):
-    """CRC-32 of one ledger chunk's values (C order), as :func:`ledger_checksums` records it."""
+    """CRC-32 of one ledger chunk's values (C order; strings as UTF-8 joined by a unit
+    separator)."""
+    values = np.asarray(values)
+    if values.dtype.kind in "OUT":
+        data = "\x1f".join("" if v is None else str(v) for v in values.ravel()).encode()
+        return zlib.crc32(data)
     return zlib.crc32(memoryview(np.ascontiguousarray(values)).cast("B"))
 
 
-def ledger_checksums(cube):
-    """``{array: [[crc of ledger chunk i of repeat r for r] for i]}`` of the arrays of
-    :data:`CHECKED` the study has, as stored now."""
-    out = {}
-    for name in CHECKED:
-        if name == "fit_score" and not cube.fit_scorer_labels():
-            continue
-        arr = cube._read(name)
-        step = cube._array(name).chunks[0]
-        table = {}
-        for i, r, c0, c1 in _regions(arr.shape[0], arr.shape[1], step):
-            table.setdefault(i, []).append(region_crc(arr[c0:c1, r]))
-        out[name] = [table[i] for i in sorted(table)]
+def _step(cube):
+    return cube._array("state").chunks[0]
+
+
+def _names(cube):
+    return [n for n in CHECKED if n != "fit_score" or cube.fit_scorer_labels()]
+
+
+def _per_repeat(name):
+    return name != "error"
+
+
+def _selection(cube, name, i, r):
+    n = cube._array("state").shape[0]
+    step = _step(cube)
+    c0, c1 = i * step, min((i + 1) * step, n)
+    return (slice(c0, c1), r) if _per_repeat(name) else (slice(c0, c1),)
+
+
+def _shape(cube):
+    n_cfg, n_rep, _ = cube._array("state").shape
+    return -(-n_cfg // _step(cube)), n_rep, len(CHECKED)
+
+
+def _regions(cube, name):
+    n_lc, n_rep, _ = _shape(cube)
+    for i in range(n_lc):
+        for r in range(n_rep if _per_repeat(name) else 1):
+            yield i, r
+
+
+def in_array(cube):
+    return cube.meta.get("ledger_crc") == IN_ARRAY
+
+
+def recorded(cube):
+    """The recorded checksums (n_lc, R, A, 2), or None where the study records none (a
+    store from before checksums, or an older one whose run had not ended)."""
+    if in_array(cube):
+        return np.asarray(cube._array(CRC_ARRAY)[...], dtype=np.int64)
+    old = cube.meta.get("ledger_crc")
+    if not isinstance(old, dict) or not old:
+        return None
+    table = np.full(_shape(cube) + (2,), _NONE, dtype=np.int64)
+    for name, rows in old.items():
+        if name in CHECKED:
+            for i, per_r in enumerate(rows):
+                for r, crc in enumerate(per_r):
+                    if i < table.shape[0] and r < table.shape[1]:
+                        table[i, r, CHECKED.index(name), 0] = crc
+    return table
+
+
+def _accepted(table, i, r, a, crc):
+    committed, pending = (int(v) for v in table[i, r, a])
+    if committed == _NONE and pending == _NONE:
+        return None  # nothing recorded to compare with
+    return bool(crc == committed or (pending != _NONE and crc == pending))
+
+
+def mismatches(cube, name, values, table=None):
+    """``[(ledger chunk i, repeat r)]`` where ``values`` (the whole array ``name``) differ
+    from the recorded checksums; [] when none are recorded. In a store with the array, a
+    chunk with no checksum recorded is a mismatch too (its row of ``ledger_crc`` lost)."""
+    table = recorded(cube) if table is None else table
+    if table is None:
+        return []
+    a = CHECKED.index(name)
+    out = []
+    for i, r in _regions(cube, name):
+        sel = _selection(cube, name, i, r)
+        ok = _accepted(table, i, r, a, region_crc(values[sel]))
+        if ok is False or (ok is None and in_array(cube)):
+            out.append((i, r))
     return out
 
 
-def mismatches(cube, name, values):
-    """``[(ledger chunk i, repeat r, first configuration, end)]`` where ``values`` (the
-    whole array ``name``) differ from the recorded checksums; [] when none are recorded."""
-    recorded = (cube.meta.get("ledger_crc") or {}).get(name)
-    if not recorded:
-        return []
-    step = cube._array(name).chunks[0]
-    return [(i, r, c0, c1) for i, r, c0, c1 in _regions(values.shape[0], values.shape[1], step)
-            if i >= len(recorded) or r >= len(recorded[i]) or region_crc(values[c0:c1, r]) != recorded[i][r]]
+def _damaged(cube, name, i, r, how="differs from what the study recorded (checksum mismatch)"):
+    from ..exceptions import StoreDamagedError
+    from ._layout import chunk_file
+
+    arr = cube._array(name)
+    coords = (i, r) + (0,) * (arr.ndim - 2) if _per_repeat(name) else (i,)
+    return StoreDamagedError(
+        f"The store {cube.path!r} is damaged: {chunk_file(arr, coords)} {how}; "
+        f"'bbc-dask verify --repair' repairs it.")
 
 
 def check_read(cube, name, values):
     """Refuse, naming the chunk file, a whole-array read of a ledger array that differs
-    from its recorded checksums."""
-    from ..exceptions import StoreDamagedError
-    from ._layout import chunk_file
-
+    from its recorded checksums. A reader beside a running study may see a chunk newer
+    than the checksums it read: a mismatch is read again once before it is damage."""
     bad = mismatches(cube, name, values)
     if bad:
-        i, r, _, _ = bad[0]
-        coords = (i, r) + (0,) * (values.ndim - 2)
-        raise StoreDamagedError(
-            f"The store {cube.path!r} is damaged: {chunk_file(cube._array(name), coords)} "
-            f"differs from what the study recorded (checksum mismatch); 'bbc-dask verify "
-            f"--repair' marks its cells pending for a resume.")
+        bad = mismatches(cube, name, cube._array(name)[...])
+    if bad:
+        raise _damaged(cube, name, *bad[0])
+
+
+def create_crc_array(group, n_configs, n_repeats, ledger):
+    """The ``ledger_crc`` array of a new store (every entry -1)."""
+    from ._attrs import variable_attrs
+
+    n_lc = -(-n_configs // ledger)
+    return group.create_array(
+        CRC_ARRAY, shape=(n_lc, n_repeats, len(CHECKED), 2),
+        chunks=(min(n_lc, CRC_ROWS), n_repeats, len(CHECKED), 2), dtype="int64",
+        fill_value=_NONE, dimension_names=["ledger_chunk", "repeat", "ledger_array", "crc_slot"],
+        attributes=variable_attrs(CRC_ARRAY, None))
+
+
+def current(cube):
+    """The checksums (n_lc, R, A) of the ledger as stored now (-1 where an array has no
+    such chunk: ``error`` beyond repeat 0, ``fit_score`` in a study without)."""
+    out = np.full(_shape(cube), _NONE, dtype=np.int64)
+    for name in _names(cube):
+        values = cube._array(name)[...]
+        a = CHECKED.index(name)
+        for i, r in _regions(cube, name):
+            out[i, r, a] = region_crc(values[_selection(cube, name, i, r)])
+    return out
+
+
+class _Template:
+    """The ledger of a store being created, read as a cube's (its attributes, which a
+    cube reads, are written last)."""
+
+    def __init__(self, group, fit_scorers):
+        self.group, self.labels = group, tuple(fit_scorers)
+
+    def _array(self, name):
+        return self.group[name]
+
+    def fit_scorer_labels(self):
+        return self.labels
+
+
+def template_table(group, fit_scorers):
+    """The ``ledger_crc`` of a new store's template ledger (all committed)."""
+    now = current(_Template(group, fit_scorers))
+    return np.stack([now, np.full_like(now, _NONE)], axis=-1)
+
+
+def settle(cube):
+    """At a run's start, under the lock and before it writes any ledger batch: every
+    ledger chunk compared with its recorded checksum (a mismatch raises the damage error
+    naming the chunk), then the pending checksums a killed run left committed. A store
+    from before the array gets it, its values checked against the attributes' checksums
+    where a finished run recorded them (those of an unfinished older run could not be)."""
+    from ._attrs import consolidate
+    from ._location import writing
+
+    now = current(cube)
+    table = recorded(cube)
+    if table is not None:
+        for name in _names(cube):
+            a = CHECKED.index(name)
+            for i, r in _regions(cube, name):
+                ok = _accepted(table, i, r, a, now[i, r, a])
+                if ok is False or (ok is None and in_array(cube)):
+                    raise _damaged(cube, name, i, r, "differs from what the study recorded "
+                                   "(checksum mismatch)" if ok is False else
+                                   "has no checksum recorded (ledger_crc damaged)")
+    want = np.stack([now, np.full_like(now, _NONE)], axis=-1)
+    if in_array(cube) and np.array_equal(table, want):
+        return
+    cube._guard()
+    with writing(cube.path):
+        if not in_array(cube) and not cube.location.has(f"{CRC_ARRAY}/zarr.json"):  # (a kill after it: reused)
+            n_cfg, n_rep, _ = cube._array("state").shape
+            create_crc_array(cube.group, n_cfg, n_rep, _step(cube))
+            cube.group = consolidate(cube.location.zarr_store())
+            cube._arrays = {}
+        cube._array(CRC_ARRAY)[...] = want
+    if not in_array(cube):
+        cube.set_meta(ledger_crc=IN_ARRAY)
+
+
+def record_batch(cube, results):
+    """Record a batch of finished tasks (:meth:`~._schema.Cube.record`) as one edit:
+    errors, fit times and fold scores first, the prediction chunks' checksums, then
+    ``state``, so a cell counts only once all of it is stored."""
+    from ._schema import DONE, FAILED
+
+    if not results:
+        return
+    edit = LedgerEdit(cube)
+    by_cell = {}
+    for res in results:
+        by_cell.setdefault((res["r"], res["k"]), []).append(res)
+    crcs = []
+    for (r, k), group in by_cell.items():
+        cfgs = np.concatenate([np.asarray(g["configs"], dtype=np.int64) for g in group])
+
+        def col(key, dtype):
+            return np.concatenate([np.asarray(g[key], dtype=dtype) for g in group])
+
+        for g in group:
+            for c, text in zip(g["configs"], g["errors"]):
+                if text and not edit.chunk("error", int(c) // edit.step)[int(c) % edit.step]:
+                    edit.set("error", [int(c)], 0, [text[:4000]])
+        edit.set("fit_time", cfgs, r, col("fit_time", np.float64), k)
+        edit.set("fold_score", cfgs, r, col("fold_score", np.float64), k)
+        if "fit_score" in group[0]:  # (configs, scorers) per task
+            edit.set("fit_score", cfgs, r, np.concatenate(
+                [np.asarray(g["fit_score"], np.float64) for g in group]), k)
+        blocks = np.array([int(g["configs"][0]) // cube.config_chunk for g in group])
+        crcs.append((r, k, blocks, [int(g["crc"]) for g in group]))
+        edit.set("state", cfgs, r, np.where(col("failed", bool), FAILED, DONE).astype(np.int8), k)
+
+    def chunk_crcs():  # the prediction chunks' checksums, before the cells count
+        for r, k, blocks, values in crcs:
+            cube._array("chunk_crc").oindex[r, k, blocks] = values
+
+    edit.commit(before_state=chunk_crcs)
+
+
+class LedgerEdit:
+    """One ledger write (see the module docstring): ``set`` values, then :meth:`commit`.
+    Chunks not loaded before (``replace``) are written whole without reading them, as a
+    repair writes over a damaged one."""
+
+    def __init__(self, cube):
+        self.cube = cube
+        self.step = _step(cube)  # configurations per ledger chunk
+        self.regions = {}  # (name, i, r) -> the chunk's values, as they will be
+
+    def chunk(self, name, i, r=0):
+        key = (name, i, r if _per_repeat(name) else 0)
+        if key not in self.regions:
+            self.regions[key] = np.array(self.cube._array(name)[_selection(self.cube, name, i, key[2])])
+        return self.regions[key]
+
+    def replace(self, name, i, r, values):
+        self.regions[(name, i, r if _per_repeat(name) else 0)] = values
+
+    def set(self, name, configs, r, values, k=None):
+        """``name[configs, r(, k)] = values`` (``error``: ``r`` ignored)."""
+        configs = np.asarray(configs, dtype=np.int64)
+        values = np.asarray(values, dtype=object if name == "error" else None)
+        step = self.step
+        for i in np.unique(configs // step).tolist():
+            at = np.flatnonzero(configs // step == i)
+            chunk = self.chunk(name, i, r)
+            rows = configs[at] - i * step
+            if k is None:
+                chunk[rows] = values[at]
+            else:
+                chunk[rows, k] = values[at]
+
+    def commit(self, before_state=None):
+        """Write the chunks, ``state`` last (a cell counts only once all of it is
+        stored); ``before_state()`` runs before the ``state`` chunks are written."""
+        from ._location import writing
+
+        if not self.regions:
+            if before_state is not None:
+                before_state()
+            return
+        cube = self.cube
+        cube._guard()
+        tracked = in_array(cube)
+        crc = cube._array(CRC_ARRAY) if tracked else None
+        with writing(cube.path):
+            if tracked:
+                rows = sorted({i for _, i, _ in self.regions})
+                lo, hi = rows[0] // CRC_ROWS * CRC_ROWS, min((rows[-1] // CRC_ROWS + 1) * CRC_ROWS, crc.shape[0])
+                table = np.asarray(crc[lo:hi], dtype=np.int64)
+                for (name, i, r), values in self.regions.items():
+                    table[i - lo, r, CHECKED.index(name), 1] = region_crc(values)
+                crc[lo:hi] = table  # pending: the chunks below may be old or new
+            order = sorted(self.regions, key=lambda key: key[0] == "state")
+            called = False
+            for name, i, r in order:
+                if name == "state" and not called and before_state is not None:
+                    before_state()
+                    called = True
+                cube._array(name)[_selection(cube, name, i, r)] = self.regions[(name, i, r)]
+            if before_state is not None and not called:
+                before_state()
+            if tracked:
+                done = table[..., 1] != _NONE
+                table[..., 0] = np.where(done, table[..., 1], table[..., 0])
+                table[..., 1] = _NONE
+                crc[lo:hi] = table

@@ -72,7 +72,8 @@ from ._layout import (
     to_json,
 )
 from ._expected import LEDGER_CONFIGS, check_layout, schema_error, unreadable_root
-from ._ledger_check import CHECKED, check_read
+from ._ledger_check import (
+    CHECKED, IN_ARRAY, LedgerEdit, check_read, create_crc_array, record_batch, template_table)
 from ._location import CREATING_NAME, as_location, writing
 from ._lock import LOCK_NAME
 
@@ -190,10 +191,13 @@ def _create(location, *, n_configs, n_repeats, n_splits, folds, y_stored, classe
                dtype=dtype)[...] = cls.astype(dtype) if dtype is str else cls
     coords = parameter_coordinates(config_coords or {})
     write_coordinates(g, coords, ledger)
+    crc = create_crc_array(g, n_configs, n_repeats, ledger)
+    # the template's checksums, before the attributes: a kill before those is a creation
+    crc[...] = template_table(g, fit_scorers)
     # every array exists now, with its attributes: consolidated once, current for good
     g = consolidate(location.zarr_store())
     digests = {"y": digest(y_stored), "fold": digest(folds), "slot_sample": digest(slots)}
-    meta = to_json(dict(meta, schema=SCHEMA, digests=digests,
+    meta = to_json(dict(meta, schema=SCHEMA, digests=digests, ledger_crc=IN_ARRAY,
                         created=time.strftime("%Y-%m-%dT%H:%M:%S")))
     g.update_attributes({**root_attrs(coords), "bbc_dask": {**meta, ATTRS_DIGEST: attributes_digest(meta)}})
     location.remove(CREATING_NAME)
@@ -500,40 +504,15 @@ class Cube:
         ``results``: dicts with ``r``, ``k``, ``configs`` and per configuration
         ``fit_time``, ``failed``, ``errors``, ``fold_score``, and ``crc`` (of the chunk).
         """
-        if not results:
-            return
-        self._guard()
-        by_cell = {}
-        for res in results:
-            by_cell.setdefault((res["r"], res["k"]), []).append(res)
-        with writing(self.path):
-            for (r, k), group in by_cell.items():
-                cfgs = np.concatenate([np.asarray(g["configs"], dtype=np.int64) for g in group])
-                order = np.argsort(cfgs)
-                cfgs = cfgs[order]
-
-                def col(key, dtype):
-                    return np.concatenate([np.asarray(g[key], dtype=dtype) for g in group])[order]
-
-                for g in group:
-                    for c, text in zip(g["configs"], g["errors"]):
-                        if text and not self._array("error")[int(c)]:
-                            self._array("error")[int(c)] = text[:4000]
-                self._array("fit_time").oindex[cfgs, r, k] = col("fit_time", np.float64)
-                self._array("fold_score").oindex[cfgs, r, k] = col("fold_score", np.float64)
-                if "fit_score" in group[0]:  # (configs, scorers) per task
-                    self._array("fit_score").oindex[cfgs, r, k, :] = np.concatenate(
-                        [np.asarray(g["fit_score"], np.float64) for g in group])[order]
-                blocks = np.array([int(g["configs"][0]) // self.config_chunk for g in group])
-                self._array("chunk_crc").oindex[r, k, blocks] = [int(g["crc"]) for g in group]
-                failed = col("failed", bool)
-                self._array("state").oindex[cfgs, r, k] = np.where(failed, FAILED, DONE).astype(np.int8)
+        record_batch(self, results)
 
     def record_pooled(self, configs, values):
         """Pooled scores (c, R) of complete ``configs``."""
-        self._guard()
-        with writing(self.path):
-            self._array("pooled").oindex[np.asarray(configs, dtype=np.int64), :] = values
+        edit = LedgerEdit(self)
+        values = np.asarray(values, dtype=np.float64).reshape(len(configs), -1)
+        for r in range(values.shape[1]):
+            edit.set("pooled", configs, r, values[:, r])
+        edit.commit()
 
     def decisions(self):
         """The dropping decisions, one entry per tested wave (see :meth:`record_decision`)."""
@@ -568,14 +547,15 @@ class Cube:
         gone = np.flatnonzero(wave >= 0)
         if not gone.size:
             return
-        self._guard()
-        st = self._array("state")
-        with writing(self.path):
-            rows = st.oindex[gone, :, :]
-            later = np.arange(rows.shape[2])[None, None, :] > wave[gone][:, None, None]
-            mark = (rows == PENDING) & later
-            if mark.any():
-                st.oindex[gone, :, :] = np.where(mark, DROPPED, rows).astype(np.int8)
+        rows = self._array("state").oindex[gone, :, :]
+        later = np.arange(rows.shape[2])[None, None, :] > wave[gone][:, None, None]
+        mark = (rows == PENDING) & later
+        if mark.any():
+            edit = LedgerEdit(self)
+            for r in range(rows.shape[1]):
+                if mark[:, r].any():
+                    edit.set("state", gone, r, np.where(mark[:, r], DROPPED, rows[:, r]).astype(np.int8))
+            edit.commit()
 
     def describe(self, columns):
         """Attributes, parameter coordinates (``columns()`` gives them: see

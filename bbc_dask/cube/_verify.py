@@ -25,7 +25,8 @@ from .. import _tuning as tuning
 from .. import _validation as validation
 from ..exceptions import StoreDamagedError
 from ._layout import chunk_crc, chunk_file, prediction_chunks, unreadable_chunk
-from ._ledger_check import region_crc as ledger_crc
+from ._ledger_check import CHECKED, CRC_ARRAY, LedgerEdit, in_array, recorded, region_crc
+from ._rebuild import DERIVED, derived_regions, rebuild
 
 __all__ = ["Damage", "VerifyReport", "repair", "verify", "verify_store"]
 
@@ -231,6 +232,11 @@ def _check_ledger(cube):
     damages, checked = [], 0
     # the scores of the fitted fold models, in a study that has them (one chunk per region)
     scored = bool(cube.fit_scorer_labels())
+    try:
+        table = recorded(cube)
+    except Exception as exc:  # noqa: BLE001 - its chunks then count as lost (see below)
+        damages.append(Damage("ledger", CRC_ARRAY, _problem(exc), configs=(0, n_cfg)))
+        table = np.full((-(-n_cfg // g["state"].chunks[0]), n_rep, len(CHECKED), 2), -1)
     for i, r, c0, c1 in _ledger_regions(cube):
         fit_score = (("fit_score", (i, r, 0, 0)),) if scored else ()
         bad = []
@@ -249,7 +255,9 @@ def _check_ledger(cube):
             bad.append(("state", (i, r, 0), "is missing"))
         if "state" in values and not bad:
             counted = np.isin(values["state"], (DONE, FAILED))
-            if "fit_time" in values and np.isnan(values["fit_time"][counted]).any():
+            if "fit_time" in values and np.isnan(values["fit_time"][counted]).any() and (
+                    table is None or (table[i, r, CHECKED.index("fit_time")] < 0).all()):
+                # (with a checksum, a repair's unknown fit times are NaN by design)
                 name = chunk_file(g["fit_time"], (i, r, 0))
                 bad.append(("fit_time", (i, r, 0), "is missing" if not _exists(cube, name)
                             else "is missing values of done cells"))
@@ -259,15 +267,11 @@ def _check_ledger(cube):
                 # as NaN: BBC-F would say "a fold holds a single class")
                 if counted.any() and not _exists(cube, chunk_file(g[name], coords)):
                     bad.append((name, coords, "is missing"))
-            recorded = cube.meta.get("ledger_crc") or {}
             named = {b[0] for b in bad}
-            for name, table in recorded.items():
-                # values the study recorded when its run ended: an edit changes them
-                if name in values and name not in named and i < len(table) and r < len(table[i]) and \
-                        ledger_crc(values[name]) != table[i][r]:
-                    coords = (i, r) + (0,) * (g[name].ndim - 2)
-                    bad.append((name, coords, "differs from what the study recorded "
-                                              "(checksum mismatch)"))
+            for name in (n for n in CHECKED if n in values and n not in named and table is not None):
+                # the values the study wrote: an edit changes them
+                if _unrecorded(cube, table, i, r, name, values[name], bad):
+                    break
             blocks = np.unique(np.flatnonzero(counted.any(axis=1)) // w)
             if "chunk_crc" in values and blocks.size:
                 # c0 is a multiple of w: local block b is the store's block c0 // w + b
@@ -278,7 +282,7 @@ def _check_ledger(cube):
         for name, coords, problem in bad:
             damages.append(Damage("ledger", chunk_file(g[name], coords), problem, repeat=r,
                                   configs=(c0, c1)))
-        if bad:
+        if bad and not ({b[0] for b in bad} <= set(DERIVED) and "chunk_crc" in values):
             # the region is reset by a repair; its prediction chunks are still checked
             # for readability (no checksum to compare with)
             state[c0:c1, r] = DONE
@@ -287,13 +291,44 @@ def _check_ledger(cube):
             crc[r, :, c0 // w:c0 // w + values["chunk_crc"].shape[2]] = values["chunk_crc"][0]
     for i, c0 in enumerate(range(0, n_cfg, g["error"].chunks[0])):
         checked += 1
+        c1 = min(c0 + g["error"].chunks[0], n_cfg)
         try:
-            g["error"].get_block_selection((i,))
+            texts = g["error"].get_block_selection((i,))
         except Exception as exc:  # noqa: BLE001
-            damages.append(Damage("error", chunk_file(g["error"], (i,)), _problem(exc),
-                                  configs=(c0, min(c0 + g["error"].chunks[0], n_cfg))))
+            damages.append(Damage("error", chunk_file(g["error"], (i,)), _problem(exc), configs=(c0, c1)))
+            continue
+        found = []
+        if table is not None:
+            _unrecorded(cube, table, i, 0, "error", texts, found)
+        for name, coords, problem in found[:1]:
+            damages.append(Damage("error", chunk_file(g[name], coords), problem, configs=(c0, c1)))
     counted = np.isin(state, (DONE, FAILED))
     return damages, counted, crc, checked
+
+
+def _unrecorded(cube, table, i, r, name, values, bad):
+    """Whether the chunk ``(i, r)`` of ``name`` differs from its recorded checksum (or,
+    in a store that keeps them in ``ledger_crc``, has none: that array's chunk is lost);
+    appends the damage to ``bad``."""
+    a = CHECKED.index(name)
+    committed, pending = table[i, r, a]
+    if committed < 0 and pending < 0:
+        if not in_array(cube):
+            return False  # a store from before checksums, or its run unfinished
+        crc = cube.group[CRC_ARRAY]
+        bad.append((CRC_ARRAY, (i // crc.chunks[0], 0, 0, 0), "has no checksum of "
+                    f"{name} for configurations from {i * g_step(cube)} (lost)"))
+        return True
+    if region_crc(values) in (committed, pending):
+        return False
+    coords = (i, r) + (0,) * (cube.group[name].ndim - 2) if name != "error" else (i,)
+    bad.append((name, coords, "differs from what the study recorded (checksum mismatch)"
+                if _exists(cube, chunk_file(cube.group[name], coords)) else "is missing"))
+    return False
+
+
+def g_step(cube):
+    return cube.group["state"].chunks[0]
 
 
 def _check_predictions(cube, counted, crc):
@@ -402,40 +437,59 @@ def repair(cube, report):
     n_cfg, n_rep, n_spl = g["state"].shape
     scored = ("fit_score",) if cube.fit_scorer_labels() else ()
     cube._guard()
-    if cube.meta.get("ledger_crc"):  # before the ledger is reset: the next run records them
-        cube.set_meta(ledger_crc=None)
     reset = 0
     with writing(cube.path):
-        whole = {(d.repeat, d.configs) for d in report.damaged if d.kind == "ledger"}
+        # what is rebuilt from intact predictions costs no model (cube/_rebuild.py)
+        derived = derived_regions(cube, report.damaged)
+        whole = {(d.repeat, d.configs) for d in report.damaged
+                 if d.kind == "ledger" and (d.repeat, d.configs) not in derived}
         for d in report.damaged:
             if d.kind == "error":  # a failed configuration's text is lost: fit it again
-                for r in range(n_rep):
-                    whole.add((r, d.configs))
+                whole.add((-1, d.configs))
+            if d.file == CRC_ARRAY:  # unreadable: rewritten whole (its regions reset)
+                g[CRC_ARRAY][...] = np.full(g[CRC_ARRAY].shape, -1, dtype=np.int64)
+        edit = LedgerEdit(cube)  # every chunk written with its checksum
+        step = edit.step
+        cleared = set()
         for r, (c0, c1) in sorted(whole):
-            # whole-chunk writes: Zarr replaces a damaged chunk without reading it
-            g["state"][c0:c1, r] = np.full((c1 - c0, n_spl), PENDING, np.int8)
-            for name in ("fit_time", "fold_score") + scored:
-                g[name][c0:c1, r] = np.full((c1 - c0,) + g[name].shape[2:], np.nan)
-            g["pooled"][c0:c1, r] = np.nan
-            g["chunk_crc"][r, :, c0 // w:-(-c1 // w)] = -1
-            reset += (c1 - c0) * n_spl
+            for rr in range(n_rep) if r < 0 else (r,):
+                for i in range(c0 // step, -(-c1 // step)):
+                    if (rr, i) in cleared:
+                        continue
+                    cleared.add((rr, i))
+                    a0, a1 = i * step, min((i + 1) * step, n_cfg)
+                    # whole-chunk writes: Zarr replaces a damaged chunk without reading it
+                    edit.replace("state", i, rr, np.full((a1 - a0, n_spl), PENDING, np.int8))
+                    for name in ("fit_time", "fold_score") + scored:
+                        edit.replace(name, i, rr, np.full((a1 - a0,) + g[name].shape[2:], np.nan))
+                    edit.replace("pooled", i, rr, np.full(a1 - a0, np.nan))
+                    g["chunk_crc"][rr, :, a0 // w:-(-a1 // w)] = -1
+                    reset += (a1 - a0) * n_spl
+        for r, (c0, c1) in sorted(whole):
+            if r < 0:
+                for i in range(c0 // step, -(-c1 // step)):
+                    a0, a1 = i * step, min((i + 1) * step, n_cfg)
+                    edit.replace("error", i, 0, np.full(a1 - a0, "", dtype=object))
         for d in report.damaged:
             if d.kind == "coordinate":  # positions: whole-chunk writes of 0, 1, 2...
                 g[d.file][...] = np.arange(g[d.file].shape[0], dtype=np.int64)
         for d in report.damaged:
-            if d.kind == "error":
-                g["error"][d.configs[0]:d.configs[1]] = np.full(d.configs[1] - d.configs[0], "", dtype=object)
             if d.kind != "prediction":
                 continue
             c0, c1 = d.block * w, min((d.block + 1) * w, n_cfg)
-            st = g["state"][c0:c1, d.repeat, d.fold]
-            cells = np.isin(st, (DONE, FAILED))
-            g["state"][c0:c1, d.repeat, d.fold] = np.where(cells, PENDING, st).astype(np.int8)
+            i = c0 // step
+            rows = slice(c0 - i * step, c1 - i * step)
+            st = edit.chunk("state", i, d.repeat)
+            cells = np.isin(st[rows, d.fold], (DONE, FAILED))
+            st[rows, d.fold] = np.where(cells, PENDING, st[rows, d.fold])
             for name in ("fit_time", "fold_score") + scored:
-                g[name][c0:c1, d.repeat, d.fold] = np.nan
-            g["pooled"][c0:c1, :] = np.nan
+                edit.chunk(name, i, d.repeat)[rows, d.fold] = np.nan
+            for rr in range(n_rep):
+                edit.chunk("pooled", i, rr)[rows] = np.nan
             g["chunk_crc"][d.repeat, d.fold, d.block] = -1
             reset += int(cells.sum())
+        rebuild(cube, edit, derived)
+        edit.commit()
         # after the ledger: a kill before this leaves pending cells whose chunks the next
         # run rewrites anyway
         arr = g["prediction"]
@@ -448,8 +502,12 @@ def repair(cube, report):
                     cube.location.remove(name)
     if report.damaged:
         repairs = list(cube.meta.get("repairs", [])) + [
-            {"cells_reset": reset, "damaged": [str(d) for d in report.damaged][:100]}]
-        cube.meta.pop("final_model", None)  # the next run refits (its winner may differ)
+            {"cells_reset": reset, "chunks_rebuilt": len(derived),
+             "damaged": [str(d) for d in report.damaged][:100]}]
+        if not all(d.kind == "ledger" and (d.repeat, d.configs) in derived for d in report.damaged):
+            # the next run refits (its winner may differ); a rebuild alone restores the
+            # study's own values, and so its winner
+            cube.meta.pop("final_model", None)
         cube.set_meta(repairs=repairs)
         cube.apply_decisions()  # cells of dropped configurations reset above: dropped again
     return reset

@@ -16,7 +16,7 @@ from .. import _validation as validation
 from .._random import as_seed_sequence, entropy_of
 from .._signals import signals_as_interrupts
 from ._differs import spec_differences
-from ..cube import DONE, FAILED, PENDING, ledger_checksums
+from ..cube import DONE, FAILED, PENDING, settle_ledger
 from ..exceptions import (
     AllConfigurationsFailedError,
     OldSchemaError,
@@ -173,14 +173,14 @@ class _StudyRun:
         self.cube.describe(lambda: self.configs.columns(self.request.metadata))
         if "classes" not in self.cube.meta["spec"]:  # nor its estimators' classes
             self.cube.set_meta(spec={**self.cube.meta["spec"], "classes": spec["classes"]})
-        if self.cube.meta.get("ledger_crc"):  # dropped before this run writes the ledger
-            self.cube.set_meta(ledger_crc=None)
+        # every ledger chunk as the study recorded it, before this run writes any (a
+        # rerun must never record an edit as the study's own); a killed run's pending
+        # checksums committed (cube/_ledger_check.py)
+        settle_ledger(self.cube)
         self.cube.apply_decisions()  # a kill between a decision and its cells: finish it
         runs = list(self.cube.meta.get("runs", []))
         runs.append({"started": time.strftime("%Y-%m-%dT%H:%M:%S"), "t0": time.time(),
                      "done_before": int((self.cube.state() != PENDING).sum())})
-        # the ledger's checksums were dropped above, before this run writes any of it,
-        # and are recorded again once its last batch is written (cube/_ledger_check.py)
         self.cube.set_meta(runs=runs)
 
     def precheck(self):
@@ -354,7 +354,7 @@ class _StudyRun:
             runs = list(self.cube.meta["runs"])
             runs[-1].update(finished=time.strftime("%Y-%m-%dT%H:%M:%S"), t1=time.time(),
                             fits=self.fits)
-            self.cube.set_meta(runs=runs, ledger_crc=ledger_checksums(self.cube))
+            self.cube.set_meta(runs=runs)
 
     def _needs_pooled(self):
         """Whether the ledger's pooled scores are wanted: by every study (its winner,
