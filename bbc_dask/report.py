@@ -462,9 +462,20 @@ def write_report(study, out_dir, *, n_bootstraps=1000, confidence_level=0.95, ra
     ``out_dir``; returns the HTML path. ``n_bootstraps`` is BBC's and BBC-F's;
     ``ci_bootstraps`` the comparators' (None: their own 2000), the same defaults as
     ``bbc-dask estimate --ci all``."""
+    said = getattr(study, "said_unfinished", False)
+    try:
+        return _write_report(study, out_dir, n_bootstraps, confidence_level, random_state,
+                             ci_bootstraps)
+    finally:
+        study.said_unfinished = said
+
+
+def _write_report(study, out_dir, n_bootstraps, confidence_level, random_state, ci_bootstraps):
     os.makedirs(out_dir, exist_ok=True)
     est = estimates(study, n_bootstraps=n_bootstraps, confidence_level=confidence_level,
                     random_state=random_state)
+    # an unfinished study was said by the estimates' warnings: not again by each figure
+    study.said_unfinished = True
     figs = {
         "bootstrap_bbc.png": plot_bootstrap(est["bbc"], title="BBC-CV" if est["bbc"].method == "bbc" else "BBCD-CV"),
         "bootstrap_bbc_f.png": plot_bootstrap(est["bbc_f"], naive=est["bbc"].naive_estimate, title="BBC-F"),

@@ -91,3 +91,18 @@ def test_said_by_the_command_line_it_is_not_said_again(unfinished):
         warnings.simplefilter("error")
         for name in VIEW:
             getattr(unfinished, name)
+
+
+def test_a_report_of_an_unfinished_study_says_it_by_its_estimates_alone(unfinished, tmp_path):
+    """write_report reads cv_results_ and best_index_ for its figures: the study's state is
+    said by the warnings of its two estimates (BBC, BBC-F), not again by each figure; the
+    study warns again afterwards."""
+    from bbc_dask.report import write_report
+
+    with warnings.catch_warnings(record=True) as got:
+        warnings.simplefilter("always")
+        write_report(unfinished, tmp_path / "r", n_bootstraps=20, ci_bootstraps=20)
+    said = [w for w in got if issubclass(w.category, UnfinishedStudyWarning)]
+    assert len(said) == 2, [str(w.message) for w in said]
+    with pytest.warns(UnfinishedStudyWarning):
+        unfinished.cv_results_
