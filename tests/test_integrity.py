@@ -158,3 +158,45 @@ def test_a_repair_rebuilds_derived_chunks_without_training(tmp_path, data, array
         assert np.isnan(again._cube.fit_times()[:, 1]).all()
     else:
         np.testing.assert_array_equal(times, stored_times)
+
+
+def _as_older_store(store):
+    """The store as a version before ``ledger_crc`` wrote it: no array, the checksums of
+    a finished run in the attributes (``{array: [[crc per repeat] per ledger chunk]}``)."""
+    import shutil
+
+    from bbc_dask.cube import open_cube
+    from bbc_dask.cube._attrs import consolidate
+    from bbc_dask.cube._ledger_check import CHECKED, current
+
+    cube = open_cube(store, mode="r+")
+    now = current(cube)
+    old = {name: [[int(now[i, r, a]) for r in range(now.shape[1])] for i in range(now.shape[0])]
+           for a, name in enumerate(CHECKED[:4])}  # those an older version recorded
+    cube.set_meta(ledger_crc=old)
+    shutil.rmtree(store / "ledger_crc")
+    consolidate(cube.location.zarr_store())
+
+
+def test_an_older_store_is_checked_against_its_attribute_checksums_and_gets_the_array(tmp_path, data):
+    import zarr
+
+    from bbc_dask.cube import open_cube
+
+    grid = {"C": [0.1, 1.0]}
+    store = tmp_path / "o.zarr"
+    first = _run(LogisticRegression(), grid, data, store)
+    _as_older_store(store)
+    assert "ledger_crc" not in zarr.open_group(str(store), mode="r")
+    edited = tmp_path / "e.zarr"
+    import shutil
+
+    shutil.copytree(store, edited)
+    zarr.open_array(str(edited / "fold_score"), mode="r+")[0, 0, 0] = 0.5
+    with pytest.raises(bd.exceptions.StoreDamagedError, match=r"fold_score/c/0/0/0 differs"):
+        _run(LogisticRegression(), grid, data, edited)
+    again = _run(LogisticRegression(), grid, data, store)  # as before: resumed, nothing fitted
+    assert again.n_fits_ == 0 and again.best_index_ == first.best_index_
+    cube = open_cube(store)
+    assert cube.meta["ledger_crc"] == "array" and "ledger_crc" in cube.group
+    assert bd.verify_store(store)[0].ok
