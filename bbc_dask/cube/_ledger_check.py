@@ -234,7 +234,7 @@ def record_batch(cube, results):
     """Record a batch of finished tasks (:meth:`~._schema.Cube.record`) as one edit:
     errors, fit times and fold scores first, the prediction chunks' checksums, then
     ``state``, so a cell counts only once all of it is stored."""
-    from ._schema import DONE, FAILED
+    from ._states import DONE, FAILED
 
     if not results:
         return

@@ -72,7 +72,7 @@ def derived_regions(cube, damaged):
 
 def rebuild(cube, edit, regions):
     """Write the rebuilt chunks of ``regions`` (:func:`derived_regions`) into ``edit``."""
-    from ._schema import DONE
+    from ._states import DONE
 
     step = edit.step
     for (r, (c0, c1)), names in sorted(regions.items()):

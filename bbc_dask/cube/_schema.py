@@ -76,6 +76,7 @@ from ._ledger_check import (
     CHECKED, IN_ARRAY, LedgerEdit, check_read, create_crc_array, record_batch, template_table)
 from ._location import CREATING_NAME, as_location, writing
 from ._lock import LOCK_NAME
+from ._states import DONE, DROPPED, FAILED, MISSING, PENDING
 
 __all__ = [
     "DONE",
@@ -91,12 +92,9 @@ __all__ = [
     "open_cube",
 ]
 
-PENDING, DONE, FAILED, DROPPED = 0, 1, 2, 3
 ATTRIBUTES_EDITED = ("The store {!r} is damaged: its study attributes (the 'bbc_dask' attribute "
                      "of zarr.json) differ from what the study wrote (digest mismatch); they "
                      "cannot be trusted: run the study again with overwrite=True.")
-#: ``state`` of a ledger chunk that is missing from the store (its fill value).
-MISSING = -1
 SCHEMA = "bbc_dask.cube/3"
 
 
