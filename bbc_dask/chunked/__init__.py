@@ -26,7 +26,7 @@ seed block of bootstraps has its own generator. The splits:
   draws every block's counts) against the decoding (each run decodes the chunks holding
   its slots whole).
   A task holds at most HOLD_BYTES as read (a group narrows until one block fits) and
-  :data:`~bbc_dask.cube._layout.READ_BYTES` of decoded stored chunks (at least one
+  :data:`~bbc_dask._tuning.READ_BYTES` of decoded stored chunks (at least one
   column of chunks: 256 KiB to 512 KiB each, or 256 slots of a block, whatever N; a
   fold each in stores written before).
 - **the dropping test by sample blocks** — a pointwise metric given a sample source (a
@@ -59,7 +59,8 @@ store) are read by the tasks with zarr alone, chunk-aligned: the workers never i
 ``dask.array``/xarray/pandas (~60 MiB each). Other Dask-backed cubes go through their own
 graph.
 
-The modules: :mod:`._source` (a lazy cube and how it is cut), :mod:`._graph` (seeds,
+The modules: :mod:`._dispatch` (``bbc_dask.bbc``/``bbc_f``: memory or chunks, the one
+rule), :mod:`._source` (a lazy cube and how it is cut), :mod:`._graph` (seeds,
 plans, chains), :mod:`._lazy_bbc`, :mod:`._lazy_bbc_f`, :mod:`._lazy_dropping` (the
 graphs), :mod:`._budgets` (what a task may hold) on the client; the tasks the workers
 run — :mod:`._task_base`, :mod:`._blocks` (configuration blocks), :mod:`._sample_sums`,

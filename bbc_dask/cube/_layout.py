@@ -1,4 +1,5 @@
-"""The fold-aligned layout of predictions (schema 3), its readers and its chunk writer.
+"""The fold-aligned layout of predictions (schema 3) and its readers (the tasks' chunk
+writer is :mod:`._direct`'s).
 
 Why this layout: a CVT task fits a block of configurations on the training samples of one
 (repeat, fold) and predicts that fold's test samples. Stored in sample order, its output

@@ -1,5 +1,6 @@
-"""The CVT engine's run: arguments checked, the store opened or created under its run
-lock, the waves run, the winner refit. Resumable from the store."""
+"""The engine's run of a study — a CVT, or nested CV's inner CVs as the cube's repeats:
+arguments checked, the store opened or created under its run lock, the waves run, the
+winner refit. Resumable from the store."""
 from __future__ import annotations
 
 import contextlib
