@@ -25,6 +25,7 @@ import dataclasses
 
 import numpy as np
 
+from . import _sklearn_compat as compat
 from .exceptions import InvalidParameterError
 
 
@@ -91,7 +92,7 @@ def ordered_scorers(search):
 def _is_plain_callable(scoring):
     """A callable ``scorer(estimator, X, y)`` that is not a scikit-learn scorer object."""
     return scoring is not None and not isinstance(scoring, str) and \
-        not hasattr(scoring, "_score_func")
+        not compat.is_function_scorer(scoring)
 
 
 def scoring_plan(search, params):
@@ -99,14 +100,14 @@ def scoring_plan(search, params):
     anything runs (see the module docstring)."""
     import sklearn
     from sklearn.metrics import check_scoring
-    from sklearn.utils.metadata_routing import _routing_enabled, get_routing_for_object
+    from sklearn.utils.metadata_routing import get_routing_for_object
 
     from .engine import FitScoring, stored_as
     from .metrics import get_metric
 
     caller = type(search).__name__
     scorers, multimetric = ordered_scorers(search)
-    routing = _routing_enabled()
+    routing = compat.routing_enabled()
     score_params = {}
     if routing:
         from sklearn.utils.metadata_routing import process_routing
@@ -116,7 +117,7 @@ def scoring_plan(search, params):
     else:
         fit_params = dict(params)
     # a scorer asking for metadata (sample_weight) is called by the fitted models, with it
-    asking = {k for k, v in scorers.items() if hasattr(v, "_score_func") and any(
+    asking = {k for k, v in scorers.items() if compat.is_function_scorer(v) and any(
         r is not None and r is not False
         for r in get_routing_for_object(v).score.requests.values())}
     metrics = {k: get_metric(v, caller=caller, name="scoring") for k, v in scorers.items()

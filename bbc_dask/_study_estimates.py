@@ -6,6 +6,7 @@ import dataclasses
 
 import numpy as np
 
+from . import _sklearn_compat as compat
 from . import _tuning as tuning
 from . import _validation as validation
 from .chunked import refuse_general, use_chunked
@@ -385,7 +386,8 @@ class StudyEstimates:
                 f"of {own.name!r}: {' or '.join(stored_as(own)[0])})",
                 shown=f"{m.name!r}, which needs {' or '.join(stored_as(m)[0])}"
                       f"{' per class' if stored_as(m)[1] else ''}")
-        own_pos = (getattr(getattr(m, "scorer", None), "_kwargs", None) or {}).get("pos_label")
+        scorer = getattr(m, "scorer", None)
+        own_pos = (compat.score_kwargs(scorer) if compat.is_function_scorer(scorer) else {}).get("pos_label")
         study_pos = self.spec.get("pos_label")
         if own_pos is not None and study_pos is not None and validation.plain(own_pos) != study_pos:
             # the stored responses are scored for the study's positive class: another

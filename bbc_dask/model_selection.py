@@ -11,10 +11,10 @@ from numbers import Integral, Real
 import numpy as np
 from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone, is_classifier
 from sklearn.metrics import check_scoring
-from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
+from . import _sklearn_compat as compat
 from . import _validation as validation
 from ._multimetric import fold_level_winner, scoring_plan, split_scores
 from ._search_run import cv_results, given_client, local_workers, refit_best, search_cv
@@ -192,22 +192,22 @@ class BBCSearchCV(MetaEstimatorMixin, BaseEstimator):
     #: Checked at the start of ``fit``, before anything is fitted or stored (scikit-
     #: learn's constraint language; the errors name BBCSearchCV and the parameter).
     _parameter_constraints = {
-        "estimator": [HasMethods(["fit", "get_params"])],
+        "estimator": [compat.HasMethods(["fit", "get_params"])],
         "param_grid": [dict, list],
         "scoring": [str, callable, list, tuple, set, dict, None],
         "n_jobs": [Integral, None],
         "pre_dispatch": [Integral, str],
         "cv": ["cv_object"],
-        "n_repeats": [Interval(Integral, 1, None, closed="left")],
+        "n_repeats": [compat.Interval(Integral, 1, None, closed="left")],
         "dropping": ["boolean", Dropping],
-        "n_bootstraps": [Interval(Integral, 1, None, closed="left")],
-        "confidence_level": [Interval(Real, 0, 1, closed="neither")],
+        "n_bootstraps": [compat.Interval(Integral, 1, None, closed="left")],
+        "confidence_level": [compat.Interval(Real, 0, 1, closed="neither")],
         "store": [str, os.PathLike, None],
         "refit": ["boolean", str, callable],
-        "error_score": [StrOptions({"raise"}), Real],
+        "error_score": [compat.StrOptions({"raise"}), Real],
         "client": "no_validation",  # a Client, an address or make_client's arguments
         "random_state": [None, Integral, np.random.SeedSequence, np.random.Generator],
-        "selection": [StrOptions({"pooled", "fold_mean"})],
+        "selection": [compat.StrOptions({"pooled", "fold_mean"})],
         "verbose": ["verbose"],
         "return_train_score": ["boolean"],
     }
@@ -426,13 +426,12 @@ class BBCSearchCV(MetaEstimatorMixin, BaseEstimator):
         sklearn.utils.metadata_routing.MetadataRouter
         """
         from sklearn.metrics import check_scoring
-        from sklearn.metrics._scorer import _MultimetricScorer
         from sklearn.utils.metadata_routing import MetadataRouter, MethodMapping
 
         from ._multimetric import ordered_scorers
 
         scorers, _ = ordered_scorers(self)
-        scorer = _MultimetricScorer(scorers={k: check_scoring(self.estimator, scoring=v)
+        scorer = compat.MultimetricScorer(scorers={k: check_scoring(self.estimator, scoring=v)
                                              for k, v in scorers.items()})
         return MetadataRouter(owner=type(self).__name__).add(
             estimator=self.estimator, method_mapping=MethodMapping().add(caller="fit", callee="fit")
@@ -441,14 +440,11 @@ class BBCSearchCV(MetaEstimatorMixin, BaseEstimator):
     def _check_parameters(self):
         """Every constructor parameter against :attr:`_parameter_constraints`, as an
         :class:`~bbc_dask.exceptions.InvalidParameterError` in scikit-learn's wording."""
-        from sklearn.utils._param_validation import InvalidParameterError as SklearnError
-        from sklearn.utils._param_validation import validate_parameter_constraints
-
         try:
-            validate_parameter_constraints(self._parameter_constraints,
+            compat.validate_parameter_constraints(self._parameter_constraints,
                                            self.get_params(deep=False),
                                            caller_name=type(self).__name__)
-        except SklearnError as exc:
+        except compat.SklearnInvalidParameterError as exc:
             raise validation.worded_elsewhere(str(exc)) from None
 
     def _default_metric(self):
@@ -568,7 +564,7 @@ n_splits_, refit_time_, multimetric_, study_, n_features_in_, feature_names_in_,
     _parameter_constraints = {
         **{k: v for k, v in BBCSearchCV._parameter_constraints.items() if k != "param_grid"},
         "param_distributions": [dict, list],
-        "n_iter": [Interval(Integral, 1, None, closed="left")],
+        "n_iter": [compat.Interval(Integral, 1, None, closed="left")],
     }
 
     def __init__(self, estimator, param_distributions, *, n_iter=10, scoring=None, n_jobs=None,

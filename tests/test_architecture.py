@@ -284,3 +284,29 @@ def test_the_project_links_nothing_outside_it():
                     if "../shared" in line or "/work/shared" in line:
                         bad.append(f"{os.path.relpath(f, root)}:{i}")
     assert not bad, bad
+
+
+#: Attributes of scikit-learn's scorer objects that it keeps private.
+_SKLEARN_PRIVATE_ATTRS = {"_score_func", "_kwargs", "_sign", "_response_method"}
+
+
+def test_sklearn_private_names_are_taken_in_one_module():
+    """scikit-learn's private modules, names and scorer attributes are read in
+    ``_sklearn_compat.py`` alone, so that a release that moves one breaks one module (and
+    CI tests the lowest supported scikit-learn as well as the newest)."""
+    found = []
+    for rel, tree in _modules():
+        if rel == "_sklearn_compat.py":
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("sklearn"):
+                private = [p for p in node.module.split(".") if p.startswith("_")] + \
+                    [a.name for a in node.names if a.name.startswith("_")]
+                if private:
+                    found.append(f"{rel}:{node.lineno} from {node.module} ({private})")
+            elif isinstance(node, ast.Attribute) and node.attr in _SKLEARN_PRIVATE_ATTRS:
+                found.append(f"{rel}:{node.lineno} .{node.attr}")
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str) and \
+                    node.value in _SKLEARN_PRIVATE_ATTRS | {"sklearn.metrics._scorer"}:
+                found.append(f"{rel}:{node.lineno} {node.value!r}")
+    assert not found, found

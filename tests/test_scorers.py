@@ -72,9 +72,12 @@ def _inputs(name, rng, n):
 def test_weights_equal_repeated_rows_for_every_weighted_function(name):
     """The functions scored with sample_weight give what repeated rows give (else they
     must leave WEIGHT_IS_REPEAT)."""
+    import sklearn
     import sklearn.metrics as skm
 
-    f = getattr(skm, name)
+    f = getattr(skm, name, None)
+    if f is None:  # a function newer than the scikit-learn installed (d2_brier_score: 1.7)
+        pytest.skip(f"{name} is not in scikit-learn {sklearn.__version__}")
     assert "sample_weight" in inspect.signature(f).parameters
     rng = np.random.default_rng(0)
     n = 40

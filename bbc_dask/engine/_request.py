@@ -27,6 +27,7 @@ import warnings
 import numpy as np
 import sklearn
 
+from .. import _sklearn_compat as compat
 from .. import _validation as validation
 from ..cluster import as_security
 from ..cube import as_location
@@ -196,7 +197,7 @@ def _general(metric, estimator, pos_label, caller):
     from sklearn.base import is_regressor
 
     metric = remember(metric.resolved(is_regressor(estimator)))
-    own = metric.scorer._kwargs.get("pos_label")
+    own = compat.score_kwargs(metric.scorer).get("pos_label")
     if own is not None and metric.is_classification:
         if pos_label is None:
             pos_label = own

@@ -16,6 +16,7 @@ from collections import OrderedDict
 import numpy as np
 from sklearn.base import clone
 
+from .. import _sklearn_compat as compat
 from .. import _tuning as tuning
 from ._fit_warnings import collected_warnings
 
@@ -331,7 +332,7 @@ class FitScoring:
         def text(sc):
             if isinstance(sc, str):
                 return sc
-            if hasattr(sc, "_score_func"):
+            if compat.is_function_scorer(sc):
                 return scorer_name(sc)
             return f"{getattr(sc, '__module__', '?')}.{getattr(sc, '__qualname__', repr(sc))}"
 
@@ -341,26 +342,23 @@ class FitScoring:
 
     def sliced(self, X, y_test, train, test):
         """A copy for one split: its test target and the parameters of its rows."""
-        from sklearn.utils.validation import _check_method_params
-
         out = FitScoring(self.test, self.train, self.params, self.routing)
         out.y_test = y_test
-        out.train_params = _check_method_params(X, self.params, train)
-        out.test_params = _check_method_params(X, self.params, test)
+        out.train_params = compat.check_method_params(X, self.params, train)
+        out.test_params = compat.check_method_params(X, self.params, test)
         return out
 
     def score(self, est, X_train, y_train, X_test):
         """The scores of the fitted ``est`` in :attr:`labels` order; a scorer's error
         is raised (the configuration fails)."""
         import sklearn
-        from sklearn.metrics._scorer import _MultimetricScorer
 
         out = []
         with sklearn.config_context(enable_metadata_routing=self.routing):
             for scorers, X, y, params in ((self.test, X_test, self.y_test, self.test_params),
                                           (self.train, X_train, y_train, self.train_params)):
                 if scorers:  # one call: the scorers share the estimator's predictions
-                    got = _MultimetricScorer(scorers=scorers, raise_exc=True)(
+                    got = compat.MultimetricScorer(scorers=scorers, raise_exc=True)(
                         est, X, y, **(params or {}))
                     out += [float(got[k]) for k in scorers]
         return out
@@ -424,13 +422,11 @@ def _train_params(X, fit_params, folds, r, k, y_test=None):
     what there is not."""
     if not fit_params:
         return None, None
-    from sklearn.utils.validation import _check_method_params
-
     params, routing, scoring = (tuple(fit_params) + (None,))[:3]
     train = np.flatnonzero((folds[:, r] != k) & (folds[:, r] >= 0))  # as _split's
     if scoring is not None:
         scoring = scoring.sliced(X, y_test, train, np.flatnonzero(folds[:, r] == k))
-    return (_check_method_params(X, params, train), routing) if params else None, scoring
+    return (compat.check_method_params(X, params, train), routing) if params else None, scoring
 
 
 def _fit_block(estimator, params_block, X, y, folds, scoring, r, k, fit_params=None):

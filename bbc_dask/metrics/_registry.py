@@ -51,6 +51,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .. import _sklearn_compat as compat
 from ..exceptions import InvalidParameterError
 from ._pointwise import (_Accuracy, _BalancedAccuracy, _F1, _NegLogLoss, _NegMAE, _NegMSE,
                          _R2, _R2Corr)
@@ -271,9 +272,7 @@ def get_metric(metric, *, caller="this function", name="metric") -> Metric:
         if metric in _GENERAL:
             return _GENERAL[metric]
         return _named_scorer(metric, caller, name)
-    from sklearn.metrics._scorer import _BaseScorer
-
-    if isinstance(metric, _BaseScorer):
+    if isinstance(metric, compat.BaseScorer):
         return scorer_metric(metric, caller, name)
     if callable(metric):
         raise InvalidParameterError.of(
@@ -313,7 +312,7 @@ def scorer_metric(scorer, caller="this function", name="metric"):
     text = repr(scorer)
     for reg in METRICS:
         try:
-            if repr(get_scorer(reg)) == text and get_scorer(reg)._score_func is scorer._score_func:
+            if repr(get_scorer(reg)) == text and compat.score_func(get_scorer(reg)) is compat.score_func(scorer):
                 return METRICS[reg]
         except ValueError:  # a registered name scikit-learn has no scorer of
             continue
@@ -346,9 +345,7 @@ def metric_of_spec(spec, scoring=None, caller="open_study"):
                                            scoring)
         return m
     if scoring is not None:
-        from sklearn.metrics._scorer import _BaseScorer
-
-        got = describe_scorer(scoring) if isinstance(scoring, _BaseScorer) else None
+        got = describe_scorer(scoring) if isinstance(scoring, compat.BaseScorer) else None
         if got is None or scorer_name(scoring) != spec["metric"]:
             raise InvalidParameterError.of("scoring", caller,
                                            f"the study's scorer {spec['metric']}", scoring)

@@ -36,6 +36,7 @@ import warnings
 
 import numpy as np
 
+from .. import _sklearn_compat as compat
 from ..exceptions import InvalidParameterError
 from ._prepared import _Prepared
 
@@ -53,7 +54,7 @@ WEIGHT_IS_REPEAT = frozenset({
 })
 
 #: Modules of scikit-learn's metric functions, by the task they score.
-_REGRESSION_MODULES = ("sklearn.metrics._regression",)
+_REGRESSION_MODULES = compat.REGRESSION_METRIC_MODULES
 _CLUSTER_MODULES = ("sklearn.metrics.cluster",)
 
 
@@ -77,8 +78,7 @@ def _accepts(func, name):
 
 
 def _response_order(scorer):
-    rm = scorer._response_method
-    return (rm,) if isinstance(rm, str) else tuple(rm)
+    return compat.response_methods(scorer)
 
 
 def _task_of(func, response):
@@ -97,15 +97,15 @@ def _task_of(func, response):
 def describe_scorer(scorer):
     """The JSON description of a ``make_scorer`` object a store records: function
     (name, module), kwargs (None where they are not JSON), sign, response method."""
-    func = scorer._score_func
+    func = compat.score_func(scorer)
     try:
-        kwargs = json.loads(json.dumps(scorer._kwargs))
+        kwargs = json.loads(json.dumps(compat.score_kwargs(scorer)))
     except (TypeError, ValueError):
         kwargs = None
     return {"function": getattr(func, "__name__", repr(func)),
             "module": getattr(func, "__module__", None),
             "sklearn": _sklearn_function(func) is not None,
-            "kwargs": kwargs, "sign": int(scorer._sign),
+            "kwargs": kwargs, "sign": int(compat.score_sign(scorer)),
             "response_method": list(_response_order(scorer))}
 
 
@@ -113,7 +113,7 @@ def scorer_name(scorer):
     """The study's name of a ``make_scorer`` object: scikit-learn's own repr, the
     function named by its module where it is not one of :mod:`sklearn.metrics`."""
     text = repr(scorer)
-    func = scorer._score_func
+    func = compat.score_func(scorer)
     if _sklearn_function(func) is None:
         fn = getattr(func, "__name__", None)
         qual = f"{getattr(func, '__module__', '?')}.{getattr(func, '__qualname__', fn)}"
@@ -150,8 +150,8 @@ class _ScorerMetric(_Prepared):
     def __init__(self, metric, target, pred, sample_block=None):
         super().__init__(metric, target, pred, sample_block)
         self.y = target.codes if target.codes is not None else target.values
-        func = metric.scorer._score_func
-        kwargs = dict(metric.scorer._kwargs)
+        func = compat.score_func(metric.scorer)
+        kwargs = dict(compat.score_kwargs(metric.scorer))
         col = None
         if target.codes is not None:
             k = len(target.classes)
@@ -164,7 +164,7 @@ class _ScorerMetric(_Prepared):
                 # a pos_label, the larger label's)
                 col = k - 1 if pos is None else pos
         self.func, self.kwargs, self.col = func, kwargs, col
-        self.sign = float(metric.scorer._sign)
+        self.sign = float(compat.score_sign(metric.scorer))
         self.weighted = (_sklearn_function(func) in WEIGHT_IS_REPEAT
                          and _accepts(func, "sample_weight"))
         self.pred = pred
@@ -218,13 +218,11 @@ class _ScorerMetric(_Prepared):
 def check_scorer(scorer, caller, name="metric"):
     """``scorer`` checked: a scikit-learn scorer object made by ``make_scorer`` or
     ``get_scorer``, whose function scores a classifier or regressor."""
-    from sklearn.metrics._scorer import _BaseScorer, _Scorer
-
-    if isinstance(scorer, _BaseScorer) and not isinstance(scorer, _Scorer):
+    if isinstance(scorer, compat.BaseScorer) and not isinstance(scorer, compat.Scorer):
         raise InvalidParameterError.of(
             name, caller, "a single scorer (a name or a make_scorer object)",
             f"{type(scorer).__name__}")
-    func = scorer._score_func
+    func = compat.score_func(scorer)
     response = _response_order(scorer)
     bad = [m for m in response if m not in ("predict", "predict_proba", "decision_function")]
     if bad:

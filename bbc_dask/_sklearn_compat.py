@@ -1,0 +1,77 @@
+"""scikit-learn's private names, in one place.
+
+The package reads a few things scikit-learn keeps private: a scorer's function, keyword
+arguments, sign and response method (a ``make_scorer`` object has no public accessor for
+them), the scorer classes, the scorer of several metrics, how fit parameters are sliced to
+a split's rows, the parameter constraints of its estimators and whether metadata routing
+is on. Every such name is taken here and nowhere else, so that a scikit-learn release that
+moves one breaks this module alone — and CI runs the suite against the lowest supported
+scikit-learn (``pyproject.toml``'s minimum) as well as the newest (``make test-sklearn-min``).
+"""
+from __future__ import annotations
+
+import importlib
+
+#: Each private name: (module, name). Imported on first use (module ``__getattr__``), so
+#: that importing the package's metrics loads no scikit-learn (``bbc-dask status`` starts
+#: in a fraction of a second).
+_NAMES = {
+    "BaseScorer": ("sklearn.metrics._scorer", "_BaseScorer"),
+    "Scorer": ("sklearn.metrics._scorer", "_Scorer"),
+    "MultimetricScorer": ("sklearn.metrics._scorer", "_MultimetricScorer"),
+    "HasMethods": ("sklearn.utils._param_validation", "HasMethods"),
+    "Interval": ("sklearn.utils._param_validation", "Interval"),
+    "StrOptions": ("sklearn.utils._param_validation", "StrOptions"),
+    "SklearnInvalidParameterError": ("sklearn.utils._param_validation", "InvalidParameterError"),
+    "validate_parameter_constraints": ("sklearn.utils._param_validation",
+                                       "validate_parameter_constraints"),
+    "routing_enabled": ("sklearn.utils.metadata_routing", "_routing_enabled"),
+    "check_method_params": ("sklearn.utils.validation", "_check_method_params"),
+}
+
+
+def __getattr__(name):
+    try:
+        module, attr = _NAMES[name]
+    except KeyError:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+    value = getattr(importlib.import_module(module), attr)
+    globals()[name] = value
+    return value
+
+
+__all__ = ["REGRESSION_METRIC_MODULES", "BaseScorer", "HasMethods", "Interval", "MultimetricScorer", "Scorer",
+           "SklearnInvalidParameterError", "StrOptions", "check_method_params", "is_function_scorer",
+           "response_methods", "routing_enabled", "score_func", "score_kwargs", "score_sign",
+           "validate_parameter_constraints"]
+
+
+#: The modules of scikit-learn's regression metrics (a scorer's function from one of them
+#: scores a regressor).
+REGRESSION_METRIC_MODULES = ("sklearn.metrics._regression",)
+
+
+def is_function_scorer(obj):
+    """Whether ``obj`` is a scorer of one metric function (``make_scorer``/``get_scorer``)."""
+    return hasattr(obj, "_score_func")
+
+
+def score_func(scorer):
+    """The metric function of a ``make_scorer`` object."""
+    return scorer._score_func
+
+
+def score_kwargs(scorer):
+    """The keyword arguments ``make_scorer`` was given for the function (a dict)."""
+    return scorer._kwargs
+
+
+def score_sign(scorer):
+    """1 for a score, -1 for a loss (``greater_is_better=False``)."""
+    return scorer._sign
+
+
+def response_methods(scorer):
+    """The estimator methods the scorer asks for, in order of preference (a tuple)."""
+    rm = scorer._response_method
+    return (rm,) if isinstance(rm, str) else tuple(rm)
