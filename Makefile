@@ -9,7 +9,7 @@ BIN    := $(VENV)/bin
 UV     := $(BIN)/uv
 UVPIP  := $(UV) pip install --quiet --compile-bytecode --python $(BIN)/python
 
-.PHONY: demo test test-all test-slow bench clean
+.PHONY: demo test test-all test-slow test-sklearn-min bench clean
 
 $(UV):
 	$(PYTHON) -m venv $(VENV)
@@ -39,6 +39,25 @@ test-slow: $(VENV)/.test
 test-all: $(VENV)/.test
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
+# the scikit-learn-facing tests against the lowest scikit-learn pyproject.toml allows (the
+# newest is the one `make test` installs); its private names are read in
+# bbc_dask/_sklearn_compat.py alone
+SKLEARN_MIN   := $(shell sed -n 's/.*"scikit-learn>=\([0-9.]*\)".*/\1/p' pyproject.toml)
+MIN_VENV      := .venv-sklearn-min
+SKLEARN_TESTS := tests/test_dropin.py tests/test_search.py tests/test_scorers.py \
+                 tests/test_fit_scores.py tests/test_metrics.py tests/test_validation.py \
+                 tests/test_intervals.py tests/test_architecture.py
+
+$(MIN_VENV)/.test: $(UV) pyproject.toml
+	$(UV) venv --quiet --python $(BIN)/python $(MIN_VENV)
+	$(UV) pip install --quiet --compile-bytecode --python $(MIN_VENV)/bin/python -e ".[test,s3]" \
+		"scikit-learn==$(SKLEARN_MIN).*"
+	touch $@
+
+test-sklearn-min: $(MIN_VENV)/.test
+	$(MIN_VENV)/bin/python -c "import sklearn; print('scikit-learn', sklearn.__version__)"
+	$(MIN_VENV)/bin/python -m pytest -m "not slow" $(SKLEARN_TESTS) $(PYTEST_ARGS)
+
 # with the benchmarks' peers (mlxtend); the other benchmarks run as python benchmarks/X.py
 $(VENV)/.bench: $(UV) pyproject.toml
 	$(UVPIP) -e ".[test,s3,kubernetes,bench]"
@@ -48,4 +67,4 @@ bench: $(VENV)/.bench
 	$(BIN)/python benchmarks/bench_bbc.py
 
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) $(MIN_VENV) build *.egg-info
