@@ -45,25 +45,22 @@ def signals_as_interrupts():
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    import logging
-
-    log = logging.getLogger("distributed")
-    level = log.level
+    from . import _dask_logs as dask_logs
 
     def on_signal(signum, frame):
-        log.setLevel(logging.CRITICAL)
+        dask_logs.silence()
         _RAISED.append(signum)
         _interrupt(signum)
 
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)
                 if signal.getsignal(sig) is not signal.SIG_IGN}
-    try:
-        yield
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-        log.setLevel(level)
-        _RAISED.clear()
+    with dask_logs.restored():
+        try:
+            yield
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+            _RAISED.clear()
 
 
 @contextlib.contextmanager

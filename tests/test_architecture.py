@@ -310,3 +310,18 @@ def test_sklearn_private_names_are_taken_in_one_module():
                     node.value in _SKLEARN_PRIVATE_ATTRS | {"sklearn.metrics._scorer"}:
                 found.append(f"{rel}:{node.lineno} {node.value!r}")
     assert not found, found
+
+
+def test_dasks_log_level_is_set_in_one_place():
+    """distributed's logger is read and set by ``_dask_logs.py`` alone (silence, quiet,
+    restored): no module changes it on its own, none leaves it changed by mistake."""
+    calls = []
+    for rel, tree in _modules():
+        if rel == "_dask_logs.py":
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "getLogger" and \
+                    node.args and isinstance(node.args[0], ast.Constant) and \
+                    str(node.args[0].value).startswith("distributed"):
+                calls.append(f"{rel}:{node.lineno}")
+    assert not calls, calls

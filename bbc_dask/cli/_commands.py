@@ -97,7 +97,9 @@ def main(ctx, debug):
         # noise there (--debug shows them).
         import logging
 
-        logging.getLogger("distributed").setLevel(logging.ERROR)
+        from .. import _dask_logs as dask_logs
+
+        dask_logs.silence(logging.ERROR)
 
 
 def _parse_options(pairs, flag):
@@ -143,7 +145,9 @@ def _client(resolved, scheduler):
         # at ERROR: a worker whose heartbeat meets the scheduler closing — after a run
         # stopped on an error — logs a traceback of 30 lines. Unless --debug (which
         # leaves the driver's Dask logging as it is), workers say nothing below CRITICAL.
-        quiet = logging.getLogger("distributed").level >= logging.ERROR
+        from .. import _dask_logs as dask_logs
+
+        quiet = dask_logs.is_quiet(logging.ERROR)
         cluster.setdefault("silence_logs", logging.CRITICAL if quiet else logging.ERROR)
     return {"kind": kind, **cluster}
 

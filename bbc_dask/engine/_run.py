@@ -3,7 +3,6 @@ arguments checked, the store opened or created under its run lock, the waves run
 winner refit. Resumable from the store."""
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import signal
 import sys
@@ -13,6 +12,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .. import _dask_logs as dask_logs
 from .. import _validation as validation
 from .._random import as_seed_sequence, entropy_of
 from .._signals import signals_as_interrupts
@@ -540,7 +540,7 @@ def _quietly_close(client_obj, owned, given, keep_going=False):
     try:
         from ..cluster import close_client
 
-        with _quiet_logs():
+        with dask_logs.quiet():
             close_client(client_obj, close_cluster=given is None or isinstance(given, dict))
     except Exception as exc:
         if not keep_going:
@@ -553,25 +553,3 @@ def _quietly_close(client_obj, owned, given, keep_going=False):
             signal.signal(signal.SIGINT, previous)
 
 
-_QUIET = {"lock": threading.Lock(), "users": 0, "level": None}
-
-
-@contextlib.contextmanager
-def _quiet_logs():
-    """distributed's logs silenced while a run closes its cluster; runs in threads that
-    close theirs at once share it (the first saves the level, the last restores it)."""
-    import logging
-
-    log = logging.getLogger("distributed")
-    with _QUIET["lock"]:
-        if _QUIET["users"] == 0:
-            _QUIET["level"] = log.level
-            log.setLevel(logging.CRITICAL)
-        _QUIET["users"] += 1
-    try:
-        yield
-    finally:
-        with _QUIET["lock"]:
-            _QUIET["users"] -= 1
-            if _QUIET["users"] == 0:
-                log.setLevel(_QUIET["level"])

@@ -14,6 +14,7 @@ import numpy as np
 
 from .. import _tuning as tuning
 from .. import metrics
+from .. import _dask_logs as dask_logs
 from .._signals import deferred_interrupts, raise_swallowed, wait_done
 from ..cube import FAILED, PENDING
 from ..exceptions import StoreFullError, StoreLockedError, StudyError
@@ -21,12 +22,6 @@ from ._phases import Phases
 from ._pooled import PooledAlong, pooled_pass
 from ._sizing import ClusterSize, DriverCost, Grouper, Queue, adaptive_seconds
 from ._tasks import fit_write_blocks
-
-
-def _silence_distributed_logs():
-    import logging
-
-    logging.getLogger("distributed").setLevel(logging.CRITICAL)
 
 
 class _WaveTasks:
@@ -426,7 +421,7 @@ class _Executor:
                     self.client.cancel([m[2] for m in meta.values()])
                 elif meta:
                     with contextlib.suppress(Exception):
-                        self.client.run(_silence_distributed_logs)
+                        self.client.run(dask_logs.silence)
 
     def _collect(self, futures):
         """``(future, its result or the exception it raised)`` for done ``futures``: the
