@@ -140,16 +140,12 @@ def bootstrap_indices(target, m, n_bootstraps, root, caller):
 
 
 # ---------------------------------------------------------------------- worker tasks
-def _index(X, idx):
-    return X.iloc[idx] if hasattr(X, "iloc") else X[idx]
-
-
 def _fit_one(estimator, X, y, train, X_test, scoring):
     """Fit on the ``train`` rows, predict ``X_test``: (values (n_test, 1[, K]), fit seconds)."""
-    from .engine import fit_predict_block
+    from .engine import fit_predict_block, take_rows
 
     name, classes, pos, n_axis = scoring
-    res = fit_predict_block(estimator, [{}], _index(X, train), _index(y, train), X_test, name,
+    res = fit_predict_block(estimator, [{}], take_rows(X, train), take_rows(y, train), X_test, name,
                             classes, pos, n_axis, "raise")
     if "raise_" in res:
         raise StudyError(f"The estimator raised while fitting: {res['raise_'][1]}")
@@ -167,14 +163,14 @@ def _encoded(values, target, m):
 def holdout_task(estimator, splits, scoring, X, y):
     """Fit and score each (train, test) split: ``[(score, fit seconds, test predictions)]``
     (the predictions only when asked for: ``splits`` items may carry a third True)."""
-    from .engine import fold_target, score_fold
+    from .engine import fold_target, score_fold, take_rows
 
     _, classes, pos, _ = scoring
     out = []
     for train, test, *keep in splits:
-        values, fit = _fit_one(estimator, X, y, train, _index(X, test), scoring)
+        values, fit = _fit_one(estimator, X, y, train, take_rows(X, test), scoring)
         score = score_fold(values, np.zeros(1, dtype=bool),
-                           fold_target(_index(y, test), classes, pos), scoring[0])[0]
+                           fold_target(take_rows(y, test), classes, pos), scoring[0])[0]
         out.append((float(score), fit, values if keep and keep[0] else None))
     return out
 

@@ -33,6 +33,7 @@ _WHERE = {
     "method_problem": ("._tasks", "method_problem"),
     "refit": ("._tasks", "refit"),
     "submit_with_data": ("._waves", "submit_with_data"),
+    "take_rows": ("._tasks", "take_rows"),
     "response_method": ("._tasks", "response_method"),
     "stored_as": ("._tasks", "stored_as"),
 }

@@ -5,8 +5,6 @@ its test fold (dask-ml keeps its ``methods.py`` apart from the search for the sa
 """
 from __future__ import annotations
 
-import hashlib
-import pickle
 import threading
 import time
 import traceback
@@ -70,7 +68,9 @@ def method_problem(est, metric):
     return None
 
 
-def _index(X, idx):
+def take_rows(X, idx):
+    """The rows ``idx`` of ``X`` or ``y``: by position for a DataFrame or Series, by
+    NumPy indexing for an array (the one row indexer of the package's fits)."""
     if hasattr(X, "iloc"):
         return X.iloc[idx]
     return X[idx]
@@ -134,7 +134,7 @@ def _split(X, y, folds, r, k):
     # trained on the other folds of the repeat: a sample with id -1 is in none of them
     # (nested CV's inner partitions leave the outer test set out of training and testing)
     train = np.flatnonzero((folds[:, r] != k) & (folds[:, r] >= 0))
-    out = (_index(X, train), _index(y, train), _index(X, test), _index(y, test), test)
+    out = (take_rows(X, train), take_rows(y, train), take_rows(X, test), take_rows(y, test), test)
     _SPLITS.last = None
     # Only numpy arrays are kept, read-only: an estimator that writes into its input
     # (copy=False) must not change the next task's data. Read-only inputs are what
@@ -174,10 +174,11 @@ def _kept_outputs(est, X_train):
     steps = _prefix_steps(est)
     if steps is None:
         return None
-    try:  # the unfitted steps' parameters; what cannot be pickled is never shared
-        key = hashlib.sha256(pickle.dumps(steps, protocol=5)).digest()
-    except Exception:  # noqa: BLE001 - any pickling failure just disables the reuse
-        return None
+    from dask.base import tokenize
+
+    # the unfitted steps' parameters, as Dask names its tasks' inputs: steps it cannot
+    # name deterministically (not picklable) get a token of their own, so never shared
+    key = tokenize(steps)
     kept = getattr(_SPLITS, "prefix", None)
     if kept is None or kept[0]() is not X_train:  # another split: forget the old outputs
         try:
@@ -547,11 +548,11 @@ def fit_outer(estimator, params, train, test, scoring, X, y):
     them as a fold of the study is scored. Returns ``score`` (NaN if the fit failed or
     the metric is undefined), ``fit_time``, ``error`` ("" if none) — or ``raise_``."""
     metric, classes, pos_code, n_cls_axis, error_score, sample_block = scoring
-    res = fit_predict_block(estimator, [params], _index(X, train), _index(y, train),
-                            _index(X, test), metric, classes, pos_code, n_cls_axis, error_score)
+    res = fit_predict_block(estimator, [params], take_rows(X, train), take_rows(y, train),
+                            take_rows(X, test), metric, classes, pos_code, n_cls_axis, error_score)
     if "raise_" in res:
         return res
-    score = _fold_scores(res["values"], res["failed"], _fold_target(_index(y, test), classes, pos_code),
+    score = _fold_scores(res["values"], res["failed"], _fold_target(take_rows(y, test), classes, pos_code),
                          metric, test, len(y), sample_block)[0]
     return {"score": float(score), "fit_time": float(res["fit_time"][0]),
             "error": res["errors"][0]}

@@ -16,7 +16,7 @@ import warnings
 import numpy as np
 
 from ..exceptions import InvalidParameterError
-from ._tasks import _index, configured
+from ._tasks import configured, take_rows
 
 #: Configurations fit on the slice, at most (spread over the representatives).
 MAX_TRIED = 24
@@ -94,7 +94,7 @@ def check_columns(estimator, configs, X, y, classification, caller):
     if len(reps) > MAX_TRIED:
         reps = [reps[int(i)] for i in np.linspace(0, len(reps) - 1, MAX_TRIED)]
     rows = _slice(X, y, classification, problems)
-    Xs, ys = _index(X, rows), np.asarray(y)[rows]
+    Xs, ys = take_rows(X, rows), np.asarray(y)[rows]
     said = None
     with warnings.catch_warnings():  # the driver, before any task: a toy fit's warnings
         warnings.simplefilter("ignore")  # would only mislead
