@@ -9,10 +9,12 @@ def slots():
     tasks run at once."""
     import os
 
-    try:
-        from distributed import default_client
+    from ..cluster import current_client, threads_of
 
-        info = default_client().scheduler_info(n_workers=-1)["workers"]
-        return max(1, sum(w.get("nthreads", 1) for w in info.values()))
-    except (ImportError, ValueError, TypeError, KeyError):
+    client = current_client()
+    if client is None:
+        return os.cpu_count() or 1
+    try:
+        return threads_of(client)
+    except Exception:  # noqa: BLE001 - a client closing: the budget is only a size matter
         return os.cpu_count() or 1
