@@ -3,7 +3,7 @@
 On an object store the run lock is a lease object (``<store>/.bbc_lock``,
 :class:`bbc_dask.cube.ObjectStoreLock`); each fit task, before it writes its predictions,
 reads it (:class:`bbc_dask.cube._lock.LeaseToken`, called by ``ChunkWriter.write_many``:
-``fs.cat_file``, with s3fs a HEAD and a GET) and refuses to write if another run holds it. Measured
+``fs.cat_file``, one GET on S3) and refuses to write if another run holds it. Measured
 against a real S3 server: moto in server mode on 127.0.0.1, started here as
 tests/conftest.py starts its ``s3`` fixture (every request an HTTP round trip to another
 process on the same cores).
@@ -13,7 +13,7 @@ process on the same cores).
    tasks call), a typical prediction chunk written by the tasks' ``ChunkWriter`` without
    the check, and the same write with the check (as a task makes it); for reference, the
    lease object read by a single GET (s3fs's ``cat_file`` sends a HEAD for the object's
-   size first unless told ``max_concurrency=1``: the check is two requests). The chunk is the
+   size first unless told ``max_concurrency=1``, as the check now does). The chunk is the
    study's below: one (repeat, fold) of a 20-configuration block, 100 test samples
    (16 kB of float64).
 2. **A whole study** on an ``s3://`` store: a classifier whose fit costs nothing
