@@ -59,6 +59,9 @@ CHUNK_BYTES = 16 * 2**20
 MAX_RESUBMITS = 5
 #: Seconds between ledger writes while results arrive: one batched write, not one per task.
 LEDGER_INTERVAL = 0.5
+#: Ledger chunks the run's driver keeps as it last wrote them (it is their one writer), so
+#: that a ledger batch writes its chunks without reading them back first.
+LEDGER_CACHE_BYTES = 64 * 2**20
 #: The run time a task aims at once blocks are timed: long enough that Dask's cost per
 #: task (a few ms of client, scheduler and worker time, on the workers' cores when the
 #: scheduler is local) is small next to the work (benchmarks/bench_cvt.py; the

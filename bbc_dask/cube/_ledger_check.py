@@ -190,9 +190,26 @@ class _Template:
 
 
 def template_table(group, fit_scorers):
-    """The ``ledger_crc`` of a new store's template ledger (all committed)."""
-    now = current(_Template(group, fit_scorers))
-    return np.stack([now, np.full_like(now, _NONE)], axis=-1)
+    """The ``ledger_crc`` of a new store's template ledger (all committed), from the
+    template's values (``state`` 0, the scores NaN, no error text) without reading them
+    back: a run's first check (:func:`settle`) compares them with what the store reads."""
+    view = _Template(group, fit_scorers)
+    n_cfg, _, n_spl = group["state"].shape
+    step = group["state"].chunks[0]
+    out = np.full(_shape(view), _NONE, dtype=np.int64)
+    for name in _names(view):
+        a = CHECKED.index(name)
+        tail = group[name].shape[2:] if _per_repeat(name) and name != "pooled" else ()
+        for i, r in _regions(view, name):
+            rows = min(step, n_cfg - i * step)
+            if name == "state":
+                values = np.zeros((rows, n_spl), dtype=np.int8)
+            elif name == "error":
+                values = np.full(rows, "", dtype=object)
+            else:
+                values = np.full((rows,) + tail, np.nan)
+            out[i, r, a] = region_crc(values)
+    return np.stack([out, np.full_like(out, _NONE)], axis=-1)
 
 
 def settle(cube):
@@ -226,6 +243,7 @@ def settle(cube):
             cube.group = consolidate(cube.location.zarr_store())
             cube._arrays = {}
         cube._array(CRC_ARRAY)[...] = want
+    cube._written = None  # the table as settled: read again by the first batch
     if not in_array(cube):
         cube.set_meta(ledger_crc=IN_ARRAY)
 
@@ -278,11 +296,18 @@ class LedgerEdit:
         self.cube = cube
         self.step = _step(cube)  # configurations per ledger chunk
         self.regions = {}  # (name, i, r) -> the chunk's values, as they will be
+        # the chunks and checksums this cube last wrote: the driver is their one writer
+        # (under the run lock), so a batch need not read them back (see _Written)
+        if getattr(cube, "_written", None) is None:
+            cube._written = _Written()
+        self.written = cube._written
 
     def chunk(self, name, i, r=0):
         key = (name, i, r if _per_repeat(name) else 0)
         if key not in self.regions:
-            self.regions[key] = np.array(self.cube._array(name)[_selection(self.cube, name, i, key[2])])
+            kept = self.written.get(key)
+            self.regions[key] = kept if kept is not None else np.array(
+                self.cube._array(name)[_selection(self.cube, name, i, key[2])])
         return self.regions[key]
 
     def replace(self, name, i, r, values):
@@ -305,8 +330,6 @@ class LedgerEdit:
     def commit(self, before_state=None):
         """Write the chunks, ``state`` last (a cell counts only once all of it is
         stored); ``before_state()`` runs before the ``state`` chunks are written."""
-        from ._location import writing
-
         if not self.regions:
             if before_state is not None:
                 before_state()
@@ -315,11 +338,24 @@ class LedgerEdit:
         cube._guard()
         tracked = in_array(cube)
         crc = cube._array(CRC_ARRAY) if tracked else None
+        try:
+            self._write(cube, tracked, crc, before_state)
+        except BaseException:
+            self.written.clear()  # the store may now differ from what was kept
+            raise
+        for key, values in self.regions.items():
+            self.written.put(key, values)
+
+    def _write(self, cube, tracked, crc, before_state):
+        from ._location import writing
+
         with writing(cube.path):
             if tracked:
+                if self.written.table is None:
+                    self.written.table = np.asarray(crc[...], dtype=np.int64)
                 rows = sorted({i for _, i, _ in self.regions})
                 lo, hi = rows[0] // CRC_ROWS * CRC_ROWS, min((rows[-1] // CRC_ROWS + 1) * CRC_ROWS, crc.shape[0])
-                table = np.asarray(crc[lo:hi], dtype=np.int64)
+                table = self.written.table[lo:hi]  # a view: the kept table is updated
                 for (name, i, r), values in self.regions.items():
                     table[i - lo, r, CHECKED.index(name), 1] = region_crc(values)
                 crc[lo:hi] = table  # pending: the chunks below may be old or new
@@ -337,3 +373,36 @@ class LedgerEdit:
                 table[..., 0] = np.where(done, table[..., 1], table[..., 0])
                 table[..., 1] = _NONE
                 crc[lo:hi] = table
+
+
+class _Written:
+    """What a cube's own ledger writes left in the store: the chunks (least recently
+    written dropped beyond ``LEDGER_CACHE_BYTES``) and the checksum table. Cleared when a
+    write fails part-way."""
+
+    def __init__(self):
+        from collections import OrderedDict
+
+        self.chunks, self.nbytes, self.table = OrderedDict(), 0, None
+
+    def get(self, key):
+        values = self.chunks.get(key)
+        if values is None:
+            return None
+        self.chunks.move_to_end(key)
+        return values.copy()  # the edit's own: kept as written until it is written
+
+    def put(self, key, values):
+        from .. import _tuning as tuning
+
+        old = self.chunks.pop(key, None)
+        self.nbytes -= 0 if old is None else old.nbytes
+        self.chunks[key] = values
+        self.nbytes += values.nbytes
+        while self.nbytes > tuning.LEDGER_CACHE_BYTES and len(self.chunks) > 1:
+            _, dropped = self.chunks.popitem(last=False)
+            self.nbytes -= dropped.nbytes
+
+    def clear(self):
+        self.chunks.clear()
+        self.nbytes, self.table = 0, None
