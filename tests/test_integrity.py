@@ -25,10 +25,20 @@ def data():
     return make_classification(120, n_features=6, random_state=0)
 
 
+@pytest.fixture(autouse=True)
+def _cluster(client):
+    """The session's cluster for every run here (a cluster per run would cost seconds)."""
+    _CLIENT[0] = client
+    yield
+
+
+_CLIENT = [None]
+
+
 def _run(est, grid, data, store, **kw):
     X, y = data
     return bd.run_study(est, grid, X, y, metric="roc_auc", store=store, n_splits=3,
-                        random_state=0, client=None, progress=False, **kw)
+                        random_state=0, client=_CLIENT[0], progress=False, **kw)
 
 
 def test_a_resume_by_another_estimator_class_is_refused_naming_both(tmp_path, data):
@@ -71,7 +81,8 @@ def test_a_store_without_the_classes_resumes_and_records_them(tmp_path, data):
         _run(ReversedLR(), {"C": [0.1, 1.0]}, data, store)
 
 
-@pytest.mark.parametrize("array", ["fold_score", "pooled", "error"])
+@pytest.mark.parametrize("array", ["fold_score", pytest.param("pooled", marks=pytest.mark.slow),
+                                   pytest.param("error", marks=pytest.mark.slow)])
 def test_a_rerun_refuses_an_edited_ledger_and_never_records_it(tmp_path, data, array):
     """A finished study's ledger edited through Zarr: the rerun (0 fits) stops with the
     damage error naming the chunk instead of recording the edit as the study's; verify
@@ -120,9 +131,9 @@ def test_an_edit_to_an_unfinished_study_is_refused_by_its_resume(tmp_path, data)
         _run(LogisticRegression(), {"C": [0.1, 1.0]}, data, store)
 
 
-@pytest.mark.parametrize("array,how", [("fold_score", "deleted"), ("fit_time", "deleted"),
-                                       ("pooled", "deleted"), ("fold_score", "edited"),
-                                       ("pooled", "edited")])
+@pytest.mark.parametrize("array,how", [("fold_score", "deleted"), ("pooled", "edited")] + [
+    pytest.param(*case, marks=pytest.mark.slow)  # the default suite keeps two
+    for case in (("fit_time", "deleted"), ("pooled", "deleted"), ("fold_score", "edited"))])
 def test_a_repair_rebuilds_derived_chunks_without_training(tmp_path, data, array, how):
     """Fold scores and pooled scores are functions of the stored predictions, and a fit
     time a record: a lost or edited chunk of them is rebuilt by the repair (fit times
@@ -143,8 +154,17 @@ def test_a_repair_rebuilds_derived_chunks_without_training(tmp_path, data, array
         arr[(first.best_index_ ^ 1, 1) + ((0,) if array == "fold_score" else ())] = 0.99
     report, _ = bd.verify_store(store)
     assert [d.file for d in report.damaged] == [chunk]
-    _, reset = bd.verify_store(store, repair=True)
-    assert reset == 0
+    if (array, how) == ("fold_score", "deleted"):  # the command line says what it did
+        from click.testing import CliRunner
+
+        from bbc_dask.cli import main
+
+        res = CliRunner().invoke(main, ["verify", "--repair", str(store)])
+        assert "repaired: 0 cells marked pending, 1 ledger chunks rebuilt from the stored " \
+               "predictions; run the study again" in res.output, res.output
+    else:
+        rep, reset = bd.verify_store(store, repair=True)
+        assert reset == 0 and rep.rebuilt == 1
     assert bd.verify_store(store)[0].ok
     again = _run(LogisticRegression(), grid, data, store, n_repeats=2)
     assert again.n_fits_ == 0  # the final model kept: nothing trained, not even a refit

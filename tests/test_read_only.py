@@ -151,6 +151,7 @@ def test_writing_commands_refuse_a_read_only_mount_in_one_line(study_store, tmp_
     assert _tree(store) == before
 
 
+@pytest.mark.slow  # the default suite keeps the read-only mount itself
 def test_reading_commands_write_nothing(study_store, tmp_path):
     """On a writable store too: no lock file made, no file touched (a store copied
     without its lock file, as a read-only copy often is)."""

@@ -456,9 +456,11 @@ def verify(ctx, store, repair, as_json, storage_option):
             click.echo(f"  ... {len(rep.damaged) - 50} more (--json lists all)")
         metadata = sum(d.kind == "metadata" for d in rep.damaged)
         if reset or (repair and not rep.ok):
-            click.echo(f"repaired: {metadata} metadata files rewritten, " * bool(metadata)
-                       + f"{reset} cells marked pending" + ("; run the study again to "
-                                                            "recompute them" if reset else ""))
+            rebuilt = f", {rep.rebuilt} ledger chunks rebuilt from the stored predictions" \
+                if rep.rebuilt else ""
+            click.echo("repaired: " + f"{metadata} metadata files rewritten, " * bool(metadata)
+                       + f"{reset} cells marked pending{rebuilt}"
+                       + ("; run the study again to recompute them" if reset or rebuilt else ""))
         elif not rep.ok:
             click.echo("run 'bbc-dask verify --repair' to repair it (metadata from an intact "
                        "copy, chunks by marking their cells pending)" if rep.repairable else

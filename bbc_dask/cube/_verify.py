@@ -71,6 +71,8 @@ class VerifyReport:
     chunks_checked: int
     ledger_chunks_checked: int
     damaged: list
+    #: Ledger chunks a repair rebuilt from intact data instead of resetting their cells.
+    rebuilt: int = 0
 
     @property
     def ok(self):
@@ -83,7 +85,7 @@ class VerifyReport:
     def to_dict(self):
         return {"store": self.store, "ok": self.ok, "repairable": self.repairable,
                 "chunks_checked": self.chunks_checked,
-                "ledger_chunks_checked": self.ledger_chunks_checked,
+                "ledger_chunks_checked": self.ledger_chunks_checked, "rebuilt": self.rebuilt,
                 "damaged": [dataclasses.asdict(d) for d in self.damaged]}
 
 
@@ -490,6 +492,7 @@ def repair(cube, report):
             reset += int(cells.sum())
         rebuild(cube, edit, derived)
         edit.commit()
+        report.rebuilt = len(derived)
         # after the ledger: a kill before this leaves pending cells whose chunks the next
         # run rewrites anyway
         arr = g["prediction"]
@@ -562,8 +565,8 @@ def verify_store(store, *, repair=False, storage_options=None):
             cube = open_cube(location, mode="r+", check=False)
             cube.guard = lock.check
             chunks = verify(cube)
-            report = dataclasses.replace(chunks, damaged=metadata + chunks.damaged)
-            return report, _repair(cube, chunks)
+            reset = _repair(cube, chunks)
+            return dataclasses.replace(chunks, damaged=metadata + chunks.damaged), reset
         return report, _repair(cube, report)
     finally:
         lock.release()
