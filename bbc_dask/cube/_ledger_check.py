@@ -30,7 +30,7 @@ import numpy as np
 
 __all__ = ["CHECKED", "CRC_ARRAY", "IN_ARRAY", "LedgerEdit", "check_read", "create_crc_array",
            "current", "mismatches", "record_batch", "recorded", "region_crc", "settle",
-           "template_table"]
+           "template_table", "unrecorded"]
 
 #: The ledger arrays with checksums, in the order of ``ledger_crc``'s array axis.
 CHECKED = ("state", "fit_time", "fold_score", "pooled", "fit_score", "error")
@@ -173,6 +173,30 @@ def current(cube):
         for i, r in _regions(cube, name):
             out[i, r, a] = region_crc(values[_selection(cube, name, i, r)])
     return out
+
+
+def unrecorded(cube, table, i, r, name, values, bad, exists):
+    """Whether the chunk ``(i, r)`` of ``name`` (its ``values``) has no checksum where the
+    store keeps them in ``ledger_crc`` (that array's chunk is lost); appends
+    ``(array, chunk coordinates, problem)`` to ``bad`` for that and for a mismatch (a
+    missing chunk file named as missing: ``exists(cube, file)``), for
+    :func:`~._verify.verify`."""
+    from ._layout import chunk_file
+
+    committed, pending = (int(v) for v in table[i, r, CHECKED.index(name)])
+    if committed < 0 and pending < 0:
+        if not in_array(cube):
+            return False  # a store from before checksums, or its run unfinished
+        crc = cube.group[CRC_ARRAY]
+        bad.append((CRC_ARRAY, (i // crc.chunks[0], 0, 0, 0), "has no checksum of "
+                    f"{name} for configurations from {i * cube.group['state'].chunks[0]} (lost)"))
+        return True
+    if region_crc(values) in (committed, pending):
+        return False
+    coords = (i, r) + (0,) * (cube.group[name].ndim - 2) if name != "error" else (i,)
+    bad.append((name, coords, "differs from what the study recorded (checksum mismatch)"
+                if exists(cube, chunk_file(cube.group[name], coords)) else "is missing"))
+    return False
 
 
 class _Template:

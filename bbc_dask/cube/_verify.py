@@ -25,7 +25,7 @@ from .. import _tuning as tuning
 from .. import _validation as validation
 from ..exceptions import StoreDamagedError
 from ._layout import chunk_crc, chunk_file, prediction_chunks, unreadable_chunk
-from ._ledger_check import CHECKED, CRC_ARRAY, LedgerEdit, in_array, recorded, region_crc
+from ._ledger_check import CHECKED, CRC_ARRAY, LedgerEdit, recorded, unrecorded
 from ._rebuild import DERIVED, derived_regions, rebuild
 
 __all__ = ["Damage", "VerifyReport", "repair", "verify", "verify_store"]
@@ -272,7 +272,7 @@ def _check_ledger(cube):
             named = {b[0] for b in bad}
             for name in (n for n in CHECKED if n in values and n not in named and table is not None):
                 # the values the study wrote: an edit changes them
-                if _unrecorded(cube, table, i, r, name, values[name], bad):
+                if unrecorded(cube, table, i, r, name, values[name], bad, _exists):
                     break
             blocks = np.unique(np.flatnonzero(counted.any(axis=1)) // w)
             if "chunk_crc" in values and blocks.size:
@@ -301,36 +301,11 @@ def _check_ledger(cube):
             continue
         found = []
         if table is not None:
-            _unrecorded(cube, table, i, 0, "error", texts, found)
+            unrecorded(cube, table, i, 0, "error", texts, found, _exists)
         for name, coords, problem in found[:1]:
             damages.append(Damage("error", chunk_file(g[name], coords), problem, configs=(c0, c1)))
     counted = np.isin(state, (DONE, FAILED))
     return damages, counted, crc, checked
-
-
-def _unrecorded(cube, table, i, r, name, values, bad):
-    """Whether the chunk ``(i, r)`` of ``name`` differs from its recorded checksum (or,
-    in a store that keeps them in ``ledger_crc``, has none: that array's chunk is lost);
-    appends the damage to ``bad``."""
-    a = CHECKED.index(name)
-    committed, pending = table[i, r, a]
-    if committed < 0 and pending < 0:
-        if not in_array(cube):
-            return False  # a store from before checksums, or its run unfinished
-        crc = cube.group[CRC_ARRAY]
-        bad.append((CRC_ARRAY, (i // crc.chunks[0], 0, 0, 0), "has no checksum of "
-                    f"{name} for configurations from {i * g_step(cube)} (lost)"))
-        return True
-    if region_crc(values) in (committed, pending):
-        return False
-    coords = (i, r) + (0,) * (cube.group[name].ndim - 2) if name != "error" else (i,)
-    bad.append((name, coords, "differs from what the study recorded (checksum mismatch)"
-                if _exists(cube, chunk_file(cube.group[name], coords)) else "is missing"))
-    return False
-
-
-def g_step(cube):
-    return cube.group["state"].chunks[0]
 
 
 def _check_predictions(cube, counted, crc):

@@ -174,10 +174,12 @@ class _StudyRun:
         self.cube.describe(lambda: self.configs.columns(self.request.metadata))
         if "classes" not in self.cube.meta["spec"]:  # nor its estimators' classes
             self.cube.set_meta(spec={**self.cube.meta["spec"], "classes": spec["classes"]})
-        # every ledger chunk as the study recorded it, before this run writes any (a
-        # rerun must never record an edit as the study's own); a killed run's pending
-        # checksums committed (cube/_ledger_check.py)
-        settle_ledger(self.cube)
+        if existing is not None:
+            # every ledger chunk as the study recorded it, before this run writes any (a
+            # rerun must never record an edit as the study's own); a killed run's pending
+            # checksums committed (cube/_ledger_check.py). A store created just now holds
+            # its template, whose checksums its creation wrote.
+            settle_ledger(self.cube)
         self.cube.apply_decisions()  # a kill between a decision and its cells: finish it
         runs = list(self.cube.meta.get("runs", []))
         runs.append({"started": time.strftime("%Y-%m-%dT%H:%M:%S"), "t0": time.time(),
