@@ -41,6 +41,7 @@ def test_examples_run_in_quick_mode(name, words):
         assert w in out, out
 
 
+@pytest.mark.slow  # 6 s: in the slow suite (make test stays under 8 minutes)
 def test_benchmark_script_runs_in_quick_mode():
     out = subprocess.run(
         [sys.executable, str(ROOT / "benchmarks" / "bench_bbc.py"), "--quick"],

@@ -25,6 +25,7 @@ SCRIPT = os.path.join(HERE, "scripts", "run_study_cli.py")
 CLI = os.path.join(os.path.dirname(sys.executable), "bbc-dask")
 
 
+@pytest.mark.slow  # 7.5 s: in the slow suite (make test stays under 8 minutes)
 def test_a_slow_starting_second_run_never_wipes_a_finished_study(tmp_path, cancer_standardised, client,
                                                                  monkeypatch):
     """Run B looks at the empty store (its read-only check), then stalls before taking the
@@ -136,6 +137,7 @@ def foreground_sigint():
     signal.signal(signal.SIGINT, previous)
 
 
+@pytest.mark.slow  # 10 s: in the slow suite (make test stays under 8 minutes)
 def test_a_million_configurations_plan_lazily_and_start_at_once(tmp_path, cancer_standardised, client, capfd,
                                                                 foreground_sigint):
     """1,000,000 configurations: the size is printed first, nothing is materialised per
