@@ -11,7 +11,7 @@ from . import _tuning as tuning
 from . import _validation as validation
 from .chunked import refuse_general, use_chunked
 from .cluster import current_client
-from .cube import DONE, DROPPED, FAILED, ledger_fold_matrix, select_winner, target_of
+from .cube import DONE, DROPPED, FAILED, fill_untrained, ledger_fold_matrix, select_winner, target_of
 from .exceptions import StudyNotReadyError, UndefinedScoreError
 from .stats import (
     SELECTIONS,
@@ -407,12 +407,7 @@ class StudyEstimates:
         # a cell not trained (failed, dropped) has no predictions: a placeholder every
         # metric takes stands in, and its score is masked below, so that a failed or
         # dropped configuration's trained folds are scored as GridSearchCV scores them
-        filler = 1.0 / pred.shape[3] if pred.ndim == 4 else 0.5 if m.prediction == "proba" else 0.0
-        for r in range(n_rep):
-            for k in range(n_spl):
-                gone = np.flatnonzero(~done[idx, r, k])
-                if gone.size:
-                    pred[:, :, r][np.ix_(np.flatnonzero(folds[:, r] == k), gone)] = filler
+        fill_untrained(pred, done[idx], folds, m)
         try:
             F[:, idx] = fold_score_matrix(pred, y, folds, metric=m, pos_label=pos)[0]
         except UndefinedScoreError:  # maybe a placeholder's fold: the candidates alone

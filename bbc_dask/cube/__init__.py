@@ -16,6 +16,7 @@ from ._location import (
     as_location,
 )
 from ._ledger_check import settle as settle_ledger
+from ._rebuild import fill_untrained
 from ._lock import LockToken, ObjectStoreLock, ProcessLock, StoreLock
 from ._model import load_model, save_model
 from ._schema import (
@@ -72,6 +73,7 @@ __all__ = [
     "failure_groups",
     "inspect_store",
     "settle_ledger",
+    "fill_untrained",
     "ledger_fold_matrix",
     "load_model",
     "open_cube",

@@ -183,15 +183,15 @@ def unrecorded(cube, table, i, r, name, values, bad, exists):
     :func:`~._verify.verify`."""
     from ._layout import chunk_file
 
-    committed, pending = (int(v) for v in table[i, r, CHECKED.index(name)])
-    if committed < 0 and pending < 0:
+    ok = _accepted(table, i, r, CHECKED.index(name), region_crc(values))
+    if ok is None:
         if not in_array(cube):
             return False  # a store from before checksums, or its run unfinished
         crc = cube.group[CRC_ARRAY]
         bad.append((CRC_ARRAY, (i // crc.chunks[0], 0, 0, 0), "has no checksum of "
                     f"{name} for configurations from {i * cube.group['state'].chunks[0]} (lost)"))
         return True
-    if region_crc(values) in (committed, pending):
+    if ok:
         return False
     coords = (i, r) + (0,) * (cube.group[name].ndim - 2) if name != "error" else (i,)
     bad.append((name, coords, "differs from what the study recorded (checksum mismatch)"

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["DERIVED", "derived_regions", "rebuild"]
+__all__ = ["DERIVED", "derived_regions", "fill_untrained", "rebuild"]
 
 #: The ledger arrays a repair rebuilds without training.
 DERIVED = ("fit_time", "fold_score", "pooled")
@@ -87,6 +87,19 @@ def rebuild(cube, edit, regions):
             edit.replace("fold_score", i, r, _fold_scores(cube, c0, r, done))
 
 
+def fill_untrained(pred, done, folds, m):
+    """Put a placeholder every metric takes (a uniform probability, 0.5, or 0) into the
+    predictions ``pred`` (N, C, R(, K)) of the cells not trained (``done`` (C, R, K)
+    False: failed, dropped), which have none, so that the trained folds of the same
+    configurations can be scored together; their own scores are to be masked."""
+    filler = 1.0 / pred.shape[3] if pred.ndim == 4 else 0.5 if m.prediction == "proba" else 0.0
+    for r in range(done.shape[1]):
+        for k in range(done.shape[2]):
+            gone = np.flatnonzero(~done[:, r, k])
+            if gone.size:
+                pred[:, :, r][np.ix_(np.flatnonzero(folds[:, r] == k), gone)] = filler
+
+
 def _fold_scores(cube, c0, r, done):
     """The fold scores (n, K) of configurations ``c0..`` in repeat ``r``: NaN where a
     cell is not done, as the tasks leave them."""
@@ -100,13 +113,7 @@ def _fold_scores(cube, c0, r, done):
     m = _metric(cube)
     (y, pos), folds = target_of(cube), cube.folds()[:, r:r + 1]
     pred = cube.predictions(c0 + rows)[:, :, r:r + 1]
-    # a cell not done (failed) has no predictions: a placeholder every metric takes
-    # stands in, and its score is masked below (as Study.fold_scores does)
-    filler = 1.0 / pred.shape[3] if pred.ndim == 4 else 0.5 if m.prediction == "proba" else 0.0
-    for k in range(done.shape[1]):
-        gone = np.flatnonzero(~done[rows, k])
-        if gone.size:
-            pred[np.ix_(np.flatnonzero(folds[:, 0] == k), gone, [0])] = filler
+    fill_untrained(pred, done[rows][:, None, :], folds, m)  # their scores masked below
 
     def score(cols):
         return fold_score_matrix(pred[:, cols], y, folds, metric=m, pos_label=pos)[0].T
