@@ -10,6 +10,7 @@ depend on the number of workers or on how rounds are grouped into tasks.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import sys
 import time
@@ -34,12 +35,13 @@ METHODS = ("oob", ".632", ".632+")
 
 # ---------------------------------------------------------------------- checks
 def _common_iv(estimator, X, y, metric, caller):
-    """``(metric, X, target, scoring)`` checked: scoring = (metric name, classes,
-    positive class code, class axis width), what a task needs."""
+    """``(metric, X, target, scoring)`` checked: scoring, what a task needs, a
+    :class:`~bbc_dask.engine.TaskScoring` (its fits raise: these protocols keep no failed
+    cell)."""
     from sklearn.base import clone
 
-    from .engine import method_problem
-    from .metrics import get_metric
+    from .engine import TaskScoring, method_problem
+    from .metrics import SAMPLE_BLOCK, get_metric
 
     m = _registered(get_metric(metric, caller=caller), caller)
     X = validation.check_X(X, caller)
@@ -51,7 +53,8 @@ def _common_iv(estimator, X, y, metric, caller):
                                        f"by {m.name!r}", shown=f"{type(estimator).__name__}, which {problem}")
     classes = target.classes if m.is_classification else None
     n_axis = len(classes) if m.needs_class_axis else 0
-    return m, X, target, (m.name, classes, target.pos_code, n_axis)
+    return m, X, target, TaskScoring(m.name, classes, target.pos_code, n_axis, "raise",
+                                     SAMPLE_BLOCK)
 
 
 def _registered(m, caller):
@@ -144,12 +147,11 @@ def _fit_one(estimator, X, y, train, X_test, scoring):
     """Fit on the ``train`` rows, predict ``X_test``: (values (n_test, 1[, K]), fit seconds)."""
     from .engine import fit_predict_block, take_rows
 
-    name, classes, pos, n_axis = scoring
-    res = fit_predict_block(estimator, [{}], take_rows(X, train), take_rows(y, train), X_test, name,
-                            classes, pos, n_axis, "raise")
-    if "raise_" in res:
-        raise StudyError(f"The estimator raised while fitting: {res['raise_'][1]}")
-    return res["values"], float(res["fit_time"][0])
+    res = fit_predict_block(estimator, [{}], take_rows(X, train), take_rows(y, train), X_test,
+                            scoring)
+    if res.raised is not None:
+        raise StudyError(f"The estimator raised while fitting: {res.raised.text}")
+    return res.values, float(res.fit_time[0])
 
 
 def _encoded(values, target, m):
@@ -160,18 +162,28 @@ def _encoded(values, target, m):
     return block
 
 
-def holdout_task(estimator, splits, scoring, X, y):
-    """Fit and score each (train, test) split: ``[(score, fit seconds, test predictions)]``
-    (the predictions only when asked for: ``splits`` items may carry a third True)."""
+@dataclasses.dataclass(frozen=True, eq=False)
+class HoldoutOutcome:
+    """A fitted split: its ``score``, ``fit_time`` (seconds) and, when asked for, the
+    test rows' predictions (``values``; else None)."""
+
+    score: float
+    fit_time: float
+    values: np.ndarray | None = None
+
+
+def holdout_task(estimator, splits, scoring, X, y, keep=False):
+    """Fit and score each ``(train, test)`` split: a :class:`HoldoutOutcome` each (with
+    the test predictions if ``keep``)."""
     from .engine import fold_target, score_fold, take_rows
 
-    _, classes, pos, _ = scoring
     out = []
-    for train, test, *keep in splits:
+    for train, test in splits:
         values, fit = _fit_one(estimator, X, y, train, take_rows(X, test), scoring)
         score = score_fold(values, np.zeros(1, dtype=bool),
-                           fold_target(take_rows(y, test), classes, pos), scoring[0])[0]
-        out.append((float(score), fit, values if keep and keep[0] else None))
+                           fold_target(take_rows(y, test), scoring.classes, scoring.pos_code),
+                           scoring.metric)[0]
+        out.append(HoldoutOutcome(float(score), fit, values if keep else None))
     return out
 
 
@@ -183,7 +195,7 @@ def bootstrap_task(estimator, rounds, scoring, with_gamma, X, y):
     from .metrics import get_metric
     from .stats import no_information_score
 
-    name, classes, pos, _ = scoring
+    name, classes, pos = scoring.metric, scoring.classes, scoring.pos_code
     m = get_metric(name)
     target = fold_target(y, classes, pos)
     n = len(target.codes if target.codes is not None else target.values)
@@ -317,7 +329,8 @@ def holdout(estimator, X, y, *, metric, test_size, confidence=0.95, random_state
                                 _HOLDOUT_CI.get(m.name, ()) + ("bootstrap",))
     root = as_seed_sequence(random_state, caller=caller)
     train, test = holdout_splits(target.n_samples, test_size, strata, root, 1)[0]
-    score, fit, values = holdout_task(estimator, [(train, test, True)], scoring, X, y)[0]
+    outcome = holdout_task(estimator, [(train, test)], scoring, X, y, keep=True)[0]
+    score, fit, values = outcome.score, outcome.fit_time, outcome.values
     if not np.isfinite(score):
         raise UndefinedScoreError(
             f"The metric {m.name!r} is undefined on the {len(test)} test rows of {caller} "
@@ -343,7 +356,7 @@ def _holdout_ci(m, values, target, test, scoring, score, confidence, root, metho
     from .engine import fold_target
 
     stats = _stats()
-    _, classes, pos, _ = scoring
+    classes, pos = scoring.classes, scoring.pos_code
     codes = target.codes[test] if m.is_classification else None
     own = _HOLDOUT_CI.get(m.name, ())
     method = method or (own[0] if own else "bootstrap")
@@ -426,13 +439,13 @@ def repeated_holdout(estimator, X, y, *, metric, n_repeats, test_size, confidenc
 
     parts = _run_grouped(client, progress, caller, holdout_task, run, X, y, estimator, scoring)
     flat = [item for part in parts for item in part]
-    scores = np.array([s for s, _, _ in flat])
+    scores = np.array([o.score for o in flat])
     stats = _stats()
     ci, clipped = stats.clip_interval(stats.t_interval(scores, confidence), m.bounds)
     return stats.RepeatedHoldoutResult(
         float(np.nanmean(scores)) if np.isfinite(scores).any() else math.nan,
         ci, scores, splits, m.name, confidence, n_repeats,
-        float(sum(f for _, f, _ in flat)), time.perf_counter() - t0, clipped)
+        float(sum(o.fit_time for o in flat)), time.perf_counter() - t0, clipped)
 
 
 def _run_grouped(client, progress, caller, fn, make_groups, X, y, estimator, *args):

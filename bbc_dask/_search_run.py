@@ -64,12 +64,12 @@ def refit_best(search, study, request, X, y):
 
     from .engine import refit, submit_with_data
 
-    args = (clone(search.estimator), study.params[search.best_index_], X, y,
-            request.data.shipped_fit_params())
+    estimator, params = clone(search.estimator), study.params[search.best_index_]
+    shipped = request.data.shipped()
     client = request.execution.client
     if isinstance(client, Client) and client.status == "running":
-        return submit_with_data(client, refit, *args)
-    return refit(*args)
+        return submit_with_data(client, refit, estimator, params, X=X, y=y, shipped=shipped)
+    return refit(estimator, params, X, y, shipped)
 
 
 def cv_results(search, study):

@@ -325,3 +325,50 @@ def test_dasks_log_level_is_set_in_one_place():
                     str(node.args[0].value).startswith("distributed"):
                 calls.append(f"{rel}:{node.lineno}")
     assert not calls, calls
+
+
+#: What the driver and its tasks exchange, and what the executor keeps of a task in
+#: flight: the worker tasks, the executor and its sizing, the pooled and outer steps, the
+#: holdout family's tasks.
+MESSAGE_MODULES = ("engine/_tasks.py", "engine/_waves.py", "engine/_sizing.py", "engine/_pooled.py",
+                   "engine/_nested.py", "engine/_run.py", "engine/_request.py", "_resampling.py")
+
+
+def _unpacked(tree):
+    """``(line, text)`` of each tuple of three or more names unpacked from a variable, an
+    attribute or an item (a message read by position), a shape aside."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign):
+            target, value = node.targets[0], node.value
+        elif isinstance(node, (ast.For, ast.comprehension)):
+            target, value = node.target, node.iter
+        else:
+            continue
+        if isinstance(target, ast.Tuple) and len(target.elts) >= 3 and \
+                isinstance(value, (ast.Name, ast.Attribute, ast.Subscript)) and \
+                not (isinstance(value, ast.Attribute) and value.attr == "shape"):
+            yield getattr(node, "lineno", getattr(value, "lineno", 0)), ast.unparse(target)
+
+
+def test_engine_messages_are_typed():
+    """What crosses the driver–task line (a task's scoring, its fit parameters, its
+    outcome) and the executor's table is a frozen dataclass of ``engine/_messages.py``,
+    read by name: no tuple of three or more read by position, no task returning a dict,
+    no outcome read by a string key."""
+    bad = []
+    for rel in MESSAGE_MODULES:
+        with open(os.path.join(PACKAGE, rel)) as fh:
+            tree = ast.parse(fh.read())
+        bad += [f"{rel}:{line}: {text} unpacked by position" for line, text in _unpacked(tree)]
+        if rel in ("engine/_tasks.py", "engine/_sizing.py", "engine/_pooled.py"):
+            bad += [f"{rel}:{n.lineno}: returns a dict" for n in ast.walk(tree)
+                    if isinstance(n, ast.Return) and isinstance(n.value, ast.Dict)]
+            bad += [f"{rel}:{n.lineno}: {ast.unparse(n)} read by key" for n in ast.walk(tree)
+                    if isinstance(n, ast.Subscript) and isinstance(n.slice, ast.Constant)
+                    and isinstance(n.slice.value, str)]
+    assert not bad, "\n".join(bad)
+    from bbc_dask.engine import _messages
+
+    for name in _messages.__all__:
+        params = getattr(_messages, name).__dataclass_params__
+        assert params.frozen, name

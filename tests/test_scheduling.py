@@ -7,6 +7,7 @@ import pytest
 
 import bbc_dask._tuning as tuning
 from bbc_dask.engine import _sizing, _waves
+from bbc_dask.engine._messages import PlannedBlock
 
 
 def _blocks(n):
@@ -30,7 +31,7 @@ def test_rank_keeps_the_order_of_alike_cheap_blocks():
 def test_grouper_sizes_tasks_by_predicted_block_time(monkeypatch):
     monkeypatch.setattr(tuning, "TARGET_TASK_SECONDS", 0.3)
     cost = np.array([0.05] * 20 + [0.4] * 4 + [np.nan] * 4)
-    tasks = [(0, 0, b) for b in _blocks(28)]
+    tasks = [PlannedBlock(0, 0, b) for b in _blocks(28)]
     g = _sizing.Grouper(tasks, len(tasks), n_threads=1, cost=cost)
     assert g.next() == [tasks[0]]  # one block per task until a thread's worth reported
     g.observe(0.06, 1, fit_seconds=0.05)  # 10 ms of overhead per block
@@ -45,7 +46,7 @@ def test_grouper_sizes_tasks_by_predicted_block_time(monkeypatch):
 
 def test_grouper_bounds_the_predictions_a_task_holds(monkeypatch):
     monkeypatch.setattr(tuning, "TASK_PREDICTION_BYTES", 3000)
-    tasks = [(0, 0, b) for b in _blocks(40)]
+    tasks = [PlannedBlock(0, 0, b) for b in _blocks(40)]
     g = _sizing.Grouper(tasks, len(tasks), n_threads=1, cost=np.full(40, 0.001), block_bytes=1000)
     g.next()
     g.observe(0.002, 1, fit_seconds=0.001)
@@ -57,7 +58,7 @@ def _timed_grouper(monkeypatch, n):
     blocks out and timed (1 s target, 3 tail tasks per thread)."""
     monkeypatch.setattr(tuning, "TARGET_TASK_SECONDS", 1.0)
     monkeypatch.setattr(tuning, "TAIL_TASKS_PER_THREAD", 3)
-    g = _sizing.Grouper([(0, 0, b) for b in _blocks(n)], n, n_threads=2, cost=np.full(n, 0.02))
+    g = _sizing.Grouper([PlannedBlock(0, 0, b) for b in _blocks(n)], n, n_threads=2, cost=np.full(n, 0.02))
     g.next(), g.next()
     g.observe(0.02, 2, fit_seconds=0.04)
     return g
@@ -127,7 +128,7 @@ def test_the_queue_shows_the_stages_work_to_an_adaptive_cluster(monkeypatch):
     itself by); at a stage's end one task per thread."""
     monkeypatch.setattr(tuning, "TAIL_TASKS_PER_THREAD", 3)
     n = 1000
-    tasks = [(0, 0, b) for b in _blocks(n)]
+    tasks = [PlannedBlock(0, 0, b) for b in _blocks(n)]
     g = _sizing.Grouper(tasks, n, n_threads=2, cost=np.full(n, 0.5))
     queue = _sizing.Queue(g, {}, n_threads=2, horizon=10.0)
     while queue.wants_more():  # untimed: 2 x 2 + 2 single blocks

@@ -10,7 +10,8 @@ from sklearn.pipeline import Pipeline
 from sklearn.svm import SVC
 
 import bbc_dask as bd
-from bbc_dask.engine import _tasks
+from bbc_dask.engine import TaskScoring, _tasks
+from bbc_dask.metrics import SAMPLE_BLOCK
 
 from _estimators import CountingScaler
 
@@ -28,8 +29,8 @@ def _pipe(final=None):
 
 def _block(est, params, X, y, folds, k=0):
     X_train, y_train, X_test, _, _ = _tasks._split(X, y, folds, 0, k)
-    return _tasks.fit_predict_block(est, params, X_train, y_train, X_test, "roc_auc",
-                                    np.array([0, 1]), 1, 0, np.nan)
+    scoring = TaskScoring("roc_auc", np.array([0, 1]), 1, 0, np.nan, SAMPLE_BLOCK)
+    return _tasks.fit_predict_block(est, params, X_train, y_train, X_test, scoring)
 
 
 def _whole(est, params, X, y, folds, k=0):
@@ -50,14 +51,14 @@ def test_transformer_steps_fit_once_per_prefix_and_predictions_are_exact(data):
     CountingScaler.fits = 0
     want = _whole(_pipe(), params, X, y, folds)
     assert CountingScaler.fits == 6
-    assert not np.isnan(got["values"]).any()
-    np.testing.assert_array_equal(got["values"], want)
+    assert not np.isnan(got.values).any()
+    np.testing.assert_array_equal(got.values, want)
 
     # the next task of this thread on the same split, same prefix first: reused again
     CountingScaler.fits = 0
     again = _block(_pipe(), params[3:], X, y, folds)
     assert CountingScaler.fits == 0
-    np.testing.assert_array_equal(again["values"], want[:, 3:])
+    np.testing.assert_array_equal(again.values, want[:, 3:])
     # another fold: each prefix fitted again, once
     _block(_pipe(), params, X, y, folds, k=1)
     assert CountingScaler.fits == 2
@@ -80,11 +81,11 @@ def test_no_reuse_where_pipeline_fit_could_differ(data, tmp_path):
         assert _tasks._prefix_steps(_tasks.configured(est, params[0])) is None
         if est.memory is None:
             assert CountingScaler.fits == 3
-        np.testing.assert_array_equal(got["values"], _whole(_pipe(), params, X, y, folds))
+        np.testing.assert_array_equal(got.values, _whole(_pipe(), params, X, y, folds))
     # an invalid step is left to Pipeline.fit to refuse, as a whole fit would
     bad = Pipeline([("scale", CountingScaler()), ("odd", "drop"), ("clf", LogisticRegression())])
     assert _tasks._prefix_steps(bad) is None
-    assert _block(bad, params, X, y, folds)["failed"].all()
+    assert _block(bad, params, X, y, folds).failed.all()
 
 
 def test_a_final_step_cannot_change_what_the_next_configuration_reuses(data):
@@ -97,7 +98,7 @@ def test_a_final_step_cannot_change_what_the_next_configuration_reuses(data):
     got = _block(_pipe(SVC()), params, X, y, folds)
     (Xt, Xt_test), = _tasks._SPLITS.prefix[1].values()
     assert not Xt.flags.writeable and not Xt_test.flags.writeable
-    np.testing.assert_array_equal(got["values"], _whole(_pipe(SVC()), params, X, y, folds))
+    np.testing.assert_array_equal(got.values, _whole(_pipe(SVC()), params, X, y, folds))
 
 
 def test_study_on_a_cluster_equals_whole_pipeline_fits(data, tmp_path, client):

@@ -15,6 +15,7 @@ from ._location import (
     StoreLocation,
     as_location,
 )
+from ._ledger_check import LedgerRows
 from ._ledger_check import settle as settle_ledger
 from ._rebuild import fill_untrained
 from ._lock import LockToken, ObjectStoreLock, ProcessLock, StoreLock
@@ -55,6 +56,7 @@ __all__ = [
     "CubeBlock",
     "Damage",
     "FsspecLocation",
+    "LedgerRows",
     "LocalLocation",
     "LockToken",
     "MemoryLocation",

@@ -24,11 +24,12 @@ existed kept its checksums in the study attributes, recorded at the end of a run
 """
 from __future__ import annotations
 
+import dataclasses
 import zlib
 
 import numpy as np
 
-__all__ = ["CHECKED", "CRC_ARRAY", "IN_ARRAY", "LedgerEdit", "check_read", "create_crc_array",
+__all__ = ["CHECKED", "CRC_ARRAY", "IN_ARRAY", "LedgerEdit", "LedgerRows", "check_read", "create_crc_array",
            "current", "mismatches", "record_batch", "recorded", "region_crc", "settle",
            "template_table", "unrecorded"]
 
@@ -272,6 +273,24 @@ def settle(cube):
         cube.set_meta(ledger_crc=IN_ARRAY)
 
 
+@dataclasses.dataclass(frozen=True, eq=False)
+class LedgerRows:
+    """What the ledger records of one block of configurations ``configs`` on (repeat
+    ``r``, fold ``k``): per configuration its ``fit_time``, ``failed``, ``errors`` (text,
+    "" if none), ``fold_score`` and ``fit_score`` ((configs, scorers), or None), and
+    ``crc`` the checksum of the prediction chunk the block was written to."""
+
+    r: int
+    k: int
+    configs: np.ndarray
+    fit_time: np.ndarray
+    failed: np.ndarray
+    errors: tuple
+    fold_score: np.ndarray
+    crc: int
+    fit_score: np.ndarray | None = None
+
+
 def record_batch(cube, results):
     """Record a batch of finished tasks (:meth:`~._schema.Cube.record`) as one edit:
     errors, fit times and fold scores first, the prediction chunks' checksums, then
@@ -283,25 +302,24 @@ def record_batch(cube, results):
     edit = LedgerEdit(cube)
     by_cell = {}
     for res in results:
-        by_cell.setdefault((res["r"], res["k"]), []).append(res)
+        by_cell.setdefault((res.r, res.k), []).append(res)
     crcs = []
     for (r, k), group in by_cell.items():
-        cfgs = np.concatenate([np.asarray(g["configs"], dtype=np.int64) for g in group])
+        cfgs = np.concatenate([np.asarray(g.configs, dtype=np.int64) for g in group])
 
-        def col(key, dtype):
-            return np.concatenate([np.asarray(g[key], dtype=dtype) for g in group])
+        def col(name, dtype):
+            return np.concatenate([np.asarray(getattr(g, name), dtype=dtype) for g in group])
 
         for g in group:
-            for c, text in zip(g["configs"], g["errors"]):
+            for c, text in zip(g.configs, g.errors):
                 if text and not edit.chunk("error", int(c) // edit.step)[int(c) % edit.step]:
                     edit.set("error", [int(c)], 0, [text[:4000]])
         edit.set("fit_time", cfgs, r, col("fit_time", np.float64), k)
         edit.set("fold_score", cfgs, r, col("fold_score", np.float64), k)
-        if "fit_score" in group[0]:  # (configs, scorers) per task
-            edit.set("fit_score", cfgs, r, np.concatenate(
-                [np.asarray(g["fit_score"], np.float64) for g in group]), k)
-        blocks = np.array([int(g["configs"][0]) // cube.config_chunk for g in group])
-        crcs.append((r, k, blocks, [int(g["crc"]) for g in group]))
+        if group[0].fit_score is not None:  # (configs, scorers) per task
+            edit.set("fit_score", cfgs, r, col("fit_score", np.float64), k)
+        blocks = np.array([int(g.configs[0]) // cube.config_chunk for g in group])
+        crcs.append((r, k, blocks, [int(g.crc) for g in group]))
         edit.set("state", cfgs, r, np.where(col("failed", bool), FAILED, DONE).astype(np.int8), k)
 
     def chunk_crcs():  # the prediction chunks' checksums, before the cells count

@@ -499,8 +499,7 @@ class Cube:
         """Record a batch of finished tasks in the ledger: errors, fit times and fold
         scores first, ``state`` last, so a cell counts only once all of it is stored.
 
-        ``results``: dicts with ``r``, ``k``, ``configs`` and per configuration
-        ``fit_time``, ``failed``, ``errors``, ``fold_score``, and ``crc`` (of the chunk).
+        ``results``: :class:`~._ledger_check.LedgerRows`, one per block.
         """
         record_batch(self, results)
 

@@ -36,6 +36,9 @@ _WHERE = {
     "take_rows": ("._tasks", "take_rows"),
     "response_method": ("._tasks", "response_method"),
     "stored_as": ("._tasks", "stored_as"),
+    "BlockFits": ("._messages", "BlockFits"),
+    "ShippedFit": ("._messages", "ShippedFit"),
+    "TaskScoring": ("._messages", "TaskScoring"),
 }
 
 __all__ = sorted(_WHERE)

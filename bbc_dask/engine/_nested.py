@@ -23,11 +23,11 @@ import numpy as np
 
 from .. import _tuning as tuning
 from .. import _validation as validation
-from .. import metrics
 from .._random import child_seed
 from .._signals import deferred_interrupts
 from ..cube import DONE, PENDING
 from ..exceptions import InvalidParameterError, StudyError, UndefinedScoreError
+from ._messages import TaskScoring
 
 __all__ = ["NestedProtocol", "nested_outcome", "run_outer"]
 
@@ -145,13 +145,12 @@ def outer_of(folds, n_outer, n_repeats):
     return out
 
 
-def _select(ledger, j, selection, metric):
+def _select(state, pooled, fold_score, j, selection, metric):
     """The configuration the study's rule selects on inner repeat ``j`` among those with
-    every inner fold done, or raise UndefinedScoreError. ``ledger``:
-    ``(state, pooled, fold_score)`` as the cube holds them."""
+    every inner fold done, or raise UndefinedScoreError (``state``, ``pooled``,
+    ``fold_score`` as the cube holds them)."""
     from ..stats import fold_means, select
 
-    state, pooled, fold_score = ledger
     idx = np.flatnonzero(np.all(state[:, j, :] == DONE, axis=1))  # not empty: checked by the run
     if selection == "fold_mean":
         best = select(fold_means(fold_score[idx, j, :].T))
@@ -179,12 +178,11 @@ def run_outer(run, client):
     if not todo:
         return 0
     outer = outer_of(cube.folds(), n_outer, n_rep)
-    ledger = (cube.state(), cube.pooled(), cube.fold_scores())
+    state, pooled, fold_score = cube.state(), cube.pooled(), cube.fold_scores()
     target, m = req.data.target, req.metric
-    scoring = (m.ref, target.classes, target.pos_code,
-               len(target.classes) if m.needs_class_axis else 0, req.error_score,
-               metrics.SAMPLE_BLOCK)
-    chosen = {(r, o): _select(ledger, r * n_outer + o, req.selection, m.name) for r, o in todo}
+    scoring = TaskScoring.of(m, target, req.error_score)
+    chosen = {(r, o): _select(state, pooled, fold_score, r * n_outer + o, req.selection, m.name)
+              for r, o in todo}
     if req.execution.progress:
         print(f"bbc_dask: outer stage: {len(todo)} outer fold(s) to refit and score",
               file=sys.stderr)
@@ -223,16 +221,14 @@ def _collect(cube, futures, chosen, configs):
             f = pending.pop((r, o))
             with deferred_interrupts():
                 res = f.result()
-            if "raise_" in res:
-                _, text, tb = res["raise_"]
+            if res.raised is not None:
                 c = chosen[(r, o)]
                 raise StudyError(f"Configuration {c} ({configs[c]!r}) raised on the outer "
                                  f"refit of repeat {r}, outer fold {o} (error_score='raise'): "
-                                 f"{text}\n{tb}")
-            score = res["score"]
+                                 f"{res.raised.text}\n{res.raised.traceback}")
             entries.append({"repeat": r, "outer": o, "selected": chosen[(r, o)],
-                            "score": float(score) if np.isfinite(score) else None,
-                            "fit_time": res["fit_time"], "error": res["error"]})
+                            "score": float(res.score) if np.isfinite(res.score) else None,
+                            "fit_time": res.fit_time, "error": res.error})
             fits += 1
         cube.set_meta(outer=sorted(cube.meta.get("outer", []) + entries,
                                    key=lambda e: (e["repeat"], e["outer"])))

@@ -54,6 +54,15 @@ class Search:
 
 
 @dataclasses.dataclass(frozen=True)
+class DataDigests:
+    """Fingerprints of the study's data (SHA-1; None for ``groups`` not given)."""
+
+    X: str
+    y: str
+    groups: str | None
+
+
+@dataclasses.dataclass(frozen=True)
 class StudyData:
     """The data as the tasks index them: ``y`` by position, ``target`` its encoding for
     the metric, ``digests`` the fingerprints (X, y, groups) recorded in the spec,
@@ -67,18 +76,20 @@ class StudyData:
     y: np.ndarray
     groups: np.ndarray | None
     target: Target
-    digests: tuple
+    digests: DataDigests
     fit_params: dict = dataclasses.field(default_factory=dict)
     fit_routing: bool = False
     fit_digest: str | None = None
     fit_scoring: object = None
 
-    def shipped_fit_params(self):
-        """What the tasks take: ``(fit_params, fit_routing, fit_scoring)`` (a
-        :class:`~bbc_dask.engine.FitScoring` or None), or None without either."""
+    def shipped(self):
+        """What every fit takes beyond X and y: a :class:`~._messages.ShippedFit` (its
+        scoring a :class:`~bbc_dask.engine.FitScoring` or None), or None without either."""
         if not self.fit_params and self.fit_scoring is None:
             return None
-        return self.fit_params, self.fit_routing, self.fit_scoring
+        from ._messages import ShippedFit
+
+        return ShippedFit(self.fit_params, self.fit_routing, self.fit_scoring)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -181,7 +192,8 @@ class StudyRequest:
         return cls(
             caller=caller, estimator=estimator,
             search=Search(param_grid, param_distributions, n_iter, grid),
-            data=StudyData(X, y, groups, target, plan.data_digest(X, np.asarray(y), groups),
+            data=StudyData(X, y, groups, target,
+                           DataDigests(*plan.data_digest(X, np.asarray(y), groups)),
                            fit_params, routing, plan.params_digest(fit_params, routing),
                            fit_scoring),
             protocol=protocol, metric=metric, location=location,

@@ -260,7 +260,7 @@ class _StudyRun:
 
         req = self.request
         target, dropping, protocol = req.data.target, req.dropping, req.protocol
-        x_digest, y_digest, g_digest = req.data.digests
+        digests = req.data.digests
         fit_scoring = req.data.fit_scoring
         return to_json({
             "metric": req.metric.name,
@@ -274,7 +274,7 @@ class _StudyRun:
             "n_iter": req.search.n_iter if search == "random" else None,
             "error_score": "raise" if isinstance(req.error_score, str) else "nan",
             "seed": entropy_of(self.root),
-            "data": {"X": x_digest, "y": y_digest, "groups": g_digest,
+            "data": {"X": digests.X, "y": digests.y, "groups": digests.groups,
                      "n_samples": len(req.data.y),
                      # recorded only with fit parameters: a store from before has none
                      **({} if req.data.fit_digest is None
@@ -348,7 +348,7 @@ class _StudyRun:
                               req.data.y, req.data.target, req.metric, req.error_score,
                               req.execution.progress, req.dropping, self.root, cancel_on_exit,
                               self.token, pooled=self._needs_pooled(),
-                              fit_params=req.data.shipped_fit_params(),
+                              shipped=req.data.shipped(),
                               # nested CV: each outer fold has its own rule (_check_not_all_failed)
                               stop_if_all_failed=req.protocol.kind != "nested",
                               warned=self.warned, phases=self.phases,
@@ -415,8 +415,7 @@ class _StudyRun:
             return None
         req = self.request
         model, seconds = submit_with_data(client, refit, req.estimator, self.configs[best],
-                                          req.data.X, req.data.y,
-                                          req.data.shipped_fit_params())
+                                          X=req.data.X, y=req.data.y, shipped=req.data.shipped())
         self.cube.set_meta(final_model={"config": int(best), "refit_time": seconds,
                                         **save_model(self.cube.location, model)})
         return model

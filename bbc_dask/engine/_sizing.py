@@ -48,7 +48,7 @@ class Grouper:
 
     def predict(self, task):
         """Predicted seconds of one block."""
-        fit = self.cost[task[2]].sum()
+        fit = self.cost[task.configs].sum()
         return float(fit) + self.overhead if np.isfinite(fit) else self.block_seconds
 
     def timing(self):
@@ -65,7 +65,8 @@ class Grouper:
         return self.left <= tuning.TAIL_TASKS_PER_THREAD * self.n_threads
 
     def next(self):
-        """The next group: a list of (k, r, cfgs) of one (k, r), or None when done."""
+        """The next group: a list of :class:`~._messages.PlannedBlock` of one (wave,
+        repeat), or None when done."""
         first = self.peek if self.peek is not None else next(self.fresh, None)
         self.peek = None
         if first is None:
@@ -86,7 +87,7 @@ class Grouper:
                 task = next(self.fresh, None)
                 if task is None:
                     break
-                if task[:2] != first[:2]:
+                if task.cell != first.cell:
                     self.peek = task
                     break
                 group.append(task)

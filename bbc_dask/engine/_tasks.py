@@ -5,6 +5,7 @@ its test fold (dask-ml keeps its ``methods.py`` apart from the search for the sa
 """
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 import traceback
@@ -17,6 +18,7 @@ from sklearn.base import clone
 from .. import _sklearn_compat as compat
 from .. import _tuning as tuning
 from ._fit_warnings import collected_warnings
+from ._messages import BlockFits, BlockOutcome, OuterOutcome, Raised, StoreProblem, TaskOutcome
 
 __all__ = ["FitScoring", "fit_outer", "fit_predict_block", "fit_write_blocks", "method_problem", "refit",
            "response_method", "warm_up"]
@@ -167,13 +169,10 @@ def _prefix_steps(est):
     return steps
 
 
-def _kept_outputs(est, X_train):
-    """``(steps, key, outputs)`` when ``est`` may reuse transformer outputs on ``X_train``
-    (``outputs``: this thread's kept outputs of this split, by the steps' ``key``), or None.
-    """
-    steps = _prefix_steps(est)
-    if steps is None:
-        return None
+def _kept_outputs(steps, X_train):
+    """``(key, outputs)`` when the transformer ``steps`` may reuse their outputs on
+    ``X_train`` (``outputs``: this thread's kept outputs of this split, by the steps'
+    ``key``), or None."""
     from dask.base import tokenize
 
     # the unfitted steps' parameters, as Dask names its tasks' inputs: steps it cannot
@@ -186,7 +185,7 @@ def _kept_outputs(est, X_train):
         except TypeError:  # data that cannot be weakly referenced: no reuse
             _SPLITS.prefix = None
             return None
-    return steps, key, kept[1]
+    return key, kept[1]
 
 
 def _fit_shared(est, X_train, y_train, X_test, fit_params=None, routing=False, whole=False):
@@ -204,11 +203,12 @@ def _fit_shared(est, X_train, y_train, X_test, fit_params=None, routing=False, w
     its steps, with scikit-learn's metadata routing on if ``routing``): nothing is reused.
     ``whole``: the whole estimator is fitted (a scorer takes it): nothing is reused.
     """
-    found = None if fit_params or whole else _kept_outputs(est, X_train)
+    steps = None if fit_params or whole else _prefix_steps(est)
+    found = None if steps is None else _kept_outputs(steps, X_train)
     if found is None:
         _fit(est, X_train, y_train, fit_params, routing)
         return est, X_test
-    steps, token, outputs = found
+    token, outputs = found
     final = est.steps[-1][1]
     if token in outputs:
         outputs.move_to_end(token)
@@ -242,28 +242,27 @@ def _fit(est, X, y, fit_params, routing):
         return est.fit(X, y, **fit_params)
 
 
-def fit_predict_block(estimator, params_block, X_train, y_train, X_test, metric, classes,
-                      pos_code, n_classes_axis, error_score, fit_params=None, fit_scoring=None):
-    """Fit each configuration of the block on ``X_train, y_train`` (with ``fit_params`` =
+def fit_predict_block(estimator, params_block, X_train, y_train, X_test, scoring, fit=None,
+                      fit_scoring=None):
+    """Fit each configuration of the block on ``X_train, y_train`` (with ``fit`` =
     ``(parameters already sliced to the training rows, metadata routing on)``, or None)
-    and predict ``X_test``; with ``fit_scoring`` (:class:`FitScoring`), score each fitted
-    model too (``fit_score``, (n_block, scorers): a configuration whose scorer raises
-    fails as one whose fit raises, as the fit and its scores are one cell).
+    and predict ``X_test``, as ``scoring`` (a :class:`~._messages.TaskScoring`) says; with
+    ``fit_scoring`` (:class:`FitScoring`), score each fitted model too (``fit_score``,
+    (n_block, scorers): a configuration whose scorer raises fails as one whose fit
+    raises, as the fit and its scores are one cell).
 
     The response method (``decision_function``, ``predict_proba`` or ``predict``) is
     chosen here per configured estimator, as scikit-learn's scorers do; a configuration
-    that cannot give what ``metric`` needs fails like one that raises.
+    that cannot give what the metric needs fails like one that raises.
 
-    Returns a dict: ``values`` (len(X_test), n_block[, K]) float64 (NaN for a failed
-    configuration), ``fit_time`` (n_block,: fit and prediction), ``score_time`` (its part
-    after the fit: prediction and scores; NaN where failed), ``failed`` (n_block,) bool,
-    ``errors`` list of str, and ``raise_`` (index, text) when ``error_score == "raise"``.
+    Returns a :class:`~._messages.BlockFits` (only ``raised`` when ``error_score ==
+    "raise"`` and a configuration failed).
     """
     from ..metrics import get_metric
 
-    m = get_metric(metric)
+    m = get_metric(scoring.metric)
     n_block = len(params_block)
-    shape = (X_test.shape[0], n_block) + ((n_classes_axis,) if n_classes_axis else ())
+    shape = (X_test.shape[0], n_block) + ((scoring.n_classes_axis,) if scoring.n_classes_axis else ())
     values = np.full(shape, np.nan)
     fit_time = np.full(n_block, np.nan)
     score_time = np.full(n_block, np.nan)
@@ -278,28 +277,25 @@ def fit_predict_block(estimator, params_block, X_train, y_train, X_test, metric,
             if problem:
                 raise TypeError(f"The estimator {problem}.")
             fitted, X_pred = _fit_shared(est, X_train, y_train, X_test,
-                                         *(fit_params or ({}, False)), whole=scores is not None)
+                                         *(fit or ({}, False)), whole=scores is not None)
             t1 = time.perf_counter()
-            values[:, j] = _response(fitted, response_method(est, m), X_pred, classes,
-                                     pos_code, n_classes_axis)
+            values[:, j] = _response(fitted, response_method(est, m), X_pred, scoring.classes,
+                                     scoring.pos_code, scoring.n_classes_axis)
             if scores is not None:
                 scores[j] = fit_scoring.score(est, X_train, y_train, X_test)
             score_time[j] = time.perf_counter() - t1
         except Exception as exc:  # scikit-learn's error_score semantics
             text = f"{type(exc).__name__}: {exc}".strip()  # the class's name, not its module
-            if isinstance(error_score, str) and error_score == "raise":
-                return {"raise_": (j, text, traceback.format_exc())}
+            if isinstance(scoring.error_score, str) and scoring.error_score == "raise":
+                return BlockFits(raised=Raised(j, text, traceback.format_exc()))
             values[:, j] = np.nan
             failed[j] = True
             errors[j] = text
         fit_time[j] = time.perf_counter() - t0
     score_time[failed] = np.nan
-    out = {"values": values, "fit_time": fit_time, "score_time": score_time, "failed": failed,
-           "errors": errors}
     if scores is not None:
         scores[failed] = np.nan
-        out["fit_score"] = scores
-    return out
+    return BlockFits(values, fit_time, score_time, failed, tuple(errors), scores)
 
 
 class FitScoring:
@@ -337,9 +333,8 @@ class FitScoring:
                 return scorer_name(sc)
             return f"{getattr(sc, '__module__', '?')}.{getattr(sc, '__qualname__', repr(sc))}"
 
-        both = [("test", k, v) for k, v in self.test.items()] + \
-            [("train", k, v) for k, v in self.train.items()]
-        return [{"label": f"{side}_{k}", "scorer": text(v)} for side, k, v in both]
+        return [{"label": label, "scorer": text(sc)} for label, sc in zip(
+            self.labels, list(self.test.values()) + list(self.train.values()))]
 
     def sliced(self, X, y_test, train, test):
         """A copy for one split: its test target and the parameters of its rows."""
@@ -416,90 +411,91 @@ def _fold_scores(values, failed, target, metric, index=None, n=None, sample_bloc
     return out
 
 
-def _train_params(X, fit_params, folds, r, k, y_test=None):
-    """``(fit parameters, fit scoring)`` of (repeat ``r``, fold ``k``): the shipped
-    ``(params, routing, FitScoring or None)`` sliced to the split's rows as scikit-learn's
-    search slices them (array-likes of one row per sample; the rest as given); None for
-    what there is not."""
-    if not fit_params:
+def _train_params(X, shipped, folds, r, k, y_test=None):
+    """``(fit parameters, fit scoring)`` of (repeat ``r``, fold ``k``): the
+    :class:`~._messages.ShippedFit` sliced to the split's rows as scikit-learn's search
+    slices them (array-likes of one row per sample; the rest as given); None for what
+    there is not."""
+    if shipped is None:
         return None, None
-    params, routing, scoring = (tuple(fit_params) + (None,))[:3]
     train = np.flatnonzero((folds[:, r] != k) & (folds[:, r] >= 0))  # as _split's
+    scoring = shipped.scoring
     if scoring is not None:
         scoring = scoring.sliced(X, y_test, train, np.flatnonzero(folds[:, r] == k))
-    return (compat.check_method_params(X, params, train), routing) if params else None, scoring
+    fit = (compat.check_method_params(X, shipped.params, train), shipped.routing) \
+        if shipped.params else None
+    return fit, scoring
 
 
-def _fit_block(estimator, params_block, X, y, folds, scoring, r, k, fit_params=None):
+def _fit_block(estimator, params_block, X, y, folds, scoring, r, k, shipped=None):
     """Fit and predict one block on (repeat ``r``, fold ``k``) and score its fold: the
-    ledger's result (fit times, failures, errors, fold scores) and the predictions."""
-    metric, classes, pos_code, n_cls_axis, error_score, sample_block = scoring
+    ledger's :class:`~._messages.BlockOutcome` and the predictions (or the block's
+    :class:`~._messages.Raised` and None)."""
     X_train, y_train, X_test, y_test, test = _split(X, y, folds, r, k)
-    res = fit_predict_block(estimator, params_block, X_train, y_train, X_test, metric, classes,
-                            pos_code, n_cls_axis, error_score,
-                            *_train_params(X, fit_params, folds, r, k, y_test))
-    if "raise_" in res:
-        return res, None
-    values, t0 = res.pop("values"), time.perf_counter()
-    res["fold_score"] = _fold_scores(values, res["failed"],
-                                     _fold_target(y_test, classes, pos_code), metric,
-                                     test, folds.shape[0], sample_block)
+    res = fit_predict_block(estimator, params_block, X_train, y_train, X_test, scoring,
+                            *_train_params(X, shipped, folds, r, k, y_test))
+    if res.raised is not None:
+        return res.raised, None
+    t0 = time.perf_counter()
+    fold_score = _fold_scores(res.values, res.failed,
+                              _fold_target(y_test, scoring.classes, scoring.pos_code),
+                              scoring.metric, test, folds.shape[0], scoring.sample_block)
     # a block is scored at once: each cell its share (GridSearchCV's holds its scorer's call)
-    res["fit_only"] = res["fit_time"] - res["score_time"]
-    res["score_time"] = res["score_time"] + (time.perf_counter() - t0) / max(1, len(params_block))
-    return res, values
+    score_time = res.score_time + (time.perf_counter() - t0) / max(1, len(params_block))
+    return BlockOutcome(res.fit_time, res.fit_time - res.score_time, score_time, res.failed,
+                        res.errors, fold_score, res.fit_score), res.values
 
 
 def fit_write_blocks(estimator, params_blocks, X, y, folds, scoring, writer, r, k, placements,
-                     fit_params=None):
+                     shipped=None):
     """Fit, predict, write and score the blocks of (repeat ``r``, fold ``k``), collecting
-    the fits' warnings (``"warnings"`` of the result: ``[(module, class, text, count)]``);
-    see :func:`_fit_write_blocks`."""
+    the fits' warnings (``warnings`` of the :class:`~._messages.TaskOutcome`:
+    ``(module, class, text, count)`` each); see :func:`_fit_write_blocks`."""
     with collected_warnings() as seen:
         out = _fit_write_blocks(estimator, params_blocks, X, y, folds, scoring, writer, r, k,
-                                placements, fit_params)
-    out["warnings"] = [(*key, n) for key, n in seen.items()]
-    return out
+                                placements, shipped)
+    return dataclasses.replace(out, warnings=tuple((*key, n) for key, n in seen.items()))
 
 
 def _fit_write_blocks(estimator, params_blocks, X, y, folds, scoring, writer, r, k, placements,
-                      fit_params=None):
+                      shipped=None):
     """Fit blocks of configurations on the training samples of (repeat ``r``, fold ``k``),
     predict the fold and write the predictions straight into their chunks of the cube
     (a block's chunks, each written whole); return only what the ledger records, never
     the predictions.
 
     The engine groups blocks when fits are short, so that Dask's per-task cost stays small
-    next to the work. ``scoring`` = (metric, classes, pos_code, n_classes_axis, error_score,
-    sample_block: the client's, for the fold scores); ``writer`` the cube's
-    :class:`~bbc_dask.cube.ChunkWriter`; ``placements`` = (first config of the block's
-    chunks, columns of the block's configurations in them) per block. The
+    next to the work. ``scoring`` a :class:`~._messages.TaskScoring` (its ``sample_block``
+    the client's, for the fold scores); ``writer`` the cube's
+    :class:`~bbc_dask.cube.ChunkWriter`; ``placements`` a :class:`~._messages.Placement`
+    per block. The
     training and test rows come from ``folds`` (N, R), shipped once per worker;
-    ``fit_params`` (shipped as X) are sliced to the training rows.
+    ``shipped`` (a :class:`~._messages.ShippedFit`, shipped as X) is sliced to the
+    training rows.
 
-    Returns ``{"parts": [result per block], "elapsed": s}``; with ``error_score="raise"``
-    the first error (``raise_``, nothing written); when the
-    store is full or the run lost its lock, ``store_problem`` (returned, not raised: the
-    run must stop, not retry, and the driver says so without worker tracebacks).
+    Returns a :class:`~._messages.TaskOutcome`: with ``error_score="raise"`` the first
+    error (``raised``, nothing written); when the store is full or the run lost its lock,
+    ``store_problem`` (returned, not raised: the run must stop, not retry, and the driver
+    says so without worker tracebacks).
     """
     from ..exceptions import StoreFullError, StoreLockedError
 
     t0 = time.perf_counter()
     parts, writes = [], []
-    for params, (c0, cols) in zip(params_blocks, placements):
+    for params, place in zip(params_blocks, placements):
         _unless_leaving()
-        res, values = _fit_block(estimator, params, X, y, folds, scoring, r, k, fit_params)
+        res, values = _fit_block(estimator, params, X, y, folds, scoring, r, k, shipped)
         if values is None:  # error_score="raise": the study stops; nothing is written
-            return dict(res, done=[])
+            return TaskOutcome(raised=res, raised_block=len(parts))
         parts.append(res)
-        writes.append((c0, cols, values))
+        writes.append((place.first, place.columns, values))
     _unless_leaving()
     try:
-        for part, crc in zip(parts, writer.write_many(r, k, writes)):
-            part["crc"] = crc
+        crcs = writer.write_many(r, k, writes)
     except (StoreFullError, StoreLockedError) as exc:
-        return {"store_problem": (type(exc).__name__, str(exc)), "done": []}
-    return {"parts": parts, "elapsed": time.perf_counter() - t0}
+        return TaskOutcome(store_problem=StoreProblem(type(exc).__name__, str(exc)))
+    return TaskOutcome(tuple(dataclasses.replace(part, crc=int(crc)) for part, crc in zip(parts, crcs)),
+                       time.perf_counter() - t0)
 
 
 def _unless_leaving():
@@ -533,26 +529,25 @@ def warm_up(estimator):
     import_study_modules()
 
 
-def refit(estimator, params, X, y, fit_params=None):
-    """Fit the selected configuration on all data with ``fit_params`` (all rows): the
-    final model and the seconds its fit took."""
+def refit(estimator, params, X, y, shipped=None):
+    """Fit the selected configuration on all data with the fit parameters of ``shipped``
+    (a :class:`~._messages.ShippedFit`, all rows): the final model and the seconds its
+    fit took."""
     t0 = time.perf_counter()
-    model = _fit(configured(estimator, params), X, y, *(tuple(fit_params)[:2] if fit_params
-                                                         else ({}, False)))
+    fit = (shipped.params, shipped.routing) if shipped is not None else ({}, False)
+    model = _fit(configured(estimator, params), X, y, *fit)
     return model, time.perf_counter() - t0
 
 
 def fit_outer(estimator, params, train, test, scoring, X, y):
     """Nested CV's outer step: fit the configuration an outer fold's inner CV selected
     on the outer training rows ``train``, predict the outer test rows ``test`` and score
-    them as a fold of the study is scored. Returns ``score`` (NaN if the fit failed or
-    the metric is undefined), ``fit_time``, ``error`` ("" if none) — or ``raise_``."""
-    metric, classes, pos_code, n_cls_axis, error_score, sample_block = scoring
+    them as a fold of the study is scored: an :class:`~._messages.OuterOutcome`."""
     res = fit_predict_block(estimator, [params], take_rows(X, train), take_rows(y, train),
-                            take_rows(X, test), metric, classes, pos_code, n_cls_axis, error_score)
-    if "raise_" in res:
-        return res
-    score = _fold_scores(res["values"], res["failed"], _fold_target(take_rows(y, test), classes, pos_code),
-                         metric, test, len(y), sample_block)[0]
-    return {"score": float(score), "fit_time": float(res["fit_time"][0]),
-            "error": res["errors"][0]}
+                            take_rows(X, test), scoring)
+    if res.raised is not None:
+        return OuterOutcome(raised=res.raised)
+    score = _fold_scores(res.values, res.failed,
+                         _fold_target(take_rows(y, test), scoring.classes, scoring.pos_code),
+                         scoring.metric, test, len(y), scoring.sample_block)[0]
+    return OuterOutcome(float(score), float(res.fit_time[0]), res.errors[0])

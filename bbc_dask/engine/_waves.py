@@ -13,14 +13,14 @@ from concurrent.futures import CancelledError
 import numpy as np
 
 from .. import _tuning as tuning
-from .. import metrics
 from .. import _dask_logs as dask_logs
 from .._signals import deferred_interrupts, raise_swallowed, wait_done
-from ..cube import FAILED, PENDING
+from ..cube import FAILED, PENDING, LedgerRows
 from ..exceptions import StoreFullError, StoreLockedError, StudyError
 from ._phases import Phases
 from ._pooled import PooledAlong, pooled_pass
 from ._sizing import ClusterSize, DriverCost, Grouper, Queue, adaptive_seconds
+from ._messages import FitInFlight, Placement, PlannedBlock, PooledInFlight, TaskScoring
 from ._tasks import fit_write_blocks
 
 
@@ -60,19 +60,19 @@ class _WaveTasks:
             bounds = np.concatenate([[0], np.flatnonzero(np.diff(todo // self.chunk)) + 1, [todo.size]])
             blocks = [todo[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
             for cfgs in (blocks if self.rank is None else self.rank(blocks)):
-                yield k, r, cfgs
+                yield PlannedBlock(k, r, cfgs)
 
 
 def run_waves(cube, client, estimator, configs, X, y, target, m, error_score,
                progress, dropping=None, root=None, cancel_on_exit=True, token=None,
-               pooled=True, stop_if_all_failed=False, fit_params=None, warned=None,
+               pooled=True, stop_if_all_failed=False, shipped=None, warned=None,
                phases=None, score_times=None):
     """Run every pending cell, wave by wave; with ``dropping``, test between waves; then
     (``pooled``) the pooled scores of complete configurations.
 
     ``stop_if_all_failed``: stop (tasks in flight cancelled, no pooled pass) as soon as
     every active configuration has a failed cell; the caller then reports the failure.
-    ``fit_params``: ``(parameters of every fit, metadata routing on)`` or None, shipped
+    ``shipped``: a :class:`~._messages.ShippedFit` (what every fit takes) or None, shipped
     as X and y are (sliced by the tasks).
     ``warned``: a dict that receives the fits' warnings, ``{(module, class, text): count}``
     over all tasks (each task collects its own, see ``_fit_warnings.collected_warnings``).
@@ -93,7 +93,7 @@ def run_waves(cube, client, estimator, configs, X, y, target, m, error_score,
     if phases is None:
         phases = Phases()
     run = _Executor(cube, client, estimator, configs, X, y, target, m, error_score,
-                    progress, n_splits, token, fit_params)
+                    progress, n_splits, token, shipped)
     run.phases = phases
     if pooled and dropping is None:
         # scored as their blocks complete, among the waves' tasks (no pass at the end)
@@ -252,11 +252,10 @@ def _result(fut):
 
 
 
-def submit_with_data(client, fn, *args):
-    """``fn(*args[:-3], X_future, y_future, fit_params_future)`` on the cluster, surviving
-    the loss of the data (``fit_params`` as the tasks take them, or None)."""
-    *head, X, y, fit_params = args
-    data = _Data(client, X, y, *([fit_params] if fit_params else []), broadcast=False)
+def submit_with_data(client, fn, *head, X, y, shipped):
+    """``fn(*head, X_future, y_future, shipped_future)`` on the cluster, surviving the
+    loss of the data (``shipped`` a :class:`~._messages.ShippedFit`, or None)."""
+    data = _Data(client, X, y, *([shipped] if shipped is not None else []), broadcast=False)
     for attempt in range(tuning.MAX_RESUBMITS + 1):
         X_f, y_f, *p_f = data.refresh()
         fut = client.submit(fn, *head, X_f, y_f, *p_f, pure=False, retries=3)
@@ -275,17 +274,15 @@ class _Executor:
     in the ledger in batches."""
 
     def __init__(self, cube, client, estimator, configs, X, y, target, m, error_score,
-                 progress, n_splits, token=None, fit_params=None):
+                 progress, n_splits, token=None, shipped=None):
         self.cube, self.client, self.estimator = cube, client, estimator
         self.configs = configs
-        self.scoring = (m.ref, target.classes, target.pos_code,
-                     len(target.classes) if m.needs_class_axis else 0, error_score,
-                     metrics.SAMPLE_BLOCK)  # the client's: fold scores are summed in its blocks
+        self.scoring = TaskScoring.of(m, target, error_score)
         self.n_splits = n_splits
         self.writer = cube.writer(token if token is not None else (lambda: None))
         self.chunk = cube.config_chunk
         # fit parameters travel as X and y do: scattered once, each task slices its rows
-        self.data = _Data(client, X, y, cube.folds(), *([fit_params] if fit_params else []))
+        self.data = _Data(client, X, y, cube.folds(), *([shipped] if shipped is not None else []))
         self.progress = progress
         self.bar = None
         self.wave_shown = 0
@@ -318,24 +315,24 @@ class _Executor:
         if not groups:
             return []
         data = self.data.refresh()
-        columns = {"params": [], "r": [], "k": [], "places": [], "key": []}
-        for group in groups:
-            k, r, first = group[0]
-            params, places = [], []
-            for _, _, cfgs in group:
-                c0 = int(cfgs[0]) // self.chunk * self.chunk
-                params.append(self.configs.take(cfgs))
-                places.append((c0, np.asarray(cfgs) - c0))
-            for name, value in (("params", params), ("r", r), ("k", k), ("places", places), (
-                    "key", f"bbc-fit-r{r}-k{k}-c{first[0]}-n{len(group)}-{uuid.uuid4().hex[:8]}")):
-                columns[name].append(value)
+        params = [[self.configs.take(b.configs) for b in group] for group in groups]
+        places = [[self._placement(b.configs) for b in group] for group in groups]
+        repeats = [g[0].repeat for g in groups]
+        waves = [g[0].wave for g in groups]
+        keys = [f"bbc-fit-r{g[0].repeat}-k{g[0].wave}-c{g[0].configs[0]}-n{len(g)}-{uuid.uuid4().hex[:8]}"
+                for g in groups]
         n = len(groups)
-        X_f, y_f, folds_f, *fit_params = ([d] * n for d in data)
+        X_f, y_f, folds_f, *shipped = ([d] * n for d in data)
         return self.client.map(
-            fit_write_blocks, [self.estimator] * n, columns["params"], X_f, y_f, folds_f,
-            [self.scoring] * n, [self.writer] * n, columns["r"], columns["k"],
-            columns["places"], *fit_params, key=columns["key"], retries=3, pure=False,
+            fit_write_blocks, [self.estimator] * n, params, X_f, y_f, folds_f,
+            [self.scoring] * n, [self.writer] * n, repeats, waves, places, *shipped, key=keys,
+            retries=3, pure=False,
             fifo_timeout="0ms")  # a later batch never runs ahead of an earlier one
+
+    def _placement(self, cfgs):
+        """Where a task writes the block of ``cfgs``: from its first chunk's start."""
+        first = int(cfgs[0]) // self.chunk * self.chunk
+        return Placement(first, np.asarray(cfgs) - first)
 
     def execute(self, tasks, n_active):
         from distributed import as_completed
@@ -379,7 +376,7 @@ class _Executor:
                             break
                     new.append((group, tries, queue.add(group)))
                 for (group, tries, seconds), fut in zip(new, self._submit([g for g, *_ in new])):
-                    meta[fut.key] = (group, tries, fut)
+                    meta[fut.key] = FitInFlight(group, tries, fut)
                     flight[fut.key] = seconds
                     ac.add(fut)
                 if not meta:
@@ -389,20 +386,20 @@ class _Executor:
                 # several tasks while the driver records one)
                 done = self._collect(ac.next_batch(block=True))
                 for fut, res in done:
-                    group, tries, _ = meta.pop(fut.key)
+                    entry = meta.pop(fut.key)
                     flight.pop(fut.key, None)
-                    if tries == "pooled":
-                        self._pooled_done(res, group)
+                    if isinstance(entry, PooledInFlight):
+                        self._pooled_done(res, entry.block)
                         continue
                     if isinstance(res, CancelledError):
                         # its data was lost with a worker: scatter again and resubmit
-                        if tries >= tuning.MAX_RESUBMITS:
+                        if entry.tries >= tuning.MAX_RESUBMITS:
                             raise res
-                        retry.append((group, tries + 1))
+                        retry.append((entry.group, entry.tries + 1))
                         continue
                     if isinstance(res, BaseException):
                         raise res
-                    self._handle(group, res, groups, meta, ac)
+                    self._handle(entry.group, res, groups, meta, ac)
                 if not meta or time.monotonic() - self.flushed >= tuning.LEDGER_INTERVAL:
                     self.flush()
                 driver.handled(len(done))
@@ -418,7 +415,7 @@ class _Executor:
             # tasks, which its workers would report one by one: silence them first.
             with deferred_interrupts():
                 if meta and self.cancel_on_exit:
-                    self.client.cancel([m[2] for m in meta.values()])
+                    self.client.cancel([m.future for m in meta.values()])
                 elif meta:
                     with contextlib.suppress(Exception):
                         self.client.run(dask_logs.silence)
@@ -447,40 +444,41 @@ class _Executor:
         return out
 
     def _handle(self, group, res, groups, meta, ac):
-        """A fit task's result: its warnings kept, its blocks recorded (and the pooled
-        scores of the windows they complete submitted), its time observed."""
-        for *key, n in res.get("warnings", ()):
+        """A fit task's :class:`~._messages.TaskOutcome`: its warnings kept, its blocks
+        recorded (and the pooled scores of the windows they complete submitted), its time
+        observed; what stopped it raised."""
+        for *key, n in res.warnings:
             self.warned[tuple(key)] = self.warned.get(tuple(key), 0) + n
-        for task, part in zip(group, res.get("done", res.get("parts", []))):
+        if res.store_problem is not None:
+            problem = res.store_problem
+            raise (StoreFullError if problem.kind == "StoreFullError" else StoreLockedError)(problem.text)
+        for task, part in zip(group, res.parts):
             self._record(task, part)
             for block in self._complete(task, part):
                 pfut = self.pooled.submit(block)
-                meta[pfut.key] = (block, "pooled", pfut)
+                meta[pfut.key] = PooledInFlight(block, pfut)
                 ac.add(pfut)
-        if "parts" not in res:  # a store problem or error_score="raise"
-            self._record(group[len(res["done"])], res)
-        groups.observe(res["elapsed"], len(group),
-                       sum(float(np.nansum(p["fit_time"])) for p in res.get("parts", [])))
-
-    def _record(self, task, res):
-        k, r, cfgs = task
-        if "store_problem" in res:
-            kind, text = res["store_problem"]
-            raise (StoreFullError if kind == "StoreFullError" else StoreLockedError)(text)
-        if "raise_" in res:
-            j, text, tb = res["raise_"]
-            c = int(cfgs[j])
+        if res.raised is not None:  # error_score="raise"
+            block = group[res.raised_block]
+            k, r, cfgs = block.wave, block.repeat, block.configs
+            c = int(cfgs[res.raised.index])
             raise StudyError(
                 f"Configuration {c} ({self.configs[c]!r}) raised on repeat {r}, fold {k} "
-                f"(error_score='raise'): {text}\n{tb}"
+                f"(error_score='raise'): {res.raised.text}\n{res.raised.traceback}"
             )
-        self.batch.append(dict(res, r=r, k=k, configs=cfgs))
+        groups.observe(res.elapsed, len(group), sum(float(np.nansum(p.fit_time)) for p in res.parts))
+
+    def _record(self, task, res):
+        """One block's :class:`~._messages.BlockOutcome`, kept for the next ledger batch."""
+        k, r, cfgs = task.wave, task.repeat, task.configs
+        self.batch.append(LedgerRows(r, k, cfgs, res.fit_time, res.failed, res.errors,
+                                     res.fold_score, res.crc, res.fit_score))
         if self.failed is not None:
-            self.failed[cfgs[np.asarray(res["failed"], bool)]] = True
-        self.cost[cfgs] = res["fit_time"]
-        if self.score_times is not None and "score_time" in res:
-            self.score_times.fit[cfgs, r, k] = res["fit_only"]
-            self.score_times.score[cfgs, r, k] = res["score_time"]
+            self.failed[cfgs[np.asarray(res.failed, bool)]] = True
+        self.cost[cfgs] = res.fit_time
+        if self.score_times is not None:
+            self.score_times.fit[cfgs, r, k] = res.fit_only
+            self.score_times.score[cfgs, r, k] = res.score_time
         self.fits += len(cfgs)
         if self.bar is not None:
             # the furthest wave reached: tasks of a resumed run's earlier waves finish
@@ -494,8 +492,7 @@ class _Executor:
         """Blocks whose pooled scores can be computed now that ``task`` is recorded."""
         if self.pooled is None:
             return []
-        k, r, cfgs = task
-        return self.pooled.recorded(r, k, cfgs, part["failed"])
+        return self.pooled.recorded(task.repeat, task.wave, task.configs, part.failed)
 
     def _pooled_done(self, values, block):
         """A pooled task's result, kept for the next ledger batch. A task that failed

@@ -11,6 +11,7 @@ fits decide, as they would have.
 """
 from __future__ import annotations
 
+import dataclasses
 import warnings
 
 import numpy as np
@@ -26,6 +27,15 @@ ROWS_PER_CLASS = 12
 # How scikit-learn (and numpy under it) says that X holds strings or missing values.
 _SAYS = {"strings": ("could not convert string", "string", "dtype='numeric'", "non-numeric"),
          "missing values": ("nan", "missing values")}
+
+
+@dataclasses.dataclass(frozen=True)
+class _Said:
+    """Configuration ``config`` failed on the slice with ``error``, one of ``problem``."""
+
+    config: int
+    problem: str
+    error: Exception
 
 
 def column_problems(X):
@@ -95,7 +105,7 @@ def check_columns(estimator, configs, X, y, classification, caller):
         reps = [reps[int(i)] for i in np.linspace(0, len(reps) - 1, MAX_TRIED)]
     rows = _slice(X, y, classification, problems)
     Xs, ys = take_rows(X, rows), np.asarray(y)[rows]
-    said = None
+    said = None  # the first configuration that failed for a reason seen here
     with warnings.catch_warnings():  # the driver, before any task: a toy fit's warnings
         warnings.simplefilter("ignore")  # would only mislead
         for i in reps:
@@ -105,10 +115,10 @@ def check_columns(estimator, configs, X, y, classification, caller):
                 which = [p for p in problems if _says(exc, p)]
                 if not which:
                     return  # another reason (the slice?): the fits decide
-                said = said or (i, which[0], exc)
+                said = said or _Said(i, which[0], exc)
                 continue
             return  # this configuration takes X as it is
-    i, problem, exc = said
+    i, problem, exc = said.config, said.problem, said.error
     cols = problems[problem]
     shown = ", ".join(map(repr, cols[:5])) + (f" and {len(cols) - 5} more" if len(cols) > 5 else "")
     fix = ("encode them (OneHotEncoder in a ColumnTransformer) or leave them out"
