@@ -202,6 +202,23 @@ def test_error_score_nan_records_and_raise_stops(tmp_path, cancer, client):
         _run(tmp_path / "b.zarr", X, y, client, estimator=est, grid=grid, metric="accuracy", error_score="raise")
 
 
+def test_a_task_says_which_of_its_blocks_raised(cancer):
+    """error_score="raise" in the second block of a task: the outcome names that block
+    (the executor words the error with its configurations), and nothing is written."""
+    from bbc_dask.engine import TaskScoring, _tasks
+    from bbc_dask.engine._messages import Placement
+    from bbc_dask.metrics import SAMPLE_BLOCK
+
+    X, y = cancer
+    folds = (np.arange(len(y)) % 3)[:, None]
+    scoring = TaskScoring("accuracy", np.array([0, 1]), 1, 0, "raise", SAMPLE_BLOCK)
+    out = _tasks.fit_write_blocks(_Fails(random_state=0), [[{"max_depth": 1}], [{"max_depth": 2}]],
+                                  X, y, folds, scoring, None, 0, 0,
+                                  [Placement(0, np.array([0])), Placement(1, np.array([0]))])
+    assert out.raised_block == 1 and out.raised.index == 0 and not out.parts
+    assert "depth 2 is cursed" in out.raised.text
+
+
 def test_random_search_groups_regression_and_multiclass(tmp_path, client):
     from scipy.stats import loguniform
 
