@@ -294,14 +294,13 @@ def _run(chosen, estimator, grid, X, y, store, metric, n_splits, n_outer, n_inne
 
 def _cvt_rows(chosen, estimator, grid, X, y, store, metric, n_splits, level, seed, client, progress):
     from .cube import target_of
-    from .engine import wall_seconds
     from .stats import tibshirani_tibshirani
     from .study import run_study
 
     study = run_study(estimator, grid, X, y, store=store, metric=metric, n_splits=n_splits,
                       random_state=seed, client=client, progress=progress, refit=False)
     st = study._cube
-    wall = wall_seconds(st.meta)
+    wall = st.wall_seconds()
     models, _ = study.models_trained
     fit_s = float(np.nansum(st.fit_times()))
     rows = []

@@ -221,22 +221,17 @@ def open_nested(store, *, confidence_level=0.95, storage_options=None):
 
 def nested_of_cube(cube, confidence_level=0.95):
     """:func:`open_nested` of a store already open (``cube``)."""
-    if not is_nested(cube.meta):
+    if cube.protocol_kind != "nested":
         raise StoreMismatchError(f"The store {cube.location.url!r} holds a study, not a nested "
                                  f"cross-validation; open it with bbc_dask.open_study.")
     from .engine import Configurations
 
-    params = list(Configurations.from_description(cube.meta["configurations"]))
+    params = list(Configurations.from_description(cube.configurations))
     return _result(cube, params, confidence_level)
 
 
-def is_nested(meta):
-    """Whether a store's attributes are a nested CV's."""
-    return (meta.get("spec", {}).get("protocol") or {}).get("kind") == "nested"
-
-
 def _result(cube, params, confidence_level):
-    from .engine import nested_outcome, wall_seconds
+    from .engine import nested_outcome
 
     out = nested_outcome(cube)
     scores = out["outer_scores"]
@@ -268,14 +263,14 @@ def _result(cube, params, confidence_level):
         half = t.ppf(0.5 + confidence_level / 2, n_rep - 1) * means.std(ddof=1) / math.sqrt(n_rep)
         ci, clipped = clip_interval(ConfidenceInterval(float(means.mean() - half),
                                                        float(means.mean() + half)),
-                                    score_bounds(cube.meta["spec"]["metric"]))
+                                    score_bounds(cube.spec["metric"]))
         ci = tuple(ci)
-    wall = wall_seconds(cube.meta)
+    wall = cube.wall_seconds()
     return NestedCVResult(
         estimate=estimate, outer_scores=scores, selected=out["selected"], params=params,
         outer_fold=out["outer_fold"], inner_fold=out["inner_fold"], ci=ci,
         confidence_level=confidence_level,
         models_trained=out["inner_fits"] + int(np.isfinite(out["outer_fit_time"]).sum()),
         fit_seconds=out["inner_fit_seconds"] + float(np.nansum(out["outer_fit_time"])),
-        wall_seconds=float(wall), metric=cube.meta["spec"]["metric"], store=cube.location.url,
-        metadata=cube.meta.get("metadata"), ci_clipped=clipped)
+        wall_seconds=float(wall), metric=cube.spec["metric"], store=cube.location.url,
+        metadata=cube.metadata, ci_clipped=clipped)

@@ -370,7 +370,7 @@ class BBCSearchCV(MetaEstimatorMixin, BaseEstimator):
                 self.best_estimator_, self.refit_time_ = refit_best(self, study, request, X, y)
             elif self.refit:
                 self.best_estimator_ = study.final_model
-                self.refit_time_ = float(study.meta["final_model"].get("refit_time", np.nan))
+                self.refit_time_ = float(study.final_model_record.get("refit_time", np.nan))
             else:
                 for name in ("best_estimator_", "refit_time_"):
                     if hasattr(self, name):

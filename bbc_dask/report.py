@@ -499,7 +499,7 @@ def _write_report(study, out_dir, n_bootstraps, confidence_level, random_state, 
     for key, r in est.items():  # each estimate's own winner (BBC-F's: the best fold mean)
         chosen.setdefault(r.selected_config, []).append("BBC-F" if key == "bbc_f" else r.method.upper())
     names = study_names(study)
-    saved = study.meta.get("final_model")  # the model the store holds, if any
+    saved = study.final_model_record  # the model the store holds, if any
     refit_note = "" if not saved else f" (the saved final model is configuration {saved['config']})"
     selected = "".join(f"<li>configuration {c} ({', '.join(by)}): <code>"
                        f"{html.escape(configuration_text(study, c, names))}</code></li>"

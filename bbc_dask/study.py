@@ -6,18 +6,8 @@ import time
 import numpy as np
 
 from ._study_estimates import StudyEstimates
-from .cube import (
-    DONE,
-    DROPPED,
-    FAILED,
-    PENDING,
-    candidates,
-    complete,
-    failure_groups,
-    ledger_fold_matrix,
-    open_cube,
-    pooled_scores,
-)
+from .cube import (DONE, DROPPED, FAILED, PENDING, candidates, complete, failure_groups,
+                   ledger_fold_matrix, open_cube, pooled_scores)
 from .exceptions import StudyNotReadyError
 from .metrics import metric_of_spec
 from .stats import fold_means, grid_ranks, split_means
@@ -77,7 +67,7 @@ class Study(StudyEstimates):
         return study
 
     def _attach(self, cube, final_model, scoring=None):
-        if ((cube.meta.get("spec") or {}).get("protocol") or {}).get("kind") == "nested":
+        if cube.protocol_kind == "nested":
             from .exceptions import StoreMismatchError
 
             raise StoreMismatchError(
@@ -88,8 +78,8 @@ class Study(StudyEstimates):
         self._score_times = None  # measured by the run that fitted the cells (see cv_results_)
         self.location = self._cube.location
         self.store = self.location.url
-        self.meta = self._cube.meta
-        self.spec = self.meta["spec"]
+        self.meta = self._cube.meta  # the store's attributes, as they are (read only)
+        self.spec = self._cube.spec
         self.metric = self.spec["metric"]
         if "scorer" in self.spec or scoring is not None:
             # a make_scorer study: its metric made known by name in this process (rebuilt
@@ -117,9 +107,9 @@ class Study(StudyEstimates):
         if self._param_objects is None:
             from .engine import Configurations
 
-            desc = self.meta.get("configurations")
+            desc = self._cube.configurations
             self._param_objects = (self._from_study_file(desc) or Configurations.from_description(desc)
-                                   if desc is not None else list(self.meta["params"]))
+                                   if desc is not None else list(self._cube.listed_params))
         return self._param_objects
 
     def _from_study_file(self, desc):
@@ -127,8 +117,8 @@ class Study(StudyEstimates):
         stored (its estimators built by the study file's rules: scikit-learn estimator
         classes only), if they describe exactly what the store holds; else None (the
         stored description, values that are not JSON by their repr)."""
-        meta = self.metadata
-        if desc.get("kind") != "grid" or not isinstance(meta, dict) or not isinstance(meta.get("grid"), list):
+        resolved = self.metadata
+        if desc.get("kind") != "grid" or not isinstance(resolved, dict) or not isinstance(resolved.get("grid"), list):
             return None
         from sklearn.model_selection import ParameterGrid
 
@@ -137,7 +127,7 @@ class Study(StudyEstimates):
         from .exceptions import StudyFileError
 
         try:
-            rebuilt = Configurations("grid", ParameterGrid(build_search(meta)[1]))
+            rebuilt = Configurations("grid", ParameterGrid(build_search(resolved)[1]))
         except (StudyFileError, KeyError, TypeError, ValueError):
             return None  # a class this environment lacks: the stored description
         return rebuilt if rebuilt.describe() == desc else None
@@ -186,7 +176,13 @@ class Study(StudyEstimates):
     @property
     def metadata(self):
         """The ``metadata`` given to :func:`run_study` (the command line's study file)."""
-        return self.meta.get("metadata")
+        return self._cube.metadata
+
+    @property
+    def final_model_record(self):
+        """What the store records of its final model (its configuration, refit seconds,
+        files), or None."""
+        return self._cube.final_model
 
     def status(self):
         """Progress: cells done/failed/dropped/pending, fold waves done, active
@@ -203,7 +199,7 @@ class Study(StudyEstimates):
         pending = int((st == PENDING).sum())
         active = (self._cube.dropped_waves()[0] < 0) & ~np.any(st == FAILED, axis=(1, 2))
         running = self.location.lock().is_held()
-        runs = self.meta.get("runs") or []
+        runs = self._cube.runs
         elapsed = remaining = None
         if runs and "t0" in runs[-1]:
             last = runs[-1]
@@ -331,7 +327,7 @@ class Study(StudyEstimates):
         """
         from .cube import load_model
 
-        info = self.meta.get("final_model")
+        info = self.final_model_record
         if not info:
             raise StudyNotReadyError(f"The study at {self.store!r} has no final model (refit=False or not finished).")
         return load_model(self.location, info, trusted)

@@ -372,3 +372,31 @@ def test_engine_messages_are_typed():
     for name in _messages.__all__:
         params = getattr(_messages, name).__dataclass_params__
         assert params.frozen, name
+
+
+def test_the_stores_format_stays_inside_cube():
+    """Outside ``cube/`` the study's attributes are read and written through the cube's
+    typed accessors (``cube.spec``, ``cube.runs``, ``begin_run``/``end_run``,
+    ``final_model``, ``outer_results``...): no ``meta[...]``, ``meta.get(...)`` or
+    ``set_meta``, and no reader or cube configured by setting its attributes."""
+    found = []
+    for rel, tree in _modules():
+        if rel.startswith("cube" + os.sep):
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Attribute) and \
+                    node.value.attr == "meta":
+                found.append(f"{rel}:{node.lineno} {ast.unparse(node)}")
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and (
+                    node.func.attr == "set_meta" or (node.func.attr == "get" and isinstance(
+                        node.func.value, ast.Attribute) and node.func.value.attr == "meta")):
+                found.append(f"{rel}:{node.lineno} {ast.unparse(node.func)}")
+            elif isinstance(node, (ast.Assign, ast.AugAssign)):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                for t in targets:
+                    for el in (t.elts if isinstance(t, ast.Tuple) else [t]):
+                        if isinstance(el, ast.Attribute) and (el.attr in ("guard", "drop_session") or (
+                                el.attr in ("checked", "check_folds", "session")
+                                and "reader" in ast.unparse(el.value))):
+                            found.append(f"{rel}:{node.lineno} sets .{el.attr}")
+    assert not found, "\n".join(found)

@@ -282,7 +282,7 @@ def test_direct_chunk_writes_are_the_bytes_zarr_writes(tmp_path, cls):
     and configurations) included, and read back through Zarr as written; an array with
     other codecs is written by Zarr."""
     from bbc_dask.cube._direct import ChunkWriter, DirectChunks
-    from bbc_dask.cube._schema import _PREDICTION_CODECS
+    from bbc_dask.cube._create import _PREDICTION_CODECS
 
     shape = (2, 3, 23, 7) + ((cls,) if cls else ())
     chunks = (1, 1, 10, 3) + ((cls,) if cls else ())
@@ -325,7 +325,7 @@ def test_a_chunk_writer_places_columns_given_in_any_order(tmp_path):
     """Columns that cover a range but not in order (0, 2, 1, 3) land each where it says,
     not as one slice copy."""
     from bbc_dask.cube._direct import ChunkWriter
-    from bbc_dask.cube._schema import _PREDICTION_CODECS
+    from bbc_dask.cube._create import _PREDICTION_CODECS
 
     array = zarr.create_array(str(tmp_path / "p.zarr"), shape=(1, 1, 5, 4), chunks=(1, 1, 5, 4),
                               dtype="float64", fill_value=np.nan, compressors=_PREDICTION_CODECS(),

@@ -302,7 +302,7 @@ def test_the_progress_bar_has_no_stray_line_and_its_wave_label_never_goes_back(t
     from bbc_dask.cube import open_cube
 
     cube = open_cube(store, mode="r+")
-    cube.guard = lambda: None
+    cube.bind_lock(lambda: None)
     st = cube.state()
     st[:, :, 1:] = 0  # waves 2-4 pending again: a resume runs them
     rewrite_ledger(cube, "state", st)  # as a killed run leaves it

@@ -246,7 +246,7 @@ def test_an_unfinished_nested_store_says_so(tmp_path, client, data):
     bd.nested_cv(LogisticRegression(), {"C": [1.0]}, X, y, store=store, metric="accuracy",
                  n_outer=2, n_inner=2, random_state=0, client=client, progress=False)
     cube = open_cube(store, mode="r+")
-    cube.guard = lambda: None
+    cube.bind_lock(lambda: None)
     cube.set_meta(outer=cube.meta["outer"][:1])
     with pytest.raises(StudyNotReadyError, match="1 of 2 outer folds"):
         bd.open_nested(store)

@@ -67,7 +67,7 @@ def test_pooled_scores_along_the_waves_are_the_pass_bits(tmp_path, cancer_standa
     got = s._cube.pooled().copy()
     assert np.isfinite(got).all()
     # the same store scored by the pass alone
-    s._cube.guard = lambda: None
+    s._cube.bind_lock(lambda: None)
     s._cube.record_pooled(np.arange(len(GRID["C"])), np.full_like(got, np.nan))
     real_pass(s._cube, client, get_metric("roc_auc"), SimpleNamespace(pos_code=1))
     np.testing.assert_array_equal(s._cube.pooled(), got)

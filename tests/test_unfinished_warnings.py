@@ -36,7 +36,7 @@ def unfinished(finished, tmp_path):
     store = tmp_path / "u.zarr"
     shutil.copytree(finished, store)
     cube = open_cube(store, mode="r+")
-    cube.guard = lambda: None
+    cube.bind_lock(lambda: None)
     st = cube.state()
     st[1:, :, -1] = 0  # 3 configurations x 2 repeats: 6 cells pending
     rewrite_ledger(cube, "state", st)  # as a stopped run leaves it

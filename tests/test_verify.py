@@ -531,7 +531,7 @@ def test_the_dropping_test_checks_the_waves_it_reads(tmp_path, client):
     store = tmp_path / "b.zarr"
     small_study(store, "bbcd", client)
     cube = open_cube(store, mode="r+")
-    cube.guard = lambda: None
+    cube.bind_lock(lambda: None)
     st = cube.state()
     st[:, :, 1:] = 0  # waves 2 and 3 pending again, their chunks left as a killed run's
     rewrite_ledger(cube, "state", st)

@@ -60,7 +60,6 @@ def refuse_read_only(store, storage_options, what):
 def _nested_cube(store, storage_options):
     """The open store if it holds a nested CV, else None (a missing store or another
     kind is left to the study's commands, which say so in their words)."""
-    from .._nested_cv import is_nested
     from ..cube import open_cube
     from ..exceptions import StoreMismatchError, StoreNotFoundError
 
@@ -68,7 +67,7 @@ def _nested_cube(store, storage_options):
         cube = open_cube(store, storage_options=storage_options or None)
     except (StoreNotFoundError, StoreMismatchError):
         return None
-    return cube if is_nested(cube.meta) else None
+    return cube if cube.protocol_kind == "nested" else None
 
 
 def nested_status(store, storage_options, as_json):

@@ -4,6 +4,7 @@ Schema, create/open, the fold-aligned prediction layout and its readers, the wri
 tasks use, the batched ledger, what the ledger says about selection, the store locations
 (one class per storage backend, picked by the URL's scheme in :data:`BACKENDS`) and their
 run locks."""
+from ._create import create_cube
 from ._direct import ChunkWriter
 from ._layout import CubeBlock, PredictionReader, SampleTable
 from ._location import (
@@ -27,7 +28,6 @@ from ._schema import (
     PENDING,
     SCHEMA,
     Cube,
-    create_cube,
     inspect_store,
     open_cube,
     to_json,

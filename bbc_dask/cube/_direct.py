@@ -11,7 +11,7 @@ block and fold, so this is most of the engine's own cost per config-fold.
 
 The bytes are the ones Zarr writes (its codecs, in its order: ``bytes`` little-endian,
 Blosc, CRC-32C; tests/test_cube_layout.py compares the files byte for byte), and only for the
-prediction codecs the cube creates (:func:`~._schema._PREDICTION_CODECS`): an array with
+prediction codecs the cube creates (:func:`~._create._PREDICTION_CODECS`): an array with
 any other codecs (a store made by an older version) is written through Zarr.
 """
 from __future__ import annotations

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import json
 import time
+import uuid
 
 import numpy as np
 import zarr
@@ -49,15 +50,7 @@ from ..exceptions import (
     StoreMismatchError,
     StoreNotFoundError,
 )
-from ._attrs import (
-    SAMPLE_ORDER_PREDICTION,
-    consolidate,
-    describe_store,
-    parameter_coordinates,
-    root_attrs,
-    variable_attrs,
-    write_coordinates,
-)
+from ._attrs import SAMPLE_ORDER_PREDICTION, describe_store
 from ._direct import ChunkWriter
 from ._layout import (
     ATTRS_DIGEST,
@@ -67,13 +60,11 @@ from ._layout import (
     SampleTable,
     attributes_digest,
     digest,
-    slot_chunk,
-    slot_layout,
     to_json,
 )
-from ._expected import LEDGER_CONFIGS, check_layout, schema_error, unreadable_root
+from ._expected import check_layout, schema_error, unreadable_root
 from ._ledger_check import (
-    CHECKED, IN_ARRAY, LedgerEdit, check_read, create_crc_array, record_batch, template_table)
+    CHECKED, LedgerEdit, check_read, record_batch)
 from ._location import CREATING_NAME, as_location, writing
 from ._lock import LOCK_NAME
 from ._states import DONE, DROPPED, FAILED, MISSING, PENDING
@@ -87,7 +78,6 @@ __all__ = [
     "Cube",
     "OldSchemaError",
     "StoreMismatchError",
-    "create_cube",
     "inspect_store",
     "open_cube",
 ]
@@ -97,109 +87,6 @@ ATTRIBUTES_EDITED = ("The store {!r} is damaged: its study attributes (the 'bbc_
                      "cannot be trusted: run the study again with overwrite=True.")
 SCHEMA = "bbc_dask.cube/3"
 
-
-
-def _PREDICTION_CODECS():
-    """LZ4 at level 1, no byte shuffle, then a CRC-32C of the compressed bytes. LZ4 writes
-    a task's chunk faster than Zarr's default Zstd and still folds the NaN columns of
-    dropped or failed configurations (docs/performance.md, "Tuning constants"); model
-    outputs are mostly incompressible anyway.
-    The checksum is needed because Blosc decodes a truncated chunk as zeros without a
-    word (checked): with it, a damaged chunk fails to read and its file is named."""
-    from zarr.codecs import BloscCodec, Crc32cCodec
-
-    return [BloscCodec(cname="lz4", clevel=1, shuffle="noshuffle"), Crc32cCodec()]
-
-
-def create_cube(location, **kw):
-    """Create the store and write the template (see :func:`_create`)."""
-    location = as_location(location)
-    with writing(location.url):
-        return _create(location, **kw)
-
-
-def _create(location, *, n_configs, n_repeats, n_splits, folds, y_stored, classes,
-            n_classes_axis, config_chunk, meta, config_coords=None, fit_scorers=()):
-    """Create the store and write the template; refuses a location that holds a Zarr
-    store already. Every array carries its attributes (``_attrs.py``) and the parameters
-    of the configurations are coordinates on ``config`` (``config_coords``, see
-    :func:`~bbc_dask.cube._attrs.parameter_coordinates`); the metadata is consolidated
-    once all arrays exist. The study attributes are written last: a store without them is
-    an interrupted creation (marked by ``.bbc_creating``), which the engine recreates.
-    ``fit_scorers``: the labels of the scores the tasks compute with each fold's fitted
-    model (``fit_score``; none: no such array)."""
-    n = folds.shape[0]
-    location = as_location(location)
-    if location.has("zarr.json"):
-        raise FileExistsError(f"{location.url!r} already holds a Zarr store.")
-    location.write_bytes(CREATING_NAME, b"")  # removed once the attributes are written
-    # The location may hold the run lock already, so Zarr's mode "w-" cannot be used.
-    g = zarr.open_group(location.zarr_store(), mode="a", zarr_format=3)
-    metric = (meta.get("spec") or {}).get("metric", "the metric")
-
-    def create(name, dims, **kw):
-        return g.create_array(name, dimension_names=dims, attributes=variable_attrs(name, metric), **kw)
-
-    slots = slot_layout(folds, n_splits)
-    cls = (n_classes_axis,) if n_classes_axis else ()
-    along = slot_chunk(slots.shape[2], config_chunk * max(1, n_classes_axis) * 8,
-                       location.slot_chunk_bytes)
-    create("prediction", ["repeat", "split", "slot", "config"] + (["class"] if cls else []),
-           shape=(n_repeats, n_splits, slots.shape[2], n_configs) + cls,
-           chunks=(1, 1, along, config_chunk) + cls, dtype="float64", fill_value=np.nan,
-           compressors=_PREDICTION_CODECS())
-    create("slot_sample", ["repeat", "split", "slot"], shape=slots.shape, chunks=slots.shape,
-           dtype="int64", fill_value=-1)[...] = slots
-    create("fold", ["sample", "repeat"], shape=folds.shape, chunks=folds.shape,
-           dtype="int64")[...] = folds
-    create("y", ["sample"], shape=(n,), chunks=(n,), dtype=y_stored.dtype)[...] = y_stored
-    cell = (n_configs, n_repeats, n_splits)
-    # The ledger has one writer (the driver), so its chunks need not follow the tasks:
-    # ~1024 configurations of one repeat per chunk keeps a million-configuration ledger to
-    # a thousand files per repeat (read at every start) while a batch rewrites a few kB.
-    ledger = min(n_configs, config_chunk * max(1, -(-LEDGER_CONFIGS // config_chunk)))
-    dims = ["config", "repeat", "split"]
-    st = create("state", dims, shape=cell, chunks=(ledger, 1, n_splits), dtype="int8",
-                fill_value=MISSING, config={"write_empty_chunks": True})
-    for c0 in range(0, n_configs, ledger):  # every chunk exists: a missing one is damage
-        for r in range(n_repeats):
-            st[c0:c0 + ledger, r] = np.zeros((min(ledger, n_configs - c0), n_splits), np.int8)
-    for name in ("fit_time", "fold_score"):
-        create(name, dims, shape=cell, chunks=(ledger, 1, n_splits), dtype="float64",
-               fill_value=np.nan)
-    if fit_scorers:  # a ledger array: the driver writes it with the fold scores
-        create("fit_score", dims + ["fit_scorer"], shape=cell + (len(fit_scorers),),
-               chunks=(ledger, 1, n_splits, len(fit_scorers)), dtype="float64",
-               fill_value=np.nan)
-        create("fit_scorer", ["fit_scorer"], shape=(len(fit_scorers),),
-               chunks=(len(fit_scorers),), dtype=str)[...] = np.asarray(fit_scorers, dtype=object)
-    create("pooled", ["config", "repeat"], shape=cell[:2], chunks=(ledger, 1), dtype="float64",
-           fill_value=np.nan)
-    n_blocks = -(-n_configs // config_chunk)
-    create("chunk_crc", ["repeat", "split", "block"], shape=(n_repeats, n_splits, n_blocks),
-           chunks=(1, n_splits, -(-ledger // config_chunk)), dtype="int64", fill_value=-1)
-    create("error", ["config"], shape=(n_configs,), chunks=(ledger,), dtype=str)
-    for name, values in (("sample", np.arange(n)), ("config", np.arange(n_configs)),
-                         ("repeat", np.arange(n_repeats)), ("split", np.arange(n_splits))):
-        create(name, [name], shape=values.shape, chunks=values.shape, dtype="int64")[...] = values
-    if n_classes_axis:
-        cls = np.asarray(classes)
-        dtype = str if cls.dtype.kind in "OUS" else cls.dtype
-        create("class", ["class"], shape=cls.shape, chunks=cls.shape,
-               dtype=dtype)[...] = cls.astype(dtype) if dtype is str else cls
-    coords = parameter_coordinates(config_coords or {})
-    write_coordinates(g, coords, ledger)
-    crc = create_crc_array(g, n_configs, n_repeats, ledger)
-    # the template's checksums, before the attributes: a kill before those is a creation
-    crc[...] = template_table(g, fit_scorers)
-    # every array exists now, with its attributes: consolidated once, current for good
-    g = consolidate(location.zarr_store())
-    digests = {"y": digest(y_stored), "fold": digest(folds), "slot_sample": digest(slots)}
-    meta = to_json(dict(meta, schema=SCHEMA, digests=digests, ledger_crc=IN_ARRAY,
-                        created=time.strftime("%Y-%m-%dT%H:%M:%S")))
-    g.update_attributes({**root_attrs(coords), "bbc_dask": {**meta, ATTRS_DIGEST: attributes_digest(meta)}})
-    location.remove(CREATING_NAME)
-    return Cube(g, location)
 
 
 def inspect_store(location, read_only=False):
@@ -276,9 +163,10 @@ class Cube:
         self.path = location.url
         self._slots = self._finished = None
         self._arrays, self._checked = {}, set()
-        #: Called before every write; the engine sets it to the run lock's ``check`` so a
+        #: Called before every write (:meth:`bind_lock`): the run lock's ``check``, so a
         #: writer that lost an object-store lease stops before it writes again.
         self.guard = None
+        self._wave_session = None
 
     def _guard(self):
         if self.guard is not None:
@@ -418,7 +306,7 @@ class Cube:
         if self._finished is None:  # once per open: a study without pending cells stays so
             self._finished = not (self._read("state") == PENDING).any()
         return PredictionReader(self._array("prediction"), self.slot_sample(), self.path,
-                                key=(self.meta.get("digests") or {}).get("slot_sample"),
+                                key=self.digests.get("slot_sample"),
                                 checked=self._finished)
 
     def predictions(self, configs):
@@ -563,8 +451,113 @@ class Cube:
         self._guard()
         with writing(self.path):
             self.group = describe_store(self.group, self.location.zarr_store(),
-                                        (self.meta.get("spec") or {}).get("metric"), columns())
+                                        self.spec.get("metric"), columns())
         self._arrays = {}
+
+    # ------------------------------------------------ the study's record (attributes)
+    def bind_lock(self, check):
+        """Every write from now on calls ``check`` first (a run lock's, or one that raises
+        once the run let its lock go)."""
+        self.guard = check
+
+    @property
+    def spec(self):
+        """The study's recorded fingerprint: what a resume must match (a JSON dict)."""
+        return self.meta.get("spec") or {}
+
+    @property
+    def protocol_kind(self):
+        """``"nested"``, ``"splits"``, or None for K-fold (the spec's protocol)."""
+        return (self.spec.get("protocol") or {}).get("kind")
+
+    @property
+    def selection(self):
+        """How the study selects its winner: ``"pooled"`` or ``"fold_mean"``."""
+        return self.spec.get("selection", "pooled")
+
+    @property
+    def configurations(self):
+        """The stored description of the candidates (JSON), or None in a store made before
+        lazy planning (see :attr:`listed_params`)."""
+        return self.meta.get("configurations")
+
+    @property
+    def listed_params(self):
+        """The parameter dicts a store made before lazy planning listed, or None."""
+        return self.meta.get("params")
+
+    @property
+    def metadata(self):
+        """The user's metadata recorded with the study (a study file's own, for one)."""
+        return self.meta.get("metadata")
+
+    @property
+    def digests(self):
+        """The digests of y, the folds and the slot layout, as created."""
+        return self.meta.get("digests") or {}
+
+    def record_classes(self, classes):
+        """Add the estimators' classes to the fingerprint of a store made before it named
+        them (compared without them until then)."""
+        if "classes" not in self.spec:
+            self.set_meta(spec={**self.spec, "classes": classes})
+
+    @property
+    def runs(self):
+        """The runs of the study so far, oldest first (JSON dicts: start, end, fits)."""
+        return [dict(r) for r in self.meta.get("runs") or []]
+
+    def begin_run(self):
+        """Record that a run starts now, with the cells done before it."""
+        self.set_meta(runs=self.runs + [{
+            "started": time.strftime("%Y-%m-%dT%H:%M:%S"), "t0": time.time(),
+            "done_before": int((self.state() != PENDING).sum())}])
+
+    def end_run(self, **fields):
+        """Record the end of the last run: ``fields`` (fits, outer fits) and now."""
+        runs = self.runs
+        runs[-1].update(fields, t1=time.time())
+        self.set_meta(runs=runs)
+
+    def wall_seconds(self):
+        """The wall time of the study's runs, summed over resumes; a run killed before it
+        recorded an end counts nothing."""
+        return float(sum(r["t1"] - r["t0"] for r in self.runs if "t1" in r and "t0" in r))
+
+    @property
+    def final_model(self):
+        """The saved final model's record (its configuration, refit time, files), or None."""
+        return self.meta.get("final_model")
+
+    def save_final_model(self, config, refit_time, files):
+        """Record the final model: configuration ``config`` refitted in ``refit_time``
+        seconds, saved as ``files`` (what :func:`~._model.save_model` returned)."""
+        self.set_meta(final_model={"config": int(config), "refit_time": refit_time, **files})
+
+    @property
+    def outer_results(self):
+        """Nested CV's recorded outer folds (repeat, outer, selected, score, fit time,
+        error), in order."""
+        return [dict(e) for e in self.meta.get("outer") or []]
+
+    def add_outer_results(self, entries):
+        """Record outer folds' results (see :attr:`outer_results`)."""
+        self.set_meta(outer=sorted(self.outer_results + list(entries),
+                                   key=lambda e: (e["repeat"], e["outer"])))
+
+    def between_waves(self, configs, wave):
+        """:meth:`blocks` and :meth:`sample_table` of ``configs`` as a dropping test reads
+        them after wave ``wave``: no task writes then, so the chunks of waves 0..``wave``
+        (done and recorded) are checked against their tasks' checksums, as a finished
+        study's are (a later wave's may hold a killed run's write its ledger never
+        recorded); one checksum read per run (its session)."""
+        if self._wave_session is None:
+            self._wave_session = uuid.uuid4().hex[:16]
+        blocks, _ = self.blocks(configs)
+        table = self.sample_table(configs)
+        for reader in [table.reader] + [b.reader for b in blocks]:
+            reader.checked, reader.check_folds, reader.session = True, wave, self._wave_session
+        return blocks, table
 
     def set_meta(self, **kw):
         self._guard()

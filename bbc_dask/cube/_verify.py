@@ -531,14 +531,14 @@ def verify_store(store, *, repair=False, storage_options=None):
         lock = location.lock().acquire()
     try:
         cube = open_cube(location, mode="r+", check=False)  # as it is now, under the lock
-        cube.guard = lock.check
+        cube.bind_lock(lock.check)
         report = verify(cube)
         metadata = [d for d in report.damaged if d.kind == "metadata"]
         if metadata and report.repairable:
             # the metadata first, from its intact copy; then the chunks, read through it
             _repair_metadata(cube, metadata)
             cube = open_cube(location, mode="r+", check=False)
-            cube.guard = lock.check
+            cube.bind_lock(lock.check)
             chunks = verify(cube)
             reset = _repair(cube, chunks)
             return dataclasses.replace(chunks, damaged=metadata + chunks.damaged), reset

@@ -24,7 +24,6 @@ _WHERE = {
     "StudyRequest": ("._request", "StudyRequest"),
     "CVTRun": ("._run", "CVTRun"),
     "run_cvt": ("._run", "run_cvt"),
-    "wall_seconds": ("._run", "wall_seconds"),
     "score_fold": ("._tasks", "_fold_scores"),
     "fold_target": ("._tasks", "_fold_target"),
     "FitScoring": ("._tasks", "FitScoring"),

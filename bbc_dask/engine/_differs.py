@@ -6,15 +6,15 @@ from __future__ import annotations
 __all__ = ["spec_differences"]
 
 
-def spec_differences(meta, spec, configurations):
-    """``["key (stored a, given b)", ...]`` between a store's ``meta`` and a new study's
-    ``spec`` and description of its ``configurations`` (empty: the same study)."""
-    if "classes" not in meta["spec"]:
+def spec_differences(stored_spec, stored, spec, configurations):
+    """``["key (stored a, given b)", ...]`` between a store's fingerprint ``stored_spec``
+    and description of its candidates ``stored`` (None in an older store) and a new
+    study's ``spec`` and ``configurations`` (empty: the same study)."""
+    if "classes" not in stored_spec:
         # a store from before the fingerprint named the classes: compared without them
         # (the run records them, see _Run._open_or_create)
         spec = {k: v for k, v in spec.items() if k != "classes"}
-    diffs = _diff(_defaults(meta["spec"]), _defaults(spec))
-    stored = meta.get("configurations")
+    diffs = _diff(_defaults(stored_spec), _defaults(spec))
     if stored is not None and any(d.startswith("candidates ") for d in diffs):
         # the fingerprint is a hash: say which values changed instead
         diffs = [d for d in diffs if not d.startswith("candidates ")] + \

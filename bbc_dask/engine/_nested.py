@@ -131,7 +131,7 @@ class NestedProtocol:
 
 def _layout(cube):
     """``(n_outer, n_repeats)`` of a nested study's store."""
-    p = cube.meta["spec"]["protocol"]
+    p = cube.spec["protocol"]
     return p["n_outer"], p["n_repeats"]
 
 
@@ -173,7 +173,7 @@ def run_outer(run, client):
 
     cube, req = run.cube, run.request
     n_outer, n_rep = _layout(cube)
-    recorded = {(e["repeat"], e["outer"]) for e in cube.meta.get("outer", [])}
+    recorded = {(e["repeat"], e["outer"]) for e in cube.outer_results}
     todo = [(r, o) for r in range(n_rep) for o in range(n_outer) if (r, o) not in recorded]
     if not todo:
         return 0
@@ -201,7 +201,7 @@ def run_outer(run, client):
             return fits
         except CancelledError:  # the data was lost with a worker: scatter it again
             todo = [(r, o) for (r, o) in todo
-                    if (r, o) not in {(e["repeat"], e["outer"]) for e in cube.meta.get("outer", [])}]
+                    if (r, o) not in {(e["repeat"], e["outer"]) for e in cube.outer_results}]
             if attempt == tuning.MAX_RESUBMITS:
                 raise
     return fits
@@ -230,8 +230,7 @@ def _collect(cube, futures, chosen, configs):
                             "score": float(res.score) if np.isfinite(res.score) else None,
                             "fit_time": res.fit_time, "error": res.error})
             fits += 1
-        cube.set_meta(outer=sorted(cube.meta.get("outer", []) + entries,
-                                   key=lambda e: (e["repeat"], e["outer"])))
+        cube.add_outer_results(entries)
     return fits
 
 
@@ -247,7 +246,8 @@ def nested_outcome(cube):
     selected = np.full((n_rep, n_outer), -1, dtype=np.int64)
     fit_time = np.full((n_rep, n_outer), np.nan)
     errors = {}
-    for e in cube.meta.get("outer", []):
+    outer_results = cube.outer_results
+    for e in outer_results:
         r, o = e["repeat"], e["outer"]
         selected[r, o] = e["selected"]
         if e["score"] is not None:
@@ -260,5 +260,5 @@ def nested_outcome(cube):
     inner_fits = int((st != PENDING).sum())  # cells done or failed: each a fit
     return {"outer_fold": outer, "inner_fold": inner, "outer_scores": scores,
             "selected": selected, "outer_fit_time": fit_time, "errors": errors,
-            "recorded": len(cube.meta.get("outer", [])), "inner_fits": inner_fits,
+            "recorded": len(outer_results), "inner_fits": inner_fits,
             "inner_fit_seconds": float(np.nansum(cube.fit_times()))}

@@ -30,7 +30,7 @@ from ._phases import Phases
 from ._tasks import refit
 from ._waves import run_waves, submit_with_data
 
-__all__ = ["CVTRun", "run_cvt", "wall_seconds"]
+__all__ = ["CVTRun", "run_cvt"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -143,7 +143,7 @@ class _StudyRun:
                 if lock is not None:
                     lock.release()
                 phase.add("close", time.perf_counter() - t0)
-        self.cube.guard = _released  # the study reads it; a write without the lock fails
+        self.cube.bind_lock(_released)  # the study reads it; a write without the lock fails
         return CVTRun(self.loc, final, self.configs, self.fits, self.cube, self.warned,
                       phase.seconds, self.score_times)
 
@@ -168,12 +168,11 @@ class _StudyRun:
         if kind == "interrupted":
             self.loc.wipe()
         self.cube = existing if existing is not None else self._create(spec)
-        self.cube.guard = lock.check
+        self.cube.bind_lock(lock.check)
         self.token = lock.token()
         # a store made before stores described themselves gets it now
         self.cube.describe(lambda: self.configs.columns(self.request.metadata))
-        if "classes" not in self.cube.meta["spec"]:  # nor its estimators' classes
-            self.cube.set_meta(spec={**self.cube.meta["spec"], "classes": spec["classes"]})
+        self.cube.record_classes(spec["classes"])  # nor its estimators' classes
         if existing is not None:
             # every ledger chunk as the study recorded it, before this run writes any (a
             # rerun must never record an edit as the study's own); a killed run's pending
@@ -181,10 +180,7 @@ class _StudyRun:
             # its template, whose checksums its creation wrote.
             settle_ledger(self.cube)
         self.cube.apply_decisions()  # a kill between a decision and its cells: finish it
-        runs = list(self.cube.meta.get("runs", []))
-        runs.append({"started": time.strftime("%Y-%m-%dT%H:%M:%S"), "t0": time.time(),
-                     "done_before": int((self.cube.state() != PENDING).sum())})
-        self.cube.set_meta(runs=runs)
+        self.cube.begin_run()
 
     def precheck(self):
         """Refuse, before taking the lock and without writing anything, a store that holds
@@ -230,7 +226,7 @@ class _StudyRun:
         """Seed, configurations and spec; refuses an ``existing`` study that differs."""
         req = self.request
         if req.random_state is None and existing is not None:
-            ent = existing.meta["spec"]["seed"]  # a resume with None reuses the stored seed
+            ent = existing.spec["seed"]  # a resume with None reuses the stored seed
             self.root = np.random.SeedSequence(int(ent["entropy"]), spawn_key=tuple(ent["spawn_key"]))
         elif self.root is None:  # once: a Generator is consumed by it
             self.root = as_seed_sequence(req.random_state, caller=self.caller)
@@ -240,9 +236,10 @@ class _StudyRun:
         if kind == "random":
             plan.check_estimator_methods(req.estimator, self.configs, req.metric, self.caller)
         # stores made before lazy planning fingerprinted the list of parameter dicts
-        spec = self._spec(kind, legacy=existing is not None and "params" in existing.meta)
+        spec = self._spec(kind, legacy=existing is not None and existing.listed_params is not None)
         if existing is not None:
-            diffs = spec_differences(existing.meta, spec, self.configs.describe())
+            diffs = spec_differences(existing.spec, existing.configurations, spec,
+                                     self.configs.describe())
             if diffs:
                 hint = ""
                 if any(d.startswith("dropping.test_last_wave (stored False") for d in diffs):
@@ -354,10 +351,7 @@ class _StudyRun:
                               warned=self.warned, phases=self.phases,
                               score_times=self.score_times)
         with self.phases("ledger"):
-            runs = list(self.cube.meta["runs"])
-            runs[-1].update(finished=time.strftime("%Y-%m-%dT%H:%M:%S"), t1=time.time(),
-                            fits=self.fits)
-            self.cube.set_meta(runs=runs)
+            self.cube.end_run(finished=time.strftime("%Y-%m-%dT%H:%M:%S"), fits=self.fits)
 
     def _needs_pooled(self):
         """Whether the ledger's pooled scores are wanted: by every study (its winner,
@@ -400,15 +394,13 @@ class _StudyRun:
 
         fits = run_outer(self, client)
         self.fits += fits
-        runs = list(self.cube.meta["runs"])
-        runs[-1].update(outer_fits=fits, t1=time.time())
-        self.cube.set_meta(runs=runs)
+        self.cube.end_run(outer_fits=fits)
 
     def _refit(self, client):
         from ..cube import save_model
         from ..cube import select_winner
 
-        if "final_model" in self.cube.meta:  # a rerun of a finished study: it is saved
+        if self.cube.final_model is not None:  # a rerun of a finished study: it is saved
             return None
         best = select_winner(self.cube)
         if best is None:
@@ -416,8 +408,7 @@ class _StudyRun:
         req = self.request
         model, seconds = submit_with_data(client, refit, req.estimator, self.configs[best],
                                           X=req.data.X, y=req.data.y, shipped=req.data.shipped())
-        self.cube.set_meta(final_model={"config": int(best), "refit_time": seconds,
-                                        **save_model(self.cube.location, model)})
+        self.cube.save_final_model(best, seconds, save_model(self.cube.location, model))
         return model
 
     def _interrupted(self, exc):
@@ -438,12 +429,6 @@ class _StudyRun:
 def _released():
     raise RuntimeError("the run's lock is released: its cube is read-only (open the store "
                        "again through run_study to write)")
-
-
-def wall_seconds(meta):
-    """The wall time of a store's runs (its ``runs`` record), summed over resumes; a run
-    killed before it recorded an end counts nothing."""
-    return float(sum(r["t1"] - r["t0"] for r in meta.get("runs", []) if "t1" in r and "t0" in r))
 
 
 def auto_block(n_configs, protocol=None):

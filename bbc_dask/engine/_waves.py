@@ -180,15 +180,7 @@ def _decide(cube, client, root, dropping, k, state, active, m, target):
     # Chunked over the tested configurations, each task reading its chunks from the
     # store: the cube never has to fit one worker (or the driver). A pointwise metric goes
     # by runs of sample blocks (the table), so that a task's memory does not grow with N.
-    blocks, _ = cube.blocks(idx)
-    table = cube.sample_table(idx)
-    if not hasattr(cube, "drop_session"):  # one for the run: a block checked once stays so
-        cube.drop_session = uuid.uuid4().hex[:16]
-    for reader in [table.reader] + [b.reader for b in blocks]:
-        # between waves no task writes: the blocks of waves 0..k (done, recorded) are
-        # checked against the CRC-32 their tasks recorded, as a finished study's are;
-        # a later wave's may hold a killed run's write its ledger never recorded
-        reader.checked, reader.check_folds, reader.session = True, k, cube.drop_session
+    blocks, table = cube.between_waves(idx, k)
     res = lazy_dropping_test(
         client, blocks, cube.y(), avail, metric=m.name, alpha=dropping.alpha,
         n_bootstraps=dropping.n_bootstraps, seed=child_seed(root, "dropping", k),
@@ -209,7 +201,7 @@ def _fold_mean_best(cube, idx, k):
     best mean of the ledger's fold scores of waves 0..k among ``idx`` (its position
     there), so that the test never drops the configuration the study would select now;
     None for a study that selects by the pooled score (the test's own θo)."""
-    if cube.meta["spec"].get("selection", "pooled") != "fold_mean":
+    if cube.selection != "fold_mean":
         return None
     from ..stats import fold_means
     from ..stats import select
@@ -357,7 +349,7 @@ class _Executor:
         driver = DriverCost(self.client)
         retry = deque()  # (group, tries) whose data was lost: before any fresh group
         ac = as_completed()
-        meta = {}
+        table = {}
         flight = {}  # fit tasks in flight: key -> predicted seconds (NaN: not yet timed)
         horizon = 2 * adaptive_seconds()
         try:
@@ -376,17 +368,17 @@ class _Executor:
                             break
                     new.append((group, tries, queue.add(group)))
                 for (group, tries, seconds), fut in zip(new, self._submit([g for g, *_ in new])):
-                    meta[fut.key] = FitInFlight(group, tries, fut)
+                    table[fut.key] = FitInFlight(group, tries, fut)
                     flight[fut.key] = seconds
                     ac.add(fut)
-                if not meta:
+                if not table:
                     break
                 # every task done by now, its result fetched in one gather: one round
                 # trip per batch, not per task (a cluster of many workers finishes
                 # several tasks while the driver records one)
                 done = self._collect(ac.next_batch(block=True))
                 for fut, res in done:
-                    entry = meta.pop(fut.key)
+                    entry = table.pop(fut.key)
                     flight.pop(fut.key, None)
                     if isinstance(entry, PooledInFlight):
                         self._pooled_done(res, entry.block)
@@ -399,8 +391,8 @@ class _Executor:
                         continue
                     if isinstance(res, BaseException):
                         raise res
-                    self._handle(entry.group, res, groups, meta, ac)
-                if not meta or time.monotonic() - self.flushed >= tuning.LEDGER_INTERVAL:
+                    self._handle(entry.group, res, groups, table, ac)
+                if not table or time.monotonic() - self.flushed >= tuning.LEDGER_INTERVAL:
                     self.flush()
                 driver.handled(len(done))
                 if self.all_failed(tasks.active):
@@ -414,9 +406,9 @@ class _Executor:
             # do not own. Ours is about to be closed; releasing the futures cancels their
             # tasks, which its workers would report one by one: silence them first.
             with deferred_interrupts():
-                if meta and self.cancel_on_exit:
-                    self.client.cancel([m.future for m in meta.values()])
-                elif meta:
+                if table and self.cancel_on_exit:
+                    self.client.cancel([m.future for m in table.values()])
+                elif table:
                     with contextlib.suppress(Exception):
                         self.client.run(dask_logs.silence)
 
@@ -443,7 +435,7 @@ class _Executor:
                 out.append((fut, exc))
         return out
 
-    def _handle(self, group, res, groups, meta, ac):
+    def _handle(self, group, res, groups, table, ac):
         """A fit task's :class:`~._messages.TaskOutcome`: its warnings kept, its blocks
         recorded (and the pooled scores of the windows they complete submitted), its time
         observed; what stopped it raised."""
@@ -456,7 +448,7 @@ class _Executor:
             self._record(task, part)
             for block in self._complete(task, part):
                 pfut = self.pooled.submit(block)
-                meta[pfut.key] = PooledInFlight(block, pfut)
+                table[pfut.key] = PooledInFlight(block, pfut)
                 ac.add(pfut)
         if res.raised is not None:  # error_score="raise"
             block = group[res.raised_block]
