@@ -94,6 +94,18 @@ def _task_of(func, response):
     return "auto"
 
 
+def is_clustering_scorer(name):
+    """Whether ``name`` is a scorer name of scikit-learn that scores a clustering (it
+    compares two partitions, not predictions with their targets): what a caller that
+    refuses a name asks before it words its own refusal."""
+    from sklearn.metrics import get_scorer, get_scorer_names
+
+    if not isinstance(name, str) or name not in get_scorer_names():
+        return False
+    func = compat.score_func(get_scorer(name))
+    return _task_of(func, _response_order(get_scorer(name))) == "cluster"
+
+
 def describe_scorer(scorer):
     """The JSON description of a ``make_scorer`` object a store records: function
     (name, module), kwargs (None where they are not JSON), sign, response method."""
