@@ -6,7 +6,8 @@ is a feature. ``drop`` (the same forms) leaves columns out, after ``features``. 
 groups and fold columns are never features. An integer or string column named like an
 identifier (``id``, ``patient_id``, ``index``, pandas' saved ``Unnamed: 0``) is refused
 unless ``features`` names it; a string column that remains is refused (a study file has no
-encoder step). Errors are one line and name the key.
+encoder step). Errors are one line and name the key. The forms of ``features`` and ``drop``,
+and that they apply to CSV/Parquet data only, are the study file's schema's.
 """
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import re
 
 from ..exceptions import StudyFileError
 
-__all__ = ["check_columns_spec", "select_features"]
+__all__ = ["select_features"]
 
 #: Column names that say "identifier": a feature only if ``data.features`` names it.
 ID_NAME = re.compile(r"(id|index|unnamed: 0|.*[_\- ]id)", re.IGNORECASE)
@@ -24,25 +25,6 @@ _GLOB = set("*?[")
 
 def _err(key, msg):
     return StudyFileError(f"study file: {key}: {msg}")
-
-
-def check_columns_spec(data, tabular):
-    """``data.features`` and ``data.drop`` as lists of names/patterns (only the keys given);
-    ``tabular``: whether ``data`` is a CSV/Parquet file (the keys apply to no other)."""
-    out = {}
-    for key in ("features", "drop"):
-        if key not in data:
-            continue
-        if not tabular:
-            raise _err(f"data.{key}", "applies to CSV/Parquet data (data.path) only, not to "
-                                      "an .npz file or a scikit-learn dataset")
-        v = data[key]
-        items = [v] if isinstance(v, str) else v
-        if not isinstance(items, list) or not items or not all(isinstance(i, str) and i for i in items):
-            raise _err(f"data.{key}", f"expected a column name, a pattern such as 'x_*' or a "
-                                      f"non-empty list of them, got {v!r}")
-        out[key] = list(items)
-    return out
 
 
 def _match(items, columns, key, path, reserved=()):

@@ -68,8 +68,21 @@ def _validator():
 
 
 def validate(raw, at=()):
-    """Raise :class:`StudyFileError` for the first problem of ``raw`` (the study file, or
-    its section at the keys ``at``, e.g. ``("cluster",)``), in the schema's order."""
+    """Check ``raw`` against the schema; the first problem, in the schema's order, is an error.
+
+    Parameters
+    ----------
+    raw : object
+        The parsed study file, or its section at ``at``.
+    at : tuple of str
+        The keys of the section ``raw`` is (``("cluster",)``: a ``cluster:`` section with
+        the command line's overrides); empty for the whole file.
+
+    Raises
+    ------
+    StudyFileError
+        One line naming the key: ``study file: cv.splits: expected an integer >= 2, got 1``.
+    """
     validator = _validator()
     if at:
         sub = schema()
@@ -82,9 +95,21 @@ def validate(raw, at=()):
 
 
 def one_line(error, at=()):
-    """The one-line message of jsonschema's ``error``: ``study file: KEY: problem``, the
-    key as ``cv.splits`` or ``grid[0].estimator`` (``at``: the keys above the validated
-    instance)."""
+    """The one-line message of a jsonschema ``ValidationError``.
+
+    Parameters
+    ----------
+    error : jsonschema.ValidationError
+        A failure of the schema (its ``absolute_path``, ``validator``, ``validator_value``
+        and ``schema`` say where and what).
+    at : tuple of str
+        The keys above the validated instance.
+
+    Returns
+    -------
+    str
+        ``study file: KEY: problem``, the key as ``cv.splits`` or ``grid[0].estimator``.
+    """
     from jsonschema.exceptions import best_match
 
     path = [*at, *error.absolute_path]
@@ -94,7 +119,7 @@ def one_line(error, at=()):
         msg = node["x-rule"]
     elif error.validator == "additionalProperties" and error.validator_value is False:
         known = node.get("properties", {})
-        path.append(min(set(error.instance) - set(known), key=str))
+        path.append(str(min(set(error.instance) - set(known), key=str)))
         msg = f"{node.get('x-unknown', 'unknown key')} (allowed: {', '.join(known)})"
     elif error.validator == "required":
         missing = next(k for k in error.validator_value if k not in error.instance)

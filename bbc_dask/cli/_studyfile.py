@@ -1,6 +1,8 @@
 """Study files (YAML): validation, the resolved study file, data loading and the grid.
 
-A study file::
+The keys, their types and defaults, and the rules between keys are the JSON Schema
+``study_file.schema.json`` (:mod:`._schema`; ``bbc-dask schema`` prints it for editors);
+this module checks what a schema cannot say. A study file::
 
     data:                       # one of: path (CSV, Parquet, .npz) | sklearn
       path: data.csv            # relative paths are relative to the study file
@@ -39,31 +41,16 @@ pipeline whose ``model`` step is set per configuration (``{"model": [est], "mode
 """
 from __future__ import annotations
 
-import importlib
 import os
 
 import numpy as np
 
 from .._described import build_search, build_step, file_error, grid_values
 from ..exceptions import StudyFileError
-from ._columns import check_columns_spec, select_features
+from . import _schema
+from ._columns import select_features
 
 __all__ = ["DEMO", "StudyFileError", "build_search", "load_data", "load_study_file"]
-
-_TOP = {"data", "grid", "cv", "metric", "dropping", "bootstraps", "confidence", "random_state",
-        "store", "cluster", "configs_per_task", "name", "storage_options", "error_score",
-        "selection", "protocol"}
-
-
-
-
-def _need(d, key, where, types, what):
-    if key not in d:
-        raise file_error(f"{where}.{key}" if where else key, f"missing (expected {what})")
-    v = d[key]
-    if not isinstance(v, types):
-        raise file_error(f"{where}.{key}" if where else key, f"expected {what}, got {v!r}")
-    return v
 
 
 def load_study_file(path):
@@ -128,243 +115,127 @@ def _check_expansion(raw, path):
 
 
 def resolve_study_file(raw, base="."):
-    unknown = sorted(set(raw) - _TOP)
-    if unknown:
-        raise file_error(unknown[0], f"unknown key (allowed: {', '.join(sorted(_TOP))})")
-    resolved = {"name": str(raw.get("name", "study"))}
-    data = _need(raw, "data", "", dict, "a mapping with 'path' and 'target', or 'sklearn'")
-    resolved["data"] = _resolve_data(data, base)
-    grid = _need(raw, "grid", "", list, "a list of estimator or pipeline entries")
-    if not grid:
-        raise file_error("grid", "empty list")
-    resolved["grid"] = [_resolve_entry(e, f"grid[{i}]") for i, e in enumerate(grid)]
-    resolved["cv"] = _resolve_cv(raw.get("cv", {}) or {}, resolved["data"])
-    from ..exceptions import InvalidParameterError
-    from ..metrics import get_metric, metric_names
+    """The resolved study file of ``raw`` (the parsed YAML): checked against the schema
+    (``study_file.schema.json``), then what a schema cannot say (files, estimator classes,
+    the metric's name, the splitter's arguments); paths made absolute against ``base``,
+    defaults filled in."""
+    if isinstance(raw, dict) and isinstance(raw.get("error_score"), float) \
+            and raw["error_score"] != raw["error_score"]:
+        raw = dict(raw, error_score="nan")  # YAML's .nan: the same as nan
+    _schema.validate(raw)
+    from ..cube import StoreLocation
 
-    metric = raw.get("metric", "roc_auc")
-    # a name only (registered, or any scorer name of scikit-learn): a study file never
-    # names a function to import and call
-    if not isinstance(metric, str):
-        raise file_error("metric", f"a scorer name (a string). Got {metric!r}")
-    try:
-        get_metric(metric, caller="the study file")
-    except InvalidParameterError as exc:
-        if "clustering" in str(exc):
-            raise file_error("metric", f"{metric!r} is a clustering metric: it compares two "
-                                 f"partitions, not predictions with their targets") from None
-        raise file_error("metric", f"unknown metric {metric!r} (one of {', '.join(metric_names())}, "
-                             f"or another scorer name of sklearn.metrics.get_scorer_names())"
-                   ) from None
-    resolved["metric"] = metric
-    drop = raw.get("dropping", False)
+    default = _schema.default
+    name = str(raw.get("name", default("name")))
+    resolved = {"name": name, "data": _resolve_data(raw["data"], base),
+                "grid": [_resolve_entry(e, f"grid[{i}]") for i, e in enumerate(raw["grid"])]}
+    resolved["cv"] = _resolve_cv(raw.get("cv") or {}, resolved["data"])
+    resolved["metric"] = _check_metric(raw.get("metric", default("metric")))
+    drop = raw.get("dropping", default("dropping"))
     if isinstance(drop, dict):
-        bad = sorted(set(drop) - {"alpha", "n_bootstraps", "min_predictions", "test_last_wave"})
-        if bad:
-            raise file_error(f"dropping.{bad[0]}", "unknown key (allowed: alpha, n_bootstraps, "
-                                             "min_predictions, test_last_wave)")
         from ..stats import Dropping
 
-        try:
+        try:  # the library's own rule, should the schema's ranges ever lag behind it
             Dropping(**drop)
         except (TypeError, ValueError) as e:
             raise file_error("dropping", str(e)) from None
-    elif not isinstance(drop, bool):
-        raise file_error("dropping", f"expected true, false or a mapping, got {drop!r}")
     resolved["dropping"] = drop
-    resolved["bootstraps"] = _int(raw.get("bootstraps", 1000), "bootstraps", 1)
-    conf = raw.get("confidence", 0.95)
-    if not isinstance(conf, float) or not 0 < conf < 1:
-        raise file_error("confidence", f"expected a number in (0, 1), got {conf!r}")
-    resolved["confidence"] = conf
-    rs = raw.get("random_state", 0)
-    if rs is not None and (not isinstance(rs, int) or isinstance(rs, bool) or rs < 0):
-        raise file_error("random_state", f"expected a non-negative integer or null, got {rs!r}")
-    resolved["random_state"] = rs
-    resolved["store"] = _resolve_store(raw.get("store", f"runs/{resolved['name']}.zarr"), base)
-    cluster = raw.get("cluster", {"kind": "local"}) or {"kind": "local"}
-    if not isinstance(cluster, dict):
-        raise file_error("cluster", f"expected a mapping (kind: local|address, options), got {cluster!r}")
-    if "address" in cluster and "kind" not in cluster:
-        cluster = {"kind": "address", **cluster}
-    resolved["cluster"] = check_cluster({"kind": "local", **cluster})
-    sec = resolved["cluster"].get("security")
+    for key in ("bootstraps", "confidence", "random_state"):
+        resolved[key] = raw.get(key, default(key))
+    resolved["store"] = StoreLocation.absolute(raw.get("store", f"runs/{name}.zarr"), base)
+    cluster = dict(raw.get("cluster") or default("cluster"))
+    # the kind a bare address implies (the schema reads it the same way)
+    cluster = {"kind": "address" if "address" in cluster else "local", **cluster}
+    sec = cluster.get("security")
     if sec is not None:
-        if not isinstance(sec, dict):
-            raise file_error("cluster.security", f"expected a mapping of TLS files (tls_ca_file, "
-                                           f"tls_client_cert, tls_client_key), got {sec!r}")
-        resolved["cluster"]["security"] = {
+        cluster["security"] = {
             k: os.path.abspath(os.path.join(base, v)) if k.startswith("tls_") and k != "tls_min_version"
             and isinstance(v, str) else v for k, v in sec.items()}
-    resolved["storage_options"] = _resolve_storage_options(raw.get("storage_options"), resolved["store"])
-    cpt = raw.get("configs_per_task")  # None: the engine's default for the grid's size
-    resolved["configs_per_task"] = None if cpt is None else _int(cpt, "configs_per_task", 1)
-    es = raw.get("error_score", "nan")
-    if isinstance(es, float) and es != es:
-        es = "nan"
-    if es not in ("nan", "raise"):
-        raise file_error("error_score", f"expected nan (a failing configuration is recorded and "
-                                  f"skipped) or raise (stop at the first error), got {es!r}")
-    resolved["error_score"] = es
-    sel = raw.get("selection", "pooled")
-    if sel not in ("pooled", "fold_mean"):
-        raise file_error("selection", f"expected pooled (the best pooled CV score) or fold_mean (the "
-                                f"best mean fold score), got {sel!r}")
-    resolved["selection"] = sel
-    resolved["protocol"] = _resolve_protocol(raw.get("protocol", "cvt"), resolved)
+    resolved["cluster"] = cluster
+    options = raw.get("storage_options")
+    if options and not StoreLocation.is_url(resolved["store"]):
+        raise file_error("storage_options", "applies to URL stores (s3://...) only")
+    resolved["storage_options"] = options
+    resolved["configs_per_task"] = raw.get("configs_per_task")  # None: the engine's default
+    for key in ("error_score", "selection"):
+        resolved[key] = raw.get(key, default(key))
+    resolved["protocol"] = _resolve_protocol(raw.get("protocol", default("protocol")), resolved)
     return resolved
+
+
+def _check_metric(metric):
+    """``metric``: a name only (registered, or any scorer name of scikit-learn); a study
+    file never names a function to import and call."""
+    from ..exceptions import InvalidParameterError
+    from ..metrics import get_metric, is_clustering_scorer, metric_names
+
+    if is_clustering_scorer(metric):
+        raise file_error("metric", f"{metric!r} is a clustering metric: it compares two "
+                                   f"partitions, not predictions with their targets")
+    try:
+        get_metric(metric, caller="the study file")
+    except InvalidParameterError:
+        raise file_error("metric", f"unknown metric {metric!r} (one of {', '.join(metric_names())}, "
+                                   f"or another scorer name of sklearn.metrics.get_scorer_names())"
+                         ) from None
+    return metric
 
 
 def _resolve_protocol(p, resolved):
     """``protocol``: ``cvt`` (the default: one study, BBC-CV), or ``nested`` — nested CV
     with ``n_outer`` outer folds (default ``cv.splits``) and ``n_inner`` inner folds
     (default one fewer, the 2018 paper's 10 and 9), ``cv.repeats`` outer repeats; given
-    as ``nested`` or ``{kind: nested, n_outer: 5, n_inner: 4}``."""
-    if isinstance(p, str):
-        p = {"kind": p}
-    if not isinstance(p, dict) or p.get("kind") not in ("cvt", "nested"):
-        raise file_error("protocol", f"expected cvt, nested or a mapping {{kind: nested, n_outer: ..., "
-                               f"n_inner: ...}}, got {p!r}")
-    bad = sorted(set(p) - ({"kind"} if p["kind"] == "cvt" else {"kind", "n_outer", "n_inner"}))
-    if bad:
-        raise file_error(f"protocol.{bad[0]}", f"unknown key for protocol {p['kind']} (allowed: kind"
-                                         f"{', n_outer, n_inner' if p['kind'] == 'nested' else ''})")
+    as ``nested`` or ``{kind: nested, n_outer: 5, n_inner: 4}``. The schema checked its
+    keys and its rules with ``cv`` and ``dropping``."""
+    p = {"kind": p} if isinstance(p, str) else p
     if p["kind"] == "cvt":
         return {"kind": "cvt"}
-    cv = resolved["cv"]
-    if "splitter" in cv or "column" in cv:
-        raise file_error("protocol", "nested draws its own outer and inner folds: leave out "
-                               "cv.splitter and cv.column")
-    if resolved["dropping"] is not False:
-        raise file_error("dropping", "nested CV runs every inner fold: leave dropping out")
-    n_outer = _int(p.get("n_outer", cv["splits"]), "protocol.n_outer", 2)
-    return {"kind": "nested", "n_outer": n_outer,
-            "n_inner": _int(p.get("n_inner", max(2, n_outer - 1)), "protocol.n_inner", 2)}
-
-
-#: What a study file may set for each kind of cluster: data only. Dask's own options
-#: that name code to run (``preload``, ``scheduler_kwargs``, ``worker_class``, plugins)
-#: are not among them, so a study file cannot make a cluster import or run a file.
-CLUSTER_KEYS = {
-    "local": {"n_workers": int, "threads_per_worker": int, "memory_limit": (str, int),
-              "processes": bool, "dashboard_address": str, "host": str, "protocol": str,
-              "local_directory": str},
-    "address": {"address": str},
-}
-
-
-def _resolve_store(store, base):
-    """The study file's ``store``: a path made absolute against the file's folder, a URL
-    as it is (the store location tells which)."""
-    from ..cube import StoreLocation
-
-    if not isinstance(store, str) or not store:
-        raise file_error("store", f"expected a path, got {store!r}")
-    return StoreLocation.absolute(store, base)
-
-
-def _resolve_storage_options(options, store):
-    from ..cube import StoreLocation
-
-    if options is not None and not isinstance(options, dict):
-        raise file_error("storage_options", f"expected a mapping of fsspec options, got {options!r}")
-    if options and not StoreLocation.is_url(store):
-        raise file_error("storage_options", "applies to URL stores (s3://...) only")
-    return options
+    n_outer = p.get("n_outer", resolved["cv"]["splits"])
+    return {"kind": "nested", "n_outer": n_outer, "n_inner": p.get("n_inner", max(2, n_outer - 1))}
 
 
 def check_cluster(cluster):
-    """Validate a ``cluster:`` section (after any command-line overrides); returns it."""
-    kind = cluster.get("kind", "local")
-    if kind not in ("local", "address", "kubernetes"):
-        raise file_error("cluster.kind", f"expected local, address or kubernetes, got {kind!r}")
-    if kind == "kubernetes":
-        from ..cluster import KUBERNETES_DEFAULTS
-
-        allowed = {k: object for k in KUBERNETES_DEFAULTS}
-    else:
-        allowed = CLUSTER_KEYS[kind]
-    for key, value in cluster.items():
-        if key in ("kind", "security"):
-            continue
-        if key not in allowed:
-            raise file_error(f"cluster.{key}", f"unknown option for a {kind} cluster (allowed: "
-                                         f"{', '.join(sorted(allowed))})")
-        types = allowed[key]
-        if types is not object and (not isinstance(value, types) or (types is int and isinstance(value, bool))):
-            raise file_error(f"cluster.{key}", f"expected {getattr(types, '__name__', 'a str or int')}, "
-                                         f"got {value!r}")
-    if kind == "address" and "address" not in cluster:
-        raise file_error("cluster.address", "missing (expected the scheduler's address, tcp://host:8786)")
+    """Validate a ``cluster:`` section (after any command-line overrides) against the
+    schema's; returns it. What a study file may set is data only: Dask's options that name
+    code to run (``preload``, ``scheduler_kwargs``, ``worker_class``, plugins) are not
+    among them, so a study file cannot make a cluster import or run a file."""
+    _schema.validate(cluster, at=("cluster",))
     return cluster
 
 
-def _int(v, key, low):
-    if not isinstance(v, int) or isinstance(v, bool) or v < low:
-        raise file_error(key, f"expected an integer >= {low}, got {v!r}")
-    return v
-
-
 def _resolve_data(data, base):
-    bad = sorted(set(data) - {"path", "target", "groups", "sklearn", "features", "drop"})
-    if bad:
-        raise file_error(f"data.{bad[0]}", "unknown key (allowed: path, target, groups, sklearn, "
-                                     "features, drop)")
-    if ("path" in data) == ("sklearn" in data):
-        raise file_error("data", "give exactly one of 'path' (CSV, Parquet, .npz) or 'sklearn' (a bundled dataset)")
+    """``data``: a bundled dataset, or a file that exists (its columns are checked when
+    :func:`load_data` reads it)."""
     if "sklearn" in data:
-        name = data["sklearn"]
-        if not isinstance(name, str) or not hasattr(importlib.import_module("sklearn.datasets"), f"load_{name}"):
-            raise file_error("data.sklearn", f"no scikit-learn dataset sklearn.datasets.load_{name}")
-        check_columns_spec(data, tabular=False)
-        return {"sklearn": name}
-    p = data["path"]
-    if not isinstance(p, str):
-        raise file_error("data.path", f"expected a file path, got {p!r}")
-    p = os.path.abspath(os.path.join(base, p))
+        return {"sklearn": data["sklearn"]}
+    p = os.path.abspath(os.path.join(base, data["path"]))
     if not os.path.isfile(p):
         raise file_error("data.path", f"{p}: no such file")
-    ext = os.path.splitext(p)[1].lower()
-    if ext not in (".csv", ".parquet", ".pq", ".npz"):
-        raise file_error("data.path", f"{p}: expected a .csv, .parquet or .npz file")
     out = {"path": p}
-    if ext != ".npz":
-        out["target"] = _need(data, "target", "data", str, "the target column's name")
+    if not p.lower().endswith(".npz"):
+        out["target"] = data["target"]
     if "groups" in data:
         out["groups"] = data["groups"]
-    return out | check_columns_spec(data, tabular=ext != ".npz")
+    # a single name or pattern is a list of one
+    return out | {k: [data[k]] if isinstance(data[k], str) else list(data[k])
+                  for k in ("features", "drop") if k in data}
 
 
 def _resolve_entry(e, where):
-    if not isinstance(e, dict):
-        raise file_error(where, f"expected a mapping with 'estimator' or 'pipeline', got {e!r}")
-    bad = sorted(set(e) - {"estimator", "pipeline", "params", "grid"})
-    if bad:
-        raise file_error(f"{where}.{bad[0]}", "unknown key (allowed: estimator, pipeline, params, grid)")
-    if ("estimator" in e) == ("pipeline" in e):
-        raise file_error(where, "give exactly one of 'estimator' or 'pipeline'")
-    grid = e.get("grid", {}) or {}
-    if not isinstance(grid, dict) or not all(isinstance(v, list) and v for v in grid.values()):
-        raise file_error(f"{where}.grid", f"expected a mapping of parameter -> non-empty list, got {grid!r}")
+    """A grid entry with its estimator built (the classes checked, the parameters
+    accepted) and its grid's names tried on it."""
+    grid = e.get("grid") or {}
     if "estimator" in e:
-        step = {"estimator": e["estimator"], "params": e.get("params", {}) or {}}
+        step = {"estimator": e["estimator"], "params": e.get("params") or {}}
         est = build_step(step, where)
         out = {"estimator": step["estimator"], "params": step["params"], "grid": grid}
     else:
-        steps = e["pipeline"]
-        if not isinstance(steps, list) or not steps:
-            raise file_error(f"{where}.pipeline", "expected a non-empty list of steps")
-        norm, built = [], []
-        for i, st in enumerate(steps):
-            st = {"estimator": st} if isinstance(st, str) else st
-            if not isinstance(st, dict) or "estimator" not in st:
-                raise file_error(f"{where}.pipeline[{i}]", f"expected an import path or {{estimator, params}}, got {st!r}")
-            st = {"estimator": st["estimator"], "params": st.get("params", {}) or {}}
-            built.append(build_step(st, f"{where}.pipeline[{i}]"))
-            norm.append(st)
+        norm = [{"estimator": st, "params": {}} if isinstance(st, str)
+                else {"estimator": st["estimator"], "params": st.get("params") or {}}
+                for st in e["pipeline"]]
         from sklearn.pipeline import make_pipeline
 
-        est = make_pipeline(*built)
+        est = make_pipeline(*[build_step(st, f"{where}.pipeline[{i}]") for i, st in enumerate(norm)])
         out = {"pipeline": norm, "grid": grid}
     try:  # the grid's names exist (set_params checks them)
         est.set_params(**{k: v[0] for k, v in grid_values(grid, where).items()})
@@ -373,45 +244,22 @@ def _resolve_entry(e, where):
     return out
 
 
-#: The scikit-learn splitters a study file may name (``cv.splitter``): a study file calls
-#: nothing that is not on a list.
-SPLITTERS = ("KFold", "StratifiedKFold", "GroupKFold", "StratifiedGroupKFold", "RepeatedKFold",
-             "RepeatedStratifiedKFold", "LeaveOneGroupOut")
-_CV_KEYS = ("splits", "repeats", "groups", "splitter", "params", "column")
-
-
 def _resolve_cv(cv, data):
     """``cv``: K-fold (``splits``, ``repeats``), a named splitter with its ``params``, or
-    the user's own folds in a data ``column`` (fold ids, as ``PredefinedSplit``)."""
-    if not isinstance(cv, dict):
-        raise file_error("cv", f"expected a mapping with 'splits', 'repeats', 'groups', got {cv!r}")
-    bad = sorted(set(cv) - set(_CV_KEYS))
-    if bad:
-        raise file_error(f"cv.{bad[0]}", f"unknown key (allowed: {', '.join(_CV_KEYS)})")
-    out = {"splits": _int(cv.get("splits", 10), "cv.splits", 2),
-           "repeats": _int(cv.get("repeats", 1), "cv.repeats", 1),
+    the user's own folds in a data ``column`` (fold ids, as ``PredefinedSplit``). The
+    splitters a study file may name are the schema's list: a study file calls nothing
+    that is not on a list."""
+    out = {"splits": cv.get("splits", _schema.default("cv", "splits")),
+           "repeats": cv.get("repeats", _schema.default("cv", "repeats")),
            "groups": cv.get("groups", data.get("groups"))}
-    own = [k for k in ("splitter", "column") if k in cv]
-    if len(own) > 1:
-        raise file_error("cv", "give 'splitter' or 'column', not both")
-    if own and ({"splits", "repeats"} & set(cv)):
-        raise file_error(f"cv.{own[0]}", "sets the splits: leave out 'splits' and 'repeats'")
-    if "params" in cv and "splitter" not in cv:
-        raise file_error("cv.params", "applies to a 'splitter' only")
     if "splitter" in cv:
-        if cv["splitter"] not in SPLITTERS:
-            raise file_error("cv.splitter", f"expected one of {', '.join(SPLITTERS)}, got {cv['splitter']!r}")
-        params = cv.get("params", {}) or {}
-        if not isinstance(params, dict):
-            raise file_error("cv.params", f"expected a mapping of the splitter's arguments, got {params!r}")
+        params = cv.get("params") or {}
         try:
             _splitter(cv["splitter"], params)
         except (TypeError, ValueError) as e:
             raise file_error("cv.params", str(e)) from None
         out["splitter"] = {"name": cv["splitter"], "params": params}
     if "column" in cv:
-        if not isinstance(cv["column"], str) or "sklearn" in data:
-            raise file_error("cv.column", "expected the name of a column of fold ids in data.path")
         out["column"] = cv["column"]
     return out
 
