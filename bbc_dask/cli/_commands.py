@@ -1,4 +1,4 @@
-"""The ``bbc-dask`` command line: run, status, estimate, report, verify, demo.
+"""The ``bbc-dask`` command line: run, status, estimate, report, verify, demo, schema.
 
 Errors a user can cause (:class:`bbc_dask.exceptions.UserError`: a bad study file or
 option, a missing data file, a store that is not a study or is in use) are one line on
@@ -491,6 +491,15 @@ def demo(store, out_dir, workers, no_progress):
     print_estimates(study, 1000, 0.95, "both", None)
     path = write_report(study, out_dir, n_bootstraps=1000)
     click.echo(f"store: {study.store}\nreport: {os.path.abspath(path)}")
+
+
+@main.command("schema")
+def schema_command():
+    """Print the study file's JSON Schema, for editors: save it and start a study file
+    with ``# yaml-language-server: $schema=study_file.schema.json`` (docs/usage.md)."""
+    from ._schema import schema_text
+
+    click.echo(schema_text(), nl=False)
 
 
 @main.command()
