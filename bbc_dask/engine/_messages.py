@@ -14,7 +14,7 @@ import dataclasses
 
 import numpy as np
 
-__all__ = ["BlockFits", "BlockOutcome", "FitInFlight", "OuterOutcome", "Placement", "PlannedBlock",
+__all__ = ["BlockFits", "BlockOutcome", "FitInFlight", "FitWork", "OuterOutcome", "WaveSettings", "Placement", "PlannedBlock",
            "PooledInFlight", "Raised", "ShippedFit", "StoreProblem", "TaskOutcome", "TaskScoring"]
 
 _frozen = dataclasses.dataclass(frozen=True, eq=False)  # arrays inside: identity, not ==
@@ -56,6 +56,42 @@ class ShippedFit:
     params: dict
     routing: bool
     scoring: object = None
+
+
+@_frozen
+class FitWork:
+    """What a run's fit tasks fit: ``estimator`` on each of ``configs`` (the
+    :class:`~bbc_dask.engine.Configurations`), with ``X``, ``y`` (``target`` its encoding
+    for ``metric``), ``error_score`` and ``shipped`` (a :class:`ShippedFit` or None)."""
+
+    estimator: object
+    configs: object
+    X: object
+    y: np.ndarray
+    target: object
+    metric: object
+    error_score: object
+    shipped: ShippedFit | None = None
+
+
+@_frozen
+class WaveSettings:
+    """How the waves run, not what they compute: ``progress`` bars; ``cancel_on_exit``
+    (cancel the tasks left when the run stops: False on a cluster the user keeps, whose
+    tasks are only released); ``token`` the run lock's token the tasks check before they
+    write (None: no lock); ``stop_if_all_failed`` (stop as soon as every active
+    configuration has a failed cell); and what receives the run's record: ``warned``
+    (``{(module, class, text): count}`` of the fits' warnings), ``phases`` (a
+    :class:`~bbc_dask.engine._phases.Phases`) and ``score_times`` (a ``CellTimes`` of the
+    cells run, or None)."""
+
+    progress: bool = False
+    cancel_on_exit: bool = True
+    token: object = None
+    stop_if_all_failed: bool = False
+    warned: dict = dataclasses.field(default_factory=dict)
+    phases: object = None
+    score_times: object = None
 
 
 @_frozen

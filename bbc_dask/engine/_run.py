@@ -26,6 +26,7 @@ from ..exceptions import (
     StudyInterrupted,
 )
 from . import _plan as plan
+from ._messages import FitWork, WaveSettings
 from ._phases import Phases
 from ._tasks import refit
 from ._waves import run_waves, submit_with_data
@@ -341,15 +342,15 @@ class _StudyRun:
         req = self.request
         self.score_times = CellTimes.empty((len(self.configs), req.protocol.n_repeats,
                                             req.protocol.n_splits))
-        self.fits = run_waves(self.cube, client, req.estimator, self.configs, req.data.X,
-                              req.data.y, req.data.target, req.metric, req.error_score,
-                              req.execution.progress, req.dropping, self.root, cancel_on_exit,
-                              self.token, pooled=self._needs_pooled(),
-                              shipped=req.data.shipped(),
-                              # nested CV: each outer fold has its own rule (_check_not_all_failed)
-                              stop_if_all_failed=req.protocol.kind != "nested",
-                              warned=self.warned, phases=self.phases,
-                              score_times=self.score_times)
+        work = FitWork(req.estimator, self.configs, req.data.X, req.data.y, req.data.target,
+                       req.metric, req.error_score, req.data.shipped())
+        settings = WaveSettings(
+            req.execution.progress, cancel_on_exit, self.token,
+            # nested CV: each outer fold has its own rule (_check_not_all_failed)
+            stop_if_all_failed=req.protocol.kind != "nested",
+            warned=self.warned, phases=self.phases, score_times=self.score_times)
+        self.fits = run_waves(self.cube, client, work, settings, req.dropping, self.root,
+                              pooled=self._needs_pooled())
         with self.phases("ledger"):
             self.cube.end_run(finished=time.strftime("%Y-%m-%dT%H:%M:%S"), fits=self.fits)
 

@@ -4,6 +4,7 @@ ledger as they arrive."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import sys
 import time
 import uuid
@@ -63,21 +64,18 @@ class _WaveTasks:
                 yield PlannedBlock(k, r, cfgs)
 
 
-def run_waves(cube, client, estimator, configs, X, y, target, m, error_score,
-               progress, dropping=None, root=None, cancel_on_exit=True, token=None,
-               pooled=True, stop_if_all_failed=False, shipped=None, warned=None,
-               phases=None, score_times=None):
-    """Run every pending cell, wave by wave; with ``dropping``, test between waves; then
-    (``pooled``) the pooled scores of complete configurations.
+def run_waves(cube, client, work, settings, dropping=None, root=None, pooled=True):
+    """Run every pending cell of ``work`` (a :class:`~._messages.FitWork`), wave by wave,
+    as ``settings`` (a :class:`~._messages.WaveSettings`) say; with ``dropping``, test
+    between waves (seeded from ``root``); then (``pooled``) the pooled scores of complete
+    configurations.
 
-    ``stop_if_all_failed``: stop (tasks in flight cancelled, no pooled pass) as soon as
-    every active configuration has a failed cell; the caller then reports the failure.
-    ``shipped``: a :class:`~._messages.ShippedFit` (what every fit takes) or None, shipped
-    as X and y are (sliced by the tasks).
-    ``warned``: a dict that receives the fits' warnings, ``{(module, class, text): count}``
-    over all tasks (each task collects its own, see ``_fit_warnings.collected_warnings``).
-    ``phases``: a :class:`~bbc_dask.engine._phases.Phases` that receives the seconds of the
-    waves, the last ledger batch, the dropping decisions and the pooled pass.
+    With ``settings.stop_if_all_failed`` the run stops (tasks in flight cancelled, no
+    pooled pass) as soon as every active configuration has a failed cell; the caller then
+    reports the failure. The fits' warnings are counted into ``settings.warned`` (each task
+    collects its own, see ``_fit_warnings.collected_warnings``); ``settings.phases``
+    receives the seconds of the waves, the last ledger batch, the dropping decisions and
+    the pooled pass.
 
     Without dropping the waves are one queue (no barrier: workers never idle at a wave's
     end). With dropping, wave k+1 is planned only after wave k's decision is persisted.
@@ -90,22 +88,15 @@ def run_waves(cube, client, estimator, configs, X, y, target, m, error_score,
     decided = {e["wave"] for e in cube.decisions()}
     stages = ([list(range(n_splits))] if dropping is None
               else _stages(cube.folds(), n_splits, dropping))
-    if phases is None:
-        phases = Phases()
-    run = _Executor(cube, client, estimator, configs, X, y, target, m, error_score,
-                    progress, n_splits, token, shipped)
-    run.phases = phases
-    if pooled and dropping is None:
-        # scored as their blocks complete, among the waves' tasks (no pass at the end)
-        run.pooled = PooledAlong(cube, client, m, target, state)
-    run.cancel_on_exit = cancel_on_exit
-    run.score_times = score_times  # a CellTimes of the cells run here, or None
-    if warned is not None:
-        run.warned = warned
-    if stop_if_all_failed:
-        run.failed = np.any(state == FAILED, axis=(1, 2))
-        if run.all_failed(active):  # a resume of a study that failed everywhere
-            return 0
+    if settings.phases is None:
+        settings = dataclasses.replace(settings, phases=Phases())
+    phases, m, target = settings.phases, work.metric, work.target
+    run = _Executor(cube, client, work, settings, n_splits,
+                    # scored as their blocks complete, among the waves' tasks (no pass at the end)
+                    PooledAlong(cube, client, m, target, state) if pooled and dropping is None else None,
+                    np.any(state == FAILED, axis=(1, 2)) if settings.stop_if_all_failed else None)
+    if run.all_failed(active):  # a resume of a study that failed everywhere
+        return 0
     try:
         for stage in stages:
             with phases("waves"):
@@ -265,30 +256,30 @@ class _Executor:
     themselves, the results they return (fit times, failures, fold scores) are recorded
     in the ledger in batches."""
 
-    def __init__(self, cube, client, estimator, configs, X, y, target, m, error_score,
-                 progress, n_splits, token=None, shipped=None):
-        self.cube, self.client, self.estimator = cube, client, estimator
-        self.configs = configs
-        self.scoring = TaskScoring.of(m, target, error_score)
+    def __init__(self, cube, client, work, settings, n_splits, pooled=None, failed=None):
+        self.cube, self.client, self.estimator = cube, client, work.estimator
+        self.configs = work.configs
+        self.scoring = TaskScoring.of(work.metric, work.target, work.error_score)
         self.n_splits = n_splits
-        self.writer = cube.writer(token if token is not None else (lambda: None))
+        self.writer = cube.writer(settings.token if settings.token is not None else (lambda: None))
         self.chunk = cube.config_chunk
         # fit parameters travel as X and y do: scattered once, each task slices its rows
-        self.data = _Data(client, X, y, cube.folds(), *([shipped] if shipped is not None else []))
-        self.progress = progress
+        self.data = _Data(client, work.X, work.y, cube.folds(),
+                          *([work.shipped] if work.shipped is not None else []))
+        self.progress = settings.progress
         self.bar = None
         self.wave_shown = 0
         self.fits = 0
-        self.cancel_on_exit = True
-        self.warned = {}  # the fits' warnings, over all tasks
-        self.failed = None  # (n_configs,) has a failed cell, when failing everywhere stops the run
+        self.cancel_on_exit = settings.cancel_on_exit
+        self.warned = settings.warned  # the fits' warnings, over all tasks
+        self.failed = failed  # (n_configs,) has a failed cell, when failing everywhere stops the run
         self.batch, self.flushed = [], time.monotonic()
         # what a resumed run knows of each configuration's cost before timing any
         self.cost = cube.mean_fit_times()
-        self.score_times = None
+        self.score_times = settings.score_times  # a CellTimes of the cells run here, or None
         self.block_bytes = cube.chunk_nbytes
-        self.phases = None  # run_waves's
-        self.pooled = None  # a PooledAlong when pooled scores are computed along the waves
+        self.phases = settings.phases
+        self.pooled = pooled  # a PooledAlong when pooled scores are computed along the waves
 
     def rank(self, blocks):
         """``blocks`` (config index arrays of one (wave, repeat)) in the order to run them:
