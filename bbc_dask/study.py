@@ -67,7 +67,10 @@ class Study(StudyEstimates):
         return study
 
     def _attach(self, cube, final_model, scoring=None):
-        if cube.protocol_kind == "nested":
+        from .engine import protocol_class
+
+        protocol = protocol_class(cube.protocol_kind)
+        if protocol is not None and not protocol.opens_as_study:  # nested CV's
             from .exceptions import StoreMismatchError
 
             raise StoreMismatchError(
@@ -422,7 +425,7 @@ def run_study(
         docs/usage.md, "Metrics".
     n_splits : int, default=10
     n_repeats : int, default=1
-    cv : scikit-learn splitter or iterable of (train, test) pairs, default=None
+    cv : scikit-learn splitter, iterable of (train, test) pairs or Protocol, default=None
         The user's own splits instead of ``n_splits`` × ``n_repeats`` K-fold (leave those
         at their defaults): ``GroupKFold``, ``PredefinedSplit``, ``RepeatedKFold``, a list
         of index arrays... Consecutive test sets that together hold every sample once make
@@ -431,7 +434,8 @@ def run_study(
         only. Splitters that train on a part of the rest (``TimeSeriesSplit``) or whose
         test sets overlap (``ShuffleSplit``) are refused. The splits are taken once; the
         store records their digest, so a resume with other splits is refused (give a
-        shuffling splitter a ``random_state``).
+        shuffling splitter a ``random_state``). A :class:`bbc_dask.Protocol` (one of your
+        own, registered with :func:`bbc_dask.register_protocol`) gives its folds and hooks.
     groups : array-like of shape (N,), default=None
         Group labels: folds never split a group (also passed to ``cv.split``).
     param_distributions : dict, default=None

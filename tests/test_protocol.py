@@ -194,3 +194,54 @@ def test_study_file_request_errors_name_the_study_files_keys(tmp_path):
     out = CliRunner().invoke(main, ["run", path, "--no-progress"])
     assert out.exit_code == 2 and "n_splits" not in out.output, out.output
     assert "members, fewer than cv.splits=50: stratified folds need a member" in out.output
+
+
+class _Blocked(bd.Protocol):
+    """A protocol written here alone: contiguous (unshuffled) K-fold blocks, one repeat,
+    one configuration per task unless told."""
+
+    kind = "blocked"
+    shown = []
+
+    def __init__(self, n_splits):
+        self.n_splits, self.n_repeats = n_splits, 1
+
+    def folds(self, y, groups, classification, root):
+        return (np.arange(len(y)) * self.n_splits // len(y))[:, None]
+
+    def describe(self):
+        return {"protocol": {"kind": self.kind, "n_splits": self.n_splits}}
+
+    def default_block(self, n_configs):
+        return 1
+
+    def shape_text(self, state):
+        _Blocked.shown.append(state.shape)
+        return f"{self.n_splits} contiguous blocks = {state.size} fits"
+
+
+bd.register_protocol(_Blocked)  # the one line a new protocol adds
+
+
+def test_a_protocol_written_in_the_tests_runs_a_study(tmp_path, data, capsys):
+    """A new protocol is one class and one registry line: the engine runs its folds,
+    calls its hooks (default block, announcement) and records it; the study equals one
+    run on the same partitions as (train, test) pairs, bit for bit; a rerun resumes it
+    (nothing fitted) and open_study reads it."""
+    X, y, _ = data
+    s = _run(tmp_path, "blocked.zarr", X, y, cv=_Blocked(3), refit=False)
+    folds = np.arange(90) * 3 // 90
+    np.testing.assert_array_equal(s.cube["fold"].values[:, 0], folds)
+    assert s.spec["protocol"] == {"kind": "blocked", "n_splits": 3}
+    assert s._cube.config_chunk == 1  # its default block
+    pairs = [(np.flatnonzero(folds != k), np.flatnonzero(folds == k)) for k in range(3)]
+    p = _run(tmp_path, "pairs.zarr", X, y, cv=pairs, refit=False)
+    np.testing.assert_array_equal(s.cube["prediction"].values, p.cube["prediction"].values)
+    assert s.bbc(random_state=0, n_bootstraps=100).estimate == \
+        p.bbc(random_state=0, n_bootstraps=100).estimate
+    again = bd.run_study(LogisticRegression(), GRID, X, y, store=str(tmp_path / "blocked.zarr"),
+                         metric="roc_auc", random_state=0, progress=True, client=THREADS,
+                         cv=_Blocked(3), refit=False)
+    assert again.n_fits_ == 0 and _Blocked.shown == [(3, 1, 3)]
+    assert "3 contiguous blocks = 9 fits" in capsys.readouterr().err
+    assert bd.open_study(str(tmp_path / "blocked.zarr")).best_index_ == s.best_index_

@@ -3,10 +3,14 @@
 The engine runs whatever partitions a protocol gives: fold ids of shape (N, R), one
 column per repeat, each sample in exactly one test set of every repeat, trained on the
 other folds. The cube is laid out by those ids and the ledger is indexed by (config,
-repeat, fold), so a new protocol is a new class with :meth:`folds` and :meth:`describe`,
-not edits across the engine.
+repeat, fold), so a new protocol is one new class — a :class:`Protocol` with its
+:meth:`~Protocol.folds` and :meth:`~Protocol.describe`, overriding the hooks the run calls
+where it differs (what it checks before the run takes the store's lock, the default block,
+how the run is announced, what a failure everywhere means, what happens after the waves)
+— and one line registering it (:func:`register_protocol`), not edits across the engine.
+A protocol object may be given as ``cv`` to :func:`~bbc_dask.run_study`.
 
-Two protocols exist:
+Three protocols are registered here and in ``_nested.py``:
 
 - :class:`KFoldProtocol` — the papers' CVT: stratified (classification) or grouped K-fold,
   ``n_repeats`` partitions from the study's seed (2018 paper, §3; the default).
@@ -26,10 +30,95 @@ import numpy as np
 
 from ..exceptions import InvalidParameterError
 
-__all__ = ["KFoldProtocol", "SplitsProtocol", "as_protocol"]
+__all__ = ["PROTOCOLS", "KFoldProtocol", "Protocol", "SplitsProtocol", "as_protocol",
+           "protocol_class", "register_protocol"]
+
+#: kind -> protocol class, for what reads a store's protocol back (:func:`protocol_class`)
+PROTOCOLS = {}
 
 
-class KFoldProtocol:
+def register_protocol(cls):
+    """Register a :class:`Protocol` class by its ``kind`` (a class decorator)."""
+    PROTOCOLS[cls.kind] = cls
+    return cls
+
+
+def protocol_class(kind):
+    """The class of a stored protocol's ``kind`` (None: K-fold, the default); None for a
+    kind this process has not registered."""
+    from . import _nested  # noqa: F401 - registers nested CV
+
+    return PROTOCOLS.get(kind or "kfold")
+
+
+class Protocol:
+    """What every protocol gives the run: the partitions (:meth:`folds`, fold ids ``(N,
+    n_repeats)``, -1 for a sample in no fold of a repeat), its record in the spec
+    (:meth:`describe`), and the hooks below, whose defaults are K-fold's: a subclass
+    overrides those where it differs. ``n_splits`` and ``n_repeats`` are the cube's."""
+
+    kind = None
+    #: whether :func:`~bbc_dask.open_study` reads its stores (BBC is defined on them)
+    opens_as_study = True
+    n_splits = n_repeats = None
+
+    def folds(self, y, groups, classification, root):
+        """Fold ids ``(N, n_repeats)`` of the data, from the study's seed ``root``."""
+        raise NotImplementedError
+
+    def describe(self):
+        """What the study's spec records of the protocol (``{"protocol": {...}}``)."""
+        return {"protocol": {"kind": self.kind}}
+
+    def before_lock(self, run, planned):
+        """Checks that need the study's seed, made before the run takes the store's lock
+        (``planned``: the run has planned its seed and configurations)."""
+
+    def default_block(self, n_configs):
+        """Configurations per block (and chunk) when not given: see ``configs_per_task``
+        of :func:`~bbc_dask.run_study`."""
+        return max(1, min(10, n_configs // 64))
+
+    def shape_text(self, state):
+        """How the run announces the cells of ``state`` (config, repeat, fold)."""
+        _, n_rep, n_spl = state.shape
+        return f"{n_spl} folds x {n_rep} repeat{'s' if n_rep > 1 else ''} = {state.size:,} fits"
+
+    #: whether the waves stop as soon as every active configuration has a failed cell
+    stops_when_all_failed = True
+
+    def needs_pooled(self, selection):
+        """Whether the ledger's pooled scores are computed (the winner and ``cv_results_``
+        read them)."""
+        return True
+
+    def check_failures(self, cube):
+        """Raise :class:`~bbc_dask.exceptions.AllConfigurationsFailedError` where no
+        configuration can be selected after the waves."""
+        from ..cube import FAILED, failure_groups
+        from ..exceptions import AllConfigurationsFailedError
+
+        st = cube.state()
+        if not np.all(np.any(st == FAILED, axis=(1, 2))):
+            return
+        groups = failure_groups(cube)
+        shown = "; ".join(f"{g['error'].splitlines()[0] if g['error'] else '?'} ({g['count']} "
+                          f"configuration{'s' if g['count'] > 1 else ''}, e.g. configuration "
+                          f"{g['configs'][0]})" for g in groups[:3])
+        more = f"; and {len(groups) - 3} other errors" if len(groups) > 3 else ""
+        raise AllConfigurationsFailedError(
+            f"Every configuration failed ({st.shape[0]} of {st.shape[0]}): no model can be "
+            f"selected. {shown}{more}. The errors are kept in the store ({cube.path}).",
+            groups)
+
+    def after_waves(self, run, client):
+        """What the run does once the waves are recorded: the winner refit on all data
+        (when asked), returned; None without one."""
+        return run.refit_winner(client) if run.request.execution.refit else None
+
+
+@register_protocol
+class KFoldProtocol(Protocol):
     """K-fold cross-validation, ``n_repeats`` times: stratified for classification,
     grouped (and stratified where possible) with groups; each repeat's partition from its
     own child of the study's seed."""
@@ -53,7 +142,8 @@ class KFoldProtocol:
         return {}
 
 
-class SplitsProtocol:
+@register_protocol
+class SplitsProtocol(Protocol):
     """The partitions of a user's splitter or list of ``(train, test)`` pairs, grouped
     into repeats: consecutive test sets that together cover every sample once form one
     repeat (so ``RepeatedKFold`` gives its repeats).
@@ -153,7 +243,8 @@ def _indices(a, n, i, bad):
 
 def as_protocol(cv, n_splits, n_repeats, n, y, groups, caller, names):
     """The request's protocol: K-fold × repeats when ``cv`` is None or an int (the number
-    of folds), else the partitions of a splitter or list of pairs."""
+    of folds), ``cv`` itself when a :class:`Protocol`, else the partitions of a splitter or
+    list of pairs."""
     if cv is None:
         return KFoldProtocol(n_splits, n_repeats)
     changed = [names.get(k, k) for k, v, default in (("n_splits", n_splits, 10),
@@ -163,4 +254,6 @@ def as_protocol(cv, n_splits, n_repeats, n, y, groups, caller, names):
             names.get("cv", "cv"), caller,
             f"None when {' and '.join(map(repr, changed))} {'is' if len(changed) == 1 else 'are'} "
             f"given (it sets the splits)", cv)
+    if isinstance(cv, Protocol):
+        return cv
     return SplitsProtocol.from_cv(cv, n, y, groups, names.get("cv", "cv"), caller)

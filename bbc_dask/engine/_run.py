@@ -17,9 +17,8 @@ from .. import _validation as validation
 from .._random import as_seed_sequence, entropy_of
 from .._signals import signals_as_interrupts
 from ._differs import spec_differences
-from ..cube import DONE, FAILED, PENDING, settle_ledger
+from ..cube import PENDING, settle_ledger
 from ..exceptions import (
-    AllConfigurationsFailedError,
     OldSchemaError,
     StoreDamagedError,
     StoreMismatchError,
@@ -124,11 +123,8 @@ class _StudyRun:
                     self._announce()
                 self._run_waves(client_obj, cancel_on_exit=not owned)
                 with phase("winner"):
-                    self._check_not_all_failed()
-                    if self.request.protocol.kind == "nested":
-                        self._outer(client_obj)
-                    elif ex.refit:
-                        final = self._refit(client_obj)
+                    self.request.protocol.check_failures(self.cube)
+                    final = self.request.protocol.after_waves(self, client_obj)
         except KeyboardInterrupt as exc:
             failed = True
             raise self._interrupted(exc) from None
@@ -203,13 +199,7 @@ class _StudyRun:
         if kind == "study":
             self._plan(None if self.request.execution.overwrite else existing)
         req = self.request
-        if req.protocol.kind == "nested" and kind != "study":
-            self._plan(None)  # the seed, for the folds below
-        if req.protocol.kind == "nested":
-            # nested CV's inner folds with groups can be impossible for this seed's outer
-            # folds: found here, before the lock is taken or an old store replaced
-            req.protocol.folds(req.data.y, req.data.groups, req.metric.is_classification,
-                               self.root)
+        req.protocol.before_lock(self, planned=kind == "study")
         finished = (kind == "study" and not self.request.execution.overwrite
                     and not (existing.state() == PENDING).any())
         if not finished:
@@ -310,7 +300,7 @@ class _StudyRun:
             folds=folds, y_stored=target.codes if metric.is_classification else target.values,
             classes=target.classes,
             n_classes_axis=len(target.classes) if metric.needs_class_axis else 0,
-            config_chunk=min(auto_block(n_cfg, protocol) if per_task is None else per_task, n_cfg),
+            config_chunk=min(protocol.default_block(n_cfg) if per_task is None else per_task, n_cfg),
             meta={"spec": spec,
                   "classes": None if target.classes is None else target.classes.tolist(),
                   "configurations": self.configs.describe(), "versions": _versions(),
@@ -326,15 +316,7 @@ class _StudyRun:
         n_cfg, n_rep, n_spl = st.shape
         pending = int((st == PENDING).sum())
         tasks = -(-n_cfg // self.cube.config_chunk) * n_rep * n_spl
-        protocol = self.request.protocol
-        if protocol.kind == "nested":  # the cube's repeats are the outer folds' inner CVs
-            reps = protocol.outer_repeats
-            shape = (f"{protocol.n_outer} outer folds x {protocol.n_inner} inner folds"
-                     f"{f' x {reps} repeats' if reps > 1 else ''} = {st.size:,} inner fits "
-                     f"(then {protocol.n_outer * reps} outer refits)")
-        else:
-            shape = (f"{n_spl} folds x {n_rep} repeat{'s' if n_rep > 1 else ''} = "
-                     f"{st.size:,} fits")
+        shape = self.request.protocol.shape_text(st)
         print(f"bbc_dask: {n_cfg:,} configurations x {shape} in up to {tasks:,} tasks; "
               f"{st.size - pending:,} already done; store {self.loc.url}", file=sys.stderr)
 
@@ -346,58 +328,20 @@ class _StudyRun:
                        req.metric, req.error_score, req.data.shipped())
         settings = WaveSettings(
             req.execution.progress, cancel_on_exit, self.token,
-            # nested CV: each outer fold has its own rule (_check_not_all_failed)
-            stop_if_all_failed=req.protocol.kind != "nested",
+            stop_if_all_failed=req.protocol.stops_when_all_failed,
             warned=self.warned, phases=self.phases, score_times=self.score_times)
         self.fits = run_waves(self.cube, client, work, settings, req.dropping, self.root,
-                              pooled=self._needs_pooled())
+                              pooled=req.protocol.needs_pooled(req.selection))
         with self.phases("ledger"):
             self.cube.end_run(finished=time.strftime("%Y-%m-%dT%H:%M:%S"), fits=self.fits)
 
-    def _needs_pooled(self):
-        """Whether the ledger's pooled scores are wanted: by every study (its winner,
-        ``cv_results_``), but not by a nested CV that selects by the mean inner fold score
-        (its pooled scores would be read by nothing)."""
-        return not (self.request.protocol.kind == "nested" and self.request.selection == "fold_mean")
+    def plan_new(self):
+        """Plan the study's seed and configurations as for a new store."""
+        self._plan(None)
 
-    def _check_not_all_failed(self):
-        from ..cube import failure_groups
-
-        st = self.cube.state()
-        if self.request.protocol.kind == "nested":
-            # each outer fold selects among the configurations complete in its inner CV
-            ok = np.all(st == DONE, axis=2).any(axis=0)
-            if ok.all():
-                return
-            n_outer = self.request.protocol.n_outer
-            j = int(np.flatnonzero(~ok)[0])
-            groups = failure_groups(self.cube)
-            raise AllConfigurationsFailedError(
-                f"Every configuration failed on the inner CV of outer fold {j % n_outer} "
-                f"(repeat {j // n_outer}): no model can be selected there. First error: "
-                f"{groups[0]['error'].splitlines()[0] if groups and groups[0]['error'] else '?'}. "
-                f"The errors are kept in the store ({self.loc.url}).", groups)
-        if not np.all(np.any(st == FAILED, axis=(1, 2))):
-            return
-        groups = failure_groups(self.cube)
-        shown = "; ".join(f"{g['error'].splitlines()[0] if g['error'] else '?'} ({g['count']} "
-                          f"configuration{'s' if g['count'] > 1 else ''}, e.g. configuration "
-                          f"{g['configs'][0]})" for g in groups[:3])
-        more = f"; and {len(groups) - 3} other errors" if len(groups) > 3 else ""
-        raise AllConfigurationsFailedError(
-            f"Every configuration failed ({st.shape[0]} of {st.shape[0]}): no model can be "
-            f"selected. {shown}{more}. The errors are kept in the store ({self.loc.url}).",
-            groups)
-
-    def _outer(self, client):
-        """Nested CV's outer stage (refit per outer fold, scored on its test set)."""
-        from ._nested import run_outer
-
-        fits = run_outer(self, client)
-        self.fits += fits
-        self.cube.end_run(outer_fits=fits)
-
-    def _refit(self, client):
+    def refit_winner(self, client):
+        """The selected configuration refit on all data and saved in the store (None for a
+        rerun of a finished study, whose model is saved, or where none can be selected)."""
         from ..cube import save_model
         from ..cube import select_winner
 
@@ -430,20 +374,6 @@ class _StudyRun:
 def _released():
     raise RuntimeError("the run's lock is released: its cube is read-only (open the store "
                        "again through run_study to write)")
-
-
-def auto_block(n_configs, protocol=None):
-    """The default block (chunk) width: see ``configs_per_task`` of :func:`run_study`.
-
-    A nested CV has ``n_repeats · n_outer · n_inner`` training sets to balance its blocks
-    over, so they need not be small: up to 10 configurations each (on
-    ``benchmarks/bench_nested.py``'s grids, 100 trees and 20 scaled logistic regressions
-    in 5 × 4 folds, 20% less wall time than blocks of one: 3.63 s against 4.56 s and
-    1.30 s against 1.61 s; the block's chunk write, fold scoring and ledger entry are
-    shared by its configurations)."""
-    if protocol is not None and protocol.kind == "nested":
-        return max(1, min(10, n_configs))
-    return max(1, min(10, n_configs // 64))
 
 
 def _unusable(loc, exc, caller):
