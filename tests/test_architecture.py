@@ -400,3 +400,19 @@ def test_the_stores_format_stays_inside_cube():
                                 and "reader" in ast.unparse(el.value))):
                             found.append(f"{rel}:{node.lineno} sets .{el.attr}")
     assert not found, "\n".join(found)
+
+
+def test_the_run_does_not_branch_on_the_protocol():
+    """A protocol is a class with hooks (``engine/_protocol.py``): no module of the engine
+    compares a protocol's kind; what differs is the protocol's own method."""
+    found = []
+    for rel, tree in _modules():
+        if not rel.startswith("engine" + os.sep) and rel != "study.py":
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Compare):
+                for side in [node.left, *node.comparators]:
+                    text = ast.unparse(side)
+                    if text.endswith("protocol.kind") or text.endswith("protocol_kind"):
+                        found.append(f"{rel}:{node.lineno} {ast.unparse(node)}")
+    assert not found, "\n".join(found)
