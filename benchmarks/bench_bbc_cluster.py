@@ -288,22 +288,18 @@ def study_scale(store, n, c, limit, B, where, storage_options=None, whole_folds=
     """A study's store (predictions stored by fold, as the engine writes them): the
     tasks read runs of sample blocks of groups of configurations. ``whole_folds``: the
     layout of stores written before folds were cut along slots (one chunk per fold)."""
-    import bbc_dask._tuning as tuning
+    import dask
 
     rng = np.random.default_rng(0)
     X = rng.normal(size=(n, 3)).astype(np.float32)
     y = (X[:, 0] + rng.normal(size=n) > 0).astype(int)
-    kept = tuning.SLOT_CHUNK_BYTES, tuning.SLOT_CHUNK_BYTES_REMOTE
-    if whole_folds:  # the store is created in this process: its layout is the one read
-        tuning.SLOT_CHUNK_BYTES = tuning.SLOT_CHUNK_BYTES_REMOTE = 2**62
-    try:
-        with cluster(2) as cli:
-            _, t_build = timed(lambda: bd.run_study(
-                _null_label(), {"c": list(range(c))}, X, y, store=store, metric="accuracy",
-                n_splits=5, n_repeats=2, random_state=0, client=cli, progress=False,
-                refit=False, storage_options=storage_options))
-    finally:
-        tuning.SLOT_CHUNK_BYTES, tuning.SLOT_CHUNK_BYTES_REMOTE = kept
+    # the store is created in this process: its layout is the one read
+    whole = {"bbc_dask.slot-chunk-bytes": 2**62, "bbc_dask.slot-chunk-bytes-remote": 2**62}
+    with dask.config.set(whole if whole_folds else {}), cluster(2) as cli:
+        _, t_build = timed(lambda: bd.run_study(
+            _null_label(), {"c": list(range(c))}, X, y, store=store, metric="accuracy",
+            n_splits=5, n_repeats=2, random_state=0, client=cli, progress=False,
+            refit=False, storage_options=storage_options))
     study = bd.open_study(store, storage_options=storage_options)
     with cluster(2, limit) as cli:
         cli.run(_probe_start)
@@ -352,11 +348,14 @@ def dropping_scale(study, limit, where, n_boot=1000):
 
 
 def tiles_scale(tmp, limit, B, quick):
+    import dask
+
     import bbc_dask._tuning as tuning
 
     n, c = (100_000, 5) if quick else (2_000_000, 20)
     if quick:  # the dispatch is decided in this process: its thresholds are the ones read
-        tuning.RANK_SAMPLES = tuning.RANK_TILE = tuning.RANK_FOLD_TILE = SAMPLE_BLOCK
+        dask.config.set({f"bbc_dask.{k}": SAMPLE_BLOCK
+                         for k in ("rank-samples", "rank-tile", "rank-fold-tile")})
     print(f"4. a ranking metric by pairs of sample tiles of {tuning.RANK_TILE} (BBC) and "
           f"{tuning.RANK_FOLD_TILE} (BBC-F) (beyond {tuning.RANK_SAMPLES} samples): 2 workers of "
           f"{limit}, B={B}")
@@ -416,9 +415,10 @@ def main():
             shutil.rmtree(os.path.join(tmp, f"{v}.zarr"), ignore_errors=True)
         study = (100_000, 20) if args.quick else (1_000_000, 100)
         if args.quick:  # the study is created in this process: its folds are cut in 2
-            import bbc_dask._tuning as tuning
+            import dask
 
-            tuning.SLOT_CHUNK_BYTES = tuning.SLOT_CHUNK_BYTES_REMOTE = 2**16
+            dask.config.set({"bbc_dask.slot-chunk-bytes": 2**16,  # for the rest of the run
+                             "bbc_dask.slot-chunk-bytes-remote": 2**16})
         if not args.skip_study:
             print(f"2b. a study's store (stored by fold): 2 workers of {args.limit}, B={B}")
             for whole in (False, True):  # folds cut along slots; whole folds (stores before)

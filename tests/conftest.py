@@ -27,6 +27,19 @@ from _reference import ALL_METRICS as METRIC_NAMES  # the metrics under test
 os.environ.setdefault("BBC_DASK_TRUST_KEY", os.path.join(tempfile.mkdtemp(prefix="bbc_key_"), "trust.key"))
 
 
+# ------------------------------------------------------------------------ settings
+@pytest.fixture
+def dask_config():
+    """``dask_config({"bbc_dask.chunk-bytes": 8})``: ``dask.config.set`` for the rest of
+    the test, undone at its teardown (later calls nest in earlier ones). A setting is seen
+    by this process, and by the workers of a cluster started after it; the workers of a
+    cluster already running keep the configuration they started with."""
+    import dask
+
+    with contextlib.ExitStack() as stack:
+        yield lambda settings: stack.enter_context(dask.config.set(settings))
+
+
 # ------------------------------------------------------------------------ local clusters
 LOCAL_CLUSTER = dict(n_workers=2, threads_per_worker=1, dashboard_address=":0")
 

@@ -74,18 +74,17 @@ def test_one_chunk_per_task_and_the_same_user_view(tmp_path, cancer_standardised
 
 @pytest.mark.parametrize("metric", ["accuracy", "neg_log_loss"])
 def test_a_fold_cut_along_slots_stores_the_same_study(tmp_path, cancer_standardised, client,
-                                                      monkeypatch, metric):
+                                                      monkeypatch, metric, dask_config):
     """Beyond SLOT_CHUNK_BYTES a block's fold is stored in chunks along slots (all the
     task's own, written whole, none read first): the same study as one chunk per fold —
     the user's view, the ledger, each block's checksum, BBC in memory and over sample
     runs, BBC-F — bit for bit."""
-    import bbc_dask._tuning as tuning
     import bbc_dask.metrics as M
 
     X, y = cancer_standardised
     whole = _run(tmp_path / "whole.zarr", X, y, client, metric=metric)
-    monkeypatch.setattr(tuning, "SLOT_CHUNK_MIN", 8)
-    monkeypatch.setattr(tuning, "SLOT_CHUNK_BYTES", 28 * 4 * 8 * (2 if metric == "neg_log_loss" else 1))
+    dask_config({"bbc_dask.slot-chunk-min": 8,
+                 "bbc_dask.slot-chunk-bytes": 28 * 4 * 8 * (2 if metric == "neg_log_loss" else 1)})
     cut = _run(tmp_path / "cut.zarr", X, y, client, metric=metric)
     a, b = (zarr.open_group(str(tmp_path / n), mode="r")["prediction"] for n in ("whole.zarr", "cut.zarr"))
     assert a.chunks[2] == a.shape[2] == 114 and b.chunks[2] == 29 and b.shape == a.shape

@@ -364,15 +364,13 @@ def test_a_study_tests_a_pointwise_metric_by_sample_blocks(tmp_path, client, mon
                    "_by_samples")
 
 
-def test_a_study_tests_a_ranking_metric_by_pairs_of_tiles(tmp_path, client, monkeypatch):
+def test_a_study_tests_a_ranking_metric_by_pairs_of_tiles(tmp_path, client, monkeypatch, dask_config):
     """Between waves, a study's dropping test of AUC beyond RANK_SAMPLES goes by pairs of
     sample tiles (600 samples in tiles of 128); its decisions, and so the study, equal
     those of the test over configuration blocks holding every sample."""
     import bbc_dask.metrics as M
-    import bbc_dask._tuning as tuning
 
     monkeypatch.setattr(M, "SAMPLE_BLOCK", 64)
-    monkeypatch.setattr(tuning, "RANK_TILE", 128)
-    monkeypatch.setattr(tuning, "RANK_SAMPLES", 256)
+    dask_config({"bbc_dask.rank-tile": 128, "bbc_dask.rank-samples": 256})
     _studies_alike(tmp_path, client, monkeypatch, "roc_auc", 0.99, "_dropping_by_tiles",
                    "_by_tiles")

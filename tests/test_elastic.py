@@ -13,7 +13,6 @@ import pytest
 
 import _estimators
 import bbc_dask as bd
-import bbc_dask._tuning as tuning
 from _helpers import store_state, wait_until
 from conftest import dask_processes_cluster, kill_sessions, start_dask_worker
 from bbc_dask.engine import _waves
@@ -111,15 +110,14 @@ def test_workers_that_join_a_running_study_are_given_its_tasks(tmp_path):
 
 
 @pytest.mark.slow  # 9 s: make test keeps its margin; CI runs it every time
-def test_a_worker_retired_while_a_study_runs_loses_and_refits_nothing(tmp_path, monkeypatch):
+def test_a_worker_retired_while_a_study_runs_loses_and_refits_nothing(tmp_path, dask_config):
     """Three `dask worker` processes; once one of them has fitted, it is held inside a
     fit and retired gracefully (``Client.retire_workers``): distributed runs that task
     again elsewhere, so the held fit is the only one done twice — no cell recorded is
     lost or fitted again — and the retired worker writes nothing after it left (the
     store equals a calm study's bit for bit)."""
     # a task is one configuration: the retired worker's held task holds one fit
-    monkeypatch.setattr(tuning, "TARGET_TASK_SECONDS", 0.0)
-    monkeypatch.setattr(tuning, "DRIVER_SHARE", 1e9)
+    dask_config({"bbc_dask.target-task-seconds": 0.0, "bbc_dask.driver-share": 1e9})
     gate, kw = _study(tmp_path, 16)
     cells = 16 * 5
     with dask_processes_cluster(tmp_path, n_workers=3, env=ENV) as (address, _, _sec):

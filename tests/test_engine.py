@@ -266,14 +266,13 @@ def _assert_chunked_equal(study, **kw):
         assert (got.selected_config, got.naive_estimate) == (mem.selected_config, mem.naive_estimate)
 
 
-def test_study_chunked_estimates_and_bad_input(tmp_path, cancer, client, monkeypatch):
-    import bbc_dask._tuning as tuning
+def test_study_chunked_estimates_and_bad_input(tmp_path, cancer, client, dask_config):
 
     X, y = cancer
     s = _run(tmp_path / "s.zarr", X, y, client, refit=False)
-    monkeypatch.setattr(tuning, "CHUNK_BYTES", 1)  # one stored chunk (3 configs) per task
+    dask_config({"bbc_dask.chunk-bytes": 1})  # one stored chunk (3 configs) per task
     _assert_chunked_equal(s, random_state=4, n_bootstraps=120)
-    monkeypatch.setattr(tuning, "IN_MEMORY_BYTES", 1)  # the automatic choice takes the chunks
+    dask_config({"bbc_dask.in-memory-bytes": 1})  # the automatic choice takes the chunks
     np.testing.assert_array_equal(s.bbc(random_state=4, n_bootstraps=120).bootstrap_distribution,
                                   s.bbc(chunked=False, random_state=4, n_bootstraps=120).bootstrap_distribution)
     with pytest.raises(TypeError, match=r"Study.bbc\(chunked=True\) got an unexpected keyword argument 'bootstrap_indices'"):

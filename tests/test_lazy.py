@@ -45,10 +45,10 @@ def _small(metric, seed=0, n=600, c=23, r=2):
 
 @pytest.mark.parametrize("metric", ["roc_auc", "neg_log_loss", "accuracy", "neg_mean_squared_error"])
 @pytest.mark.parametrize("chunk", [1, 4, 23])
-def test_lazy_equals_in_memory_whatever_the_chunking(metric, chunk, client, monkeypatch):
+def test_lazy_equals_in_memory_whatever_the_chunking(metric, chunk, client, dask_config):
     p, y = _small(metric)
     dims = ("sample", "config", "repeat", "class")[: p.ndim]
-    monkeypatch.setattr(tuning, "CHUNK_BYTES", chunk * p.shape[0] * int(np.prod(p.shape[2:])) * 8)
+    dask_config({"bbc_dask.chunk-bytes": chunk * p.shape[0] * int(np.prod(p.shape[2:])) * 8})
     lazy = xr.DataArray(da.from_array(p, chunks=(100,) + p.shape[1:]), dims=dims)
     mem = bd.bbc(p, y, metric=metric, random_state=5, n_bootstraps=200)
     got = bd.bbc(lazy, y, metric=metric, random_state=5, n_bootstraps=200)
@@ -75,7 +75,7 @@ def test_lazy_rejects_explicit_indices(client):
         bd.bbc(lazy, y, metric="roc_auc", bootstrap_indices=np.zeros((2, 600), int))
 
 
-def test_use_chunked_is_the_one_rule_of_memory_or_chunks(monkeypatch):
+def test_use_chunked_is_the_one_rule_of_memory_or_chunks(dask_config):
     """Told, as told (checked as a study checks it); else a lazy cube goes by chunks and
     arrays stay in memory; else (a study's cube) beyond IN_MEMORY_BYTES, its bytes
     computed only when needed."""
@@ -94,7 +94,7 @@ def test_use_chunked_is_the_one_rule_of_memory_or_chunks(monkeypatch):
     limit = tuning.IN_MEMORY_BYTES
     assert chunked.use_chunked(nbytes=limit) is False
     assert chunked.use_chunked(nbytes=lambda: limit + 1) is True
-    monkeypatch.setattr(tuning, "IN_MEMORY_BYTES", 10)
+    dask_config({"bbc_dask.in-memory-bytes": 10})
     assert chunked.use_chunked(nbytes=11) is True
 
 
@@ -169,11 +169,11 @@ def _to_zarr(path, arr, dims, chunk_cfg=5, attrs=None):
 
 
 @pytest.mark.parametrize("metric", ["roc_auc", "accuracy", "neg_log_loss"])
-def test_zarr_array_read_by_tasks_equals_in_memory(metric, client, tmp_path, monkeypatch):
+def test_zarr_array_read_by_tasks_equals_in_memory(metric, client, tmp_path, dask_config):
     """A zarr.Array in any axis order, and the same store opened with xarray, are read by
     the tasks directly; chunk widths that are not a multiple of the stored chunk round up."""
     p, y = _small(metric, c=23)
-    monkeypatch.setattr(tuning, "CHUNK_BYTES", 7 * p.shape[0] * int(np.prod(p.shape[2:])) * 8)
+    dask_config({"bbc_dask.chunk-bytes": 7 * p.shape[0] * int(np.prod(p.shape[2:])) * 8})
     dims = ("sample", "config", "repeat", "class")[: p.ndim]
     stored = ("config", "repeat", "sample", "class")[: p.ndim]
     z = _to_zarr(tmp_path / "c.zarr", np.transpose(p, [dims.index(d) for d in stored]), stored)
@@ -287,7 +287,7 @@ def test_chunked_dropping_test_survives_losing_every_worker(make_local_client, t
 
 
 def test_chunked_dropping_test_draws_counts_again_when_too_large_to_share(client, tmp_path,
-                                                                         monkeypatch):
+                                                                         dask_config):
     """Beyond COUNTS_BYTES the plans keep no counts: one scoring task per block draws
     them again (redraws included), and the test decides the same."""
     from distributed import get_task_stream
@@ -303,7 +303,7 @@ def test_chunked_dropping_test_draws_counts_again_when_too_large_to_share(client
     assert want.n_redrawn >= 5
     z = _to_zarr(tmp_path / "d.zarr", p, ("sample", "config", "repeat"), chunk_cfg=4)
     blocks, _ = chunked.zarr_blocks(z, ("sample", "config", "repeat"), chunk_bytes=4 * 400 * 2 * 8)
-    monkeypatch.setattr(tuning, "COUNTS_BYTES", 1)
+    dask_config({"bbc_dask.counts-bytes": 1})
     with get_task_stream(client) as ts:
         got = chunked.lazy_dropping_test(client, blocks, y, avail, metric="roc_auc", alpha=0.9,
                                    n_bootstraps=150, seed=np.random.SeedSequence(8), key="redraw")
@@ -351,7 +351,7 @@ def _same(got, want):
 
 
 @pytest.mark.parametrize("metric", POINTWISE + RANKING + ["roc_auc_ovo"])
-def test_several_sample_blocks_equal_in_memory(metric, client, tmp_path, monkeypatch):
+def test_several_sample_blocks_equal_in_memory(metric, client, tmp_path, monkeypatch, dask_config):
     """N = 700 in sample blocks of 128 (6 blocks, the last of 60): the Zarr cube chunked
     along samples and configurations (pointwise metrics: one task per sample block and
     configuration group; ranking metrics: configuration blocks over shared counts), and
@@ -359,8 +359,8 @@ def test_several_sample_blocks_equal_in_memory(metric, client, tmp_path, monkeyp
     import bbc_dask.metrics as M
 
     monkeypatch.setattr(M, "SAMPLE_BLOCK", 128)
-    monkeypatch.setattr(tuning, "CHUNK_BYTES", 128 * 4 * 2 * 8 * (3 if "ovr" in metric or "log" in metric else 1))
-    monkeypatch.setattr(tuning, "SUMS_BYTES", 1)  # a group per stored chunk: several groups
+    dask_config({"bbc_dask.chunk-bytes": 128 * 4 * 2 * 8 * (3 if "ovr" in metric or "log" in metric else 1)})
+    dask_config({"bbc_dask.sums-bytes": 1})  # a group per stored chunk: several groups
     p, y = _cube(metric, 700, 13, 2)
     dims = ("sample", "config", "repeat", "class")[: p.ndim]
     z = _to_zarr(tmp_path / "c.zarr", p, dims, chunk_cfg=4)
@@ -373,7 +373,7 @@ def test_several_sample_blocks_equal_in_memory(metric, client, tmp_path, monkeyp
 
 @pytest.mark.parametrize("metric", ["accuracy", "f1", "neg_log_loss", "r2"])
 def test_sample_block_groups_of_several_parts_equal_in_memory(metric, client, tmp_path,
-                                                              monkeypatch):
+                                                              monkeypatch, dask_config):
     """Parts narrower than a stored chunk (two configurations of four), several per
     group: a task stacks their features into one product, and the out-of-bag pass reads
     the winners' columns from several windows; equal to in memory bit for bit."""
@@ -381,7 +381,7 @@ def test_sample_block_groups_of_several_parts_equal_in_memory(metric, client, tm
 
     monkeypatch.setattr(M, "SAMPLE_BLOCK", 128)
     per_config = 128 * 2 * 8 * (3 if metric == "neg_log_loss" else 1)
-    monkeypatch.setattr(tuning, "CHUNK_BYTES", 2 * per_config)
+    dask_config({"bbc_dask.chunk-bytes": 2 * per_config})
     stacked = []
     real = M.Metric.stacked
     monkeypatch.setattr(M.Metric, "stacked", lambda self, parts, n: stacked.append(n) or real(self, parts, n))
@@ -396,7 +396,7 @@ def test_sample_block_groups_of_several_parts_equal_in_memory(metric, client, tm
     _same(bd.bbc(z, y, metric=metric, random_state=3, n_bootstraps=150), want)
 
 
-def test_a_dask_array_goes_in_the_groups_of_a_store(client, tmp_path, monkeypatch):
+def test_a_dask_array_goes_in_the_groups_of_a_store(client, tmp_path, monkeypatch, dask_config):
     """A Dask-backed cube (persisted on the workers, say) is summed in the same
     configuration groups as a Zarr store of it — several parts per task — not a task
     per part: each task draws its sample block's counts, so a task per part drew them
@@ -404,7 +404,7 @@ def test_a_dask_array_goes_in_the_groups_of_a_store(client, tmp_path, monkeypatc
     import bbc_dask.metrics as M
 
     monkeypatch.setattr(M, "SAMPLE_BLOCK", 128)
-    monkeypatch.setattr(tuning, "CHUNK_BYTES", 128 * 2 * 8 * 2)  # two configurations a part
+    dask_config({"bbc_dask.chunk-bytes": 128 * 2 * 8 * 2})  # two configurations a part
     monkeypatch.setattr(budgets, "slots", lambda: 1)
     p, y = _small("accuracy", n=700, c=13)
     m = M.get_metric("accuracy")
@@ -421,7 +421,7 @@ def test_a_dask_array_goes_in_the_groups_of_a_store(client, tmp_path, monkeypatc
     # a Dask task gets its parts loaded at once: their raw bytes (float64 labels here,
     # twice the features' float32) keep to HOLD_BYTES too — 2 parts where a store's
     # task has 4
-    monkeypatch.setattr(tuning, "HOLD_BYTES", 2 * (2 * 128 * 2 * 8))
+    dask_config({"bbc_dask.hold-bytes": 2 * (2 * 128 * 2 * 8)})
     lazy64 = xr.DataArray(da.from_array(p.astype(np.float64), chunks=(100, 3, 2)),
                           dims=("sample", "config", "repeat"))
     for name, x in (("zarr", z), ("dask", lazy64)):
@@ -478,7 +478,7 @@ def test_sample_blocks_plan_redraws_only_when_a_draw_is_undefined(client, tmp_pa
 @pytest.mark.parametrize("y_kind", ["rare", "normal"])
 @pytest.mark.parametrize("share", [True, False])
 def test_sample_block_counts_drawn_once_while_they_fit(share, y_kind, client, tmp_path,
-                                                        monkeypatch):
+                                                        monkeypatch, dask_config):
     """While every block's counts fit in COUNTS_BYTES, a sample block's counts are drawn
     once — shared by its task in every configuration group and by the out-of-bag pass
     — (once more after a redraw plan); beyond, every task draws its block's again. The
@@ -488,10 +488,10 @@ def test_sample_block_counts_drawn_once_while_they_fit(share, y_kind, client, tm
     from bbc_dask.stats import _bootstrap as BS
 
     monkeypatch.setattr(M, "SAMPLE_BLOCK", 128)
-    monkeypatch.setattr(tuning, "CHUNK_BYTES", 128 * 2 * 8 * 2)  # parts of 2 configurations
-    monkeypatch.setattr(tuning, "SUMS_BYTES", 1)  # a group per part: 3 groups
+    dask_config({"bbc_dask.chunk-bytes": 128 * 2 * 8 * 2})  # parts of 2 configurations
+    dask_config({"bbc_dask.sums-bytes": 1})  # a group per part: 3 groups
     if not share:
-        monkeypatch.setattr(tuning, "COUNTS_BYTES", 0)
+        dask_config({"bbc_dask.counts-bytes": 0})
     draws, real = [], BS.block_counts
     monkeypatch.setattr(task_base, "block_counts", lambda *a: draws.append(1) or real(*a))
     rng = np.random.default_rng(6)
@@ -632,7 +632,7 @@ def test_shared_counts_stay_unchanged_when_a_seed_block_scores_one_bootstrap(tmp
 
 @pytest.mark.parametrize("sample_block", [128, 2**15])
 def test_counts_drawn_again_in_each_block_when_too_large_to_share(sample_block, client, tmp_path,
-                                                                   monkeypatch):
+                                                                   monkeypatch, dask_config):
     """Beyond COUNTS_BYTES the configuration-block tasks get the plans alone and draw the
     counts again, redraws included (several sample blocks, or one): the same result."""
     import bbc_dask.metrics as M
@@ -645,7 +645,7 @@ def test_counts_drawn_again_in_each_block_when_too_large_to_share(sample_block, 
     want = bd.bbc(p, y, metric="roc_auc", random_state=2, n_bootstraps=140)
     assert want.n_redrawn > 20
     z = _to_zarr(tmp_path / "c.zarr", p, ("sample", "config", "repeat"), chunk_cfg=2)
-    monkeypatch.setattr(tuning, "COUNTS_BYTES", 1)
+    dask_config({"bbc_dask.counts-bytes": 1})
     blocks, offsets = chunked.zarr_blocks(z, ("sample", "config", "repeat"), chunk_bytes=2 * 700 * 2 * 8)
 
     def run():
@@ -684,7 +684,7 @@ def test_chunked_dropping_and_bbc_f_over_sample_blocks(metric, client, tmp_path,
 
 
 @pytest.mark.parametrize("metric", POINTWISE)
-def test_bbc_f_over_sample_blocks_equals_in_memory(metric, client, tmp_path, monkeypatch):
+def test_bbc_f_over_sample_blocks_equals_in_memory(metric, client, tmp_path, monkeypatch, dask_config):
     """BBC-F of a pointwise metric on a cube cut along samples: each (sample block,
     configuration group) task sums its block per fold row, the sums chained in block
     order; the fold matrix, and so the result, equal the in-memory ones bit for bit
@@ -692,8 +692,8 @@ def test_bbc_f_over_sample_blocks_equals_in_memory(metric, client, tmp_path, mon
     import bbc_dask.metrics as M
 
     monkeypatch.setattr(M, "SAMPLE_BLOCK", 128)
-    monkeypatch.setattr(tuning, "CHUNK_BYTES", 128 * 4 * 2 * 8 * (3 if "log" in metric else 1))
-    monkeypatch.setattr(tuning, "SUMS_BYTES", 1)  # a group per stored chunk: several groups
+    dask_config({"bbc_dask.chunk-bytes": 128 * 4 * 2 * 8 * (3 if "log" in metric else 1)})
+    dask_config({"bbc_dask.sums-bytes": 1})  # a group per stored chunk: several groups
     p, y = _cube(metric, 700, 13, 2, seed=5)
     rng = np.random.default_rng(2)
     folds = np.stack([rng.permutation(np.arange(700) % 5), rng.permutation(np.arange(700) % 4)], 1)
@@ -767,7 +767,7 @@ def _dropping_task_names(client, monkeypatch, p, y, avail, metric, src):
 
 @pytest.mark.parametrize("metric,r", [(m, 2) for m in POINTWISE] + [("neg_mean_squared_error", 9)])
 def test_dropping_test_over_sample_blocks_equals_in_memory(metric, r, client, tmp_path,
-                                                           monkeypatch):
+                                                           monkeypatch, dask_config):
     """Given a sample source, a pointwise metric's dropping test runs as (sample block,
     configuration group) tasks — each block's in-bag sums per repeat, masked by the
     samples available there — and decides exactly as the in-memory test: unavailable
@@ -778,8 +778,8 @@ def test_dropping_test_over_sample_blocks_equals_in_memory(metric, r, client, tm
     monkeypatch.setattr(M, "SAMPLE_BLOCK", 128)
     p, y, avail, src = _dropping_cube(metric, tmp_path, r=r)
     per = 128 * int(np.prod(p.shape[2:])) * 8  # a configuration of a sample block
-    monkeypatch.setattr(tuning, "CHUNK_BYTES", 4 * per)  # parts of a stored chunk (4)
-    monkeypatch.setattr(tuning, "SUMS_BYTES", 1)  # a group per part: 4 groups
+    dask_config({"bbc_dask.chunk-bytes": 4 * per})  # parts of a stored chunk (4)
+    dask_config({"bbc_dask.sums-bytes": 1})  # a group per part: 4 groups
     names = _dropping_task_names(client, monkeypatch, p, y, avail, metric, src)
     assert sum("dropping_sums" in k for k in names) == 6 * 4  # 6 sample blocks x 4 groups
     assert sum("finish_dropping" in k for k in names) == 4
@@ -787,7 +787,7 @@ def test_dropping_test_over_sample_blocks_equals_in_memory(metric, r, client, tm
 
 @pytest.mark.parametrize("share", [True, False])
 def test_dropping_test_over_sample_blocks_redraws_as_in_memory(share, client, tmp_path,
-                                                              monkeypatch):
+                                                              monkeypatch, dask_config):
     """R² of a y with two non-zero values: many draws are undefined in bag. The tasks
     report the MaskedRule's parts, the redraws are planned block by block, and the
     decision (attempts included) equals the in-memory one — counts shared while they
@@ -796,7 +796,7 @@ def test_dropping_test_over_sample_blocks_redraws_as_in_memory(share, client, tm
 
     monkeypatch.setattr(M, "SAMPLE_BLOCK", 128)
     if not share:
-        monkeypatch.setattr(tuning, "COUNTS_BYTES", 0)
+        dask_config({"bbc_dask.counts-bytes": 0})
     rng = np.random.default_rng(6)
     p = rng.normal(size=(300, 5, 2))
     y = np.zeros(300)
@@ -949,7 +949,7 @@ def _study_of(metric, store, client):
 
 
 @pytest.mark.parametrize("metric", ["accuracy", "neg_log_loss", "r2"])
-def test_study_cube_over_sample_runs_equals_in_memory(metric, client, tmp_path, monkeypatch):
+def test_study_cube_over_sample_runs_equals_in_memory(metric, client, tmp_path, monkeypatch, dask_config):
     """A study's cube is stored by fold: a pointwise metric of several sample blocks
     (N = 569 or 442 in blocks of 128) is summed by tasks that each read some samples
     of some configurations — a run of blocks (one group of six configurations) or one
@@ -975,7 +975,7 @@ def test_study_cube_over_sample_runs_equals_in_memory(metric, client, tmp_path, 
     monkeypatch.setattr(budgets, "slots", lambda: 1)  # at least two tasks per group
     # one group of six, runs of half the blocks; a group per stored chunk, a block per task
     for hold, longest in ((tuning.HOLD_BYTES, -(-n_blocks // 2)), (cube // 9, 1)):
-        monkeypatch.setattr(tuning, "HOLD_BYTES", hold)
+        dask_config({"bbc_dask.hold-bytes": hold})
         rows.clear(), runs.clear()
         with dask.config.set(scheduler="sync"):  # in this process: the reads are seen
             _same(s.bbc(chunked=True, n_bootstraps=150, random_state=3), want)
@@ -985,7 +985,7 @@ def test_study_cube_over_sample_runs_equals_in_memory(metric, client, tmp_path, 
     _same(s.bbc(chunked=True, n_bootstraps=150, random_state=3), want)  # on the workers
 
 
-def test_study_reader_reads_some_samples_of_any_configurations(client, tmp_path, monkeypatch):
+def test_study_reader_reads_some_samples_of_any_configurations(client, tmp_path, dask_config):
     """Samples lo:hi of consecutive or scattered configurations, read a stored chunk or
     several at a time, equal those rows of the whole read."""
 
@@ -993,7 +993,7 @@ def test_study_reader_reads_some_samples_of_any_configurations(client, tmp_path,
     reader = s._cube.reader()
     whole = reader.read(slice(0, 6))
     for budget in (1, tuning.READ_BYTES):
-        monkeypatch.setattr(tuning, "READ_BYTES", budget)
+        dask_config({"bbc_dask.read-bytes": budget})
         for configs in (slice(1, 5), np.array([0, 3, 4]), np.array([5])):
             for lo, hi in ((0, 569), (100, 229), (568, 569)):
                 got = reader.read(configs, rows=(lo, hi))
@@ -1022,7 +1022,7 @@ def test_slot_chunks_are_the_whole_fold_or_equal_cuts_of_at_least_the_target():
 
 
 def test_a_read_of_some_samples_fetches_only_the_chunks_of_their_slots(client, tmp_path,
-                                                                        monkeypatch):
+                                                                        monkeypatch, dask_config):
     """A study's store cuts a fold (190 slots) into chunks along slots once it exceeds
     SLOT_CHUNK_BYTES: a read of samples lo:hi fetches exactly the chunks holding their
     slots (what a task of a sample run decodes does not grow with N) and equals those
@@ -1037,8 +1037,8 @@ def test_a_read_of_some_samples_fetches_only_the_chunks_of_their_slots(client, t
             Seen.keys.add(key)
             return await self._store.get(key, prototype, byte_range)
 
-    monkeypatch.setattr(tuning, "SLOT_CHUNK_MIN", 8)
-    monkeypatch.setattr(tuning, "SLOT_CHUNK_BYTES", 38 * 2 * 2 * 8)  # 2 configurations x 2 classes
+    dask_config({"bbc_dask.slot-chunk-min": 8})
+    dask_config({"bbc_dask.slot-chunk-bytes": 38 * 2 * 2 * 8})  # 2 configurations x 2 classes
     s = _study_of("neg_log_loss", tmp_path / "s.zarr", client)
     slots = s._cube.slot_sample()
     arr = zarr.open_group(zarr.storage.LocalStore(str(tmp_path / "s.zarr")), mode="r")["prediction"]
@@ -1114,7 +1114,7 @@ def test_study_sample_runs_hold_at_most_their_budget(n, c, r, b, monkeypatch):
 @pytest.mark.parametrize("metric", RANKING_ALL)
 @pytest.mark.parametrize("n", [700, pytest.param(1100, marks=pytest.mark.slow)])  # 1100: CI's
 def test_ranking_metric_by_pairs_of_tiles_equals_in_memory(metric, n, client, tmp_path,
-                                                           monkeypatch):
+                                                           monkeypatch, dask_config):
     """Beyond two tiles of samples a ranking metric's BBC goes by pairs of tiles: N = 700
     or 1,100 in blocks of 128 and tiles of 256 (3 or 5 tiles; the last shorter), groups
     of 3 configurations — equal to the in-memory result bit for bit (in bag, out of
@@ -1123,10 +1123,9 @@ def test_ranking_metric_by_pairs_of_tiles_equals_in_memory(metric, n, client, tm
     import bbc_dask.metrics as M
 
     monkeypatch.setattr(M, "SAMPLE_BLOCK", 128)
-    monkeypatch.setattr(tuning, "RANK_TILE", 256)
-    monkeypatch.setattr(tuning, "RANK_SAMPLES", 512)
+    dask_config({"bbc_dask.rank-tile": 256, "bbc_dask.rank-samples": 512})
     per = {"roc_auc_ovr": 3, "roc_auc_ovo": 4}.get(metric, 1)  # sorted columns held a sample
-    monkeypatch.setattr(tuning, "HOLD_BYTES", 3 * 2 * 256 * 2 * per * tuning.RANK_CELL_BYTES)
+    dask_config({"bbc_dask.hold-bytes": 3 * 2 * 256 * 2 * per * tuning.RANK_CELL_BYTES})
     p, y = _cube(metric, n, 13, 2)
     dims = ("sample", "config", "repeat", "class")[: p.ndim]
     z = _to_zarr(tmp_path / "c.zarr", p, dims, chunk_cfg=4)
@@ -1151,7 +1150,7 @@ def test_ranking_metric_by_pairs_of_tiles_equals_in_memory(metric, n, client, tm
 
 @pytest.mark.parametrize("metric", RANKING_ALL)
 def test_bbc_f_of_a_ranking_metric_by_pairs_of_tiles_equals_in_memory(metric, client, tmp_path,
-                                                                       monkeypatch):
+                                                                       monkeypatch, dask_config):
     """Beyond RANK_SAMPLES, BBC-F's fold matrix of a ranking metric goes by pairs of
     tiles of RANK_FOLD_TILE: each fold row's statistics are the pair sums of its 0/1
     weights. N = 1,100 in tiles of 256 (5 tiles), folds of 5 and 4 over 2 repeats: the fold matrix and the
@@ -1160,11 +1159,11 @@ def test_bbc_f_of_a_ranking_metric_by_pairs_of_tiles_equals_in_memory(metric, cl
     import bbc_dask.metrics as M
 
     monkeypatch.setattr(M, "SAMPLE_BLOCK", 128)
-    monkeypatch.setattr(tuning, "RANK_FOLD_TILE", 256)
-    monkeypatch.setattr(tuning, "RANK_TILE", 128)  # BBC's: not BBC-F's
-    monkeypatch.setattr(tuning, "RANK_SAMPLES", 512)
+    dask_config({"bbc_dask.rank-fold-tile": 256})
+    dask_config({"bbc_dask.rank-tile": 128})  # BBC's: not BBC-F's
+    dask_config({"bbc_dask.rank-samples": 512})
     per = {"roc_auc_ovr": 3, "roc_auc_ovo": 4}.get(metric, 1)  # sorted columns held a sample
-    monkeypatch.setattr(tuning, "HOLD_BYTES", 3 * 2 * 256 * 2 * per * tuning.RANK_CELL_BYTES)
+    dask_config({"bbc_dask.hold-bytes": 3 * 2 * 256 * 2 * per * tuning.RANK_CELL_BYTES})
     n = 1100
     p, y = _cube(metric, n, 13, 2, seed=6)
     rng = np.random.default_rng(2)
@@ -1191,15 +1190,14 @@ def test_bbc_f_of_a_ranking_metric_by_pairs_of_tiles_equals_in_memory(metric, cl
 
 
 @pytest.mark.parametrize("metric", ["roc_auc", "concordance_index"])
-def test_ranking_metric_by_tiles_redraws_as_in_memory(metric, client, tmp_path, monkeypatch):
+def test_ranking_metric_by_tiles_redraws_as_in_memory(metric, client, tmp_path, monkeypatch, dask_config):
     """Few positives (or events): many draws are undefined out of bag. The plans are
     decided block by block before the tiles are summed: the same redraws, the same
     result as in memory, on the workers."""
     import bbc_dask.metrics as M
 
     monkeypatch.setattr(M, "SAMPLE_BLOCK", 128)
-    monkeypatch.setattr(tuning, "RANK_TILE", 256)
-    monkeypatch.setattr(tuning, "RANK_SAMPLES", 512)
+    dask_config({"bbc_dask.rank-tile": 256, "bbc_dask.rank-samples": 512})
     p, y = _cube(metric, 900, 6, 2)
     rare = np.zeros(900, dtype=bool)
     rare[np.random.default_rng(1).choice(900, 3, replace=False)] = True
@@ -1210,15 +1208,14 @@ def test_ranking_metric_by_tiles_redraws_as_in_memory(metric, client, tmp_path, 
     _same(bd.bbc(z, y, metric=metric, random_state=3, n_bootstraps=100), want)
 
 
-def test_study_cube_ranking_metric_by_pairs_of_tiles(client, tmp_path, monkeypatch):
+def test_study_cube_ranking_metric_by_pairs_of_tiles(client, tmp_path, monkeypatch, dask_config):
     """A study's cube with AUC over 5 tiles (569 samples in tiles of 128): its reads are
     of one tile's samples at most, and the result equals the in-memory one bit for bit."""
     import bbc_dask.cube._layout as C
     import bbc_dask.metrics as M
 
     monkeypatch.setattr(M, "SAMPLE_BLOCK", 64)
-    monkeypatch.setattr(tuning, "RANK_TILE", 128)
-    monkeypatch.setattr(tuning, "RANK_SAMPLES", 256)
+    dask_config({"bbc_dask.rank-tile": 128, "bbc_dask.rank-samples": 256})
     s = _study_of("roc_auc", tmp_path / "s.zarr", client)
     want = s.bbc(chunked=False, n_bootstraps=150, random_state=3)
     rows = []
@@ -1235,7 +1232,7 @@ def test_study_cube_ranking_metric_by_pairs_of_tiles(client, tmp_path, monkeypat
 
 @pytest.mark.parametrize("metric", RANKING_ALL)
 def test_dropping_test_of_a_ranking_metric_by_pairs_of_tiles(metric, client, tmp_path,
-                                                             monkeypatch):
+                                                             monkeypatch, dask_config):
     """Given a sample source, a ranking metric's dropping test beyond RANK_SAMPLES goes by
     pairs of tiles (700 samples in tiles of 128: 6 tiles, one with no sample available in
     repeat 1; unavailable predictions NaN; groups of 3 configurations): the very scores
@@ -1243,23 +1240,21 @@ def test_dropping_test_of_a_ranking_metric_by_pairs_of_tiles(metric, client, tmp
     import bbc_dask.metrics as M
 
     monkeypatch.setattr(M, "SAMPLE_BLOCK", 64)
-    monkeypatch.setattr(tuning, "RANK_TILE", 128)
-    monkeypatch.setattr(tuning, "RANK_SAMPLES", 256)
+    dask_config({"bbc_dask.rank-tile": 128, "bbc_dask.rank-samples": 256})
     per = {"roc_auc_ovr": 3, "roc_auc_ovo": 4}.get(metric, 1)  # sorted columns held a sample
-    monkeypatch.setattr(tuning, "HOLD_BYTES", 3 * 2 * 128 * 2 * per * tuning.RANK_CELL_BYTES)
+    dask_config({"bbc_dask.hold-bytes": 3 * 2 * 128 * 2 * per * tuning.RANK_CELL_BYTES})
     p, y, avail, src = _dropping_cube(metric, tmp_path)
     names = _dropping_task_names(client, monkeypatch, p, y, avail, metric, src)
     assert sum("tile_dropping_sums" in k for k in names) == (15 + 6) * 5  # jobs x groups
 
 
-def test_dropping_test_of_auc_by_tiles_redraws_as_in_memory(client, tmp_path, monkeypatch):
+def test_dropping_test_of_auc_by_tiles_redraws_as_in_memory(client, tmp_path, monkeypatch, dask_config):
     """Three positives, some unavailable: many draws have no positive in bag in a repeat.
     The plans are decided by the MaskedRule block by block, as in memory."""
     import bbc_dask.metrics as M
 
     monkeypatch.setattr(M, "SAMPLE_BLOCK", 64)
-    monkeypatch.setattr(tuning, "RANK_TILE", 128)
-    monkeypatch.setattr(tuning, "RANK_SAMPLES", 256)
+    dask_config({"bbc_dask.rank-tile": 128, "bbc_dask.rank-samples": 256})
     rng = np.random.default_rng(6)
     p = rng.normal(size=(500, 5, 2))
     y = np.zeros(500, dtype=int)

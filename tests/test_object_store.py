@@ -131,7 +131,7 @@ def _cli(args, env, check=True, timeout=300):
     return p
 
 
-def test_a_study_on_s3_equals_local_disk(s3, tmp_path, client, monkeypatch):
+def test_a_study_on_s3_equals_local_disk(s3, tmp_path, client, monkeypatch, dask_config):
     """In-process run to the bucket and the same on local disk: identical cubes,
     estimates (in memory, and over sample runs reading some of the bucket's chunks along
     slots — an object store's own chunk size, here cut in 7) and final model; the lease
@@ -141,11 +141,10 @@ def test_a_study_on_s3_equals_local_disk(s3, tmp_path, client, monkeypatch):
     from sklearn.preprocessing import StandardScaler
     from sklearn.datasets import load_breast_cancer
 
-    import bbc_dask._tuning as tuning
     import bbc_dask.metrics as M
 
-    monkeypatch.setattr(tuning, "SLOT_CHUNK_MIN", 8)
-    monkeypatch.setattr(tuning, "SLOT_CHUNK_BYTES_REMOTE", 27 * 2 * 8)  # 190 slots of 2 configurations
+    dask_config({"bbc_dask.slot-chunk-min": 8})
+    dask_config({"bbc_dask.slot-chunk-bytes-remote": 27 * 2 * 8})  # 190 slots of 2 configurations
 
     X, y = load_breast_cancer(return_X_y=True)
     est = make_pipeline(StandardScaler(), LogisticRegression(max_iter=500))

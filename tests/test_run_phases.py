@@ -96,12 +96,11 @@ def test_a_pooled_task_lost_along_the_waves_is_scored_by_the_pass(tmp_path, canc
 
 
 def test_a_ledger_batch_that_fails_takes_its_pooled_scores_with_it(tmp_path, cancer_standardised,
-                                                                   client, monkeypatch):
+                                                                   client, monkeypatch, dask_config):
     """A ledger batch that fails half-way (here: after the first task's part of it, as a
     full disk or a Ctrl-C could) must not leave a pooled score for configurations whose
     cells are not all recorded; the resume computes every score again, equal to an
     undisturbed run's."""
-    import bbc_dask._tuning as tuning
     from bbc_dask.cube import DONE
     from bbc_dask.cube._schema import Cube
 
@@ -121,7 +120,7 @@ def test_a_ledger_batch_that_fails_takes_its_pooled_scores_with_it(tmp_path, can
         return real(self, results)
 
     # one batch at the end: the cells and the pooled scores of the whole run in it
-    monkeypatch.setattr(tuning, "LEDGER_INTERVAL", 1e9)
+    dask_config({"bbc_dask.ledger-interval": 1e9})
     monkeypatch.setattr(_pooled.PooledAlong, "take", take)
     monkeypatch.setattr(Cube, "record", failing)
     with pytest.raises(OSError, match="disk filled"):

@@ -5,7 +5,6 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-import bbc_dask._tuning as tuning
 from bbc_dask.engine import _sizing, _waves
 from bbc_dask.engine._messages import PlannedBlock
 
@@ -28,8 +27,8 @@ def test_rank_keeps_the_order_of_alike_cheap_blocks():
     assert [int(b[0]) for b in order] == list(range(50))
 
 
-def test_grouper_sizes_tasks_by_predicted_block_time(monkeypatch):
-    monkeypatch.setattr(tuning, "TARGET_TASK_SECONDS", 0.3)
+def test_grouper_sizes_tasks_by_predicted_block_time(dask_config):
+    dask_config({"bbc_dask.target-task-seconds": 0.3})
     cost = np.array([0.05] * 20 + [0.4] * 4 + [np.nan] * 4)
     tasks = [PlannedBlock(0, 0, b) for b in _blocks(28)]
     g = _sizing.Grouper(tasks, len(tasks), n_threads=1, cost=cost)
@@ -44,8 +43,8 @@ def test_grouper_sizes_tasks_by_predicted_block_time(monkeypatch):
     assert sum(sizes) == 27 and max(sizes[8:]) <= 4
 
 
-def test_grouper_bounds_the_predictions_a_task_holds(monkeypatch):
-    monkeypatch.setattr(tuning, "TASK_PREDICTION_BYTES", 3000)
+def test_grouper_bounds_the_predictions_a_task_holds(dask_config):
+    dask_config({"bbc_dask.task-prediction-bytes": 3000})
     tasks = [PlannedBlock(0, 0, b) for b in _blocks(40)]
     g = _sizing.Grouper(tasks, len(tasks), n_threads=1, cost=np.full(40, 0.001), block_bytes=1000)
     g.next()
@@ -53,23 +52,22 @@ def test_grouper_bounds_the_predictions_a_task_holds(monkeypatch):
     assert len(g.next()) == 3  # 3 x 1000 bytes, although 1 s would take hundreds
 
 
-def _timed_grouper(monkeypatch, n):
+def _timed_grouper(dask_config, n):
     """A Grouper of ``n`` blocks of 20 ms (no overhead) on 2 threads, its first two
     blocks out and timed (1 s target, 3 tail tasks per thread)."""
-    monkeypatch.setattr(tuning, "TARGET_TASK_SECONDS", 1.0)
-    monkeypatch.setattr(tuning, "TAIL_TASKS_PER_THREAD", 3)
+    dask_config({"bbc_dask.target-task-seconds": 1.0, "bbc_dask.tail-tasks-per-thread": 3})
     g = _sizing.Grouper([PlannedBlock(0, 0, b) for b in _blocks(n)], n, n_threads=2, cost=np.full(n, 0.02))
     g.next(), g.next()
     g.observe(0.02, 2, fit_seconds=0.04)
     return g
 
 
-def test_a_stages_last_tasks_shrink_with_the_work_left(monkeypatch):
+def test_a_stages_last_tasks_shrink_with_the_work_left(dask_config):
     """Near a stage's end a group holds at most the work left over (TAIL_TASKS_PER_THREAD
     x threads) of predicted seconds, so that no long task starts when the other workers
     are about to run out of work; in the last TAIL_TASKS_PER_THREAD tasks per thread the
     engine keeps one task per thread in flight (``ending``)."""
-    g = _timed_grouper(monkeypatch, 200)
+    g = _timed_grouper(dask_config, 200)
     seconds, ending = [], []
     while (group := g.next()) is not None:
         ending.append(g.ending())
@@ -80,11 +78,11 @@ def test_a_stages_last_tasks_shrink_with_the_work_left(monkeypatch):
     assert ending[-1] and not ending[0] and sum(ending) <= 3 * 2 + 1
 
 
-def test_no_task_is_planned_shorter_than_the_driver_can_keep_up_with(monkeypatch):
+def test_no_task_is_planned_shorter_than_the_driver_can_keep_up_with(dask_config):
     """With a floor of 0.1 s (a big cluster, a driver that costs milliseconds per task)
     blocks of 20 ms go five to a task even in a stage's last tasks, where they would
     otherwise go one by one."""
-    g = _timed_grouper(monkeypatch, 200)
+    g = _timed_grouper(dask_config, 200)
     g.min_seconds = 0.1
     sizes = []
     while (group := g.next()) is not None:
@@ -92,11 +90,9 @@ def test_no_task_is_planned_shorter_than_the_driver_can_keep_up_with(monkeypatch
     assert min(sizes[:-1]) >= 5 and sum(sizes) == 200 - 2
 
 
-def test_the_driver_floor_grows_with_the_threads_and_the_measured_cost(monkeypatch):
-    monkeypatch.setattr(tuning, "DRIVER_SHARE", 0.25)
-    monkeypatch.setattr(tuning, "DRIVER_TASK_SECONDS", 0.004)
-    monkeypatch.setattr(tuning, "DRIVER_TASKS_MEASURED", 20)
-    monkeypatch.setattr(tuning, "TARGET_TASK_SECONDS", 1.0)
+def test_the_driver_floor_grows_with_the_threads_and_the_measured_cost(dask_config):
+    dask_config({"bbc_dask.driver-share": 0.25, "bbc_dask.driver-task-seconds": 0.004,
+                 "bbc_dask.driver-tasks-measured": 20, "bbc_dask.target-task-seconds": 1.0})
     import os
 
     class Workers:  # a client whose workers run in other processes, or in this one
@@ -122,11 +118,11 @@ def test_the_driver_floor_grows_with_the_threads_and_the_measured_cost(monkeypat
     assert local.per_task() == 0.004
 
 
-def test_the_queue_shows_the_stages_work_to_an_adaptive_cluster(monkeypatch):
+def test_the_queue_shows_the_stages_work_to_an_adaptive_cluster(dask_config):
     """At least two tasks per thread (plus two); once blocks are timed, tasks covering
     ``horizon`` seconds of predicted work per thread (what an adaptive cluster sizes
     itself by); at a stage's end one task per thread."""
-    monkeypatch.setattr(tuning, "TAIL_TASKS_PER_THREAD", 3)
+    dask_config({"bbc_dask.tail-tasks-per-thread": 3})
     n = 1000
     tasks = [PlannedBlock(0, 0, b) for b in _blocks(n)]
     g = _sizing.Grouper(tasks, n, n_threads=2, cost=np.full(n, 0.5))
@@ -139,7 +135,7 @@ def test_the_queue_shows_the_stages_work_to_an_adaptive_cluster(monkeypatch):
     while queue.wants_more():
         queue.add(g.next())
     assert 20.0 <= queue.seconds < 21.0  # 10 s per thread of 0.5 s blocks, grouped
-    monkeypatch.setattr(tuning, "QUEUE_TASKS_PER_THREAD", 4)  # and never more tasks than that
+    dask_config({"bbc_dask.queue-tasks-per-thread": 4})  # and never more tasks than that
     queue = _sizing.Queue(g, {}, n_threads=2, horizon=1e6)
     while queue.wants_more():
         queue.add(g.next())
@@ -149,7 +145,7 @@ def test_the_queue_shows_the_stages_work_to_an_adaptive_cluster(monkeypatch):
     assert _sizing.Queue(g, {"a": 1.0}, n_threads=2, horizon=10.0).wants_more()
 
 
-def test_the_cluster_size_is_asked_again_after_the_poll_interval(monkeypatch):
+def test_the_cluster_size_is_asked_again_after_the_poll_interval(dask_config):
     class Client:
         asked = 0
 
@@ -157,8 +153,8 @@ def test_the_cluster_size_is_asked_again_after_the_poll_interval(monkeypatch):
             Client.asked += 1
             return {"a": 1, "b": 2} if Client.asked == 1 else {"a": 1, "b": 2, "c": 4}
 
-    monkeypatch.setattr(tuning, "CLUSTER_POLL_SECONDS", 3600)
+    dask_config({"bbc_dask.cluster-poll-seconds": 3600})
     size = _sizing.ClusterSize(Client())
     assert size.threads() == 3 and size.threads() == 3 and Client.asked == 1
-    monkeypatch.setattr(tuning, "CLUSTER_POLL_SECONDS", 0)
+    dask_config({"bbc_dask.cluster-poll-seconds": 0})
     assert size.threads() == 7 and Client.asked == 2

@@ -9,6 +9,7 @@ from sklearn.datasets import load_breast_cancer
 from sklearn.linear_model import LogisticRegression
 
 import bbc_dask as bd
+import bbc_dask._tuning as tuning
 from bbc_dask.cube import (
     BACKENDS,
     FsspecLocation,
@@ -21,7 +22,6 @@ from bbc_dask.cube import (
     StoreLock,
     as_location,
 )
-from bbc_dask._tuning import SLOT_CHUNK_BYTES, SLOT_CHUNK_BYTES_REMOTE
 from bbc_dask.exceptions import InvalidParameterError, StoreLockedError
 
 IN_PROCESS = {"kind": "local", "n_workers": 1, "threads_per_worker": 1, "processes": False}
@@ -45,11 +45,11 @@ def test_the_registry_picks_the_class_by_scheme(store, cls):
 def test_each_backend_has_its_own_lock_and_chunk_target(tmp_path):
     local = as_location(tmp_path / "a.zarr")
     assert local.url == str(tmp_path / "a.zarr") and local.protocol == "file"
-    assert isinstance(local.lock(), StoreLock) and local.slot_chunk_bytes == SLOT_CHUNK_BYTES
+    assert isinstance(local.lock(), StoreLock) and local.slot_chunk_bytes == tuning.SLOT_CHUNK_BYTES
     s3 = as_location("s3://bucket/a.zarr/")
-    assert s3.url == "s3://bucket/a.zarr" and s3.slot_chunk_bytes == SLOT_CHUNK_BYTES_REMOTE
+    assert s3.url == "s3://bucket/a.zarr" and s3.slot_chunk_bytes == tuning.SLOT_CHUNK_BYTES_REMOTE
     memory = as_location("memory://locks")
-    assert isinstance(memory.lock(), ProcessLock) and memory.slot_chunk_bytes == SLOT_CHUNK_BYTES
+    assert isinstance(memory.lock(), ProcessLock) and memory.slot_chunk_bytes == tuning.SLOT_CHUNK_BYTES
     if s3.protocol in BACKENDS and _importable("s3fs"):
         assert isinstance(s3.lock(ttl=30), ObjectStoreLock)  # not acquired: no request
     # the command line asks the location whether a store is a URL and how to pass it on

@@ -120,16 +120,15 @@ CUT_DAMAGE = {
 
 @pytest.mark.parametrize("damage", list(CUT_DAMAGE))
 def test_a_fold_cut_along_slots_is_verified_and_repaired_chunk_by_chunk(
-        tmp_path, client, reference, monkeypatch, damage):
+        tmp_path, client, reference, dask_config, damage):
     """A store whose folds are cut along slots (SLOT_CHUNK_BYTES) holds the reference
     study bit for bit; damage to one of a block's chunks is named, the repair removes
     the block's chunks and resets its cells, and a rerun restores the study."""
     import zarr
 
-    import bbc_dask._tuning as tuning
 
-    monkeypatch.setattr(tuning, "SLOT_CHUNK_MIN", 8)
-    monkeypatch.setattr(tuning, "SLOT_CHUNK_BYTES", 26 * 3 * 8)  # 80 slots of 3 configurations
+    dask_config({"bbc_dask.slot-chunk-min": 8})
+    dask_config({"bbc_dask.slot-chunk-bytes": 26 * 3 * 8})  # 80 slots of 3 configurations
     store = tmp_path / "s.zarr"
     _assert_same(reference[1], _snapshot(_run(store, client)))
     assert zarr.open_group(str(store), mode="r")["prediction"].chunks[2] == 27
