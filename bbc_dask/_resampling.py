@@ -225,7 +225,8 @@ def _open_client(client, progress, caller):
 
 
 def _groups(items, client):
-    """``items`` cut into consecutive groups, about RESAMPLING_TASKS_PER_THREAD per thread."""
+    """``items`` cut into consecutive groups, about ``bbc_dask.resampling-tasks-per-thread``
+    per thread."""
     from .cluster import threads_of
 
     size = max(1, math.ceil(len(items) / (tuning.RESAMPLING_TASKS_PER_THREAD * threads_of(client))))

@@ -171,7 +171,7 @@ class StudyEstimates:
             the cube: for a pointwise metric, runs of sample blocks of groups of
             configurations (a worker's memory does not grow with the number of samples);
             for a ranking metric, configuration chunks holding every sample. None: chunked
-            when the complete configurations exceed ``IN_MEMORY_BYTES`` (1 GiB as
+            when the complete configurations exceed ``bbc_dask.in-memory-bytes`` (1 GiB as
             float64). The result is identical either way.
         **kwargs
             Passed to :func:`bbc_dask.bbc` (``n_bootstraps``, ``confidence_level``,
@@ -220,8 +220,8 @@ class StudyEstimates:
             raise InvalidParameterError.of(
                 "chunked", caller, "False with include_incomplete=True (the trained "
                 "configurations are read into memory)", chunked,
-                note=f"Their predictions exceed IN_MEMORY_BYTES ({tuning.IN_MEMORY_BYTES:,} bytes as "
-                     f"float64)." if chunked is None else None)
+                note=f"Their predictions exceed bbc_dask.in-memory-bytes "
+                     f"({tuning.IN_MEMORY_BYTES:,} bytes as float64)." if chunked is None else None)
         y, opts = self._chunked_opts(in_memory_bbc, kwargs, caller,
                                      self._CHUNKED_KW + ("bootstrap_indices",))
         m = get_metric(self.metric, caller=caller)

@@ -11,43 +11,44 @@ seed block of bootstraps has its own generator. The splits:
 
 - **by sample blocks** — pointwise metrics on a Zarr- or Dask-backed cube of more than one
   sample block: one task per (sample block, group of configurations) draws that block's
-  counts alone and returns the block's in-bag feature sums; a chain adds the blocks in
-  block order, then the group's winners are merged in a tree; a second pass sums the
-  winners' columns out of bag. A task holds one sample block of a group's chunks: its
-  memory does not grow with N. While all the counts fit in :data:`COUNTS_BYTES` (B × N
-  bytes) a block's are drawn once, kept on the cluster and shared by its task in every
-  group and by the out-of-bag pass; beyond, each task draws its block's again.
-- **by sample runs** — pointwise metrics on a study's cube, stored by fold: a read of
-  some samples decodes the stored chunks holding their slots (~256 KiB along slots; whole
-  folds in stores written before). A task reads a run of consecutive sample blocks of a
-  group of stored chunks (at most :data:`HOLD_BYTES` as read, a few chunks decoded at a
-  time) and sums each block as above; about sqrt(cube / HOLD_BYTES × f) groups, f the
-  part of a fold a stored chunk holds, balance the draws (beyond COUNTS_BYTES each group
-  draws every block's counts) against the decoding (each run decodes the chunks holding
-  its slots whole).
-  A task holds at most HOLD_BYTES as read (a group narrows until one block fits) and
-  :data:`~bbc_dask._tuning.READ_BYTES` of decoded stored chunks (at least one
-  column of chunks: 256 KiB to 512 KiB each, or 256 slots of a block, whatever N; a
-  fold each in stores written before).
+  counts alone and returns the block's in-bag feature sums; a chain adds the blocks in block
+  order, then the group's winners are merged in a tree; a second pass sums the winners'
+  columns out of bag. A task holds one sample block of a group's chunks: its memory does not
+  grow with N. While all the counts fit in ``bbc_dask.counts-bytes`` (B × N bytes) a block's
+  are drawn once, kept on the cluster and shared by its task in every group and by the
+  out-of-bag pass; beyond, each task draws its block's again.
+- **by sample runs** — pointwise metrics on a study's cube, stored by fold: a read of some
+  samples decodes the stored chunks holding their slots (~256 KiB along slots; whole folds
+  in stores written before). A task reads a run of consecutive sample blocks of a group of
+  stored chunks (at most ``bbc_dask.hold-bytes`` as read, a few chunks decoded at a time)
+  and sums each block as above; about sqrt(cube / ``bbc_dask.hold-bytes`` × f) groups, f the
+  part of a fold a stored chunk holds, balance the draws (beyond ``bbc_dask.counts-bytes``
+  each group draws every block's counts) against the decoding (each run decodes the chunks
+  holding its slots whole).
+  A task holds at most ``bbc_dask.hold-bytes`` as read (a group narrows until one block
+  fits) and ``bbc_dask.read-bytes`` of decoded stored chunks (at least one column of chunks:
+  256 KiB to 512 KiB each, or 256 slots of a block, whatever N; a fold each in stores
+  written before).
 - **the dropping test by sample blocks** — a pointwise metric given a sample source (a
   study's store between waves): the same tasks and runs, each returning its block's
   in-bag sums per repeat with the counts masked by the samples available there; a chain
   adds them in block order and a task per group gives its configurations' scores (B, c).
 - **by pairs of sample tiles** — BBC, and the dropping test given a sample source, of a
-  ranking metric beyond :data:`RANK_SAMPLES`: its statistics are integer sums over pairs
-  of samples, so the whole sample's follow exactly from those of every tile and every
+  ranking metric beyond ``bbc_dask.rank-samples``: its statistics are integer sums over
+  pairs of samples, so the whole sample's follow exactly from those of every tile and every
   union of two tiles; a task holds two tiles of one group of configurations
-  (:func:`_bbc_by_tiles`, :func:`_dropping_by_tiles`), at about N / RANK_TILE times the
-  in-memory kernel's work.
+  (:func:`_bbc_by_tiles`, :func:`_dropping_by_tiles`), at about N / ``bbc_dask.rank-tile``
+  times the in-memory kernel's work.
 - **by configuration blocks** — ranking metrics (they sort whole columns), BBC-F's fold
-  matrix, the dropping test of a ranking metric up to RANK_SAMPLES (or without a sample
-  source) and a study's cube with a ranking metric up to RANK_SAMPLES: one task prepares (reads
-  along samples one stored chunk at a time, encodes, sorts) every sample of a block of
-  configurations once — a block of :data:`bbc_dask._tuning.CHUNK_BYTES`, fewer configurations as N
-  grows. The counts of a group of seed blocks are drawn once per group (uint8) and
-  shared by every block's scoring task while all of them fit in :data:`COUNTS_BYTES`
-  (B × N bytes); beyond, one task per block prepares and scores it, drawing them again
-  from the plans, one seed block at a time, so that no worker holds B × N.
+  matrix, the dropping test of a ranking metric up to ``bbc_dask.rank-samples`` (or without
+  a sample source) and a study's cube with a ranking metric up to ``bbc_dask.rank-samples``:
+  one task prepares (reads along samples one stored chunk at a time, encodes, sorts) every
+  sample of a block of configurations once — a block of ``bbc_dask.chunk-bytes``, fewer
+  configurations as N grows. The counts of a group of seed blocks are drawn once per group
+  (uint8) and shared by every block's scoring task while all of them fit in
+  ``bbc_dask.counts-bytes`` (B × N bytes); beyond, one task per block prepares and scores
+  it, drawing them again from the plans, one seed block at a time, so that no worker
+  holds B × N.
 
 Which attempt of an undefined draw is kept is decided once per seed block, from the
 counts and the target alone — over sample blocks, only once a task has reported an

@@ -1,6 +1,7 @@
-"""How many tasks of the chunked path run at once. What each may hold is in
-:mod:`bbc_dask._tuning` (``COUNTS_BYTES``, ``SUMS_BYTES``, ``HOLD_BYTES``, the ``RANK_*``
-sizes), read at call time, beside the size of a block it reads (``CHUNK_BYTES``)."""
+"""How many tasks of the chunked path run at once. What each may hold is in the
+settings (:mod:`bbc_dask._tuning`: ``bbc_dask.counts-bytes``, ``bbc_dask.sums-bytes``,
+``bbc_dask.hold-bytes``, the ``bbc_dask.rank-*`` sizes), read at call time, beside the
+size of a block it reads (``bbc_dask.chunk-bytes``)."""
 from __future__ import annotations
 
 

@@ -37,7 +37,7 @@ def use_chunked(predictions=None, *, nbytes=None, chunked=None, caller="bbc"):
     - else, ``predictions`` given: whether they are a Dask- or Zarr-backed cube
       (:func:`is_lazy`) — arrays in memory stay in memory;
     - else ``nbytes``, the predictions' bytes as float64 (a study's cube), or a function
-      giving them (called only here): whether they exceed ``bbc_dask._tuning.IN_MEMORY_BYTES``."""
+      giving them (called only here): whether they exceed ``bbc_dask.in-memory-bytes``."""
     if chunked is not None:
         return _validation.check_bool(chunked, "chunked", caller, allow_none=True)
     if predictions is not None:
@@ -54,7 +54,7 @@ def refuse_general(metric, caller):
     if m.kind == "general":
         raise InvalidParameterError.of(
             "metric", caller, f"one of {_metric_names()} on the chunked path (a Dask- or "
-            f"Zarr-backed cube, or one over IN_MEMORY_BYTES)", m.name,
+            f"Zarr-backed cube, or one over bbc_dask.in-memory-bytes)", m.name,
             note="A scikit-learn scorer's own function runs in memory only: pass arrays, "
                  "or chunked=False.")
 

@@ -29,7 +29,7 @@ def _seed(root):
 
 def _seed_groups(n_boot, n, keep, n_blocks=1, client=None):
     """Seed blocks in groups: with ``keep`` (their counts are held) at most
-    :data:`~bbc_dask._tuning.COUNTS_BYTES` of uint8 counts per group, and in enough groups
+    ``bbc_dask.counts-bytes`` of uint8 counts per group, and in enough groups
     (at least two, at most one seed block each) that the ``n_blocks`` configuration blocks
     scored against each make about two tasks per thread of the cluster (``client``'s, or
     the default one's): each group's counts are drawn by one task and scored by one task
@@ -91,18 +91,18 @@ def _replicate(persisted):
 
 def _keeps_counts(n_boot, n):
     """Whether every count of ``n_boot`` bootstraps of ``n`` samples (uint8, whole seed
-    blocks) fits in :data:`~bbc_dask._tuning.COUNTS_BYTES`: then they are drawn once and shared."""
+    blocks) fits in ``bbc_dask.counts-bytes``: then they are drawn once and shared."""
     return -(-n_boot // SEED_BLOCK) * SEED_BLOCK * n <= tuning.COUNTS_BYTES
 
 
 def _shared_counts(keep, seed, stream, plans, n_blocks, n_boot, client=None):
-    """While every block's counts fit in COUNTS_BYTES (``keep``; B x N bytes, B rounded
-    up to whole seed blocks) each block's are drawn once, kept on the cluster and shared
-    by the block's task of every group (and by the out-of-bag pass) — as the in-memory
-    kernel draws them once; beyond (None), each task draws its block's again, so that
-    no worker holds B x N. On a distributed cluster the shared counts are copied to
-    every worker (at most COUNTS_BYTES each): a task's only dependency would otherwise
-    tie it to the worker that drew them, and leave other workers idle."""
+    """While every block's counts fit in ``bbc_dask.counts-bytes`` (``keep``; B x N bytes, B
+    rounded up to whole seed blocks) each block's are drawn once, kept on the cluster and
+    shared by the block's task of every group (and by the out-of-bag pass) — as the
+    in-memory kernel draws them once; beyond (None), each task draws its block's again, so
+    that no worker holds B x N. On a distributed cluster the shared counts are copied to
+    every worker (at most ``bbc_dask.counts-bytes`` each): a task's only dependency would
+    otherwise tie it to the worker that drew them, and leave other workers idle."""
     if not keep:
         return None
     import dask

@@ -1,5 +1,5 @@
 """BBC of a lazy cube on the cluster: along sample blocks (pointwise metrics), by pairs
-of sample tiles (ranking metrics beyond :data:`~bbc_dask._tuning.RANK_SAMPLES`), or over
+of sample tiles (ranking metrics beyond ``bbc_dask.rank-samples``), or over
 configuration blocks holding every sample."""
 from __future__ import annotations
 
@@ -122,13 +122,13 @@ def _bbc_by_tiles(src, target, m, n_bootstraps, confidence_level, random_state, 
     A ranking metric's statistics (AUC's Mann-Whitney numerator and positives x
     negatives; the concordance numerator and comparable pairs) are integer sums over
     pairs of samples, so over tiles X_1..X_t, S = sum_{a<b} S(X_a u X_b) - (t - 2)
-    sum_a S(X_a): a task per pair of tiles (and per tile) and group of configurations
-    sorts its samples' columns, draws its blocks' counts seed block by seed block and
-    returns its sums, which add exactly, in any order, to the whole sample's — the
-    in-memory scores bit for bit. The price is the pairs: about t times the in-memory
-    kernel's work (t = N / RANK_TILE), each tile's counts drawn about t times per group.
-    The plans (redraws) are decided first, block by block; out of bag, the distinct
-    winners' columns are summed the same way."""
+    sum_a S(X_a): a task per pair of tiles (and per tile) and group of configurations sorts
+    its samples' columns, draws its blocks' counts seed block by seed block and returns its
+    sums, which add exactly, in any order, to the whole sample's — the in-memory scores bit
+    for bit. The price is the pairs: about t times the in-memory kernel's work (t = N /
+    ``bbc_dask.rank-tile``), each tile's counts drawn about t times per group. The plans
+    (redraws) are decided first, block by block; out of bag, the distinct winners' columns
+    are summed the same way."""
     import dask
     from dask import delayed
 
@@ -183,7 +183,7 @@ def bbc_over_blocks(blocks, offsets, y, *, metric, n_bootstraps, confidence_leve
     CubeBlocks or Dask delayed arrays) whose configurations start at ``offsets``: one
     task prepares each block once, the counts of each group of seed blocks are drawn
     once, one task scores a block against a group (or, when the counts exceed
-    :data:`~bbc_dask._tuning.COUNTS_BYTES`, one task prepares a block and scores it against every plan,
+    ``bbc_dask.counts-bytes``, one task prepares a block and scores it against every plan,
     drawing its counts); a tree merges the winners."""
     import dask
     from dask import delayed

@@ -32,7 +32,7 @@ def lazy_bbc_f(predictions, y, folds, *, metric, n_bootstraps, confidence_level,
 def _lazy_fold_matrix(src, y, target, folds, m, pos_label, caller):
     """``(F (R·K, C), rows)`` of a lazy cube, on the cluster: a pointwise metric's summed
     over (sample block, configuration group) tasks (:func:`_fold_matrix_by_samples`), a
-    ranking metric's beyond :data:`~bbc_dask._tuning.RANK_SAMPLES` by pairs of sample tiles
+    ranking metric's beyond ``bbc_dask.rank-samples`` by pairs of sample tiles
     (:func:`_fold_matrix_by_tiles`) — a task's memory does not grow with N — and below,
     per configuration block holding every sample (:func:`fold_matrix_over_blocks`)."""
     if m.pairwise is None or _by_tiles(m, src.n):
@@ -47,7 +47,7 @@ def _fold_matrix_by_samples(src, target, folds, m, caller):
     group, each sample block's sums per fold row (:meth:`~bbc_dask.metrics._Pointwise.fold_sums`)
     added in block order along a chain of tasks — the very terms and additions of
     :func:`bbc_dask.fold_score_matrix`, so the same bits. A task holds one sample block of
-    its group (:data:`~bbc_dask._tuning.HOLD_BYTES`) and R·K sums per configuration."""
+    its group (``bbc_dask.hold-bytes``) and R·K sums per configuration."""
     import dask
     from dask import delayed
 
@@ -74,10 +74,10 @@ def _fold_matrix_by_samples(src, target, folds, m, caller):
 
 
 def _fold_matrix_by_tiles(src, target, folds, m, caller):
-    """The fold × configuration matrix (R·K, C) of a ranking metric by pairs of sample
-    tiles of :data:`~bbc_dask._tuning.RANK_FOLD_TILE` (see :func:`~._lazy_bbc._bbc_by_tiles`): each fold row's
-    statistics are the pair sums of its 0/1 weights, exact integers, so the matrix has
-    the in-memory bits."""
+    """The fold × configuration matrix (R·K, C) of a ranking metric by pairs of sample tiles
+    of ``bbc_dask.rank-fold-tile`` (see :func:`~._lazy_bbc._bbc_by_tiles`): each fold row's
+    statistics are the pair sums of its 0/1 weights, exact integers, so the matrix has the
+    in-memory bits."""
     import dask
     from dask import delayed
 

@@ -1,7 +1,7 @@
 """The BBCD dropping test of a study's cube between waves, on the cluster: over
 configuration blocks holding every sample, along sample blocks (a pointwise metric given
 a sample source) or by pairs of sample tiles (a ranking metric beyond
-:data:`~bbc_dask._tuning.RANK_SAMPLES`)."""
+``bbc_dask.rank-samples``)."""
 from __future__ import annotations
 
 import numpy as np
@@ -29,11 +29,11 @@ def lazy_dropping_test(client, blocks, y, available, *, metric, alpha, n_bootstr
     :class:`~bbc_dask.cube.SampleTable`, or a :class:`~._source._Source` — and a
     pointwise metric of more than one sample block, the test goes by sample blocks
     (:func:`_dropping_by_samples`), and with a ranking metric beyond
-    :data:`~bbc_dask._tuning.RANK_SAMPLES` by pairs of sample tiles (:func:`_dropping_by_tiles`):
+    ``bbc_dask.rank-samples`` by pairs of sample tiles (:func:`_dropping_by_tiles`):
     a task's memory does not grow with N. Otherwise over the configuration ``blocks``
     (every sample), whose tasks ``key`` names: each block is prepared once; the counts of
     each group of seed blocks are drawn once and shared, or, beyond
-    :data:`~bbc_dask._tuning.COUNTS_BYTES`, drawn again by each block's task. A repeat with no
+    ``bbc_dask.counts-bytes``, drawn again by each block's task. A repeat with no
     sample available at all goes that way too, to fail as the in-memory test does.
     ``best``: θo, if not the best of the pooled scores (see
     :func:`~bbc_dask.stats.decide`)."""
@@ -59,8 +59,8 @@ def lazy_dropping_test(client, blocks, y, available, *, metric, alpha, n_bootstr
     with _carrying([y, available, rule.mask, getattr(rule.rule, "y", None)]):
         rule_f, y_f, avail_f = (client.submit(_blocks.held, v, pure=False, key=f"{key}-{name}")
                                 for name, v in (("rule", rule), ("y", y), ("available", available)))
-    # As in bbc_over_blocks: the counts are shared while they fit in COUNTS_BYTES (B x N
-    # bytes), else each block's task draws them again from the plans.
+    # As in bbc_over_blocks: the counts are shared while they fit in bbc_dask.counts-bytes
+    # (B x N bytes), else each block's task draws them again from the plans.
     keep = _keeps_counts(n_bootstraps, n)
     frame = frame_of(available)  # the draws are of the samples available in some repeat
     plans = [client.submit(_task_base.plan_group, seed, "dropping", ks, n, metrics.SAMPLE_BLOCK, rule_f, keep,

@@ -40,8 +40,8 @@ class _Source:
     def sample_grid(self, edges, per_config_out, per_config_held):
         """``(grid, offsets)``: ``grid[j][g]`` the parts of sample block ``j`` of
         configuration group ``g`` (chunk-aligned, in order), groups starting at
-        ``offsets``. A group's sums take at most :data:`~bbc_dask._tuning.SUMS_BYTES` (``per_config_out``
-        bytes per configuration), its prepared features :data:`~bbc_dask._tuning.HOLD_BYTES`
+        ``offsets``. A group's sums take at most ``bbc_dask.sums-bytes`` (``per_config_out``
+        bytes per configuration), its prepared features ``bbc_dask.hold-bytes``
         (``per_config_held``)."""
         size = edges[0][1] - edges[0][0]
         if self.zarr is None:
@@ -53,9 +53,9 @@ class _Source:
             view = [len(range(*k.indices(n))) for k, n in zip(key, arr.shape)]
             view[s_ax] = size
             width = config_width(per_config_bytes(view, self.dims), int(arr.chunks[ax]))
-        # at most SUMS_BYTES of sums per task; and enough groups that the tasks of a
+        # at most bbc_dask.sums-bytes of sums per task; and enough groups that the tasks of a
         # phase keep every worker thread busy twice over — only then, since each group
-        # reads (and, beyond COUNTS_BYTES, draws) every sample block's counts again
+        # reads (and, beyond bbc_dask.counts-bytes, draws) every sample block's counts again
         # (many sample blocks: one group)
         n_groups = -(-2 * _budgets.slots() // len(edges))
         span = min(tuning.SUMS_BYTES // max(per_config_out, 1),
@@ -66,7 +66,7 @@ class _Source:
             # a Dask array (persisted, say): parts of `width` configurations, a group of
             # them per task as for a store — a part per task would read (or draw) the
             # counts again for every part. A task gets its parts loaded, all at once
-            # (a store's are read one at a time): they too take at most HOLD_BYTES.
+            # (a store's are read one at a time): they too take at most bbc_dask.hold-bytes.
             data = self.data.rechunk({0: size, 1: width} | {i: -1 for i in range(2, self.data.ndim)})
             d = data.to_delayed().reshape(len(edges), -1)
             raw = size * int(np.prod(self.data.shape[2:])) * self.data.dtype.itemsize
@@ -126,19 +126,19 @@ class _Source:
         return int(np.prod(self.table.shape[2:])) * 8
 
     def _table_groups(self, edges, per_config_out, n_boot=0):
-        """The configurations of a study's cube in groups of consecutive stored chunks
-        (or parts of one). Every group draws every sample block's counts; every run of
-        sample blocks decodes the stored chunks holding its slots whole: per fold a
-        fraction f of the fold's (``fold_fraction``; 1 where a chunk holds a whole fold)
-        beyond its own. Groups of c/g configurations in runs of
-        :data:`~bbc_dask._tuning.HOLD_BYTES` take about g draws and 1 + f × cube / g / HOLD_BYTES
-        decodings of the cube: g = sqrt(f × cube / HOLD_BYTES) balances the two (a draw
-        of every count of 256 bootstraps costs about as much as a decoding of the cube's
-        float64, as measured at 10^6 samples); with more bootstraps (``n_boot``) a draw
-        costs more, and g shrinks as sqrt(256 / n_boot) (the dropping test's 1,000: about
-        half as many groups). A group is narrower still where one sample block of it as read would
-        exceed HOLD_BYTES, or its sums (``per_config_out`` bytes per configuration)
-        :data:`~bbc_dask._tuning.SUMS_BYTES`: many configurations of few samples."""
+        """The configurations of a study's cube in groups of consecutive stored chunks (or
+        parts of one). Every group draws every sample block's counts; every run of sample
+        blocks decodes the stored chunks holding its slots whole: per fold a fraction f of
+        the fold's (``fold_fraction``; 1 where a chunk holds a whole fold) beyond its own.
+        Groups of c/g configurations in runs of ``bbc_dask.hold-bytes`` take about g draws
+        and 1 + f × cube / g / ``bbc_dask.hold-bytes`` decodings of the cube: g = sqrt(f ×
+        cube / ``bbc_dask.hold-bytes``) balances the two (a draw of every count of 256
+        bootstraps costs about as much as a decoding of the cube's float64, as measured at
+        10^6 samples); with more bootstraps (``n_boot``) a draw costs more, and g shrinks as
+        sqrt(256 / n_boot) (the dropping test's 1,000: about half as many groups). A group
+        is narrower still where one sample block of it as read would exceed
+        ``bbc_dask.hold-bytes``, or its sums (``per_config_out`` bytes per configuration)
+        ``bbc_dask.sums-bytes``: many configurations of few samples."""
         t, per = self.table, self._cell_bytes
         cube = self.n * self.c * per
         draws = min(1.0, 256 / max(n_boot, 1))
@@ -159,8 +159,8 @@ class _Source:
         return groups + [np.concatenate(cur)]
 
     def _runs(self, edges, width, n_groups, per_config_out=0):
-        """Consecutive sample blocks in runs: as many as :data:`~bbc_dask._tuning.HOLD_BYTES` of ``width``
-        configurations as read (float64), and their blocks' sums :data:`~bbc_dask._tuning.SUMS_BYTES`
+        """Consecutive sample blocks in runs: as many as ``bbc_dask.hold-bytes`` of ``width``
+        configurations as read (float64), and their blocks' sums ``bbc_dask.sums-bytes``
         (``per_config_out`` bytes per configuration and block), allow — each run decodes
         the stored chunks holding its slots whole, so the fewer runs the less decoding —
         yet enough runs that the tasks keep every worker thread busy twice over."""
@@ -250,8 +250,8 @@ def _by_samples(m, src):
 
 def _tiles(n, columns=1, tile=None):
     """The tiles of ``n`` samples: lists of consecutive sample blocks ``(j, lo, hi)``,
-    ``tile`` (default :data:`~bbc_dask._tuning.RANK_TILE`) samples each — fewer where two tiles of one
-    configuration's ``columns`` (repeats x classes) would exceed :data:`~bbc_dask._tuning.HOLD_BYTES` —
+    ``tile`` (default ``bbc_dask.rank-tile``) samples each — fewer where two tiles of one
+    configuration's ``columns`` (repeats x classes) would exceed ``bbc_dask.hold-bytes`` —
     and at least one block."""
     edges = metrics.sample_blocks(n)
     size = min(tuning.RANK_TILE if tile is None else tile,
@@ -263,7 +263,7 @@ def _tiles(n, columns=1, tile=None):
 
 def _by_tiles(m, n):
     """Whether BBC of metric ``m`` goes by pairs of sample tiles: a ranking metric of more
-    than :data:`~bbc_dask._tuning.RANK_SAMPLES` samples, over more than two tiles (with two, a pair is the
+    than ``bbc_dask.rank-samples`` samples, over more than two tiles (with two, a pair is the
     whole sample)."""
     return m.pairwise is not None and n > tuning.RANK_SAMPLES and len(_tiles(n)) > 2
 
@@ -272,7 +272,7 @@ class _TileLayout:
     """The tiles of a source, their jobs — ``(tiles, weight)``: each pair of tiles with
     weight 1, each tile alone with weight 2 - t (none with two tiles; one tile alone has
     weight 1) — and the width of
-    a group of configurations a job holds (:data:`~bbc_dask._tuning.HOLD_BYTES` of sorted columns of two
+    a group of configurations a job holds (``bbc_dask.hold-bytes`` of sorted columns of two
     tiles)."""
 
     def __init__(self, src, target, m, tile=None):

@@ -92,9 +92,9 @@ def _block_batches(root, stream, plans, j, n_boot):
 
 
 def block_batches(seed, stream, plans, j, n_boot):
-    """The counts of sample block ``j`` in the batches of :func:`_block_batches`, as a
-    list: drawn once and shared by every group's task of the block and by the
-    out-of-bag pass, while every block's counts fit in the dispatcher's COUNTS_BYTES."""
+    """The counts of sample block ``j`` in the batches of :func:`_block_batches`, as a list:
+    drawn once and shared by every group's task of the block and by the out-of-bag pass,
+    while every block's counts fit in the dispatcher's ``bbc_dask.counts-bytes``."""
     out = list(_block_batches(_root(seed), stream, plans, j, n_boot))
     for c in out:  # shared by tasks in this process too: none may write into them
         c.flags.writeable = False

@@ -18,12 +18,12 @@ a chunk rewritten on resume gets the same bytes. Padding costs at most one slot 
 
 Along slots a fold is cut into chunks of ``s`` slots, the store's target to twice it each
 (:func:`slot_chunk`; one chunk, ``s = L``, while the whole fold fits; the target is the
-store location's: :data:`bbc_dask._tuning.SLOT_CHUNK_BYTES` on disk, :data:`bbc_dask._tuning.SLOT_CHUNK_BYTES_REMOTE` in an
-object store): a read of some samples decodes the chunks holding
-their slots, not the whole fold, so what a reader of a sample range holds does not grow
-with N. (Zarr's sharding would keep one file per task, but zarr-python reads a shard
-before writing it even whole — a damaged shard could then not be rewritten — and decoded
-a fold 3–4× slower, measured.) Stores written before hold one chunk per fold
+store location's: ``bbc_dask.slot-chunk-bytes`` on disk,
+``bbc_dask.slot-chunk-bytes-remote`` in an object store): a read of some samples decodes the
+chunks holding their slots, not the whole fold, so what a reader of a sample range holds
+does not grow with N. (Zarr's sharding would keep one file per task, but zarr-python reads a
+shard before writing it even whole — a damaged shard could then not be rewritten — and
+decoded a fold 3–4× slower, measured.) Stores written before hold one chunk per fold
 (``s = L``); every reader takes ``s`` from the array.
 
 Readers give the user's view — ``[sample, config, repeat(, class)]`` in sample order —
@@ -114,8 +114,8 @@ def slot_chunk(n_slots, row_bytes, target=None):
     """Slots per stored chunk of a fold of ``n_slots`` slots whose slot takes ``row_bytes``
     (a block's configurations and classes, float64): the whole fold while it fits in
     ``target`` bytes (the store location's ``slot_chunk_bytes``; None:
-    :data:`bbc_dask._tuning.SLOT_CHUNK_BYTES`) or :data:`bbc_dask._tuning.SLOT_CHUNK_MIN` slots, whichever holds more, else
-    equal chunks of at least that and less than twice it."""
+    ``bbc_dask.slot-chunk-bytes``) or ``bbc_dask.slot-chunk-min`` slots, whichever holds
+    more, else equal chunks of at least that and less than twice it."""
     n_slots = max(1, int(n_slots))
     target = tuning.SLOT_CHUNK_BYTES if target is None else target
     per = max(tuning.SLOT_CHUNK_MIN, target // max(1, int(row_bytes)))
@@ -341,7 +341,7 @@ class PredictionReader:
         increasing order, so those of ``lo:hi`` are one run of slots per fold. Zarr decodes
         each stored chunk holding some of them whole (along slots a chunk holds a whole
         fold in stores of one chunk per fold), so they are read a few configuration chunks
-        at a time — up to :data:`bbc_dask._tuning.READ_BYTES` decoded beside the output, or one column of
+        at a time — up to ``bbc_dask.read-bytes`` decoded beside the output, or one column of
         chunks (a call per chunk would cost Zarr's overhead per chunk: docs/performance.md,
         "Tuning constants")."""
         shape = (hi - lo, width, len(repeats)) + tail

@@ -418,8 +418,8 @@ class LedgerEdit:
 
 
 class _Written:
-    """What a cube's own ledger writes left in the store: the chunks (least recently
-    written dropped beyond ``LEDGER_CACHE_BYTES``) and the checksum table. Cleared when a
+    """What a cube's own ledger writes left in the store: the chunks (least recently written
+    dropped beyond ``bbc_dask.ledger-cache-bytes``) and the checksum table. Cleared when a
     write fails part-way."""
 
     def __init__(self):

@@ -19,10 +19,10 @@ __all__ = ["ClusterSize", "DriverCost", "Grouper", "Queue", "adaptive_seconds"]
 
 class Grouper:
     """Groups consecutive configuration blocks of one (repeat, fold) into tasks that should
-    last about :data:`tuning.TARGET_TASK_SECONDS` (one block per task until a thread's worth of
-    tasks reported), never so many blocks that fewer than :data:`tuning.TAIL_TASKS_PER_THREAD`
+    last about ``bbc_dask.target-task-seconds`` (one block per task until a thread's worth of
+    tasks reported), never so many blocks that fewer than ``bbc_dask.tail-tasks-per-thread``
     tasks per thread remain to balance the end, nor more than
-    :data:`tuning.TASK_PREDICTION_BYTES` of predictions (``block_bytes`` each). A block's
+    ``bbc_dask.task-prediction-bytes`` of predictions (``block_bytes`` each). A block's
     predicted time is its configurations' measured fit time (``cost``) plus the mean
     per-block overhead seen so far (writing, scoring), or the mean block time where a fit
     time is unknown. No task is planned shorter than ``min_seconds`` (set by the executor
@@ -60,7 +60,7 @@ class Grouper:
         return not self.timed_all
 
     def ending(self):
-        """Whether the stage is in its last :data:`tuning.TAIL_TASKS_PER_THREAD` blocks per
+        """Whether the stage is in its last ``bbc_dask.tail-tasks-per-thread`` blocks per
         thread (there, tasks are single blocks unless the driver's floor groups them)."""
         return self.left <= tuning.TAIL_TASKS_PER_THREAD * self.n_threads
 
@@ -99,7 +99,7 @@ class Grouper:
 def adaptive_seconds():
     """distributed's ``adaptive.target-duration`` (seconds): an adaptive cluster asks for
     the workers that would finish the work it sees in that time. At most
-    :data:`tuning.QUEUE_SECONDS`: a user's "5 minutes" would queue whole stages."""
+    ``bbc_dask.queue-seconds``: a user's "5 minutes" would queue whole stages."""
     import dask
     from dask.utils import parse_timedelta
 
@@ -116,7 +116,7 @@ class Queue:
     stage has work for them, and for fewer when it has not (BBCD's later waves). The
     scheduler queues what its workers cannot start yet (distributed's queuing of
     root-ish tasks), so a deeper queue does not load the workers; never more than
-    :data:`tuning.QUEUE_TASKS_PER_THREAD` tasks per thread (tasks of tiny blocks). At a
+    ``bbc_dask.queue-tasks-per-thread`` tasks per thread (tasks of tiny blocks). At a
     stage's end, one task per thread: none waits behind a long one on a busy worker while
     another idles."""
 
@@ -146,7 +146,7 @@ class Queue:
 
 class ClusterSize:
     """The cluster's worker threads, asked of the scheduler at most every
-    :data:`tuning.CLUSTER_POLL_SECONDS`: workers added while a run goes on are given
+    ``bbc_dask.cluster-poll-seconds``: workers added while a run goes on are given
     tasks, and a cluster that shrank is not flooded."""
 
     def __init__(self, client):
@@ -167,10 +167,10 @@ class DriverCost:
     """The driver's CPU seconds per task handled (this process: the engine and, for a
     local cluster, the scheduler and the event loop), measured from the first result on
     (the first submission scatters the data); and the shortest task that keeps the
-    driver under :data:`tuning.DRIVER_SHARE` of a core on a cluster of ``n_threads``
+    driver under ``bbc_dask.driver-share`` of a core on a cluster of ``n_threads``
     threads (they finish ``n_threads / seconds`` tasks a second). Where the workers run
     in this process (``LocalCluster(processes=False)``) its CPU is mostly theirs: the
-    assumed :data:`tuning.DRIVER_TASK_SECONDS` then stands."""
+    assumed ``bbc_dask.driver-task-seconds`` then stands."""
 
     def __init__(self, client):
         import os

@@ -193,7 +193,7 @@ def _fit_shared(est, X_train, y_train, X_test, fit_params=None, routing=False, w
     test rows it takes.
 
     For a pipeline, the transformer steps' outputs on this split are kept per thread (up
-    to :data:`tuning.SPLIT_CACHE_BYTES`, least recently used dropped first) and reused by the
+    to ``bbc_dask.split-cache-bytes``, least recently used dropped first) and reused by the
     next configuration whose transformer steps have the same parameters: a grid over the
     final step (an SVC's C after a scaler and a PCA) fits its transformers once per fold
     and worker, as dask-ml's search does. The reuse is exact: it makes the calls

@@ -46,8 +46,8 @@ __all__ = [
 
 
 def _block_size(block_size, n_boot, pred, caller):
-    """Bootstraps scored at once: ``block_size`` checked, or about :data:`tuning.BOOTSTRAP_BLOCK_BYTES`
-    worth, in whole seed blocks."""
+    """Bootstraps scored at once: ``block_size`` checked, or about
+    ``bbc_dask.bootstrap-block-bytes`` worth, in whole seed blocks."""
     if block_size is not None:
         return validation.check_int(block_size, "block_size", caller)
     n, cols = pred.shape[0], int(np.prod(pred.shape[1:]))

@@ -179,7 +179,7 @@ def _defined_rows(is_defined, counts):
 def defined_parts(rule, counts, lo, hi):
     """``rule.part(counts, lo, hi)`` (a streaming :class:`~bbc_dask.metrics.Definedness`
     on samples ``lo..hi-1``) evaluated on slices of rows: its float temporaries are
-    :data:`tuning.RULE_BYTES`, not 8 bytes per count."""
+    ``bbc_dask.rule-bytes``, not 8 bytes per count."""
     step = max(1, tuning.RULE_BYTES // max(8 * counts.shape[1], 1))
     return np.concatenate([rule.part(counts[i : i + step], lo, hi)
                            for i in range(0, counts.shape[0], step)])
