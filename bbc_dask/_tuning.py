@@ -94,6 +94,7 @@ def __getattr__(name):
 
 
 def __dir__():
+    """The module's names and the settings'."""
     return sorted(set(globals()) | set(NAMES))
 
 

@@ -416,3 +416,64 @@ def test_the_run_does_not_branch_on_the_protocol():
                     if text.endswith("protocol.kind") or text.endswith("protocol_kind"):
                         found.append(f"{rel}:{node.lineno} {ast.unparse(node)}")
     assert not found, "\n".join(found)
+
+
+def _tuning_assignments(tree, where):
+    """Where ``tree`` assigns to (or deletes) an attribute of ``bbc_dask._tuning``, under
+    any alias, or sets one with ``setattr`` or ``monkeypatch.setattr`` (of the module or
+    of its dotted name) — but inside ``with pytest.raises(...)``, a test that it fails."""
+    aliases, raising = {"tuning", "_tuning"}, set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            aliases.update(a.asname or a.name for a in node.names
+                           if (a.name.split(".")[-1] == "_tuning" and a.asname) or a.name == "_tuning")
+        elif isinstance(node, ast.With) and any(
+                getattr(getattr(i.context_expr, "func", None), "attr", None) == "raises"
+                for i in node.items):
+            raising.update(range(node.lineno, node.end_lineno + 1))
+
+    def is_module(expr):
+        return (isinstance(expr, ast.Name) and expr.id in aliases) or \
+            (isinstance(expr, ast.Attribute) and expr.attr == "_tuning")
+
+    found = []
+    for node in ast.walk(tree):
+        targets = []
+        if isinstance(node, (ast.Assign, ast.Delete)):
+            targets = node.targets
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+            targets = [node.target]
+        targets = [e for t in targets for e in (t.elts if isinstance(t, ast.Tuple) else [t])]
+        if getattr(node, "lineno", None) in raising:
+            continue
+        if any(isinstance(t, ast.Attribute) and is_module(t.value) for t in targets):
+            found.append(f"{where}:{node.lineno}")
+        elif isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None)) \
+                in ("setattr", "delattr") and node.args and (
+                    is_module(node.args[0]) or (isinstance(node.args[0], ast.Constant) and
+                                                str(node.args[0].value).startswith("bbc_dask._tuning"))):
+            found.append(f"{where}:{node.lineno}")
+    return found
+
+
+def test_settings_are_set_through_dask_config_only():
+    """No module of the package, the tests or the benchmarks assigns a setting of
+    ``bbc_dask._tuning`` (a worker process would never see it; ``dask.config.set`` is the
+    way), and the settings module imports nothing of the package (every layer reads it)."""
+    example = _tuning_assignments(ast.parse(
+        "import bbc_dask._tuning as t\nt.CHUNK_BYTES = 1\nbbc_dask._tuning.HOLD_BYTES += 1\n"
+        "monkeypatch.setattr(tuning, 'X', 1)\nmonkeypatch.setattr('bbc_dask._tuning.X', 1)\n"
+        "setattr(tuning, 'X', 1)\ntuning.A, tuning.B = 1, 2\ndel tuning.X\n"
+        "with pytest.raises(AttributeError):\n    tuning.X = 1\n"), "example")
+    assert len(example) == 7, example  # the check finds each way
+    bad = []
+    root = os.path.dirname(PACKAGE)
+    for top in ("bbc_dask", "tests", "benchmarks"):
+        for d, _, files in os.walk(os.path.join(root, top)):
+            for f in files:
+                if f.endswith(".py"):
+                    with open(os.path.join(d, f)) as fh:
+                        bad += _tuning_assignments(ast.parse(fh.read()), os.path.join(d, f))
+    assert not bad, bad
+    tree = dict(_modules())["_tuning.py"]
+    assert not _imported("_tuning.py", tree), _imported("_tuning.py", tree)
