@@ -425,8 +425,9 @@ def _tuning_assignments(tree, where):
     aliases, raising = {"tuning", "_tuning"}, set()
     for node in ast.walk(tree):
         if isinstance(node, (ast.Import, ast.ImportFrom)):
-            aliases.update(a.asname or a.name for a in node.names
-                           if (a.name.split(".")[-1] == "_tuning" and a.asname) or a.name == "_tuning")
+            # "import bbc_dask._tuning as t", "from .. import _tuning (as t)"
+            aliases.update(a.asname or a.name for a in node.names if a.name.endswith("_tuning")
+                           and (a.asname or a.name == "_tuning"))
         elif isinstance(node, ast.With) and any(
                 getattr(getattr(i.context_expr, "func", None), "attr", None) == "raises"
                 for i in node.items):
@@ -434,24 +435,21 @@ def _tuning_assignments(tree, where):
 
     def is_module(expr):
         return (isinstance(expr, ast.Name) and expr.id in aliases) or \
-            (isinstance(expr, ast.Attribute) and expr.attr == "_tuning")
+            (isinstance(expr, ast.Attribute) and expr.attr == "_tuning") or \
+            (isinstance(expr, ast.Constant) and str(expr.value).startswith("bbc_dask._tuning"))
 
     found = []
     for node in ast.walk(tree):
-        targets = []
-        if isinstance(node, (ast.Assign, ast.Delete)):
-            targets = node.targets
-        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
-            targets = [node.target]
-        targets = [e for t in targets for e in (t.elts if isinstance(t, ast.Tuple) else [t])]
         if getattr(node, "lineno", None) in raising:
             continue
-        if any(isinstance(t, ast.Attribute) and is_module(t.value) for t in targets):
-            found.append(f"{where}:{node.lineno}")
-        elif isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None)) \
-                in ("setattr", "delattr") and node.args and (
-                    is_module(node.args[0]) or (isinstance(node.args[0], ast.Constant) and
-                                                str(node.args[0].value).startswith("bbc_dask._tuning"))):
+        targets = getattr(node, "targets", None) or [getattr(node, "target", None)]
+        if not isinstance(node, (ast.Assign, ast.Delete, ast.AugAssign, ast.AnnAssign)):
+            targets = []
+        targets = [e for t in targets for e in (t.elts if isinstance(t, ast.Tuple) else [t])]
+        call = isinstance(node, ast.Call) and node.args and \
+            getattr(node.func, "id", getattr(node.func, "attr", None)) in ("setattr", "delattr")
+        if any(isinstance(t, ast.Attribute) and is_module(t.value) for t in targets) or \
+                (call and is_module(node.args[0])):
             found.append(f"{where}:{node.lineno}")
     return found
 

@@ -359,7 +359,8 @@ def test_several_sample_blocks_equal_in_memory(metric, client, tmp_path, monkeyp
     import bbc_dask.metrics as M
 
     monkeypatch.setattr(M, "SAMPLE_BLOCK", 128)
-    dask_config({"bbc_dask.chunk-bytes": 128 * 4 * 2 * 8 * (3 if "ovr" in metric or "log" in metric else 1)})
+    dask_config({"bbc_dask.chunk-bytes":
+                 128 * 4 * 2 * 8 * (3 if "ovr" in metric or "log" in metric else 1)})
     dask_config({"bbc_dask.sums-bytes": 1})  # a group per stored chunk: several groups
     p, y = _cube(metric, 700, 13, 2)
     dims = ("sample", "config", "repeat", "class")[: p.ndim]
@@ -684,7 +685,8 @@ def test_chunked_dropping_and_bbc_f_over_sample_blocks(metric, client, tmp_path,
 
 
 @pytest.mark.parametrize("metric", POINTWISE)
-def test_bbc_f_over_sample_blocks_equals_in_memory(metric, client, tmp_path, monkeypatch, dask_config):
+def test_bbc_f_over_sample_blocks_equals_in_memory(metric, client, tmp_path, monkeypatch,
+                                                   dask_config):
     """BBC-F of a pointwise metric on a cube cut along samples: each (sample block,
     configuration group) task sums its block per fold row, the sums chained in block
     order; the fold matrix, and so the result, equal the in-memory ones bit for bit
@@ -949,7 +951,8 @@ def _study_of(metric, store, client):
 
 
 @pytest.mark.parametrize("metric", ["accuracy", "neg_log_loss", "r2"])
-def test_study_cube_over_sample_runs_equals_in_memory(metric, client, tmp_path, monkeypatch, dask_config):
+def test_study_cube_over_sample_runs_equals_in_memory(metric, client, tmp_path, monkeypatch,
+                                                      dask_config):
     """A study's cube is stored by fold: a pointwise metric of several sample blocks
     (N = 569 or 442 in blocks of 128) is summed by tasks that each read some samples
     of some configurations — a run of blocks (one group of six configurations) or one
@@ -1190,7 +1193,8 @@ def test_bbc_f_of_a_ranking_metric_by_pairs_of_tiles_equals_in_memory(metric, cl
 
 
 @pytest.mark.parametrize("metric", ["roc_auc", "concordance_index"])
-def test_ranking_metric_by_tiles_redraws_as_in_memory(metric, client, tmp_path, monkeypatch, dask_config):
+def test_ranking_metric_by_tiles_redraws_as_in_memory(metric, client, tmp_path, monkeypatch,
+                                                      dask_config):
     """Few positives (or events): many draws are undefined out of bag. The plans are
     decided block by block before the tiles are summed: the same redraws, the same
     result as in memory, on the workers."""
@@ -1248,7 +1252,8 @@ def test_dropping_test_of_a_ranking_metric_by_pairs_of_tiles(metric, client, tmp
     assert sum("tile_dropping_sums" in k for k in names) == (15 + 6) * 5  # jobs x groups
 
 
-def test_dropping_test_of_auc_by_tiles_redraws_as_in_memory(client, tmp_path, monkeypatch, dask_config):
+def test_dropping_test_of_auc_by_tiles_redraws_as_in_memory(client, tmp_path, monkeypatch,
+                                                            dask_config):
     """Three positives, some unavailable: many draws have no positive in bag in a repeat.
     The plans are decided by the MaskedRule block by block, as in memory."""
     import bbc_dask.metrics as M
