@@ -9,7 +9,8 @@ the measurements: docs/performance.md, "Tuning constants"). Set one as any Dask 
 
 or with an environment variable (``DASK_BBC_DASK__IN_MEMORY_BYTES=4294967296``) or a YAML
 file in ``~/.config/dask/``. A worker process that a nanny starts is given the
-configuration of the process that started the cluster, so the tasks see it too.
+configuration the nanny's process had when the nanny was created: the tasks see what was
+set before the cluster (or a scale-up) started.
 
 The package reads them as ``tuning.NAME`` (``from .. import _tuning as tuning``;
 ``IN_MEMORY_BYTES`` is ``bbc_dask.in-memory-bytes``): a module ``__getattr__`` (PEP 562)
@@ -19,8 +20,12 @@ Assigning ``bbc_dask._tuning.NAME`` raises: it would change nothing a worker see
 Dask is imported, and these defaults added to its configuration, at the first read, not
 at import: the in-memory statistics import this module without loading Dask (0.2 s).
 Until then ``dask.config.get("bbc_dask....")`` finds only what a user set; every read
-here falls back to the file's default.
+here falls back to the file's default. A process that has not loaded Dask and has no
+``DASK_BBC_DASK__*`` variable reads a default written as a plain number from the file
+alone (the in-memory statistics' settings are), so a first in-memory ``bbc`` does not
+load Dask either.
 """
+import copy
 import functools
 import operator
 import os
@@ -66,12 +71,9 @@ def _config():
     value already set, by the user or a nanny, is kept), those defaults (kebab-case keys)
     and the reader of each kind of value."""
     import dask.config
-    import yaml
     from dask.utils import parse_bytes, parse_timedelta
 
-    with open(DEFAULTS_FILE) as fh:
-        # safe_load's loader, in C where PyYAML has it: 1 ms against 14 ms in Python
-        defaults = yaml.load(fh, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    defaults = {NAMESPACE: copy.deepcopy(_file_defaults())}
     dask.config.update_defaults(defaults)
 
     def seconds(value):
@@ -82,15 +84,46 @@ def _config():
     return dask.config, defaults[NAMESPACE], read
 
 
+@functools.cache
+def _file_defaults():
+    """The defaults of :data:`DEFAULTS_FILE` (kebab-case keys), read without Dask."""
+    import yaml
+
+    with open(DEFAULTS_FILE) as fh:
+        # safe_load's loader, in C where PyYAML has it: 1 ms against 14 ms in Python
+        return yaml.load(fh, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))[NAMESPACE]
+
+
+#: What each kind of value must be, for the error that names a bad one.
+_EXPECTED = {"bytes": "a size in bytes (a number, or a string such as '64 MiB')",
+             "seconds": "a time in seconds (a number, or a string such as '500ms')",
+             "count": "an integer", "share": "a number"}
+
+
 def __getattr__(name):
     """``tuning.NAME``: the setting's value in Dask's configuration now."""
     try:
         kind = _KIND[name]
     except KeyError:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
-    config, defaults, read = _config()
     key = config_key(name)
-    return read[kind](config.get(key, default=defaults[key[len(NAMESPACE) + 1:]]))
+    short = key[len(NAMESPACE) + 1:]
+    if "dask.config" not in sys.modules and not any(k.startswith("DASK_BBC_DASK")
+                                                    for k in os.environ):
+        plain = _file_defaults()[short]
+        if isinstance(plain, (int, float)) and not isinstance(plain, bool):
+            return float(plain) if kind in ("seconds", "share") else int(plain)
+    config, defaults, read = _config()
+    if NAMESPACE not in config.config:
+        # a dask.config.set block that was the first to see the namespace took it (and
+        # the defaults added inside it) away when it ended: add them again
+        config.update(config.config, {NAMESPACE: dict(defaults)}, priority="old")
+    value = config.get(key, default=defaults[short])
+    try:
+        return read[kind](value)
+    except (TypeError, ValueError):
+        raise ValueError(f"The Dask setting {key!r} must be {_EXPECTED[kind]}. Got {value!r} "
+                         f"instead.") from None
 
 
 def __dir__():

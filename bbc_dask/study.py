@@ -185,7 +185,7 @@ class Study(StudyEstimates):
     def final_model_record(self):
         """What the store records of its final model (its configuration, refit seconds,
         files), or None."""
-        return self._cube.final_model
+        return self._cube.final_model_record
 
     def status(self):
         """Progress: cells done/failed/dropped/pending, fold waves done, active

@@ -111,3 +111,37 @@ def test_make_clients_workers_see_the_settings_too(dask_config):
     with bd.make_client("local", n_workers=1, dashboard_address=":0") as c:
         seen = list(c.run(_read_on_worker, ["SPLIT_CACHE_BYTES"]).values())
     assert [got for _, got in seen] == [[5 * 2**20]] and seen[0][0] != os.getpid()
+
+
+def test_an_in_memory_estimate_does_not_load_dask():
+    """The in-memory statistics read their settings from the package's file while Dask is
+    not loaded (a first bd.bbc on arrays would otherwise pay for importing it)."""
+    code = ("import sys, numpy as np, bbc_dask as bd\n"
+            "rng = np.random.default_rng(0)\n"
+            "y = rng.integers(0, 2, 200); P = rng.random((200, 5))\n"
+            "bd.bbc(P, y, metric='roc_auc', n_bootstraps=50, random_state=0)\n"
+            "print(sorted(m for m in ('dask', 'dask.config', 'yaml') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env={k: v for k, v in os.environ.items() if not k.startswith("DASK_")})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split("\n")[0] == "['yaml']"
+
+
+def test_a_bad_setting_is_one_line_naming_the_key(dask_config):
+    for key, value in (("max-resubmits", 5.5), ("chunk-bytes", "lots")):
+        dask_config({f"bbc_dask.{key}": value})
+        with pytest.raises(ValueError, match=rf"^The Dask setting 'bbc_dask.{key}' must be .* "
+                                             rf"Got {re.escape(repr(value))} instead.$"):
+            getattr(tuning, key.upper().replace("-", "_"))
+
+
+def test_the_defaults_outlive_a_set_block_that_saw_them_first():
+    """A dask.config.set block that was the first to see the namespace removes it when it
+    ends; the next read adds the defaults again."""
+    code = ("import dask, bbc_dask._tuning as t\n"
+            "with dask.config.set({'bbc_dask.chunk-bytes': 5}): assert t.CHUNK_BYTES == 5\n"
+            "assert t.CHUNK_BYTES == 16 * 2**20\n"
+            "print(dask.config.get('bbc_dask.hold-bytes'))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "64 MiB"

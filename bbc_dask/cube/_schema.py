@@ -525,7 +525,7 @@ class Cube:
         return float(sum(r["t1"] - r["t0"] for r in self.runs if "t1" in r and "t0" in r))
 
     @property
-    def final_model(self):
+    def final_model_record(self):
         """The saved final model's record (its configuration, refit time, files), or None."""
         return self.meta.get("final_model")
 

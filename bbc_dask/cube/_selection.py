@@ -26,7 +26,7 @@ def candidates(cube):
 
 def target_of(cube):
     """``(y, pos_label)`` as stored: class codes (or values) and the positive code."""
-    spec = cube.meta["spec"]
+    spec = cube.spec
     classes = cube.meta.get("classes")
     pos = None
     if classes is not None and spec.get("pos_label") is not None:
@@ -56,7 +56,7 @@ def pooled_scores(cube, idx):
     missing = np.flatnonzero(np.isnan(pooled).any(axis=1))
     if missing.size:
         y, pos = target_of(cube)
-        pooled[missing] = chunk_pooled(cube.predictions(idx[missing]), y, cube.meta["spec"]["metric"], pos)
+        pooled[missing] = chunk_pooled(cube.predictions(idx[missing]), y, cube.spec["metric"], pos)
     return pooled
 
 
@@ -70,7 +70,7 @@ def ledger_fold_matrix(cube, idx, caller):
     fs = cube.fold_scores()[idx]  # (c, R, K)
     rows = [(r, k) for r in range(fs.shape[1]) for k in range(fs.shape[2])]
     F = np.ascontiguousarray(fs.reshape(len(idx), -1).T)
-    return check_fold_matrix(F, rows, cube.meta["spec"]["metric"], caller), rows
+    return check_fold_matrix(F, rows, cube.spec["metric"], caller), rows
 
 
 def select_winner(cube):
@@ -82,7 +82,7 @@ def select_winner(cube):
     idx = np.flatnonzero(candidates(cube))
     if idx.size == 0:
         return None
-    if cube.meta["spec"].get("selection", "pooled") == "fold_mean":
+    if cube.selection == "fold_mean":
         from ..stats import fold_means
 
         best = select(fold_means(ledger_fold_matrix(cube, idx, "the study's winner")[0]))

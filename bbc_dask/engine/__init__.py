@@ -18,7 +18,7 @@ _WHERE = {
     "is_study_file": ("._plan", "is_study_file"),
     "KFoldProtocol": ("._protocol", "KFoldProtocol"),
     "Protocol": ("._protocol", "Protocol"),
-    "protocol_class": ("._protocol", "protocol_class"),
+    "protocol_class": ("._registry", "protocol_class"),
     "register_protocol": ("._protocol", "register_protocol"),
     "SplitsProtocol": ("._protocol", "SplitsProtocol"),
     "Execution": ("._request", "Execution"),

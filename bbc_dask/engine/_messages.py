@@ -14,8 +14,9 @@ import dataclasses
 
 import numpy as np
 
-__all__ = ["BlockFits", "BlockOutcome", "FitInFlight", "FitWork", "OuterOutcome", "WaveSettings", "Placement", "PlannedBlock",
-           "PooledInFlight", "Raised", "ShippedFit", "StoreProblem", "TaskOutcome", "TaskScoring"]
+__all__ = ["BlockFits", "BlockOutcome", "FitInFlight", "FitWork", "OuterOutcome", "Placement",
+           "PlannedBlock", "PooledInFlight", "Raised", "ShippedFit", "StoreProblem", "TaskOutcome",
+           "TaskScoring", "WaveSettings"]
 
 _frozen = dataclasses.dataclass(frozen=True, eq=False)  # arrays inside: identity, not ==
 

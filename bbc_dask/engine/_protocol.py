@@ -31,24 +31,28 @@ import numpy as np
 from ..exceptions import InvalidParameterError
 
 __all__ = ["PROTOCOLS", "KFoldProtocol", "Protocol", "SplitsProtocol", "as_protocol",
-           "protocol_class", "register_protocol"]
+           "register_protocol"]
 
-#: kind -> protocol class, for what reads a store's protocol back (:func:`protocol_class`)
+#: kind -> protocol class, for what reads a store's protocol back
+#: (:func:`~._registry.protocol_class`)
 PROTOCOLS = {}
 
 
 def register_protocol(cls):
-    """Register a :class:`Protocol` class by its ``kind`` (a class decorator)."""
-    PROTOCOLS[cls.kind] = cls
+    """Register a :class:`Protocol` class by its ``kind`` (a class decorator); a kind is
+    one class's (registering the same class again is allowed)."""
+    kind = getattr(cls, "kind", None)
+    if not (isinstance(cls, type) and issubclass(cls, Protocol)):
+        raise TypeError(f"register_protocol takes a subclass of bbc_dask.Protocol, not {cls!r}")
+    if not isinstance(kind, str) or not kind:
+        raise ValueError(f"{cls.__name__}.kind must be a non-empty string naming the protocol; "
+                         f"got {kind!r}")
+    known = PROTOCOLS.get(kind)
+    if known is not None and (known.__module__, known.__qualname__) != (cls.__module__, cls.__qualname__):
+        raise ValueError(f"The protocol kind {kind!r} is {known.__qualname__}'s already; give "
+                         f"{cls.__name__} a kind of its own")
+    PROTOCOLS[kind] = cls
     return cls
-
-
-def protocol_class(kind):
-    """The class of a stored protocol's ``kind`` (None: K-fold, the default); None for a
-    kind this process has not registered."""
-    from . import _nested  # noqa: F401 - registers nested CV
-
-    return PROTOCOLS.get(kind or "kfold")
 
 
 class Protocol:

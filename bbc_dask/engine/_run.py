@@ -345,7 +345,7 @@ class _StudyRun:
         from ..cube import save_model
         from ..cube import select_winner
 
-        if self.cube.final_model is not None:  # a rerun of a finished study: it is saved
+        if self.cube.final_model_record is not None:  # a rerun of a finished study: it is saved
             return None
         best = select_winner(self.cube)
         if best is None:
