@@ -122,8 +122,9 @@ def __getattr__(name):
     try:
         return read[kind](value)
     except (TypeError, ValueError):
-        raise ValueError(f"The Dask setting {key!r} must be {_EXPECTED[kind]}. Got {value!r} "
-                         f"instead.") from None
+        from .exceptions import InvalidParameterError
+
+        raise InvalidParameterError.of(key, "Dask's configuration", _EXPECTED[kind], value) from None
 
 
 def __dir__():

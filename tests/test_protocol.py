@@ -245,3 +245,16 @@ def test_a_protocol_written_in_the_tests_runs_a_study(tmp_path, data, capsys):
     assert again.n_fits_ == 0 and _Blocked.shown == [(3, 1, 3)]
     assert "3 contiguous blocks = 9 fits" in capsys.readouterr().err
     assert bd.open_study(str(tmp_path / "blocked.zarr")).best_index_ == s.best_index_
+
+
+def test_register_protocol_refuses_what_is_not_a_protocol_of_its_own():
+    from bbc_dask.engine import protocol_class
+
+    with pytest.raises(ValueError, match="'cls' parameter of register_protocol must be a subclass"):
+        bd.register_protocol(int)
+    with pytest.raises(ValueError, match=r"kind is a non-empty string\. Got _NoKind.kind = None"):
+        bd.register_protocol(type("_NoKind", (bd.Protocol,), {}))
+    with pytest.raises(ValueError, match="a kind of its own \\('nested' is NestedProtocol's\\)"):
+        protocol_class("nested")  # the built-in kinds registered
+        bd.register_protocol(type("_Other", (bd.Protocol,), {"kind": "nested"}))
+    bd.register_protocol(_Blocked)  # the same class again: allowed

@@ -130,7 +130,8 @@ def test_an_in_memory_estimate_does_not_load_dask():
 def test_a_bad_setting_is_one_line_naming_the_key(dask_config):
     for key, value in (("max-resubmits", 5.5), ("chunk-bytes", "lots")):
         dask_config({f"bbc_dask.{key}": value})
-        with pytest.raises(ValueError, match=rf"^The Dask setting 'bbc_dask.{key}' must be .* "
+        with pytest.raises(ValueError, match=rf"^The 'bbc_dask.{key}' parameter of Dask's "
+                                             rf"configuration must be .* "
                                              rf"Got {re.escape(repr(value))} instead.$"):
             getattr(tuning, key.upper().replace("-", "_"))
 

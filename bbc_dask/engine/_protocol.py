@@ -43,14 +43,14 @@ def register_protocol(cls):
     one class's (registering the same class again is allowed)."""
     kind = getattr(cls, "kind", None)
     if not (isinstance(cls, type) and issubclass(cls, Protocol)):
-        raise TypeError(f"register_protocol takes a subclass of bbc_dask.Protocol, not {cls!r}")
+        raise InvalidParameterError.of("cls", "register_protocol", "a subclass of bbc_dask.Protocol", cls)
     if not isinstance(kind, str) or not kind:
-        raise ValueError(f"{cls.__name__}.kind must be a non-empty string naming the protocol; "
-                         f"got {kind!r}")
+        raise InvalidParameterError.of("cls", "register_protocol", "a Protocol class whose kind is a "
+                                       "non-empty string", shown=f"{cls.__name__}.kind = {kind!r}")
     known = PROTOCOLS.get(kind)
     if known is not None and (known.__module__, known.__qualname__) != (cls.__module__, cls.__qualname__):
-        raise ValueError(f"The protocol kind {kind!r} is {known.__qualname__}'s already; give "
-                         f"{cls.__name__} a kind of its own")
+        raise InvalidParameterError.of("cls", "register_protocol", "a Protocol class with a kind of "
+                                       f"its own ({kind!r} is {known.__qualname__}'s)", cls)
     PROTOCOLS[kind] = cls
     return cls
 
