@@ -260,6 +260,7 @@ def test_the_winner_of_an_undefined_fold_score_is_refused_not_guessed():
 
     class Fake:
         meta = {"spec": {"metric": "roc_auc", "selection": "fold_mean"}}
+        spec, selection = meta["spec"], "fold_mean"
 
         def state(self):
             return np.ones((3, 1, 2), dtype=np.int8)
