@@ -477,3 +477,20 @@ def test_settings_are_set_through_dask_config_only():
     # the exceptions module alone (it imports nothing of the package): a bad value's error
     assert _imported("_tuning.py", tree) <= {"exceptions", "exceptions.InvalidParameterError"}, \
         _imported("_tuning.py", tree)
+
+
+def test_the_engine_selects_by_a_selection_object():
+    """How a study selects its winner is a ``stats.Selection`` (its ``winner`` and
+    ``pooled``), not a string compared across the engine and the cube."""
+    found = []
+    for rel, tree in _modules():
+        if not (rel.startswith("engine" + os.sep) or rel.startswith("cube" + os.sep)):
+            continue
+        for node in ast.walk(tree):
+            sides = [node.left, *node.comparators] if isinstance(node, ast.Compare) else []
+            words = {c.value for c in sides if isinstance(c, ast.Constant)}
+            # "pooled" is also a ledger array's name: a selection by its name is compared
+            # with something called selection
+            if "fold_mean" in words or ("pooled" in words and "selection" in ast.unparse(node)):
+                found.append(f"{rel}:{node.lineno} {ast.unparse(node)}")
+    assert not found, "\n".join(found)

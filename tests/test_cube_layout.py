@@ -256,11 +256,12 @@ def test_the_winner_of_an_undefined_fold_score_is_refused_not_guessed():
     "fold_mean" makes no winner: an error naming the fold, never the last configuration
     (select's -1 taken as an index)."""
     from bbc_dask.cube._selection import select_winner
+    from bbc_dask.stats import Selection
     from bbc_dask.exceptions import UndefinedScoreError
 
     class Fake:
         meta = {"spec": {"metric": "roc_auc", "selection": "fold_mean"}}
-        spec, selection = meta["spec"], "fold_mean"
+        spec, selection = meta["spec"], Selection.of("fold_mean")
 
         def state(self):
             return np.ones((3, 1, 2), dtype=np.int8)

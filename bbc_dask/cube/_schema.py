@@ -472,8 +472,11 @@ class Cube:
 
     @property
     def selection(self):
-        """How the study selects its winner: ``"pooled"`` or ``"fold_mean"``."""
-        return self.spec.get("selection", "pooled")
+        """How the study selects its winner: a :class:`~bbc_dask.stats.Selection` (the
+        pooled score, or the mean fold score)."""
+        from ..stats import Selection
+
+        return Selection.of(self.spec.get("selection", "pooled"))
 
     @property
     def configurations(self):

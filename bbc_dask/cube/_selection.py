@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..stats import select
 from ._schema import DONE, FAILED
 
 __all__ = ["candidates", "complete", "failure_groups", "ledger_fold_matrix", "pooled_scores",
@@ -82,12 +81,8 @@ def select_winner(cube):
     idx = np.flatnonzero(candidates(cube))
     if idx.size == 0:
         return None
-    if cube.selection == "fold_mean":
-        from ..stats import fold_means
-
-        best = select(fold_means(ledger_fold_matrix(cube, idx, "the study's winner")[0]))
-    else:
-        best = select(pooled_scores(cube, idx).mean(axis=1))
+    best = cube.selection.winner(lambda: pooled_scores(cube, idx).mean(axis=1),
+                                 lambda: ledger_fold_matrix(cube, idx, "the study's winner")[0])
     if best < 0:  # a NaN score: no configuration can be said the best
         from ..exceptions import UndefinedScoreError
 

@@ -158,7 +158,7 @@ class NestedProtocol(Protocol):
     def needs_pooled(self, selection):
         """Not when the inner CVs select by the mean fold score: their pooled scores would
         be read by nothing."""
-        return selection != "fold_mean"
+        return selection.pooled
 
     def check_failures(self, cube):
         """Each outer fold selects among the configurations complete in its inner CV:
@@ -203,16 +203,12 @@ def outer_of(folds, n_outer, n_repeats):
 
 
 def _select(state, pooled, fold_score, j, selection, metric):
-    """The configuration the study's rule selects on inner repeat ``j`` among those with
+    """The configuration the study's rule (``selection``, a
+    :class:`~bbc_dask.stats.Selection`) selects on inner repeat ``j`` among those with
     every inner fold done, or raise UndefinedScoreError (``state``, ``pooled``,
     ``fold_score`` as the cube holds them)."""
-    from ..stats import fold_means, select
-
     idx = np.flatnonzero(np.all(state[:, j, :] == DONE, axis=1))  # not empty: checked by the run
-    if selection == "fold_mean":
-        best = select(fold_means(fold_score[idx, j, :].T))
-    else:
-        best = select(pooled[idx, j])
+    best = selection.winner(lambda: pooled[idx, j], lambda: fold_score[idx, j, :].T)
     if best < 0:
         raise UndefinedScoreError(
             f"The metric {metric!r} is undefined on the inner "

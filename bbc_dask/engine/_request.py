@@ -33,7 +33,7 @@ from ..cluster import as_security
 from ..cube import as_location
 from ..exceptions import InvalidParameterError
 from ..metrics import Metric, Target, get_metric, remember
-from ..stats import Dropping
+from ..stats import SELECTIONS, Dropping, Selection
 from . import _plan as plan
 from ._nested import NestedProtocol
 from ._protocol import KFoldProtocol, SplitsProtocol, as_protocol
@@ -121,7 +121,7 @@ class StudyRequest:
     location: object
     execution: Execution
     dropping: Dropping | None
-    selection: str
+    selection: Selection
     error_score: object
     random_state: object
     metadata: dict | None
@@ -174,7 +174,7 @@ class StudyRequest:
                     "dropping", caller, "None with the metric "
                     f"{metric.name} (the dropping test runs on the chunked path, which "
                     "takes the registered metrics only)", dropping)
-            validation.check_one_of(selection, "selection", caller, ("pooled", "fold_mean"))
+            validation.check_one_of(selection, "selection", caller, SELECTIONS)
             fit_params = validation.check_fit_params(fit_params, nested, caller)
             if fit_scoring is not None and (nested is not None or not fit_scoring.width):
                 raise InvalidParameterError.of(
@@ -198,7 +198,7 @@ class StudyRequest:
                            fit_scoring),
             protocol=protocol, metric=metric, location=location,
             execution=Execution(client, security, progress, configs_per_task, overwrite, refit),
-            dropping=dropping, selection=selection, error_score=error_score,
+            dropping=dropping, selection=Selection.of(selection), error_score=error_score,
             random_state=random_state, metadata=metadata)
 
 

@@ -282,7 +282,7 @@ class _StudyRun:
                 "min_predictions": dropping.min_predictions,
                 "test_last_wave": dropping.test_last_wave},
             # recorded only when not the default: a store from before it is "pooled"
-            **({} if req.selection == "pooled" else {"selection": req.selection}),
+            **({} if req.selection.pooled else {"selection": req.selection.name}),
             # the user's own splits: their digest (K-fold's follow from the seed)
             **protocol.describe(),
         })

@@ -192,13 +192,10 @@ def _fold_mean_best(cube, idx, k):
     best mean of the ledger's fold scores of waves 0..k among ``idx`` (its position
     there), so that the test never drops the configuration the study would select now;
     None for a study that selects by the pooled score (the test's own θo)."""
-    if cube.selection != "fold_mean":
+    if cube.selection.pooled:
         return None
-    from ..stats import fold_means
-    from ..stats import select
-
     fs = cube.fold_scores()[idx][:, :, : k + 1]  # (c, R, k+1): every cell done
-    best = select(fold_means(fs.reshape(idx.size, -1).T))
+    best = cube.selection.winner(None, lambda: fs.reshape(idx.size, -1).T)
     return None if best < 0 else best  # an undefined fold score: the pooled θo
 
 

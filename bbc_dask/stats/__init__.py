@@ -38,7 +38,7 @@ _MODULES = {
     "._inputs": ("prepare_inputs",),
     "._nested": ("OuterEstimate", "ncv_of_matrix", "repeated_holdout_of_matrix"),
     "._selection_ci": ("selection_ci",),
-    "._winner": ("grid_ranks", "ranking", "select", "split_means"),
+    "._winner": ("Selection", "grid_ranks", "ranking", "select", "split_means"),
 }
 #: Public names of helpers whose name in their module is private (the chunked path and
 #: the study share them with the statistics).

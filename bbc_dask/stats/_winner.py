@@ -10,9 +10,42 @@ of the task order.
 """
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
-__all__ = ["grid_ranks", "ranking", "select", "split_means"]
+__all__ = ["Selection", "grid_ranks", "ranking", "select", "split_means"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Selection:
+    """How CVT selects its winner on the full data, by :func:`select`'s rule: ``"pooled"``,
+    the best pooled CV score (the mean over repeats of each configuration's score on its
+    pooled out-of-sample predictions: the 2018 paper's CVT, ``naive_cvt``), or
+    ``"fold_mean"``, the best mean fold score over every (repeat, fold) (the 2024 paper's
+    code; ``GridSearchCV``'s ``best_index_``, in its arithmetic: :func:`split_means`)."""
+
+    name: str
+
+    @classmethod
+    def of(cls, name):
+        """The selection called ``name`` (one of ``"pooled"``, ``"fold_mean"``), or
+        ``name`` itself when it is one."""
+        return name if isinstance(name, cls) else _BY_NAME[name]
+
+    @property
+    def pooled(self):
+        """Whether it reads the pooled scores (else the fold scores)."""
+        return self.name == "pooled"
+
+    def winner(self, pooled, folds):
+        """:func:`select` of ``pooled()`` (the pooled scores, (C,)) or of the column means
+        of ``folds()`` (the fold matrix, (rows, C)): only the one this rule reads is
+        computed."""
+        return select(pooled() if self.pooled else split_means(folds())[0])
+
+
+_BY_NAME = {s.name: s for s in (Selection("pooled"), Selection("fold_mean"))}
 
 
 def select(scores):
