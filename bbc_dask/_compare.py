@@ -251,7 +251,7 @@ def _check_before_running(chosen, estimator, X, y, m, n_splits, n_outer, n_inner
     target = validation.check_cv_data(estimator, X, y, None, m, n_splits, 1, np.nan, None,
                                       caller)[0]
     if "ncv" in chosen:
-        NestedProtocol.build(n_outer, n_inner, 1, np.asarray(y), None, target,
+        NestedProtocol.checked(n_outer, n_inner, 1, np.asarray(y), None, target,
                              m.is_classification, caller)
     if {"holdout", "repeated_holdout", "bootstrap"} & set(chosen):
         _scorer(m)

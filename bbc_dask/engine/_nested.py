@@ -54,7 +54,7 @@ class NestedProtocol(Protocol):
         self._cached = None  # (seed key, folds): computed before the lock, used at creation
 
     @classmethod
-    def build(cls, n_outer, n_inner, n_repeats, y, groups, target, classification, caller,
+    def checked(cls, n_outer, n_inner, n_repeats, y, groups, target, classification, caller,
               names=None):
         """The protocol, its numbers checked against the data (one-line errors naming
         ``n_outer``, ``n_inner`` or ``n_repeats``). With groups, whether every outer

@@ -159,7 +159,7 @@ class StudyRequest:
                     raise InvalidParameterError.of(
                         "dropping", caller, "None in nested cross-validation (each outer "
                         "fold's inner CV runs whole)", dropping)
-                protocol = NestedProtocol.build(*nested, n_repeats, y, groups, target,
+                protocol = NestedProtocol.checked(*nested, n_repeats, y, groups, target,
                                                 metric.is_classification, caller, names)
             else:
                 protocol = as_protocol(cv, n_splits, n_repeats, len(y), y, groups, caller, names)
