@@ -23,6 +23,7 @@ Three protocols are registered here and in ``_nested.py``:
 """
 from __future__ import annotations
 
+import abc
 import hashlib
 import warnings
 
@@ -55,20 +56,21 @@ def register_protocol(cls):
     return cls
 
 
-class Protocol:
+class Protocol(abc.ABC):
     """What every protocol gives the run: the partitions (:meth:`folds`, fold ids ``(N,
-    n_repeats)``, -1 for a sample in no fold of a repeat), its record in the spec
-    (:meth:`describe`), and the hooks below, whose defaults are K-fold's: a subclass
-    overrides those where it differs. ``n_splits`` and ``n_repeats`` are the cube's."""
+    n_repeats)``, -1 for a sample in no fold of a repeat; abstract: a subclass without it
+    cannot be made), its record in the spec (:meth:`describe`), and the hooks below, whose
+    defaults are K-fold's: a subclass overrides those where it differs. ``n_splits`` and
+    ``n_repeats`` are the cube's."""
 
     kind = None
     #: whether :func:`~bbc_dask.open_study` reads its stores (BBC is defined on them)
     opens_as_study = True
     n_splits = n_repeats = None
 
+    @abc.abstractmethod
     def folds(self, y, groups, classification, root):
         """Fold ids ``(N, n_repeats)`` of the data, from the study's seed ``root``."""
-        raise NotImplementedError
 
     def describe(self):
         """What the study's spec records of the protocol (``{"protocol": {...}}``)."""
