@@ -226,7 +226,7 @@ def run_outer(run, client):
 
     cube, req = run.cube, run.request
     n_outer, n_rep = _layout(cube)
-    recorded = {(e["repeat"], e["outer"]) for e in cube.outer_results}
+    recorded = _recorded(cube)
     todo = [(r, o) for r in range(n_rep) for o in range(n_outer) if (r, o) not in recorded]
     if not todo:
         return 0
@@ -253,11 +253,16 @@ def run_outer(run, client):
             fits += _collect(cube, futures, chosen, run.configs)
             return fits
         except CancelledError:  # the data was lost with a worker: scatter it again
-            todo = [(r, o) for (r, o) in todo
-                    if (r, o) not in {(e["repeat"], e["outer"]) for e in cube.outer_results}]
+            recorded = _recorded(cube)  # once, not per outer fold
+            todo = [(r, o) for (r, o) in todo if (r, o) not in recorded]
             if attempt == tuning.MAX_RESUBMITS:
                 raise
     return fits
+
+
+def _recorded(cube):
+    """The (repeat, outer fold) pairs whose outer results the store holds."""
+    return {(e["repeat"], e["outer"]) for e in cube.outer_results}
 
 
 def _collect(cube, futures, chosen, configs):
