@@ -24,6 +24,7 @@ import numpy as np
 from . import _validation as validation
 from .exceptions import InvalidParameterError
 from .stats import ArrayEquality
+from ._doors import door
 
 __all__ = ["Comparison", "compare"]
 
@@ -159,6 +160,7 @@ outer fold or split, so no single configuration is theirs.</p>
         return path
 
 
+@door("compare")
 def compare(estimator, param_grid, X, y, *, store, metric, n_splits=10, n_outer=None,
             n_inner=None, test_size=0.3, holdout_repeats=10, n_bootstraps=50,
             bootstrap_method=".632+", protocols=None, confidence_level=0.95, random_state,
@@ -198,32 +200,31 @@ def compare(estimator, param_grid, X, y, *, store, metric, n_splits=10, n_outer=
     -------
     Comparison
     """
-    caller = "compare"
     keys = [k for k, _ in PROTOCOLS]
     chosen = keys if protocols is None else list(protocols)
     for p in chosen:
-        validation.check_one_of(p, "protocols", caller, keys)
-    validation.check_confidence_level(confidence_level, caller)
-    n_splits = validation.check_int(n_splits, "n_splits", caller, low=2)
-    n_outer = n_splits if n_outer is None else validation.check_int(n_outer, "n_outer", caller, low=2)
-    n_inner = max(2, n_outer - 1) if n_inner is None else validation.check_int(n_inner, "n_inner", caller, low=2)
+        validation.check_one_of(p, "protocols", keys)
+    validation.check_confidence_level(confidence_level)
+    n_splits = validation.check_int(n_splits, "n_splits", low=2)
+    n_outer = n_splits if n_outer is None else validation.check_int(n_outer, "n_outer", low=2)
+    n_inner = max(2, n_outer - 1) if n_inner is None else validation.check_int(n_inner, "n_inner", low=2)
     from .metrics import get_metric
 
-    m = get_metric(metric, caller=caller)
+    m = get_metric(metric)
     if m.kind == "general":
         from .metrics import metric_names
 
         raise InvalidParameterError.of(
-            "metric", caller, f"one of {metric_names()} (compare runs protocols that keep "
+            "metric", f"one of {metric_names()} (compare runs protocols that keep "
             f"no prediction cube, scored with the registered kernels)", m.name)
     _check_before_running(chosen, estimator, X, y, m, n_splits, n_outer, n_inner, test_size,
-                          holdout_repeats, n_bootstraps, bootstrap_method, caller)
+                          holdout_repeats, n_bootstraps, bootstrap_method)
     if not isinstance(random_state, (int, np.integer)) or isinstance(random_state, bool):
-        raise InvalidParameterError.of("random_state", caller, "an int (every protocol's seed)",
+        raise InvalidParameterError.of("random_state", "an int (every protocol's seed)",
                                        random_state)
     from .cluster import resolve_client
 
-    c, owned = resolve_client(client, caller)
+    c, owned = resolve_client(client)
     try:
         rows = _run(chosen, estimator, param_grid, X, y, store, metric, n_splits, n_outer,
                     n_inner, test_size, holdout_repeats, n_bootstraps, bootstrap_method,
@@ -242,23 +243,22 @@ def compare(estimator, param_grid, X, y, *, store, metric, n_splits=10, n_outer=
 
 
 def _check_before_running(chosen, estimator, X, y, m, n_splits, n_outer, n_inner, test_size,
-                          holdout_repeats, n_bootstraps, method, caller):
+                          holdout_repeats, n_bootstraps, method):
     """Every argument of every chosen protocol, checked in compare's words before any
     store is written or any fit runs."""
     from .engine import NestedProtocol
 
-    X = validation.check_X(X, caller)
-    target = validation.check_cv_data(estimator, X, y, None, m, n_splits, 1, np.nan, None,
-                                      caller)[0]
+    X = validation.check_X(X)
+    target = validation.check_cv_data(estimator, X, y, None, m, n_splits, 1, np.nan, None)[0]
     if "ncv" in chosen:
         NestedProtocol.checked(n_outer, n_inner, 1, np.asarray(y), None, target,
-                             m.is_classification, caller)
+                             m.is_classification)
     if {"holdout", "repeated_holdout", "bootstrap"} & set(chosen):
         _scorer(m)
-        validation.check_real_open(test_size, "test_size", caller, 0.0, 1.0)
-        validation.check_int(holdout_repeats, "holdout_repeats", caller, low=2)
-        validation.check_int(n_bootstraps, "n_bootstraps", caller, low=1)
-        validation.check_one_of(method, "bootstrap_method", caller, ("oob", ".632", ".632+"))
+        validation.check_real_open(test_size, "test_size", 0.0, 1.0)
+        validation.check_int(holdout_repeats, "holdout_repeats", low=2)
+        validation.check_int(n_bootstraps, "n_bootstraps", low=1)
+        validation.check_one_of(method, "bootstrap_method", ("oob", ".632", ".632+"))
 
 
 def _row(key, estimate, ci, models, fit_s, wall_s, note="", config=None, naive=math.nan):
@@ -342,7 +342,7 @@ def _holdout_rows(family, estimator, grid, X, y, metric, n_inner, test_size, rep
 
     from sklearn.model_selection import KFold, StratifiedKFold
 
-    m = get_metric(metric, caller="compare")
+    m = get_metric(metric)
     # shuffled inner folds from the seed, as nested CV's (unshuffled folds of ordered data
     # would not be random)
     inner = (StratifiedKFold if m.is_classification else KFold)(n_inner, shuffle=True,
@@ -384,6 +384,6 @@ def _scorer(m):
     if m.name in get_scorer_names():
         return m.name
     raise InvalidParameterError.of(
-        "metric", "compare", "a metric scikit-learn has a scorer of (the holdout family tunes "
+        "metric", "a metric scikit-learn has a scorer of (the holdout family tunes "
         "with GridSearchCV), or protocols without holdout, repeated_holdout and bootstrap",
         m.name)

@@ -31,6 +31,7 @@ from . import _validation as validation
 from ._random import as_seed_sequence, child_seed, entropy_of
 from .exceptions import InvalidParameterError, StoreMismatchError, UndefinedScoreError
 from .stats import CI_METHODS
+from ._doors import door
 
 __all__ = ["BOOTSTRAP_METHODS", "METHODS", "coverage", "coverage_table"]
 
@@ -47,6 +48,7 @@ _SETTING_KEYS = {"simulation": ("a", "b", "n_samples", "n_configs", "class0_shar
 _DATASETS = ("breast_cancer",)
 
 
+@door("coverage")
 def coverage(out_dir, *, protocol="simulation", settings=None, methods=None, n_repetitions=200,
              alpha=0.05, n_bootstraps=None, selection=None, random_state=0, client=None):
     """Run (or resume) a coverage study and write its table.
@@ -100,15 +102,14 @@ def coverage(out_dir, *, protocol="simulation", settings=None, methods=None, n_r
     Paraschakis et al. (2024), AutoML, arXiv:2406.08099, section 4 and Tables 2-3.
     Tsamardinos, Greasidou, Borboudakis (2018), Machine Learning 107, §5.1 and Figure 1.
     """
-    caller = "coverage"
     design = _design(protocol, settings, methods, n_repetitions, alpha, n_bootstraps, selection,
-                 random_state, caller)
+                 random_state)
     from .cube import StoreLock
 
     os.makedirs(os.path.join(out_dir, "runs"), exist_ok=True)
     with StoreLock(out_dir):
         design = _manifest(out_dir, design)
-        _run(out_dir, design, client, caller)
+        _run(out_dir, design, client)
         return write_outputs(out_dir, design)
 
 
@@ -119,39 +120,39 @@ VERSION = 2
 
 
 def _design(protocol, settings, methods, n_repetitions, alpha, n_bootstraps, selection,
-          random_state, caller):
+          random_state):
     from . import _coverage2018 as c18
 
-    validation.check_one_of(protocol, "protocol", caller, tuple(_SETTING_KEYS))
+    validation.check_one_of(protocol, "protocol", tuple(_SETTING_KEYS))
     if settings is None:
         settings = {"simulation": TABLE2_PART, "simulation2018": c18.FIGURE1_PART}.get(
             protocol, [{"dataset": "breast_cancer", "n_train": n} for n in (50, 200)])
-    settings = list(validation.check_instance(settings, "settings", caller, (list, tuple), "a list of dicts"))
+    settings = list(validation.check_instance(settings, "settings", (list, tuple), "a list of dicts"))
     for s in settings:
-        validation.check_instance(s, "settings", caller, dict, "a list of dicts")
+        validation.check_instance(s, "settings", dict, "a list of dicts")
     for s in settings:
         if set(s) != set(_SETTING_KEYS[protocol]):
             raise InvalidParameterError.of(
-                "settings", caller, f"dicts of the keys {list(_SETTING_KEYS[protocol])} for "
+                "settings", f"dicts of the keys {list(_SETTING_KEYS[protocol])} for "
                 f"the {protocol} protocol", s)
         if protocol == "real":
-            validation.check_one_of(s["dataset"], "settings[i]['dataset']", caller, _DATASETS)
-            validation.check_int(s["n_train"], "settings[i]['n_train']", caller, low=20)
+            validation.check_one_of(s["dataset"], "settings[i]['dataset']", _DATASETS)
+            validation.check_int(s["n_train"], "settings[i]['n_train']", low=20)
         if protocol == "simulation2018":
-            c18.check_setting(s, caller)
+            c18.check_setting(s)
     known = c18.METHODS_2018 if protocol == "simulation2018" else METHODS
     methods = list(known if methods is None else methods)
     for m in methods:
-        validation.check_one_of(m, "methods", caller, known)
+        validation.check_one_of(m, "methods", known)
     if selection is None:
         selection = "pooled" if protocol == "simulation2018" else "fold_mean"
-    root = as_seed_sequence(random_state, caller=caller)
+    root = as_seed_sequence(random_state)
     extra = {"holdout": dict(c18.HOLDOUT)} if protocol == "simulation2018" else {}
     return {"protocol": protocol, "settings": settings, "methods": methods,
-            "n_repetitions": validation.check_int(n_repetitions, "n_repetitions", caller),
-            "alpha": validation.check_real_open(alpha, "alpha", caller, 0.0, 0.5),
-            "n_bootstraps": validation.check_int(n_bootstraps, "n_bootstraps", caller, low=2, allow_none=True),
-            "selection": validation.check_one_of(selection, "selection", caller, ("fold_mean", "pooled")),
+            "n_repetitions": validation.check_int(n_repetitions, "n_repetitions"),
+            "alpha": validation.check_real_open(alpha, "alpha", 0.0, 0.5),
+            "n_bootstraps": validation.check_int(n_bootstraps, "n_bootstraps", low=2, allow_none=True),
+            "selection": validation.check_one_of(selection, "selection", ("fold_mean", "pooled")),
             "version": VERSION, "seed": entropy_of(root), **extra}
 
 
@@ -186,7 +187,7 @@ def _run_path(out_dir, s, r):
     return os.path.join(out_dir, "runs", f"s{s:03d}_r{r:05d}.json")
 
 
-def _run(out_dir, design, client, caller):
+def _run(out_dir, design, client):
     from distributed import as_completed
 
     from .cluster import resolve_client
@@ -195,7 +196,7 @@ def _run(out_dir, design, client, caller):
             if not os.path.exists(_run_path(out_dir, s, r))]
     if not todo:
         return
-    client, owned = resolve_client(client, caller)
+    client, owned = resolve_client(client)
     try:
         futures = [client.submit(repetition, design, s, r, key=f"coverage-{s}-{r}", pure=False)
                    for s, r in todo]

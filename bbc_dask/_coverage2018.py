@@ -48,11 +48,11 @@ HOLDOUT = {"n_repeats": 10, "test_size": 0.3}
 K = 10  # the paper's folds
 
 
-def check_setting(s, caller):
-    validation.check_int(s["n_samples"], "settings[i]['n_samples']", caller, low=2 * K)
-    validation.check_int(s["n_configs"], "settings[i]['n_configs']", caller, low=2)
+def check_setting(s):
+    validation.check_int(s["n_samples"], "settings[i]['n_samples']", low=2 * K)
+    validation.check_int(s["n_configs"], "settings[i]['n_configs']", low=2)
     for key in ("a", "b"):
-        validation.check_real_open(s[key], f"settings[i][{key!r}]", caller, 0.0, math.inf)
+        validation.check_real_open(s[key], f"settings[i][{key!r}]", 0.0, math.inf)
 
 
 def _fresh(gen, y, p, n_matrices):

@@ -55,34 +55,34 @@ class ScoringPlan:
 
 def ordered_scorers(search):
     """``({key: scoring}, multimetric)``, the refit scorer first; ``refit`` checked."""
-    sc, caller = search.scoring, type(search).__name__
+    sc = search.scoring
     if sc is None or isinstance(sc, str) or callable(sc):
         if isinstance(search.refit, str):  # a key names one of several scorers
             raise InvalidParameterError.of(
-                "refit", caller, "a bool or a callable (a scorer's key only with multimetric "
+                "refit", "a bool or a callable (a scorer's key only with multimetric "
                 "scoring)", search.refit)
         return {"score": sc}, False
     if isinstance(sc, dict):
         names = list(sc)
         if not names or not all(isinstance(k, str) for k in names):
-            raise InvalidParameterError.of("scoring", caller, "a non-empty dict with str "
+            raise InvalidParameterError.of("scoring", "a non-empty dict with str "
                                            "keys", sc)
         scorers = dict(sc)
     else:
         names = sorted(sc) if isinstance(sc, set) else list(sc)
         if not names or not all(isinstance(k, str) for k in names) or len(set(names)) < len(names):
-            raise InvalidParameterError.of("scoring", caller, "a non-empty list of distinct "
+            raise InvalidParameterError.of("scoring", "a non-empty list of distinct "
                                            "scorer names", sc)
         scorers = {k: k for k in names}
     if isinstance(search.refit, str):
         if search.refit not in scorers:
             raise InvalidParameterError.of(
-                "refit", caller, f"one of the scoring keys {names}, a callable or False "
+                "refit", f"one of the scoring keys {names}, a callable or False "
                 f"with multimetric scoring", search.refit)
         first = search.refit
     elif search.refit is True:
         raise InvalidParameterError.of(
-            "refit", caller, f"one of the scoring keys {names}, a callable or False with "
+            "refit", f"one of the scoring keys {names}, a callable or False with "
             f"multimetric scoring (the key says which scorer selects)", True)
     else:
         first = names[0]
@@ -105,7 +105,6 @@ def scoring_plan(search, params):
     from .engine import FitScoring, stored_as
     from .metrics import get_metric
 
-    caller = type(search).__name__
     scorers, multimetric = ordered_scorers(search)
     routing = compat.routing_enabled()
     score_params = {}
@@ -120,7 +119,7 @@ def scoring_plan(search, params):
     asking = {k for k, v in scorers.items() if compat.is_function_scorer(v) and any(
         r is not None and r is not False
         for r in get_routing_for_object(v).score.requests.values())}
-    metrics = {k: get_metric(v, caller=caller, name="scoring") for k, v in scorers.items()
+    metrics = {k: get_metric(v, name="scoring") for k, v in scorers.items()
                if v is not None and not _is_plain_callable(v) and k not in asking}
     callables = {k: check_scoring(search.estimator, scoring=v) for k, v in scorers.items()}
 
@@ -134,12 +133,12 @@ def scoring_plan(search, params):
     # else the study stores the predictions of the estimator's own score
     metric = scorers[first] if primary_stored and scorers[first] is not None else \
         search._default_metric()
-    want = stored_as(get_metric(metric, caller=caller, name="scoring"))
+    want = stored_as(get_metric(metric, name="scoring"))
     fitted = tuple(k for k in scorers if (k == first and not primary_stored) or (
         k != first and (k not in metrics or takes_params(k) or stored_as(metrics[k]) != want)))
     if fitted and search.dropping:
         raise InvalidParameterError.of(
-            "dropping", caller, "False with scorers scored by the fitted fold models "
+            "dropping", "False with scorers scored by the fitted fold models "
             "(the dropping test bootstraps the stored predictions of the study's metric)",
             search.dropping, note=f"Scored so: {', '.join(map(repr, fitted))}.")
     train = dict(callables) if search.return_train_score else {}

@@ -16,6 +16,7 @@ import numpy as np
 
 from .exceptions import StoreMismatchError, StudyNotReadyError
 from .stats import ArrayEquality
+from ._doors import door, warn
 
 __all__ = ["NestedCVResult", "nested_cv", "open_nested"]
 
@@ -122,6 +123,7 @@ class NestedCVResult(ArrayEquality):
         return "\n".join(lines)
 
 
+@door("nested_cv")
 def nested_cv(estimator, param_grid, X, y, *, store, metric, n_outer, n_inner, n_repeats=1,
               groups=None, random_state, client=None, progress=True, selection="pooled",
               error_score=np.nan, pos_label=None, confidence_level=0.95, overwrite=False,
@@ -189,17 +191,16 @@ def nested_cv(estimator, param_grid, X, y, *, store, metric, n_outer, n_inner, n
        (2018), Algorithm 3 (NCV) and §5.
     """
     from ._validation import check_confidence_level
-    from .engine import StudyRequest, run_cvt
-
-    caller = "nested_cv"
-    check_confidence_level(confidence_level, caller)
+    from .engine import Execution, Resampling, Scoring, Search, Storage, StudyRequest, run_cvt
+    check_confidence_level(confidence_level)
     request = StudyRequest.build(
-        estimator, param_grid, X, y, store=store, metric=metric, n_repeats=n_repeats,
-        groups=groups, error_score=error_score, pos_label=pos_label, refit=False,
-        random_state=random_state, client=client, overwrite=overwrite, progress=progress,
-        configs_per_task=configs_per_task, storage_options=storage_options,
-        security=security, selection=selection, caller=caller, nested=(n_outer, n_inner))
-    from .study import warn_fit_warnings
+        estimator, X, y, search=Search(param_grid),
+        scoring=Scoring(metric, pos_label, error_score, selection),
+        storage=Storage(store, storage_options),
+        resampling=Resampling(n_repeats=n_repeats, groups=groups, nested=(n_outer, n_inner)),
+        execution=Execution(client, security, progress, configs_per_task, overwrite, refit=False),
+        random_state=random_state)
+    from ._run_warnings import warn_fit_warnings
 
     run = run_cvt(request)
     result = nested_result(run, confidence_level)
@@ -212,6 +213,7 @@ def nested_result(run, confidence_level=0.95):
     return _result(run.cube, list(run.configs), confidence_level)
 
 
+@door("open_nested")
 def open_nested(store, *, confidence_level=0.95, storage_options=None):
     """The :class:`NestedCVResult` of a finished nested CV's store (read-only)."""
     from .cube import open_cube
@@ -245,13 +247,11 @@ def _result(cube, params, confidence_level):
     if np.isnan(scores).any():
         # a NaN outer score is not left out: that would estimate from the folds that
         # happened to work; say which and why
-        import warnings
-
         r, o = (int(v) for v in np.argwhere(np.isnan(scores))[0])
         why = out["errors"].get((r, o)) or "the metric is undefined on its test samples"
-        warnings.warn(f"nested CV: {int(np.isnan(scores).sum())} outer score(s) are NaN, so "
-                      f"is the estimate; e.g. repeat {r}, outer fold {o}: {why}",
-                      RuntimeWarning, stacklevel=3)
+        warn(f"nested CV: {int(np.isnan(scores).sum())} outer score(s) are NaN, so "
+             f"is the estimate; e.g. repeat {r}, outer fold {o}: {why}",
+             RuntimeWarning, stacklevel=3)
     ci, clipped = None, False
     if n_rep > 1:
         from scipy.stats import t

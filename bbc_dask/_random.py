@@ -36,7 +36,7 @@ STREAMS = {
 }
 
 
-def as_seed_sequence(random_state, *, name="random_state", caller="this function"):
+def as_seed_sequence(random_state, *, name="random_state", ):
     """Turn ``random_state`` into a :class:`numpy.random.SeedSequence`.
 
     A ``Generator`` or ``RandomState`` is consumed once (128 bits of entropy are drawn
@@ -49,13 +49,13 @@ def as_seed_sequence(random_state, *, name="random_state", caller="this function
         return random_state
     if isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool):
         if random_state < 0:
-            raise InvalidParameterError.of(name, caller, _EXPECTED, random_state)
+            raise InvalidParameterError.of(name, _EXPECTED, random_state)
         return np.random.SeedSequence(int(random_state))
     if isinstance(random_state, np.random.Generator):
         return np.random.SeedSequence(random_state.integers(0, 2**32, size=4, dtype=np.uint64))
     if isinstance(random_state, np.random.RandomState):
         return np.random.SeedSequence(random_state.randint(0, 2**32, size=4, dtype=np.uint64))
-    raise InvalidParameterError.of(name, caller, _EXPECTED, random_state)
+    raise InvalidParameterError.of(name, _EXPECTED, random_state)
 
 
 _EXPECTED = "a non-negative int, a numpy SeedSequence, Generator or RandomState, or None"

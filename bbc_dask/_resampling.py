@@ -21,6 +21,7 @@ from . import _tuning as tuning
 from . import _validation as validation
 from ._random import as_seed_sequence, child_generator, child_seed
 from .exceptions import InvalidParameterError, StudyError, UndefinedScoreError
+from ._doors import door, door_name
 
 __all__ = ["bootstrap_estimate", "holdout", "repeated_holdout"]
 
@@ -34,7 +35,7 @@ METHODS = ("oob", ".632", ".632+")
 
 
 # ---------------------------------------------------------------------- checks
-def _common_iv(estimator, X, y, metric, caller):
+def _common_iv(estimator, X, y, metric):
     """``(metric, X, target, scoring)`` checked: scoring, what a task needs, a
     :class:`~bbc_dask.engine.TaskScoring` (its fits raise: these protocols keep no failed
     cell)."""
@@ -43,13 +44,13 @@ def _common_iv(estimator, X, y, metric, caller):
     from .engine import TaskScoring, method_problem
     from .metrics import SAMPLE_BLOCK, get_metric
 
-    m = _registered(get_metric(metric, caller=caller), caller)
-    X = validation.check_X(X, caller)
+    m = _registered(get_metric(metric))
+    X = validation.check_X(X)
     target, *_ = validation.check_cv_data(estimator, X, y, None, m, None, None, math.nan, None,
-                                          caller, kfold=False)
+                                          kfold=False)
     problem = method_problem(clone(estimator), m)
     if problem:
-        raise InvalidParameterError.of("estimator", caller, f"an estimator that can be scored "
+        raise InvalidParameterError.of("estimator", f"an estimator that can be scored "
                                        f"by {m.name!r}", shown=f"{type(estimator).__name__}, which {problem}")
     classes = target.classes if m.is_classification else None
     n_axis = len(classes) if m.needs_class_axis else 0
@@ -57,27 +58,27 @@ def _common_iv(estimator, X, y, metric, caller):
                                      SAMPLE_BLOCK)
 
 
-def _registered(m, caller):
+def _registered(m):
     """``m``, a registered metric: the protocols that keep no cube take no general one."""
     if m.kind == "general":
         from .metrics import metric_names
 
         raise InvalidParameterError.of(
-            "metric", caller, f"one of {metric_names()} (the protocols that keep no "
+            "metric", f"one of {metric_names()} (the protocols that keep no "
             f"prediction cube score with the registered kernels)", m.name)
     return m
 
 
-def _split_iv(target, m, test_size, stratify, caller):
+def _split_iv(target, m, test_size, stratify):
     """``test_size`` and ``stratify`` checked against the data: the class counts must allow
     a stratified split (scikit-learn's rule: two rows a class, a row of every class in
     train and test). Returns the codes to stratify on, or None."""
-    test_size = validation.check_real_open(test_size, "test_size", caller, 0.0, 1.0)
-    stratify = validation.check_bool(stratify, "stratify", caller)
+    test_size = validation.check_real_open(test_size, "test_size", 0.0, 1.0)
+    stratify = validation.check_bool(stratify, "stratify")
     n = target.n_samples
     n_test = math.ceil(test_size * n)
     if n - n_test < 1:
-        raise InvalidParameterError.of("test_size", caller, f"small enough to leave a training "
+        raise InvalidParameterError.of("test_size", f"small enough to leave a training "
                                        f"row of the {n} rows (at most {(n - 1) / n:.4g})", test_size)
     if not (stratify and m.is_classification):
         return test_size, None
@@ -86,19 +87,19 @@ def _split_iv(target, m, test_size, stratify, caller):
     if counts.min() < 2 or n_test < k or n - n_test < k:
         small = validation.plain(target.classes[int(np.argmin(counts))])
         raise InvalidParameterError.of(
-            "stratify", caller, "False for these class counts", True,
+            "stratify", "False for these class counts", True,
             note=f"A stratified split needs 2 rows of every class (class {small!r} has "
                  f"{counts.min()}) and {k} rows in each part (test {n_test}, train "
                  f"{n - n_test}).")
     return test_size, target.codes
 
 
-def _run_iv(client, progress, caller):
-    validation.check_bool(progress, "progress", caller)
+def _run_iv(client, progress):
+    validation.check_bool(progress, "progress")
     if client is not None and not isinstance(client, (str, dict)):
         from distributed import Client
 
-        validation.check_instance(client, "client", caller, Client, "a distributed.Client, "
+        validation.check_instance(client, "client", Client, "a distributed.Client, "
                                   "a scheduler address string, a dict of make_client "
                                   "arguments or None")
 
@@ -118,7 +119,7 @@ def holdout_splits(n, test_size, strata, root, n_repeats):
     return out
 
 
-def bootstrap_indices(target, m, n_bootstraps, root, caller):
+def bootstrap_indices(target, m, n_bootstraps, root):
     """(B, N) in-bag row positions: round b drawn from its own child of ``root``, drawn
     again (from the same child) while its out-of-bag part is empty or the metric is
     undefined in bag or out of bag."""
@@ -136,7 +137,7 @@ def bootstrap_indices(target, m, n_bootstraps, root, caller):
         else:
             raise UndefinedScoreError(
                 f"No bootstrap of the {n} rows in {MAX_DRAWS} draws had both an out-of-bag part "
-                f"and the metric {m.name!r} defined in bag and out of bag, in {caller}: use "
+                f"and the metric {m.name!r} defined in bag and out of bag, in {door_name()}: use "
                 f"more rows (or more of the rarest class).")
         out[b] = idx
     return out
@@ -158,7 +159,7 @@ def _encoded(values, target, m):
     """The (n, 1, 1[, K]) predictions as the metric's kernels take them (labels as codes)."""
     block = values[:, :, None] if values.ndim == 2 else values[:, :, None, :]
     if m.prediction == "labels":
-        return validation.encode_predictions(block, None, m, target, "run_study")
+        return validation.encode_predictions(block, None, m, target)
     return block
 
 
@@ -214,10 +215,10 @@ def bootstrap_task(estimator, rounds, scoring, with_gamma, X, y):
 
 
 # ---------------------------------------------------------------------- running
-def _open_client(client, progress, caller):
+def _open_client(client, progress):
     from .cluster import resolve_client
 
-    c, owned = resolve_client(client, caller)
+    c, owned = resolve_client(client)
     if progress and owned and (client is None or isinstance(client, dict)):
         print(f"bbc_dask: started a local Dask cluster; dashboard: {c.dashboard_link}",
               file=sys.stderr)
@@ -233,7 +234,7 @@ def _groups(items, client):
     return [items[i:i + size] for i in range(0, len(items), size)]
 
 
-def run_tasks(c, progress, caller, fn, groups, X, y, estimator, *args):
+def run_tasks(c, progress, fn, groups, X, y, estimator, *args):
     """``[fn(estimator, group, *args, X, y)]`` for each group, on the client ``c``, in
     order; X and y are shipped once, as tasks holding them (not scattered: scattered data
     is gone with the worker that held it, and every task needing it would be cancelled;
@@ -249,7 +250,7 @@ def run_tasks(c, progress, caller, fn, groups, X, y, estimator, *args):
     if progress:
         from tqdm.auto import tqdm
 
-        bar = tqdm(total=len(futures), unit="task", desc=caller, file=sys.stderr,
+        bar = tqdm(total=len(futures), unit="task", desc=door_name(), file=sys.stderr,
                    dynamic_ncols=True, mininterval=0.5)
     try:
         for fut in as_completed(futures):
@@ -266,6 +267,7 @@ def run_tasks(c, progress, caller, fn, groups, X, y, estimator, *args):
 
 
 # ---------------------------------------------------------------------- public functions
+@door("holdout")
 def holdout(estimator, X, y, *, metric, test_size, confidence=0.95, random_state,
             stratify=True, ci_method=None):
     """Performance of ``estimator`` fitted once on a training part and scored on the
@@ -321,20 +323,18 @@ def holdout(estimator, X, y, *, metric, test_size, confidence=0.95, random_state
     (60, 'wilson')
     """
     t0 = time.perf_counter()
-    caller = "holdout"
-    m, X, target, scoring = _common_iv(estimator, X, y, metric, caller)
-    test_size, strata = _split_iv(target, m, test_size, stratify, caller)
-    confidence = validation.check_real_open(confidence, "confidence", caller, 0.0, 1.0)
+    m, X, target, scoring = _common_iv(estimator, X, y, metric)
+    test_size, strata = _split_iv(target, m, test_size, stratify)
+    confidence = validation.check_real_open(confidence, "confidence", 0.0, 1.0)
     if ci_method is not None:
-        validation.check_one_of(ci_method, "ci_method", caller,
-                                _HOLDOUT_CI.get(m.name, ()) + ("bootstrap",))
-    root = as_seed_sequence(random_state, caller=caller)
+        validation.check_one_of(ci_method, "ci_method", _HOLDOUT_CI.get(m.name, ()) + ("bootstrap",))
+    root = as_seed_sequence(random_state)
     train, test = holdout_splits(target.n_samples, test_size, strata, root, 1)[0]
     outcome = holdout_task(estimator, [(train, test)], scoring, X, y, keep=True)[0]
     score, fit, values = outcome.score, outcome.fit_time, outcome.values
     if not np.isfinite(score):
         raise UndefinedScoreError(
-            f"The metric {m.name!r} is undefined on the {len(test)} test rows of {caller} "
+            f"The metric {m.name!r} is undefined on the {len(test)} test rows of {door_name()} "
             f"(e.g. one class only): use a larger test_size or stratify=True.")
     ci, how = _holdout_ci(m, values, target, test, scoring, score, confidence, root, ci_method)
     ci, clipped = _stats().clip_interval(ci, m.bounds)
@@ -381,6 +381,7 @@ def _holdout_ci(m, values, target, test, scoring, score, confidence, root, metho
     return stats.percentile_interval(draws, confidence), "bootstrap"
 
 
+@door("repeated_holdout")
 def repeated_holdout(estimator, X, y, *, metric, n_repeats, test_size, confidence=0.95,
                      random_state, stratify=True, client=None, progress=True):
     """Performance of ``estimator`` over ``n_repeats`` random train/test splits, fitted as
@@ -426,19 +427,18 @@ def repeated_holdout(estimator, X, y, *, metric, n_repeats, test_size, confidenc
     ...                           client=client, progress=False)  # doctest: +SKIP
     """
     t0 = time.perf_counter()
-    caller = "repeated_holdout"
-    m, X, target, scoring = _common_iv(estimator, X, y, metric, caller)
-    n_repeats = validation.check_int(n_repeats, "n_repeats", caller, low=2)
-    test_size, strata = _split_iv(target, m, test_size, stratify, caller)
-    confidence = validation.check_real_open(confidence, "confidence", caller, 0.0, 1.0)
-    root = as_seed_sequence(random_state, caller=caller)
-    _run_iv(client, progress, caller)
+    m, X, target, scoring = _common_iv(estimator, X, y, metric)
+    n_repeats = validation.check_int(n_repeats, "n_repeats", low=2)
+    test_size, strata = _split_iv(target, m, test_size, stratify)
+    confidence = validation.check_real_open(confidence, "confidence", 0.0, 1.0)
+    root = as_seed_sequence(random_state)
+    _run_iv(client, progress)
     splits = holdout_splits(target.n_samples, test_size, strata, root, n_repeats)
 
     def run(c):
         return _groups(splits, c)
 
-    parts = _run_grouped(client, progress, caller, holdout_task, run, X, y, estimator, scoring)
+    parts = _run_grouped(client, progress, holdout_task, run, X, y, estimator, scoring)
     flat = [item for part in parts for item in part]
     scores = np.array([o.score for o in flat])
     stats = _stats()
@@ -449,18 +449,19 @@ def repeated_holdout(estimator, X, y, *, metric, n_repeats, test_size, confidenc
         float(sum(o.fit_time for o in flat)), time.perf_counter() - t0, clipped)
 
 
-def _run_grouped(client, progress, caller, fn, make_groups, X, y, estimator, *args):
+def _run_grouped(client, progress, fn, make_groups, X, y, estimator, *args):
     """``run_tasks`` whose groups are cut once the client (and its thread count) is known."""
     from .cluster import close_client
 
-    c, owned = _open_client(client, progress, caller)
+    c, owned = _open_client(client, progress)
     try:
-        return run_tasks(c, progress, caller, fn, make_groups(c), X, y, estimator, *args)
+        return run_tasks(c, progress, fn, make_groups(c), X, y, estimator, *args)
     finally:
         if owned:
             close_client(c, close_cluster=client is None or isinstance(client, dict))
 
 
+@door("bootstrap_estimate")
 def bootstrap_estimate(estimator, X, y, *, metric, n_bootstraps, method, random_state,
                        client=None, progress=True):
     """The out-of-bag, .632 or .632+ bootstrap estimate of ``estimator``'s performance,
@@ -513,25 +514,24 @@ def bootstrap_estimate(estimator, X, y, *, metric, n_bootstraps, method, random_
     ...                             client=client, progress=False)  # doctest: +SKIP
     """
     t0 = time.perf_counter()
-    caller = "bootstrap_estimate"
     from .metrics import get_metric
 
-    validation.check_one_of(method, "method", caller, METHODS)
+    validation.check_one_of(method, "method", METHODS)
     stats = _stats()
-    name = get_metric(metric, caller=caller).name
+    name = get_metric(metric).name
     if method == ".632+" and name not in stats.NO_INFORMATION:
-        raise InvalidParameterError.of("method", caller, f"'oob' or '.632' for the metric "
+        raise InvalidParameterError.of("method", f"'oob' or '.632' for the metric "
                                        f"{name!r}, which has no no-information rate", method)
-    m, X, target, scoring = _common_iv(estimator, X, y, metric, caller)
-    n_bootstraps = validation.check_int(n_bootstraps, "n_bootstraps", caller, low=1)
-    root = as_seed_sequence(random_state, caller=caller)
-    _run_iv(client, progress, caller)
-    indices = bootstrap_indices(target, m, n_bootstraps, root, caller)
+    m, X, target, scoring = _common_iv(estimator, X, y, metric)
+    n_bootstraps = validation.check_int(n_bootstraps, "n_bootstraps", low=1)
+    root = as_seed_sequence(random_state)
+    _run_iv(client, progress)
+    indices = bootstrap_indices(target, m, n_bootstraps, root)
 
     def make_groups(c):
         return _groups(list(indices), c)
 
-    parts = _run_grouped(client, progress, caller, bootstrap_task, make_groups, X, y,
+    parts = _run_grouped(client, progress, bootstrap_task, make_groups, X, y,
                          estimator, scoring, method == ".632+")
     oob, resub, gamma, fit = np.concatenate(parts, axis=1)
     per_round, rate = stats.point632(oob, resub, method, gamma)

@@ -12,6 +12,7 @@ from sklearn.base import clone, is_classifier
 
 from .cluster import current_client
 from .exceptions import InvalidParameterError
+from ._doors import warn
 
 __all__ = ["cv_results", "given_client", "local_workers", "refit_best", "search_cv"]
 
@@ -37,10 +38,8 @@ def given_client(search):
     if given is None:
         return None
     if search.n_jobs is not None:
-        import warnings
-
-        warnings.warn(f"{type(search).__name__}: n_jobs={search.n_jobs} is ignored: the study "
-                      "runs on the Dask client's workers.", UserWarning, stacklevel=3)
+        warn(f"{type(search).__name__}: n_jobs={search.n_jobs} is ignored: the study "
+             "runs on the Dask client's workers.", UserWarning, stacklevel=3)
     return given
 
 
@@ -51,7 +50,7 @@ def local_workers(search):
         return None
     if n == 0:
         raise InvalidParameterError.of(
-            "n_jobs", type(search).__name__, "a non-zero integer (-1: one worker per core) "
+            "n_jobs", "a non-zero integer (-1: one worker per core) "
             "or None", n)
     return n if n > 0 else max(1, (os.cpu_count() or 1) + 1 + n)
 

@@ -22,6 +22,7 @@ from .stats import (
 )
 from .stats import bbc as in_memory_bbc
 from .stats import bbc_f as in_memory_bbc_f
+from ._doors import door, door_name, owned_by, warn
 
 __all__ = ["StudyEstimates", "study_scores"]
 
@@ -70,12 +71,10 @@ class StudyEstimates:
         out = np.isin(st, (FAILED, DROPPED)).any(axis=(1, 2))
         return bool((~out).any()) and bool(_predicted_in_each_repeat(st)[~out].all())
 
-    def _warn_unfinished(self, caller, stacklevel=3, *, so_far=False):
+    def _warn_unfinished(self, stacklevel=3, *, so_far=False):
         """:class:`~bbc_dask.exceptions.UnfinishedStudyWarning` on an :meth:`unfinished`
-        study, unless the command line said it already. ``so_far``: ``caller`` reads
+        study, unless the command line said it already. ``so_far``: the door reads
         values (``cv_results_``, ``best_*``), not an estimate."""
-        import warnings
-
         from .exceptions import UnfinishedStudyWarning
 
         missing = None if getattr(self, "said_unfinished", False) else self.unfinished()
@@ -83,8 +82,8 @@ class StudyEstimates:
             what = ("holds the values of the configurations complete so far (a pending cell "
                     "counts as not run)" if so_far else
                     "estimates from the complete configurations only")
-            warnings.warn(UnfinishedStudyWarning(
-                f"The study at {self.store!r} is unfinished ({missing}): {caller} {what}. "
+            warn(UnfinishedStudyWarning(
+                f"The study at {self.store!r} is unfinished ({missing}): {door_name()} {what}. "
                 f"Run the study again to finish it."), stacklevel=stacklevel)
 
     def _winner(self):
@@ -129,23 +128,23 @@ class StudyEstimates:
             shape = self._cube.reader().shape
             return int(np.prod(shape)) // max(shape[1], 1) * 8 * idx.size
 
-        use = use_chunked(nbytes=nbytes, chunked=chunked, caller="Study")
+        use = use_chunked(nbytes=nbytes, chunked=chunked)
         if use:
-            refuse_general(self.metric, "Study.bbc")
+            refuse_general(self.metric)
         if use and getattr(self.location, "in_process_only", False):
             client = current_client()  # None: Dask's threads, in this process
             if client is not None:
-                self.location.check_client(client, "Study")
+                self.location.check_client(client)
         return use
 
     _CHUNKED_KW = ("n_bootstraps", "confidence_level", "random_state", "pos_label", "block_size")
 
-    def _chunked_opts(self, fn, kwargs, caller, allowed=_CHUNKED_KW):
+    def _chunked_opts(self, fn, kwargs, allowed=_CHUNKED_KW):
         """``(y, options)``: ``fn``'s defaults of the ``allowed`` keywords, updated by
         ``kwargs`` (any other refused), the study's positive class by default."""
         import inspect
 
-        validation.reject_unknown(kwargs, allowed, caller)
+        validation.reject_unknown(kwargs, allowed)
         y, pos = target_of(self._cube)
         params = inspect.signature(fn).parameters
         opts = {k: params[k].default for k in allowed} | {"pos_label": pos}
@@ -155,6 +154,7 @@ class StudyEstimates:
         return self._cube.blocks(idx)
 
     @study_scores
+    @door("Study.bbc")
     def bbc(self, *, chunked=None, **kwargs):
         """:func:`bbc_dask.bbc` on the study's :meth:`candidates` (indices in the result
         refer to the study's configurations).
@@ -182,16 +182,17 @@ class StudyEstimates:
         """
         kwargs.setdefault("random_state", self.seed)
         selection = validation.check_one_of(kwargs.pop("selection", self.selection), "selection",
-                                   "Study.bbc", SELECTIONS)
-        if validation.check_bool(kwargs.pop("include_incomplete", False), "include_incomplete", "Study.bbc"):
+                                   SELECTIONS)
+        if validation.check_bool(kwargs.pop("include_incomplete", False), "include_incomplete"):
             res = self._bbc_incomplete(chunked, selection, kwargs)
             return dataclasses.replace(res, method="bbcd") if self.is_bbcd else res
-        self._warn_unfinished("Study.bbc")
+        self._warn_unfinished()
         idx = self.candidates()
         if idx.size and self._chunked(idx, chunked):
             from .chunked import bbc_over_table
 
-            y, opts = self._chunked_opts(in_memory_bbc, kwargs, "Study.bbc(chunked=True)")
+            with owned_by("Study.bbc(chunked=True)"):  # the keywords the chunked path takes
+                y, opts = self._chunked_opts(in_memory_bbc, kwargs)
             opts.pop("block_size")  # per-task blocks are the seed blocks
             blocks, offsets = self._blocks(idx)
             res = bbc_over_table(self._cube.sample_table(idx), blocks, offsets, y,
@@ -201,15 +202,13 @@ class StudyEstimates:
             kwargs.setdefault("pos_label", pos)
             res = in_memory_bbc(pred, y, metric=self.metric, folds=folds, **kwargs)
         if selection == "fold_mean":  # the ledger's fold scores: no prediction read
-            res = with_fold_mean_winner(res, ledger_fold_matrix(self._cube, idx, "Study.bbc")[0])
+            res = with_fold_mean_winner(res, ledger_fold_matrix(self._cube, idx)[0])
         res = self._remap(res, idx)
         return dataclasses.replace(res, method="bbcd") if self.is_bbcd else res
 
     def _bbc_incomplete(self, chunked, selection, kwargs):
         """BBC over every configuration trained on some fold (see :meth:`bbc`)."""
         from .metrics import get_metric
-
-        caller = "Study.bbc"
         st = self._cube.state()
         idx = np.flatnonzero(_predicted_in_each_repeat(st))
         if idx.size == 0:
@@ -218,14 +217,13 @@ class StudyEstimates:
             from .exceptions import InvalidParameterError
 
             raise InvalidParameterError.of(
-                "chunked", caller, "False with include_incomplete=True (the trained "
+                "chunked", "False with include_incomplete=True (the trained "
                 "configurations are read into memory)", chunked,
                 note=f"Their predictions exceed bbc_dask.in-memory-bytes "
                      f"({tuning.IN_MEMORY_BYTES:,} bytes as float64)." if chunked is None else None)
-        y, opts = self._chunked_opts(in_memory_bbc, kwargs, caller,
-                                     self._CHUNKED_KW + ("bootstrap_indices",))
-        m = get_metric(self.metric, caller=caller)
-        arr, coord = validation.as_predictions(self._cube.predictions(idx), m, caller)
+        y, opts = self._chunked_opts(in_memory_bbc, kwargs, self._CHUNKED_KW + ("bootstrap_indices",))
+        m = get_metric(self.metric)
+        arr, coord = validation.as_predictions(self._cube.predictions(idx), m)
         folds = self._cube.folds()
         done = st[idx] == DONE  # (c, R, K): the ledger says which cells were predicted
         missing = np.stack([~done[:, r, folds[:, r]].T for r in range(folds.shape[1])], axis=2)
@@ -233,7 +231,7 @@ class StudyEstimates:
         res = bbc_incomplete(
             m, arr, coord, missing, y, folds, opts["n_bootstraps"], opts["confidence_level"],
             opts["random_state"], opts["bootstrap_indices"], opts["pos_label"],
-            opts["block_size"], selection, final, caller)
+            opts["block_size"], selection, final)
         return self._remap(res, idx)
 
     @property
@@ -262,6 +260,7 @@ class StudyEstimates:
         st = self._cube.state()
         return int(((st == DONE) | (st == FAILED)).sum()), int(st.size)
 
+    @door("Study.bbc_f")
     def bbc_f(self, *, chunked=None, fit_scorer=None, **kwargs):
         """:func:`bbc_dask.bbc_f` on the study's :meth:`candidates`. The fold ×
         configuration matrix is the ledger's (each engine task scored the fold it
@@ -270,27 +269,28 @@ class StudyEstimates:
         :meth:`fit_scores` (``"test_<name>"``): BBC-F on the scores of that scorer of the
         fitted fold models instead (``BBCSearchCV``'s callable scorers)."""
         kwargs.setdefault("random_state", self.seed)
-        self._warn_unfinished("Study.bbc_f")
+        self._warn_unfinished()
         idx = self.candidates()
         if idx.size == 0:
             raise StudyNotReadyError(self._none_complete())
-        validation.check_bool(chunked, "chunked", "Study", allow_none=True)
-        _, opts = self._chunked_opts(in_memory_bbc_f, kwargs, "Study.bbc_f")
+        validation.check_bool(chunked, "chunked", allow_none=True)
+        _, opts = self._chunked_opts(in_memory_bbc_f, kwargs)
         opts.pop("pos_label")
         # The fold x configuration matrix is in the ledger: each task scored its fold with
         # the function fold_score_matrix uses, so this equals bbc_f on the loaded cube.
         if fit_scorer is None:
-            F, rows = ledger_fold_matrix(self._cube, idx, "Study.bbc_f")
+            F, rows = ledger_fold_matrix(self._cube, idx)
         else:
-            F = np.ascontiguousarray(self.fit_scores(fit_scorer, "Study.bbc_f")[:, idx])
+            F = np.ascontiguousarray(self.fit_scores(fit_scorer)[:, idx])
             n_rep, n_spl = self._cube.state().shape[1:]
             rows = [(r, k) for r in range(n_rep) for k in range(n_spl)]
-            F = check_fold_matrix(F, rows, fit_scorer, "Study.bbc_f")
+            F = check_fold_matrix(F, rows, fit_scorer)
         res = bbc_f_of_matrix(F, rows, fit_scorer or self.metric, opts["n_bootstraps"], opts["confidence_level"],
-                              opts["random_state"], None, opts["block_size"], "Study.bbc_f")
+                              opts["random_state"], None, opts["block_size"])
         return self._remap(res, idx)
 
     @study_scores
+    @door("Study.selection_ci")
     def selection_ci(self, method="mabt", *, repeat=0, **kwargs):
         """:func:`bbc_dask.selection_ci` (the 2024 paper's DL, HM, BT, their 10p variants,
         MABT) on one repeat of the study's :meth:`candidates`: their out-of-sample
@@ -308,16 +308,14 @@ class StudyEstimates:
         """
         from .exceptions import InvalidParameterError
         from .stats import selection_ci
-
-        caller = "Study.selection_ci"
         if self.metric != "roc_auc":
             raise InvalidParameterError.of(
-                "method", caller, "used on a study of the metric 'roc_auc' (the methods bound "
+                "method", "used on a study of the metric 'roc_auc' (the methods bound "
                 "an AUC)", method, note=f"This study's metric is {self.metric!r}.")
         kwargs.setdefault("random_state", self.seed)
-        self._warn_unfinished(caller, stacklevel=4)  # under study_scores' wrapper
+        self._warn_unfinished(stacklevel=4)  # under study_scores' wrapper
         idx, pred, y, folds, pos = self._inputs()
-        r = validation.check_int(repeat, "repeat", caller, low=0, high=pred.shape[2] - 1)
+        r = validation.check_int(repeat, "repeat", low=0, high=pred.shape[2] - 1)
         kwargs.setdefault("pos_label", pos)
         res = selection_ci(pred[:, :, r], y, folds[:, r], method, **kwargs)
         if res.selected < 0:
@@ -327,6 +325,7 @@ class StudyEstimates:
         details["best"], details["final"] = int(idx[details["best"]]), int(idx[details["final"]])
         return dataclasses.replace(res, selected=int(idx[res.selected]), details=details)
 
+    @door("Study.fold_scores")
     def fold_scores(self, metric=None):
         """Per-(repeat, fold) scores, (R*K, C) repeat-major, NaN for cells not trained
         (pending, failed, dropped): complete configurations and the folds that dropped
@@ -347,7 +346,8 @@ class StudyEstimates:
         F[done] = got[done]
         return F
 
-    def fit_scores(self, label, caller="Study.fit_scores"):
+    @door("Study.fit_scores")
+    def fit_scores(self, label):
         """Per-(repeat, fold) scores of one scorer of the fitted fold models (the store's
         ``fit_score``; ``label`` ``"test_<name>"`` or ``"train_<name>"``, see
         :attr:`fit_scorers`), (R*K, C) repeat-major, NaN for cells not trained."""
@@ -356,7 +356,7 @@ class StudyEstimates:
         labels = self._cube.fit_scorer_labels()
         if label not in labels:
             raise InvalidParameterError.of(
-                "fit_scorer", caller, f"one of the study's scorers of fitted models {list(labels)}"
+                "fit_scorer", f"one of the study's scorers of fitted models {list(labels)}"
                 if labels else "None: this study scored no fitted model", label)
         st = self._cube.state()
         n_cfg = st.shape[0]
@@ -377,12 +377,10 @@ class StudyEstimates:
         from .exceptions import InvalidParameterError
         from .metrics import get_metric
         from .stats import fold_score_matrix
-
-        caller = "Study.fold_scores"
-        m, own = get_metric(metric, caller=caller), get_metric(self.metric, caller=caller)
+        m, own = get_metric(metric), get_metric(self.metric)
         if stored_as(m) != stored_as(own):
             raise InvalidParameterError.of(
-                "metric", caller, f"a metric that reads the study's stored predictions (those "
+                "metric", f"a metric that reads the study's stored predictions (those "
                 f"of {own.name!r}: {' or '.join(stored_as(own)[0])})",
                 shown=f"{m.name!r}, which needs {' or '.join(stored_as(m)[0])}"
                       f"{' per class' if stored_as(m)[1] else ''}")
@@ -393,7 +391,7 @@ class StudyEstimates:
             # the stored responses are scored for the study's positive class: another
             # class's score cannot be read from them
             raise InvalidParameterError.of(
-                "metric", caller, f"a scorer of the study's positive class ({study_pos!r})",
+                "metric", f"a scorer of the study's positive class ({study_pos!r})",
                 shown=f"{m.name!r} with pos_label={own_pos!r}")
         st = self._cube.state()
         n_cfg, n_rep, n_spl = st.shape

@@ -122,9 +122,11 @@ def __getattr__(name):
     try:
         return read[kind](value)
     except (TypeError, ValueError):
+        from ._doors import owned_by
         from .exceptions import InvalidParameterError
 
-        raise InvalidParameterError.of(key, "Dask's configuration", _EXPECTED[kind], value) from None
+        with owned_by("Dask's configuration"):  # a setting, not a parameter of the call
+            raise InvalidParameterError.of(key, _EXPECTED[kind], value) from None
 
 
 def __dir__():

@@ -65,7 +65,7 @@ def zarr_of(x):
     return None if src is None else src[0]
 
 
-def dims_of(x, ndim, caller):
+def dims_of(x, ndim):
     """The dimension names of the cube ``x`` (``ndim`` axes), checked: its own, the
     Zarr array's stored names, else the canonical order."""
     dims = getattr(x, "dims", None)
@@ -74,7 +74,7 @@ def dims_of(x, ndim, caller):
         dims = tuple(names) if names and all(names) else _DIMS[: min(4, ndim)]
         if ndim == 2:
             dims = ("sample", "config")
-    return _validation.check_dims(dims, caller)
+    return _validation.check_dims(dims)
 
 
 def per_config_bytes(shape, dims):

@@ -12,6 +12,7 @@ import uuid
 import weakref
 
 from .exceptions import InvalidParameterError, SchedulerUnreachableError, UserFileNotFoundError
+from ._doors import door, the_parameter
 
 __all__ = ["KUBERNETES_DEFAULTS", "as_security", "close_client", "close_shared_client",
            "current_client", "kubernetes_cluster_spec", "make_client", "resolve_client",
@@ -61,6 +62,7 @@ _POD_SECURITY = {
 }
 
 
+@door("kubernetes_cluster_spec")
 def kubernetes_cluster_spec(**options):
     """The ``DaskCluster`` custom resource that ``make_client(kind="kubernetes")`` creates.
 
@@ -75,7 +77,7 @@ def kubernetes_cluster_spec(**options):
     dict
         ``apiVersion: kubernetes.dask.org/v1``, ``kind: DaskCluster``.
     """
-    opts = _kubernetes_options(options, "kubernetes_cluster_spec")
+    opts = _kubernetes_options(options)
     make_cluster_spec = _import_operator().make_cluster_spec
     # the study's modules imported as a worker starts: an autoscaled worker runs its
     # first task at once (bbc_dask.preload)
@@ -115,22 +117,21 @@ def kubernetes_cluster_spec(**options):
 _RESOURCES = "a dict with 'requests' and/or 'limits' dicts (e.g. {'requests': {'cpu': '1'}})"
 
 
-def _kubernetes_options(options, caller):
+def _kubernetes_options(options):
     from . import _validation as validation
 
-    validation.reject_unknown(options, sorted(KUBERNETES_DEFAULTS), caller, what="option")
-    opts = copy.deepcopy(KUBERNETES_DEFAULTS)
-    opts.update(copy.deepcopy(options))
+    validation.reject_unknown(options, sorted(KUBERNETES_DEFAULTS), what="option")
+    opts = copy.deepcopy({**KUBERNETES_DEFAULTS, **options})
     opts["name"] = opts["name"] or f"bbc-dask-{uuid.uuid4().hex[:8]}"
     opts["image"] = opts["image"] or _default_image()
     for key in ("n_workers", "threads_per_worker", "resource_timeout"):
-        opts[key] = validation.check_int(opts[key], key, caller)
+        opts[key] = validation.check_int(opts[key], key)
     opts["adapt_minimum"], opts["adapt_maximum"] = validation.check_bounds(
-        opts["adapt_minimum"], opts["adapt_maximum"], ("adapt_minimum", "adapt_maximum"), caller)
-    res = validation.check_instance(opts["resources"], "resources", caller, dict, _RESOURCES)
+        opts["adapt_minimum"], opts["adapt_maximum"], ("adapt_minimum", "adapt_maximum"))
+    res = validation.check_instance(opts["resources"], "resources", dict, _RESOURCES)
     if set(res) - {"requests", "limits"} or not all(isinstance(v, dict) for v in res.values()):
-        raise InvalidParameterError.of("resources", caller, _RESOURCES, res)
-    validation.check_instance(opts["env"], "env", caller, dict, "a dict of environment variables")
+        raise InvalidParameterError.of("resources", _RESOURCES, res)
+    validation.check_instance(opts["env"], "env", dict, "a dict of environment variables")
     opts["env"] = {str(k): str(v) for k, v in opts["env"].items()}
     return opts
 
@@ -166,7 +167,7 @@ def threads_of(client):
     return max(1, sum(client.nthreads().values()))
 
 
-def as_security(security, caller="bbc_dask"):
+def as_security(security):
     """A :class:`distributed.security.Security` from None, True (temporary self-signed
     certificates, for a local cluster), a ``Security`` or a dict of its arguments."""
     if security is None or security is False:
@@ -181,14 +182,14 @@ def as_security(security, caller="bbc_dask"):
         for key, value in security.items():
             if key.startswith("tls_") and key != "tls_min_version" and isinstance(value, str) \
                     and not value.lstrip().startswith("-----BEGIN") and not os.path.isfile(value):
-                raise UserFileNotFoundError(f"The 'security' parameter of {caller}: {key} = {value!r}: "
+                raise UserFileNotFoundError(f"{the_parameter('security')}: {key} = {value!r}: "
                                         f"no such file.")
         try:
             return Security(**{"require_encryption": True, **security})
         except TypeError as e:
-            raise InvalidParameterError.of("security", caller, _SECURITY, security,
+            raise InvalidParameterError.of("security", _SECURITY, security,
                                            note=f"({e})") from None
-    raise InvalidParameterError.of("security", caller, _SECURITY,
+    raise InvalidParameterError.of("security", _SECURITY,
                                    shown=f"a {type(security).__name__}")
 
 
@@ -337,6 +338,7 @@ def _start_method(method):
         _FORKSERVER_ENV["env"] = _environment_now()  # what the server started with
 
 
+@door("make_client")
 def make_client(kind="local", *, security=None, profile=False, start_method=START_METHOD,
                 set_as_default=True, **options):
     """A :class:`distributed.Client` on a new or existing cluster.
@@ -384,10 +386,9 @@ def make_client(kind="local", *, security=None, profile=False, start_method=STAR
 
     from . import _validation as validation
 
-    validation.check_one_of(kind, "kind", "make_client", _KINDS)
-    validation.check_one_of(start_method, "start_method", "make_client",
-                            ("forkserver", "spawn", None))
-    security = as_security(security, "make_client")
+    validation.check_one_of(kind, "kind", _KINDS)
+    validation.check_one_of(start_method, "start_method", ("forkserver", "spawn", None))
+    security = as_security(security)
     if kind == "local":
         opts = dict(n_workers=os.cpu_count() or 1, threads_per_worker=1, processes=True)
         opts.update(options)
@@ -422,8 +423,8 @@ def make_client(kind="local", *, security=None, profile=False, start_method=STAR
         return client
     if kind == "address":
         opts = dict(options)
-        address = validation.check_instance(opts.pop("address", None), "address", "make_client(kind='address')",
-                                   str, "a scheduler address such as 'tls://scheduler:8786'")
+        address = validation.check_instance(opts.pop("address", None), "address", str, "a scheduler "
+                                            "address such as 'tls://scheduler:8786' with kind='address'")
         try:
             return Client(address, security=security, **opts)
         except (OSError, TypeError, ValueError) as e:
@@ -433,7 +434,7 @@ def make_client(kind="local", *, security=None, profile=False, start_method=STAR
                 f"Cannot connect to the Dask scheduler at {address!r}: {e}") from e
     if security is not None:
         raise InvalidParameterError.of(
-            "security", "make_client(kind='kubernetes')", "None", shown="TLS settings",
+            "security", "None with kind='kubernetes'", shown="TLS settings",
             note="dask-kubernetes' KubeCluster connects to its scheduler over plain TCP. Deploy "
                  "a TLS cluster with the manifests in deploy/ and connect with kind='address'.")
     return _kubernetes_client(options)
@@ -444,7 +445,7 @@ def _kubernetes_client(options):
 
     op = _import_operator()
     spec = kubernetes_cluster_spec(**options)
-    opts = _kubernetes_options(dict(options, name=spec["metadata"]["name"]), "make_client")
+    opts = _kubernetes_options(dict(options, name=spec["metadata"]["name"]))
     cluster = op.KubeCluster(
         custom_cluster_spec=spec, namespace=opts["namespace"], shutdown_on_close=True,
         resource_timeout=opts["resource_timeout"], quiet=True,
@@ -458,7 +459,7 @@ def _kubernetes_client(options):
         raise
 
 
-def resolve_client(client, caller, security=None):
+def resolve_client(client, security=None):
     """``(client, owned)``: None starts a local cluster, a dict is :func:`make_client`'s
     arguments, a string connects to a scheduler (all with ``security``); a Client is used
     as it is."""
@@ -477,7 +478,7 @@ def resolve_client(client, caller, security=None):
             opts.setdefault("dashboard_address", ":0")
         return make_client(kind, security=security, **opts), True
     raise InvalidParameterError.of(
-        "client", caller, "a distributed.Client, a scheduler address string, a dict of "
+        "client", "a distributed.Client, a scheduler address string, a dict of "
         "make_client arguments or None", shown=f"a {type(client).__name__}")
 
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 import reprlib
 import signal
 
+from ._doors import current
+
 __all__ = [
     "AllConfigurationsFailedError",
     "BBCDaskError",
@@ -59,16 +61,20 @@ class InvalidParameterError(UserError, ValueError, TypeError):
     """
 
     @classmethod
-    def of(cls, name, caller, expected, got=None, *, shown=None, note=None):
-        """``The 'name' parameter of caller must be expected. Got got instead. [note]``
+    def of(cls, name, expected, got=None, *, shown=None, note=None):
+        """``The 'name' parameter of DOOR must be expected. Got got instead. [note]``
 
+        DOOR is the public entry point the user called (:mod:`bbc_dask._doors`), and
+        ``name`` is spelled in its words (the study file's ``cv.splits`` for ``n_splits``).
         ``got`` is shown by its repr, shortened (a large frame or dict must not flood a
         one-line error); ``shown`` replaces it by a description (e.g. "the unknown key(s)
         ['x']"); ``note`` is a sentence added after (the hint of what to do).
         """
         shown = _REPR.repr(got) if shown is None else shown
         shown = " ".join(str(shown).split())  # one line: an array's repr wraps
-        return cls(f"The {name!r} parameter of {caller} must be {expected}. Got {shown} "
+        door = current()
+        return cls(f"The {door.spelled(name)!r} parameter of {door.name} must be {expected}. "
+                   f"Got {shown} "
                    f"instead." + (f" {note}" if note else ""))
 
 

@@ -16,6 +16,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from . import _sklearn_compat as compat
 from . import _validation as validation
+from ._doors import SEARCH_NAMES, by_class, door
 from ._multimetric import fold_level_winner, scoring_plan, split_scores
 from ._search_run import cv_results, given_client, local_workers, refit_best, search_cv
 from .cluster import shared_client
@@ -259,6 +260,7 @@ class BBCSearchCV(MetaEstimatorMixin, BaseEstimator):
         tags.input_tags.allow_nan = sub.input_tags.allow_nan
         return tags
 
+    @door(by_class, SEARCH_NAMES)
     def fit(self, X, y, groups=None, **params):
         """Cross-validate every configuration, refit the winner, estimate with BBC/BBC-F.
 
@@ -280,12 +282,12 @@ class BBCSearchCV(MetaEstimatorMixin, BaseEstimator):
         -------
         self
         """
-        from .engine import StudyRequest, run_cvt
-        from .study import study_of, warn_failures
+        from .engine import Execution, Resampling, Scoring, Search, Storage, StudyRequest, run_cvt
+        from ._run_warnings import warn_failures
+        from .study import study_of
 
-        caller = type(self).__name__
         self._check_parameters()
-        validation.require_y(y, caller)
+        validation.require_y(y)
         if not hasattr(X, "iloc"):  # DataFrames go through as they are (column names)
             from sklearn.utils.validation import check_array
 
@@ -314,18 +316,18 @@ class BBCSearchCV(MetaEstimatorMixin, BaseEstimator):
         # a number is only what cv_results_ shows for a failed fit: the study runs as NaN
         error_score = self.error_score if isinstance(self.error_score, str) else np.nan
         request = StudyRequest.build(
-            clone(self.estimator), param_grid, X, y, store=store, metric=plan.metric,
-            n_repeats=self.n_repeats, cv=search_cv(self, y, groups), groups=groups,
-            error_score=error_score,
-            param_distributions=param_distributions, n_iter=n_iter,
+            clone(self.estimator), X, y, search=Search(param_grid, param_distributions, n_iter),
+            scoring=Scoring(plan.metric, None, error_score, self.selection, plan.fit_scoring),
+            storage=Storage(store),
+            resampling=Resampling(n_repeats=self.n_repeats, cv=search_cv(self, y, groups),
+                                  groups=groups),
             # a callable's choice (or a fold-level scorer's) is known from cv_results_
             # only: refit here, below
-            refit=bool(self.refit) and not self._refit_here(plan),
-            random_state=self.random_state,
-            client=given_client(self),
-            overwrite=overwrite, progress=bool(self.verbose), dropping=self.dropping or None,
-            selection=self.selection, caller=caller, fit_params=plan.fit_params,
-            fit_scoring=plan.fit_scoring, names={"metric": "scoring", "n_splits": "cv"})
+            execution=Execution(given_client(self), progress=bool(self.verbose),
+                                overwrite=overwrite,
+                                refit=bool(self.refit) and not self._refit_here(plan)),
+            dropping=self.dropping or None, random_state=self.random_state,
+            fit_params=plan.fit_params)
         scope = contextlib.ExitStack()
         if request.execution.client is None:  # checked: now the cluster, warm if it was
             import dataclasses
@@ -400,7 +402,7 @@ class BBCSearchCV(MetaEstimatorMixin, BaseEstimator):
         n = len(self.cv_results_["params"])
         if isinstance(index, bool) or not isinstance(index, Integral) or not 0 <= index < n:
             raise InvalidParameterError.of(
-                "refit", type(self).__name__, f"a callable that returns an integer index of "
+                "refit", f"a callable that returns an integer index of "
                 f"cv_results_['params'] (0 to {n - 1})", shown=f"one that returned {index!r}")
         return int(index)
 
@@ -416,6 +418,7 @@ class BBCSearchCV(MetaEstimatorMixin, BaseEstimator):
         saved there (saving imports skops, 0.9 s of a process's first fit)."""
         return callable(self.refit) or plan.primary_fitted or self.store is None
 
+    @door(by_class, SEARCH_NAMES)
     def get_metadata_routing(self):
         """scikit-learn's metadata routing, as ``GridSearchCV``'s: ``fit``'s parameters go
         to the estimator's ``fit`` (every fold's fit and the refit) and to the scorers
@@ -457,7 +460,7 @@ class BBCSearchCV(MetaEstimatorMixin, BaseEstimator):
         if is_regressor(self.estimator):
             return "r2"
         raise InvalidParameterError.of(
-            "scoring", "BBCSearchCV", "given for an estimator that is neither a classifier nor a "
+            "scoring", "given for an estimator that is neither a classifier nor a "
             f"regressor ({type(self.estimator).__name__})", None)
 
     def _check(self, X=None):
@@ -499,6 +502,7 @@ class BBCSearchCV(MetaEstimatorMixin, BaseEstimator):
         """``score_samples`` of ``best_estimator_``."""
         return self._check().score_samples(X)
 
+    @door(by_class, SEARCH_NAMES)
     def score(self, X, y=None):
         """``scoring`` of ``best_estimator_`` on (X, y), by :attr:`scorer_` (multimetric:
         the refit scorer's, as ``GridSearchCV``)."""
@@ -506,7 +510,7 @@ class BBCSearchCV(MetaEstimatorMixin, BaseEstimator):
         if self.multimetric_:
             if not isinstance(self.refit, str):
                 raise InvalidParameterError.of(
-                    "refit", type(self).__name__, "a scoring key for score() with multimetric "
+                    "refit", "a scoring key for score() with multimetric "
                     "scoring", self.refit)
             return self.scorer_[self.refit](est, X, y)
         return self.scorer_(est, X, y)
@@ -587,7 +591,7 @@ n_splits_, refit_time_, multimetric_, study_, n_features_in_, feature_names_in_,
 
         from .engine import check_search
 
-        check_search(None, self.param_distributions, self.n_iter, type(self).__name__)
+        check_search(None, self.param_distributions, self.n_iter)
         drawn = ParameterSampler(self.param_distributions, self.n_iter, random_state=rs)
         return [{k: [v] for k, v in point.items()} for point in drawn], None, self.n_iter
 

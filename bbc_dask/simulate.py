@@ -22,6 +22,7 @@ from . import _validation as validation
 from ._random import as_seed_sequence, child_generator
 from .exceptions import InvalidParameterError
 from .stats import ArrayEquality
+from ._doors import door
 
 __all__ = ["SimulatedMatrix", "accuracy_matrix", "auc_matrix"]
 
@@ -49,9 +50,9 @@ class SimulatedMatrix(ArrayEquality):
     metric: str
 
 
-def _beta_params(a, b, caller):
+def _beta_params(a, b):
     for name, v in (("a", a), ("b", b)):
-        validation.check_real_open(v, name, caller, 0.0, np.inf)
+        validation.check_real_open(v, name, 0.0, np.inf)
 
 
 def _stratified_folds(y, n_splits, gen):
@@ -62,6 +63,7 @@ def _stratified_folds(y, n_splits, gen):
     return folds
 
 
+@door("accuracy_matrix")
 def accuracy_matrix(n_samples, n_configs, *, a=9.0, b=6.0, n_splits=10, random_state=None):
     """Class-label predictions with known accuracies (2018 paper, §5.1).
 
@@ -84,12 +86,11 @@ def accuracy_matrix(n_samples, n_configs, *, a=9.0, b=6.0, n_splits=10, random_s
     -------
     SimulatedMatrix
     """
-    caller = "accuracy_matrix"
-    n = validation.check_int(n_samples, "n_samples", caller, low=2)
-    c = validation.check_int(n_configs, "n_configs", caller)
-    k = validation.check_int(n_splits, "n_splits", caller, low=2, high=max(2, n // 2))
-    _beta_params(a, b, caller)
-    gen = child_generator(as_seed_sequence(random_state, caller=caller), "simulate", 0)
+    n = validation.check_int(n_samples, "n_samples", low=2)
+    c = validation.check_int(n_configs, "n_configs")
+    k = validation.check_int(n_splits, "n_splits", low=2, high=max(2, n // 2))
+    _beta_params(a, b)
+    gen = child_generator(as_seed_sequence(random_state), "simulate", 0)
     y = gen.permutation(np.arange(n) % 2)
     p = gen.beta(a, b, size=c)
     correct = gen.random((n, c)) < p[None, :]
@@ -97,6 +98,7 @@ def accuracy_matrix(n_samples, n_configs, *, a=9.0, b=6.0, n_splits=10, random_s
     return SimulatedMatrix(pred, y, _stratified_folds(y, k, gen), p, "accuracy")
 
 
+@door("auc_matrix")
 def auc_matrix(
     n_samples, n_configs, *, a=24.0, b=6.0, class_balance=0.5, n_splits=None, n_repeats=1,
     repeat_correlation=1.0, random_state=None
@@ -130,24 +132,23 @@ def auc_matrix(
     -------
     SimulatedMatrix
     """
-    caller = "auc_matrix"
-    n = validation.check_int(n_samples, "n_samples", caller, low=4)
-    c = validation.check_int(n_configs, "n_configs", caller)
-    _beta_params(a, b, caller)
-    validation.check_real_open(class_balance, "class_balance", caller, 0.0, 1.0)
-    n_repeats = validation.check_int(n_repeats, "n_repeats", caller)
-    rho = validation.check_real_closed(repeat_correlation, "repeat_correlation", caller, 0.0, 1.0)
-    gen = child_generator(as_seed_sequence(random_state, caller=caller), "simulate", 1)
+    n = validation.check_int(n_samples, "n_samples", low=4)
+    c = validation.check_int(n_configs, "n_configs")
+    _beta_params(a, b)
+    validation.check_real_open(class_balance, "class_balance", 0.0, 1.0)
+    n_repeats = validation.check_int(n_repeats, "n_repeats")
+    rho = validation.check_real_closed(repeat_correlation, "repeat_correlation", 0.0, 1.0)
+    gen = child_generator(as_seed_sequence(random_state), "simulate", 1)
     for _ in range(10_000):
         y = (gen.random(n) < class_balance).astype(np.int64)
         if min(y.sum(), n - y.sum()) >= 2:
             break
     else:
         raise InvalidParameterError.of(
-            "class_balance", caller, f"a share that gives two samples of each class among "
+            "class_balance", f"a share that gives two samples of each class among "
             f"n_samples={n} (a draw of 10,000 never did)", class_balance)
     minority = int(min(y.sum(), n - y.sum()))
-    k = min(10, minority) if n_splits is None else validation.check_int(n_splits, "n_splits", caller, low=2, high=minority)
+    k = min(10, minority) if n_splits is None else validation.check_int(n_splits, "n_splits", low=2, high=minority)
     auc = gen.beta(a, b, size=c)
     mu = np.sqrt(2.0) * norm.ppf(auc)
     noise = gen.standard_normal((n, c))

@@ -5,6 +5,8 @@ import time
 
 import numpy as np
 
+from ._doors import door
+from ._run_warnings import warn_failures
 from ._study_estimates import StudyEstimates
 from .cube import (DONE, DROPPED, FAILED, PENDING, candidates, complete, failure_groups,
                    ledger_fold_matrix, open_cube, pooled_scores)
@@ -87,7 +89,7 @@ class Study(StudyEstimates):
         if "scorer" in self.spec or scoring is not None:
             # a make_scorer study: its metric made known by name in this process (rebuilt
             # from the store for a sklearn.metrics function, else the scorer given again)
-            metric_of_spec(self.spec, scoring, "open_study")
+            metric_of_spec(self.spec, scoring)
         self._final_model = final_model
         self._param_objects = None  # the real parameter values when run in this process
         self.n_fits_ = 0
@@ -223,6 +225,7 @@ class Study(StudyEstimates):
 
     # ------------------------------------------------------ scikit-learn view
     @property
+    @door("Study.cv_results_")
     def cv_results_(self):
         """scikit-learn-shaped results. ``split{i}_test_score`` are per (repeat, fold) in
         repeat-major order; ``mean_test_score``/``std_test_score`` over them;
@@ -277,35 +280,37 @@ class Study(StudyEstimates):
             # model's own scores and its share of its block's fold scoring); NaN for cells
             # fitted by another process or run, whose store keeps their fit times only
             out["mean_score_time"], out["std_score_time"] = _nan_mean_std(sc)
-        self._warn_unfinished("Study.cv_results_", so_far=True)  # once read: not if it raised
+        self._warn_unfinished(so_far=True)  # once read: not if it raised
         return out
 
     @property
+    @door("Study.best_index_")
     def best_index_(self):
         """The winner among the :meth:`candidates` by the study's :attr:`selection` (the
         configuration refit); an unfinished study's, from the configurations complete so
         far, with an :class:`~bbc_dask.exceptions.UnfinishedStudyWarning`."""
         best = self._winner()
-        self._warn_unfinished("Study.best_index_", so_far=True)
+        self._warn_unfinished(so_far=True)
         return best
 
     @property
+    @door("Study.best_params_")
     def best_params_(self):
         """The parameters of :attr:`best_index_` (which see: the same warning)."""
         best = self._winner()  # not best_index_: one warning per access
-        self._warn_unfinished("Study.best_params_", so_far=True)
+        self._warn_unfinished(so_far=True)
         return self._configs[best]
 
     @property
+    @door("Study.best_score_")
     def best_score_(self):
         """The winner's CV score by the study's :attr:`selection` — pooled, or the mean of
         its fold scores (``mean_test_score``): the naive, optimistic CVT estimate, which
         is ``Study.bbc().naive_estimate`` (warns as :attr:`best_index_`)."""
         best = self._winner()
-        self._warn_unfinished("Study.best_score_", so_far=True)
+        self._warn_unfinished(so_far=True)
         if self.selection == "fold_mean":
-            return float(fold_means(ledger_fold_matrix(self._cube, np.array([best]),
-                                                         "Study.best_score_")[0])[0])
+            return float(fold_means(ledger_fold_matrix(self._cube, np.array([best]))[0])[0])
         return float(pooled_scores(self._cube, np.array([best])).mean())
 
     @property
@@ -315,6 +320,7 @@ class Study(StudyEstimates):
             self._final_model = self.load_final_model()
         return self._final_model
 
+    @door("load_final_model")
     def load_final_model(self, trusted=None):
         """Load the saved final model with skops (never pickle).
 
@@ -336,6 +342,7 @@ class Study(StudyEstimates):
         return load_model(self.location, info, trusted)
 
 
+@door("open_study")
 def open_study(store, storage_options=None, scoring=None):
     """Open a finished or interrupted study read-only (everything but refitting).
 
@@ -354,6 +361,7 @@ def open_study(store, storage_options=None, scoring=None):
     return Study(store, storage_options=storage_options, scoring=scoring)
 
 
+@door("run_study")
 def run_study(
     estimator,
     param_grid=None,
@@ -505,82 +513,20 @@ def run_study(
     .. [1] Tsamardinos, Greasidou, Borboudakis, Machine Learning 107 (2018), Algorithm 2.
     """
     t0 = time.perf_counter()  # the engine's first import is on the user's clock too
-    from .engine import StudyRequest, run_cvt
+    from .engine import Execution, Resampling, Scoring, Search, Storage, StudyRequest, run_cvt
 
     request = StudyRequest.build(
-        estimator, param_grid, X, y, store=store, metric=metric, n_splits=n_splits,
-        n_repeats=n_repeats, cv=cv, groups=groups, param_distributions=param_distributions,
-        n_iter=n_iter, error_score=error_score, pos_label=pos_label, refit=refit,
-        random_state=random_state, client=client, overwrite=overwrite, progress=progress,
-        configs_per_task=configs_per_task, dropping=dropping, metadata=metadata,
-        storage_options=storage_options, security=security, selection=selection,
-        caller="run_study", fit_params=fit_params)
+        estimator, X, y, search=Search(param_grid, param_distributions, n_iter),
+        scoring=Scoring(metric, pos_label, error_score, selection),
+        storage=Storage(store, storage_options),
+        resampling=Resampling(n_splits, n_repeats, cv, groups),
+        execution=Execution(client, security, progress, configs_per_task, overwrite, refit),
+        dropping=dropping, random_state=random_state, metadata=metadata, fit_params=fit_params)
     checked = time.perf_counter() - t0
     study = study_of(run_cvt(request))
     study.run_seconds_ = {"request": checked, **study.run_seconds_}
     warn_failures(study, stacklevel=2)
     return study
-
-
-def fit_warning_groups(warned):
-    """The fits' warnings of a run (``{(module, class, text): count}``), most frequent
-    first: ``[(category or None, class name, text, count)]``. The category is the class
-    itself when its module is already imported here (scikit-learn's, Python's), never
-    imported for the purpose; else None."""
-    import sys
-
-    out = []
-    for (module, name, text), n in sorted((warned or {}).items(), key=lambda kv: -kv[1]):
-        cat = getattr(sys.modules.get(module), name, None)
-        if not (isinstance(cat, type) and issubclass(cat, Warning)):
-            cat = None
-        out.append((cat, name, text, n))
-    return out
-
-
-def warn_fit_warnings(warned, stacklevel):
-    """Show each distinct warning the fits raised once, with how many fits raised it (the
-    tasks collect them instead of printing one per task). ``stacklevel`` as
-    :func:`warn_failures`."""
-    import warnings
-
-    for cat, name, text, n in fit_warning_groups(warned):
-        # at least: Python shows a warning of one line of code once per worker process
-        # unless a library resets its registry, so repeats may never reach the tasks
-        note = f" [shown once; the study's fits raised it at least {n} time{'s' if n > 1 else ''}]"
-        if cat is None:
-            warnings.warn(f"{name}: {text}{note}", UserWarning, stacklevel=stacklevel + 1)
-        else:
-            warnings.warn(f"{text}{note}", cat, stacklevel=stacklevel + 1)
-
-
-def warn_failures(study, stacklevel):
-    """Warn once (scikit-learn's ``FitFailedWarning``, as ``GridSearchCV`` does) when some
-    configurations of ``study`` failed: how many, and their first errors grouped (the three
-    most frequent, with their counts and an example configuration). A resumed run whose
-    store holds failures warns again. ``stacklevel`` counts from the caller of this
-    function (1: that caller's line). The command line prints the failures itself and
-    does not call this. The fits' own warnings of this run come first
-    (:func:`warn_fit_warnings`)."""
-    warn_fit_warnings(study.fit_warnings_, stacklevel + 1)
-    groups = study.failures()
-    if not groups:
-        return
-    import warnings
-
-    from sklearn.exceptions import FitFailedWarning
-
-    n, m = sum(g["count"] for g in groups), len(study.params)
-    lines = [f"{n} of {m} configuration{'s' if m > 1 else ''} failed on some fold and "
-             f"{'are' if n > 1 else 'is'} left out of the selection (their scores are NaN). "
-             f"The errors, grouped:"]
-    for g in groups[:3]:
-        first = g["error"].splitlines()[0] if g["error"] else ""
-        c = g["configs"][0]
-        lines.append(f"  {g['count']} x {first}  (e.g. configuration {c}: {study.params[c]})")
-    if len(groups) > 3:
-        lines.append(f"  ... {len(groups) - 3} other errors: Study.failures() lists all")
-    warnings.warn("\n".join(lines), FitFailedWarning, stacklevel=stacklevel + 1)
 
 
 def _nan_mean_std(a):

@@ -79,8 +79,8 @@ def case_bbc_f(quick):
     rng = np.random.default_rng(2)
     F = rng.beta(24, 6, size=(10, 500))
     rows = [(0, k) for k in range(10)]
-    _bbc_f_matrix(F, rows, "roc_auc", 10, 0.95, 0, None, None, "bbc_f")
-    t = best_of(lambda: _bbc_f_matrix(F, rows, "roc_auc", 1000, 0.95, 0, None, None, "bbc_f"), repeat=5)
+    _bbc_f_matrix(F, rows, "roc_auc", 10, 0.95, 0, None, None)
+    t = best_of(lambda: _bbc_f_matrix(F, rows, "roc_auc", 1000, 0.95, 0, None, None), repeat=5)
     sim = bd.simulate.auc_matrix(2000, 500, random_state=0)
     P, y, folds = sim.predictions, sim.y, sim.folds
     t_all = best_of(lambda: bd.bbc_f(P, y, folds, metric="roc_auc", random_state=0))

@@ -1,6 +1,7 @@
 """The package's structure: one-way layers, one exceptions module, one selection rule,
 short functions, and the command line's line between a user's mistake and a bug."""
 import ast
+import inspect
 import os
 import subprocess
 import sys
@@ -11,6 +12,7 @@ from click.testing import CliRunner
 
 import bbc_dask
 from bbc_dask import exceptions as E
+from bbc_dask._doors import entered
 from bbc_dask.chunked._blocks import merge_winners
 from bbc_dask.stats._winner import ranking, select
 
@@ -92,7 +94,8 @@ def test_every_exception_class_lives_in_the_exceptions_module():
 
 
 def test_user_errors_are_the_builtin_kinds_users_catch():
-    err = E.InvalidParameterError.of("n_bootstraps", "bbc", "an int in the range [1, inf)", 0)
+    with entered("bbc"):
+        err = E.InvalidParameterError.of("n_bootstraps", "an int in the range [1, inf)", 0)
     assert isinstance(err, (E.UserError, ValueError)) and isinstance(err, TypeError)
     assert str(err) == ("The 'n_bootstraps' parameter of bbc must be an int in the range "
                         "[1, inf). Got 0 instead.")
@@ -129,12 +132,75 @@ def test_argument_errors_have_one_place_and_one_wording():
     assert not bad, bad
 
 
+def _door_of(fn):
+    """The door a public function (or method) opens, through its wrappers; None if none."""
+    while fn is not None:
+        if hasattr(fn, "__door__"):
+            return fn.__door__
+        fn = getattr(fn, "__wrapped__", None)
+    return None
+
+
+def test_errors_are_worded_at_the_door_not_passed_down():
+    """Issue 49, point 2: no ``caller`` travels below the door — no parameter, argument or
+    variable of that name in the package (scikit-learn's ``MethodMapping.add(caller=)``
+    aside) — and no message is rewritten as text afterwards. Each public function opens
+    its door (a decorator), and so do the public methods that check their arguments."""
+    bad = []
+    for rel, tree in _modules():
+        for node in ast.walk(tree):
+            if isinstance(node, ast.arg) and node.arg == "caller":
+                bad.append(f"{rel}:{node.lineno} takes a 'caller' parameter")
+            elif isinstance(node, ast.Name) and node.id == "caller":
+                bad.append(f"{rel}:{node.lineno} names 'caller'")
+            elif isinstance(node, ast.Attribute) and node.attr in ("caller", "_caller"):
+                bad.append(f"{rel}:{node.lineno} reads an attribute 'caller'")
+            elif (isinstance(node, ast.keyword) and node.arg == "caller"
+                  and not (isinstance(node.value, ast.Constant) and node.value.value == "fit")):
+                bad.append(f"{rel}:{node.lineno} passes caller=")
+            elif isinstance(node, ast.FunctionDef) and node.name == "_renamed":
+                bad.append(f"{rel}:{node.lineno} renames a message's parameters")
+            elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                  and node.func.attr == "replace" and node.args
+                  and isinstance(node.args[0], ast.Constant) and "=True" in str(node.args[0].value)):
+                bad.append(f"{rel}:{node.lineno} rewrites advice in a message")
+    assert not bad, bad
+    undoored = []
+    for name in bbc_dask.__all__:
+        obj = getattr(bbc_dask, name)
+        if inspect.isfunction(obj) and inspect.signature(obj).parameters and not _door_of(obj):
+            undoored.append(name)
+    for cls, methods in ((bbc_dask.BBCSearchCV, ("fit", "score", "get_metadata_routing")),
+                         (bbc_dask.Study, ("bbc", "bbc_f", "selection_ci", "fold_scores",
+                                           "fit_scores", "load_final_model"))):
+        undoored += [f"{cls.__name__}.{m}" for m in methods if not _door_of(getattr(cls, m))]
+    assert not undoored, undoored
+
+
+def test_the_outermost_door_speaks_in_its_own_names():
+    from bbc_dask._doors import STUDY_FILE, door
+
+    @door("inner")
+    def inner(n_splits):
+        raise E.InvalidParameterError.of("n_splits", "an int >= 2", n_splits)
+
+    with pytest.raises(E.InvalidParameterError, match=r"^The 'n_splits' parameter of inner "):
+        inner(1)
+    with entered(STUDY_FILE), pytest.raises(
+            E.InvalidParameterError, match=r"^The 'cv.splits' parameter of the study file must"):
+        inner(1)  # the study file called it: its door and its key
+    with pytest.warns(UserWarning) as got:
+        door("warns")(lambda: bbc_dask._doors.warn("here", UserWarning, stacklevel=2))()
+    assert got[0].filename == __file__  # a door's wrapper is not counted in stacklevel
+
+
 def test_of_words_every_argument_error_alike():
-    err = E.InvalidParameterError.of("store", "run_study", "a path", {"k": list(range(100))},
-                                     note="Hint.")
+    with entered("run_study"):
+        err = E.InvalidParameterError.of("store", "a path", {"k": list(range(100))}, note="Hint.")
     assert str(err).startswith("The 'store' parameter of run_study must be a path. Got {'k': [0, 1")
     assert str(err).endswith("...]} instead. Hint.") and len(str(err)) < 150
-    err = E.InvalidParameterError.of("x", "f", "an int", shown="a DataFrame")
+    with entered("f"):
+        err = E.InvalidParameterError.of("x", "an int", shown="a DataFrame")
     assert str(err) == "The 'x' parameter of f must be an int. Got a DataFrame instead."
 
 
@@ -474,8 +540,10 @@ def test_settings_are_set_through_dask_config_only():
                         bad += _tuning_assignments(ast.parse(fh.read()), os.path.join(d, f))
     assert not bad, bad
     tree = dict(_modules())["_tuning.py"]
-    # the exceptions module alone (it imports nothing of the package): a bad value's error
-    assert _imported("_tuning.py", tree) <= {"exceptions", "exceptions.InvalidParameterError"}, \
+    # the exceptions and doors modules alone (they import nothing else of the package): a
+    # bad value's error, worded as the setting's
+    assert _imported("_tuning.py", tree) <= {"exceptions", "exceptions.InvalidParameterError",
+                                             "_doors", "_doors.owned_by"}, \
         _imported("_tuning.py", tree)
 
 

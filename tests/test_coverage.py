@@ -195,7 +195,7 @@ def test_2018_protocol_table_is_the_repetitions_whatever_the_workers(tmp_path, c
     assert "NCV" in (tmp_path / "a" / "coverage.html").read_text()
     # the same rows computed here, in this process, give the same table
     design = json.loads((tmp_path / "a" / "coverage.json").read_text())
-    assert design == _design("simulation2018", TINY_2018, None, 3, 0.05, 100, None, 11, "t")
+    assert design == _design("simulation2018", TINY_2018, None, 3, 0.05, 100, None, 11)
     assert design["selection"] == "pooled" and design["holdout"] == {"n_repeats": 10, "test_size": 0.3}
     rows = [row for s in range(2) for r in range(3) for row in repetition(design, s, r)]
     here = bias_table(rows, 0.05)
@@ -218,7 +218,7 @@ def test_the_older_protocols_keep_their_design():
     values as before the 2018 protocol existed."""
     from bbc_dask._coverage import _design
 
-    design = _design("simulation", SMALL, METHODS, 4, 0.05, 200, None, 5, "coverage")
+    design = _design("simulation", SMALL, METHODS, 4, 0.05, 200, None, 5)
     assert design == _spec()
 
 

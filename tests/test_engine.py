@@ -277,7 +277,8 @@ def test_study_chunked_estimates_and_bad_input(tmp_path, cancer, client, dask_co
                                   s.bbc(chunked=False, random_state=4, n_bootstraps=120).bootstrap_distribution)
     with pytest.raises(TypeError, match=r"Study.bbc\(chunked=True\) got an unexpected keyword argument 'bootstrap_indices'"):
         s.bbc(chunked=True, bootstrap_indices=np.zeros((2, len(y)), int))
-    with pytest.raises(TypeError, match=r"The 'chunked' parameter of Study must be None, True or False"):
+    # the method called is the door (it said "of Study" before the doors)
+    with pytest.raises(TypeError, match=r"The 'chunked' parameter of Study.bbc must be None, True or False"):
         s.bbc(chunked="yes")
 
 

@@ -94,8 +94,8 @@ def test_columns_no_configuration_takes_are_refused_before_the_first_wave(tiny, 
     assert not (tmp_path / "s.zarr").exists()
 
     def check(est, grid, XX):
-        configs, _ = candidates(grid, None, 10, np.random.SeedSequence(0), "t")
-        check_columns(est, configs, XX, y, True, "t")
+        configs, _ = candidates(grid, None, 10, np.random.SeedSequence(0))
+        check_columns(est, configs, XX, y, True)
 
     # missing values: refused for an estimator that rejects them, by position in an array
     Xn = X.copy()

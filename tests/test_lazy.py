@@ -9,6 +9,7 @@ import xarray as xr
 import zarr
 
 import bbc_dask as bd
+from bbc_dask._doors import entered
 import bbc_dask._tuning as tuning
 import bbc_dask._zarr as zarr_rules
 import bbc_dask.chunked as chunked
@@ -75,6 +76,21 @@ def test_lazy_rejects_explicit_indices(client):
         bd.bbc(lazy, y, metric="roc_auc", bootstrap_indices=np.zeros((2, 600), int))
 
 
+def test_an_error_a_task_finds_names_the_door_the_user_called(client):
+    """A label only a task reads (in a chunk of a Dask cube) is refused in the words of
+    the public function called, on the workers (other processes) and on Dask's threads:
+    the door travels with the task (issue 49, point 2)."""
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 2, 200)
+    p = rng.integers(0, 2, (200, 6)).astype(float)
+    p[5, 2] = 7
+    want = r"but 'predictions' of bbc holds 7.0"
+    with pytest.raises(ValueError, match=want):
+        bd.bbc(da.from_array(p, chunks=(50, 3)), y, metric="accuracy", random_state=0)
+    with dask.config.set(scheduler="threads"), pytest.raises(ValueError, match=want):
+        bd.bbc(da.from_array(p, chunks=(50, 3)), y, metric="accuracy", random_state=0)
+
+
 def test_use_chunked_is_the_one_rule_of_memory_or_chunks(dask_config):
     """Told, as told (checked as a study checks it); else a lazy cube goes by chunks and
     arrays stay in memory; else (a study's cube) beyond IN_MEMORY_BYTES, its bytes
@@ -86,8 +102,9 @@ def test_use_chunked_is_the_one_rule_of_memory_or_chunks(dask_config):
 
     assert chunked.use_chunked(nbytes=never, chunked=True) is True
     assert chunked.use_chunked(p, chunked=np.bool_(False)) is False
-    with pytest.raises(TypeError, match=r"The 'chunked' parameter of Study must be None, True or False"):
-        chunked.use_chunked(nbytes=never, chunked="yes", caller="Study")
+    with entered("Study"), pytest.raises(
+            TypeError, match=r"The 'chunked' parameter of Study must be None, True or False"):
+        chunked.use_chunked(nbytes=never, chunked="yes")
     assert chunked.use_chunked(p) is False
     assert chunked.use_chunked(da.from_array(p)) is True
     assert chunked.use_chunked(xr.DataArray(da.from_array(p), dims=("sample", "config", "repeat"))) is True
@@ -414,7 +431,7 @@ def test_a_dask_array_goes_in_the_groups_of_a_store(client, tmp_path, monkeypatc
     lazy = xr.DataArray(da.from_array(p, chunks=(100, 3, 2)), dims=("sample", "config", "repeat"))
     groups = {}
     for name, x in (("zarr", z), ("dask", lazy)):
-        runs, offsets = source._sources(x, m, "bbc").sample_runs(edges, 4 * 64 * 2 * 8 * 2, 128 * 2 * 4)
+        runs, offsets = source._sources(x, m).sample_runs(edges, 4 * 64 * 2 * 8 * 2, 128 * 2 * 4)
         groups[name] = (offsets, [[len(parts) for _, parts in g] for g in runs])
     assert groups["dask"] == groups["zarr"]
     # 13 configurations: a group of 6 parts (whole parts: 12), then the last part
@@ -426,7 +443,7 @@ def test_a_dask_array_goes_in_the_groups_of_a_store(client, tmp_path, monkeypatc
     lazy64 = xr.DataArray(da.from_array(p.astype(np.float64), chunks=(100, 3, 2)),
                           dims=("sample", "config", "repeat"))
     for name, x in (("zarr", z), ("dask", lazy64)):
-        runs, offsets = source._sources(x, m, "bbc").sample_runs(edges, 4 * 64 * 2 * 8 * 2, 128 * 2 * 4)
+        runs, offsets = source._sources(x, m).sample_runs(edges, 4 * 64 * 2 * 8 * 2, 128 * 2 * 4)
         groups[name] = (offsets, [max(len(parts) for _, parts in g) for g in runs])
     assert groups["zarr"] == ([0, 8], [4, 3]) and groups["dask"] == ([0, 4, 8, 12], [2, 2, 2, 1])
     want = bd.bbc(p, y, metric="accuracy", random_state=3, n_bootstraps=150)
@@ -601,7 +618,7 @@ def test_ranking_winner_scores_samples_first_equal_per_bootstrap(metric):
     from bbc_dask.stats._bbc import prepare_inputs
 
     p, y = _cube(metric, 500, 7, 2, seed=3)
-    m, target, enc = prepare_inputs(p, y, metric, None, "test")
+    m, target, enc = prepare_inputs(p, y, metric, None)
     prep = m.prepare(target, enc)
     counts = np.random.default_rng(1).poisson(1.0, (40, 500)).astype(np.uint8)
     winners = np.random.default_rng(2).choice([0, 3, 6], 40)
@@ -627,8 +644,7 @@ def test_shared_counts_stay_unchanged_when_a_seed_block_scores_one_bootstrap(tmp
     assert len(blocks) == 5
     with dask.config.set(scheduler="sync"):
         _same(chunked.bbc_over_blocks(blocks, offsets, y, metric="roc_auc", n_bootstraps=65,
-                                confidence_level=0.95, random_state=4, pos_label=None,
-                                caller="bbc"), want)
+                                confidence_level=0.95, random_state=4, pos_label=None), want)
 
 
 @pytest.mark.parametrize("sample_block", [128, 2**15])
@@ -651,8 +667,7 @@ def test_counts_drawn_again_in_each_block_when_too_large_to_share(sample_block, 
 
     def run():
         return chunked.bbc_over_blocks(blocks, offsets, y, metric="roc_auc", n_bootstraps=140,
-                                 confidence_level=0.95, random_state=2, pos_label=None,
-                                 caller="bbc")
+                                 confidence_level=0.95, random_state=2, pos_label=None)
 
     _same(run(), want)  # on the cluster
     drawn, real = [], config_blocks.plan_counts
@@ -707,9 +722,9 @@ def test_bbc_f_over_sample_blocks_equals_in_memory(metric, client, tmp_path, mon
     monkeypatch.setattr(sample_sums, "fold_block_sums", lambda parts, block, *a: sizes.append(
         block[1].shape[0]) or real(parts, block, *a))
     with dask.config.set(scheduler="sync"):  # in this process: the calls are seen
-        got, _ = lazy_bbc_f._fold_matrix_by_samples(source._sources(z, get_metric(metric), "t"),
+        got, _ = lazy_bbc_f._fold_matrix_by_samples(source._sources(z, get_metric(metric)),
                                         _target_of(y, metric),
-                                        folds, get_metric(metric), "t")
+                                        folds, get_metric(metric))
     np.testing.assert_array_equal(got, F)
     assert len(sizes) == 6 * 4 and max(sizes) == 128  # 6 blocks x 4 groups
     monkeypatch.setattr(sample_sums, "fold_block_sums", real)
@@ -721,7 +736,7 @@ def test_bbc_f_over_sample_blocks_equals_in_memory(metric, client, tmp_path, mon
 def _target_of(y, metric):
     from bbc_dask import _validation as V
 
-    return V.as_target(y if isinstance(y, tuple) else np.asarray(y), get_metric(metric), "test")
+    return V.as_target(y if isinstance(y, tuple) else np.asarray(y), get_metric(metric))
 
 
 def _dropping_cube(metric, tmp_path, n=700, c=13, r=2):
@@ -735,7 +750,7 @@ def _dropping_cube(metric, tmp_path, n=700, c=13, r=2):
     p[np.broadcast_to(~avail[:, None, :], p.shape[:3])] = np.nan
     dims = ("sample", "config", "repeat", "class")[: p.ndim]
     z = _to_zarr(tmp_path / f"{metric}.zarr", p, dims, chunk_cfg=4)
-    return p, y, avail, source._sources(z, get_metric(metric), "test")
+    return p, y, avail, source._sources(z, get_metric(metric))
 
 
 def _same_decision(got, want):
@@ -811,7 +826,7 @@ def test_dropping_test_over_sample_blocks_redraws_as_in_memory(share, client, tm
     assert want.n_redrawn > 5 and 0 < want.drop.sum() < 4
     got = chunked.lazy_dropping_test(client, [], y, avail, metric="r2", alpha=0.6, n_bootstraps=150,
                                seed=np.random.SeedSequence(8),
-                               source=source._sources(z, get_metric("r2"), "test"))
+                               source=source._sources(z, get_metric("r2")))
     _same_decision(got, want)
 
 
@@ -853,7 +868,7 @@ def test_masked_rule_decided_block_by_block_equals_the_whole():
         m = get_metric(metric)
         from bbc_dask import _validation as V
 
-        rule = dropping_rule(m, V.as_target(yy, m, "test"), avail, 2)
+        rule = dropping_rule(m, V.as_target(yy, m), avail, 2)
         assert rule.streams
         parts = None
         for lo in range(0, 300, 128):
@@ -1180,8 +1195,8 @@ def test_bbc_f_of_a_ranking_metric_by_pairs_of_tiles_equals_in_memory(metric, cl
         (sum(hi - lo for bl, _ in tiles for _, lo, hi in bl), len(tiles), k["weight"]))
         or real(tiles, *a, **k))
     with dask.config.set(scheduler="sync"):  # in this process: the tasks are seen
-        got, _ = lazy_bbc_f._fold_matrix_by_tiles(source._sources(z, get_metric(metric), "t"),
-                                      _target_of(y, metric), folds, get_metric(metric), "t")
+        got, _ = lazy_bbc_f._fold_matrix_by_tiles(source._sources(z, get_metric(metric)),
+                                      _target_of(y, metric), folds, get_metric(metric))
     np.testing.assert_array_equal(got, F)
     assert len(held) == (5 * 4 // 2 + 5) * -(-13 // 3)  # jobs x groups of 3
     assert max(h[0] for h in held) <= 2 * 256
@@ -1273,7 +1288,7 @@ def test_dropping_test_of_auc_by_tiles_redraws_as_in_memory(client, tmp_path, mo
     assert want.n_redrawn > 5
     got = chunked.lazy_dropping_test(client, [], y, avail, metric="roc_auc", alpha=0.6,
                                n_bootstraps=150, seed=np.random.SeedSequence(8),
-                               source=source._sources(z, get_metric("roc_auc"), "test"))
+                               source=source._sources(z, get_metric("roc_auc")))
     _same_decision(got, want)
 
 
@@ -1302,7 +1317,7 @@ def test_tile_jobs_weigh_to_the_whole_sample(n_tiles, monkeypatch):
     monkeypatch.setattr(M, "SAMPLE_BLOCK", 128)
     p, y = _cube("roc_auc", 128 * n_tiles, 3, 1)
     src = source._sources(xr.DataArray(da.from_array(p), dims=("sample", "config", "repeat")),
-                     get_metric("roc_auc"), "t")
+                     get_metric("roc_auc"))
     lay = source._TileLayout(src, _target_of(y, "roc_auc"), get_metric("roc_auc"), tile=128)
     assert len(lay.tiles) == n_tiles
     pairs = np.zeros((n_tiles, n_tiles))

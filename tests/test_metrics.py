@@ -12,7 +12,7 @@ from bbc_dask.stats._bbc import prepare_inputs
 @pytest.mark.parametrize("n_repeats", [1, 2])
 def test_weighted_scores_equal_repeated_sample(metric_name, n_repeats):
     pred, y = make_case(metric_name, n=30, c=3, r=n_repeats, seed=1)
-    m, target, enc = prepare_inputs(pred, y, metric_name, None, "test")
+    m, target, enc = prepare_inputs(pred, y, metric_name, None)
     prep = m.prepare(target, enc)
     rng = np.random.default_rng(2)
     idx = rng.integers(0, 30, size=(6, 30))
@@ -151,7 +151,7 @@ def test_fold_scores_of_a_fold_alone_equal_the_fold_matrix(metric, monkeypatch):
         y = rng.normal(size=n) * 3 + 100 + 1e4 * (folds[:, 0] == 0)
         p = y[:, None, None] + rng.normal(size=(n, c, r))
     F, rows = fold_score_matrix(p, y, folds, metric=metric)
-    m, target, enc = prepare_inputs(p, y, metric, None, "test")
+    m, target, enc = prepare_inputs(p, y, metric, None)
     for i, (k, f) in enumerate(rows):
         idx = np.flatnonzero(folds[:, k] == f)
         sub = subset_target(target, idx)
@@ -196,7 +196,7 @@ def test_fold_rows_by_pair_sums_equal_the_fold_matrix(n_classes, monkeypatch):
     p = rng.dirichlet(np.ones(n_classes), size=(n, c, r))
     folds = np.stack([rng.permutation(np.arange(n) % 3) for _ in range(r)], 1)
     F, rows = bd.fold_score_matrix(p, y, folds, metric="roc_auc_ovr")
-    m, target, enc = prepare_inputs(p, y, "roc_auc_ovr", None, "test")
+    m, target, enc = prepare_inputs(p, y, "roc_auc_ovr", None)
     at, _ = fold_rows(folds)
     w = np.zeros((n, len(rows)), dtype=np.uint8)
     for k in range(r):

@@ -104,7 +104,7 @@ def _study(store, client):
 def test_a_study_in_memory_runs_resumes_reads_back_and_verifies(memory_url, tmp_path):
     from distributed import Client, LocalCluster
 
-    as_location(memory_url).check_client(IN_PROCESS, "run_study")  # threads: accepted
+    as_location(memory_url).check_client(IN_PROCESS)  # threads: accepted
     # The lazy cube computes on the default client: this one, whose workers see the memory.
     with LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
                       dashboard_address=":0") as cluster, Client(cluster) as client:

@@ -20,11 +20,11 @@ __all__ = ["chunk_fold_matrix", "chunk_pooled", "held", "merge_winners", "prepar
            "prepare_block", "prepare_dropping", "score_block", "score_dropping"]
 
 
-def prepare_block(part, target, metric, class_coord, sample_block, caller="bbc"):
+def prepare_block(part, target, metric, class_coord, sample_block):
     """``(prepared metric, full scores (c,))`` of a block of configurations holding
     every sample (read once, encoded once, sorted once)."""
     m = get_metric(metric)
-    enc = _encode(part, target, m, class_coord, caller)
+    enc = _encode(part, target, m, class_coord)
     prep = m.prepare(target, enc, sample_block)
     del enc  # the prepared features hold what the metric needs
     return prep, full_scores(prep, prep.n_samples)
@@ -75,12 +75,12 @@ def _ranking_scores(prep, plan, counts, rows, redraw):
     return s, w, prep.winner_scores_t(c, w).mean(axis=1)
 
 
-def prepare_and_score(part, target, metric, class_coord, sample_block, caller, groups, offset,
+def prepare_and_score(part, target, metric, class_coord, sample_block, groups, offset,
                       n_boot, redraw):
     """:func:`prepare_block` and :func:`score_block` in one task, returning ``(winners,
     full scores)``: a block scored once (its task draws the counts) is then held by
     that task alone, not kept on a worker while it waits for its scoring."""
-    prepared = prepare_block(part, target, metric, class_coord, sample_block, caller)
+    prepared = prepare_block(part, target, metric, class_coord, sample_block)
     return score_block(prepared, groups, offset, n_boot, redraw), prepared[1]
 
 
@@ -133,9 +133,9 @@ def held(value):
 def chunk_fold_matrix(pred, y, folds, metric, pos_label, class_coord=None, sample_block=None):
     """The BBC-F fold × configuration score matrix of one chunk holding every sample,
     (R*K, c); ``sample_block``: the client's :data:`~bbc_dask.metrics.SAMPLE_BLOCK`."""
-    m, target, enc = prepare_inputs(pred, y, metric, pos_label, "bbc_f", class_coord)
-    f = _validation.as_folds(folds, enc.shape[0], enc.shape[2], "bbc_f")
-    return fold_matrix(m, target, enc, f, "bbc_f", sample_block)[0]
+    m, target, enc = prepare_inputs(pred, y, metric, pos_label, class_coord)
+    f = _validation.as_folds(folds, enc.shape[0], enc.shape[2])
+    return fold_matrix(m, target, enc, f, sample_block)[0]
 
 
 def chunk_pooled(pred, y, metric, pos_label, class_coord=None, present=None):
@@ -159,7 +159,7 @@ def chunk_pooled(pred, y, metric, pos_label, class_coord=None, present=None):
         return out
     m = get_metric(metric)
     if m.prediction == "labels":
-        m, target, enc = prepare_inputs(pred, y, metric, pos_label, "run_study", class_coord)
+        m, target, enc = prepare_inputs(pred, y, metric, pos_label, class_coord)
     else:  # the engine's own scores or probabilities: no user-input heuristics
         enc = np.asarray(_load(pred), dtype=np.float64)
         if m.is_classification and np.asarray(y).dtype.kind in "iu":
@@ -168,5 +168,5 @@ def chunk_pooled(pred, y, metric, pos_label, class_coord=None, present=None):
             n_cls = enc.shape[3] if enc.ndim == 4 else max(2, int(np.max(y)) + 1)
             target = Target.of_codes(y, n_cls, pos_label)
         else:
-            target = _validation.as_target(y, m, "run_study", pos_label=pos_label)
+            target = _validation.as_target(y, m, pos_label=pos_label)
     return m.scores_once(target, enc)

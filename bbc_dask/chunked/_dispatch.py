@@ -8,6 +8,7 @@ import inspect
 
 from .. import _tuning as tuning
 from .. import _validation
+from .._doors import door
 from .._zarr import zarr_of
 from ..exceptions import InvalidParameterError
 from ..stats import bbc as in_memory_bbc
@@ -28,32 +29,32 @@ def is_lazy(x):
     return type(data).__module__.startswith("dask.array")
 
 
-def use_chunked(predictions=None, *, nbytes=None, chunked=None, caller="bbc"):
+def use_chunked(predictions=None, *, nbytes=None, chunked=None):
     """Whether an estimate goes by the chunked path: the one rule of the public
     estimators and of a study. The result is the same bit for bit either way; only
     resources differ.
 
-    - ``chunked`` True or False: as told (checked: None, True or False, for ``caller``);
+    - ``chunked`` True or False: as told (checked: None, True or False);
     - else, ``predictions`` given: whether they are a Dask- or Zarr-backed cube
       (:func:`is_lazy`) — arrays in memory stay in memory;
     - else ``nbytes``, the predictions' bytes as float64 (a study's cube), or a function
       giving them (called only here): whether they exceed ``bbc_dask.in-memory-bytes``."""
     if chunked is not None:
-        return _validation.check_bool(chunked, "chunked", caller, allow_none=True)
+        return _validation.check_bool(chunked, "chunked", allow_none=True)
     if predictions is not None:
         return is_lazy(predictions)
     return (nbytes() if callable(nbytes) else nbytes) > tuning.IN_MEMORY_BYTES
 
 
-def refuse_general(metric, caller):
+def refuse_general(metric):
     """An error before any work when ``metric`` is a general one (a scikit-learn scorer
     called per bootstrap): the chunked path takes the registered metrics only."""
     from ..metrics import get_metric
 
-    m = get_metric(metric, caller=caller)
+    m = get_metric(metric)
     if m.kind == "general":
         raise InvalidParameterError.of(
-            "metric", caller, f"one of {_metric_names()} on the chunked path (a Dask- or "
+            "metric", f"one of {_metric_names()} on the chunked path (a Dask- or "
             f"Zarr-backed cube, or one over bbc_dask.in-memory-bytes)", m.name,
             note="A scikit-learn scorer's own function runs in memory only: pass arrays, "
                  "or chunked=False.")
@@ -65,10 +66,10 @@ def _metric_names():
     return metric_names()
 
 
-def _no_explicit(bootstrap_indices, caller):
+def _no_explicit(bootstrap_indices):
     if bootstrap_indices is not None:
         raise InvalidParameterError.of(
-            "bootstrap_indices", caller, "None with a Dask- or Zarr-backed cube",
+            "bootstrap_indices", "None with a Dask- or Zarr-backed cube",
             shown="explicit indices", note="Bootstraps of such a cube are drawn on the workers "
             "from random_state; pass in-memory arrays to use explicit indices.")
 
@@ -81,6 +82,7 @@ def _dispatching(in_memory, lazy, passed):
     sig = inspect.signature(in_memory)
 
     @functools.wraps(in_memory)
+    @door(in_memory.__name__)
     def estimator(*args, **kwargs):
         try:
             bound = sig.bind(*args, **kwargs)
@@ -90,10 +92,9 @@ def _dispatching(in_memory, lazy, passed):
         a = bound.arguments
         if not use_chunked(a["predictions"]):
             return in_memory(*args, **kwargs)
-        caller = in_memory.__name__
-        refuse_general(a["metric"], caller)
-        _no_explicit(a["bootstrap_indices"], caller)
-        return lazy(**{k: a[k] for k in passed}, caller=caller)
+        refuse_general(a["metric"])
+        _no_explicit(a["bootstrap_indices"])
+        return lazy(**{k: a[k] for k in passed})
 
     return estimator
 

@@ -12,6 +12,7 @@ from .._random import as_seed_sequence
 from .._signals import deferred_interrupts, wait_done
 from ..stats import SEED_BLOCK
 from . import _sample_sums, _task_base
+from .._doors import carried
 
 
 def _tree(items, fn):
@@ -60,10 +61,10 @@ def _threads(client=None):
         return 2
 
 
-def _bbc_args(n_bootstraps, confidence_level, random_state, caller):
-    conf = _validation.check_confidence_level(confidence_level, caller)
-    n_boot = _validation.check_int(n_bootstraps, "n_bootstraps", caller)
-    return conf, n_boot, _seed(as_seed_sequence(random_state, caller=caller))
+def _bbc_args(n_bootstraps, confidence_level, random_state):
+    conf = _validation.check_confidence_level(confidence_level)
+    n_boot = _validation.check_int(n_bootstraps, "n_bootstraps")
+    return conf, n_boot, _seed(as_seed_sequence(random_state))
 
 
 def _plans(seed, stream, n_boot, n, sb, rule, keep, frame=None, n_blocks=1):
@@ -153,11 +154,11 @@ def _chain(task_runs, one, many, blocks_in, common, *args, counts=None):
         if len(blocks) == 1:
             (j, lo, hi), = blocks
             kw = {} if counts is None else {"counts": counts[j]}
-            s = delayed(one, pure=True)(parts, blocks_in[j], *common, j, hi - lo, *args, **kw)
+            s = delayed(carried(one), pure=True)(parts, blocks_in[j], *common, j, hi - lo, *args, **kw)
             acc = s if acc is None else delayed(_sample_sums.add_sums, pure=True)(acc, s)
         else:
             kw = {} if counts is None else {"counts": [counts[j] for j, _, _ in blocks]}
-            s = delayed(many, pure=True)(parts, [blocks_in[j] for j, _, _ in blocks], *common,
+            s = delayed(carried(many), pure=True)(parts, [blocks_in[j] for j, _, _ in blocks], *common,
                                          blocks, *args, **kw)
             acc = delayed(_sample_sums.add_run, pure=True)(acc, s)
     return acc

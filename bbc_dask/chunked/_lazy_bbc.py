@@ -14,31 +14,32 @@ from ._graph import (_attempts, _bbc_args, _carrying, _chain, _keeps_counts, _pl
                      _shared_counts, _tree)
 from ._lazy_bbc_f import _lazy_fold_matrix
 from ._source import _by_samples, _by_tiles, _n_repeats, _Source, _sources, _target, _TileLayout
+from .._doors import carried
 
 __all__ = ["bbc_over_blocks", "bbc_over_table", "lazy_bbc"]
 
 
 def lazy_bbc(predictions, y, *, metric, n_bootstraps, confidence_level, random_state, pos_label,
-             folds=None, selection="pooled", include_incomplete=False, caller="bbc"):
-    if _validation.check_bool(include_incomplete, "include_incomplete", caller):
+             folds=None, selection="pooled", include_incomplete=False, ):
+    if _validation.check_bool(include_incomplete, "include_incomplete"):
         raise InvalidParameterError.of(
-            "include_incomplete", caller, "False with a Dask- or Zarr-backed cube", True,
+            "include_incomplete", "False with a Dask- or Zarr-backed cube", True,
             note="BBC of an incomplete CV reads the predictions into memory: pass an array.")
-    m = get_metric(metric, caller=caller)
-    src = _sources(predictions, m, caller)
-    y, target = _target(y, src.n, m, pos_label, caller)
-    f = check_selection(selection, folds, src.n, _n_repeats(src), caller)
+    m = get_metric(metric)
+    src = _sources(predictions, m)
+    y, target = _target(y, src.n, m, pos_label)
+    f = check_selection(selection, folds, src.n, _n_repeats(src))
     along = _along_samples(m, src)
     if along is not None:
-        res = along(src, target, m, n_bootstraps, confidence_level, random_state, caller)
+        res = along(src, target, m, n_bootstraps, confidence_level, random_state)
     else:
         parts, offsets = src.config_parts()
         res = bbc_over_blocks(parts, offsets, y, metric=m.name, n_bootstraps=n_bootstraps,
                               confidence_level=confidence_level, random_state=random_state,
-                              pos_label=pos_label, class_coord=src.coord, caller=caller)
+                              pos_label=pos_label, class_coord=src.coord)
     if selection == "pooled":
         return res
-    return with_fold_mean_winner(res, _lazy_fold_matrix(src, y, target, f, m, pos_label, caller)[0])
+    return with_fold_mean_winner(res, _lazy_fold_matrix(src, y, target, f, m, pos_label)[0])
 
 
 def _along_samples(m, src):
@@ -50,12 +51,11 @@ def _along_samples(m, src):
     return _bbc_by_tiles if _by_tiles(m, src.n) else None
 
 
-def _bbc_pointwise(src, target, m, n_bootstraps, confidence_level, random_state, caller):
+def _bbc_pointwise(src, target, m, n_bootstraps, confidence_level, random_state):
     """:func:`_bbc_by_samples` over the sample blocks of ``src``, its arguments checked."""
-    conf, n_boot, seed = _bbc_args(n_bootstraps, confidence_level, random_state, caller)
+    conf, n_boot, seed = _bbc_args(n_bootstraps, confidence_level, random_state)
     sb = metrics.SAMPLE_BLOCK
-    return _bbc_by_samples(src, metrics.sample_blocks(src.n, sb), target, m, seed, n_boot, conf, sb,
-                           caller)
+    return _bbc_by_samples(src, metrics.sample_blocks(src.n, sb), target, m, seed, n_boot, conf, sb)
 
 
 def _summary(merged, fulls, attempts, n_boot, metric, conf):
@@ -67,7 +67,7 @@ def _summary(merged, fulls, attempts, n_boot, metric, conf):
                      metric=metric, confidence_level=conf)
 
 
-def _bbc_by_samples(src, edges, target, m, seed, n_boot, conf, sb, caller):
+def _bbc_by_samples(src, edges, target, m, seed, n_boot, conf, sb):
     """BBC of a pointwise metric over (sample block, configuration group) tasks, in two
     passes as the in-memory kernel: every configuration in bag, then the winners alone
     out of bag."""
@@ -88,7 +88,7 @@ def _bbc_by_samples(src, edges, target, m, seed, n_boot, conf, sb, caller):
         results = []
         for g, off in enumerate(offsets):
             acc = _chain(runs[g], _sample_sums.block_sums, _sample_sums.run_sums, subsets, common,
-                         seed, "bbc", plans, n_boot, caller, counts=counts)
+                         seed, "bbc", plans, n_boot, counts=counts)
             results.append(delayed(_sample_sums.finish_sums, pure=True, nout=3)(acc, m.name, int(off)))
         with _carrying(subsets):
             return dask.compute(_tree([r[0] for r in results], _blocks.merge_winners),
@@ -110,13 +110,13 @@ def _bbc_by_samples(src, edges, target, m, seed, n_boot, conf, sb, caller):
     # chunks), each bootstrap's winner picked from their products.
     winners, pick = np.unique(cfg, return_inverse=True)
     acc = _chain(src.column_runs(edges, winners), _sample_sums.oob_sums, _sample_sums.run_oob_sums,
-                 subsets, common, seed, "bbc", plans, pick, caller, counts=counts)
+                 subsets, common, seed, "bbc", plans, pick, counts=counts)
     with _carrying(subsets):
         oob = dask.compute(delayed(_sample_sums.finish_oob, pure=True)(acc, m.name))[0]
     return _summary((best, cfg, oob), fulls, attempts, n_boot, m.name, conf)
 
 
-def _bbc_by_tiles(src, target, m, n_bootstraps, confidence_level, random_state, caller):
+def _bbc_by_tiles(src, target, m, n_bootstraps, confidence_level, random_state):
     """BBC of a ranking metric, a task holding two tiles of samples at most.
 
     A ranking metric's statistics (AUC's Mann-Whitney numerator and positives x
@@ -132,7 +132,7 @@ def _bbc_by_tiles(src, target, m, n_bootstraps, confidence_level, random_state, 
     import dask
     from dask import delayed
 
-    conf, n_boot, seed = _bbc_args(n_bootstraps, confidence_level, random_state, caller)
+    conf, n_boot, seed = _bbc_args(n_bootstraps, confidence_level, random_state)
     lay = _TileLayout(src, target, m)
     rule = delayed(m.definedness(target), pure=True)
     groups = dask.compute(_plans(seed, "bbc", n_boot, src.n, metrics.SAMPLE_BLOCK, rule, False))[0]
@@ -142,7 +142,7 @@ def _bbc_by_tiles(src, target, m, n_bootstraps, confidence_level, random_state, 
 
     def summed(configs, oob):
         return lay.summed(_tile_sums.tile_sums, configs, shared, m.name, src.coord, seed, "bbc",
-                          shared[-1], n_boot, oob=oob, caller=caller)
+                          shared[-1], n_boot, oob=oob)
 
     results = [delayed(_tile_sums.finish_tiles, pure=True, nout=2)(
         summed(g, False), m.name, int(g[0]), g.size, n_rep, n_sub) for g in lay.groups()]
@@ -161,24 +161,24 @@ def _bbc_by_tiles(src, target, m, n_bootstraps, confidence_level, random_state, 
 
 
 def bbc_over_table(table, blocks, offsets, y, *, metric, n_bootstraps, confidence_level,
-                   random_state, pos_label, caller="bbc"):
+                   random_state, pos_label, ):
     """BBC of a study's cube: over (sample run, group of stored chunks) tasks reading
     ``table`` (a :class:`~bbc_dask.cube.SampleTable`) for a pointwise metric of more
     than one sample block — a task's memory then does not grow with N x its group —
     else over the configuration ``blocks`` at ``offsets`` (:func:`bbc_over_blocks`)."""
-    m = get_metric(metric, caller=caller)
+    m = get_metric(metric)
     src = _Source.of_table(table)
     along = _along_samples(m, src)
     if along is not None:
-        _, target = _target(y, src.n, m, pos_label, caller)
-        return along(src, target, m, n_bootstraps, confidence_level, random_state, caller)
+        _, target = _target(y, src.n, m, pos_label)
+        return along(src, target, m, n_bootstraps, confidence_level, random_state)
     return bbc_over_blocks(blocks, offsets, y, metric=m.name, n_bootstraps=n_bootstraps,
                            confidence_level=confidence_level, random_state=random_state,
-                           pos_label=pos_label, caller=caller)
+                           pos_label=pos_label)
 
 
 def bbc_over_blocks(blocks, offsets, y, *, metric, n_bootstraps, confidence_level, random_state,
-                    pos_label, class_coord=None, caller="bbc"):
+                    pos_label, class_coord=None, ):
     """BBC over configuration blocks holding every sample (ZarrBlocks, a study's
     CubeBlocks or Dask delayed arrays) whose configurations start at ``offsets``: one
     task prepares each block once, the counts of each group of seed blocks are drawn
@@ -188,10 +188,10 @@ def bbc_over_blocks(blocks, offsets, y, *, metric, n_bootstraps, confidence_leve
     import dask
     from dask import delayed
 
-    m = get_metric(metric, caller=caller)
-    conf, n_boot, seed = _bbc_args(n_bootstraps, confidence_level, random_state, caller)
+    m = get_metric(metric)
+    conf, n_boot, seed = _bbc_args(n_bootstraps, confidence_level, random_state)
     y = y if isinstance(y, tuple) else np.asarray(y)
-    target = _validation.as_target(y, m, caller, pos_label=pos_label)
+    target = _validation.as_target(y, m, pos_label=pos_label)
     sb, n = metrics.SAMPLE_BLOCK, target.n_samples
     rule = delayed(m.definedness(target), pure=True)
     # Counts drawn once and shared while every worker can hold them all (B x N bytes);
@@ -201,13 +201,12 @@ def bbc_over_blocks(blocks, offsets, y, *, metric, n_bootstraps, confidence_leve
     plans = _plans(seed, "bbc", n_boot, n, sb, rule, keep, n_blocks=len(blocks))
     t_d = delayed(target, pure=True)
     if keep:
-        preps = [delayed(_blocks.prepare_block, pure=True, nout=2)(b, t_d, m.name, class_coord, sb,
-                                                             caller) for b in blocks]
+        preps = [delayed(carried(_blocks.prepare_block), pure=True, nout=2)(b, t_d, m.name, class_coord, sb) for b in blocks]
         per_group = [_tree([delayed(_blocks.score_block, pure=True)(p, [pl], int(o), n_boot)
                             for p, o in zip(preps, offsets)], _blocks.merge_winners) for pl in plans]
     else:  # one scoring per block: prepared and scored in one task
-        preps = [delayed(_blocks.prepare_and_score, pure=True, nout=2)(
-            b, t_d, m.name, class_coord, sb, caller, plans, int(o), n_boot, (seed, "bbc", rule))
+        preps = [delayed(carried(_blocks.prepare_and_score), pure=True, nout=2)(
+            b, t_d, m.name, class_coord, sb, plans, int(o), n_boot, (seed, "bbc", rule))
             for b, o in zip(blocks, offsets)]
         per_group = [_tree([p[0] for p in preps], _blocks.merge_winners)]
     merged, fulls, attempts = dask.compute(

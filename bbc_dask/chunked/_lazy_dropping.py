@@ -15,6 +15,7 @@ from . import _blocks, _sample_sums, _task_base, _tile_sums
 from ._graph import (_attempts, _carrying, _chain, _gathered, _keeps_counts, _plans, _seed,
                      _seed_groups, _shared_counts)
 from ._source import _by_samples, _by_tiles, _n_repeats, _Source, _TileLayout
+from .._doors import carried, door
 
 __all__ = ["lazy_dropping_test"]
 
@@ -37,15 +38,15 @@ def lazy_dropping_test(client, blocks, y, available, *, metric, alpha, n_bootstr
     sample available at all goes that way too, to fail as the in-memory test does.
     ``best``: θo, if not the best of the pooled scores (see
     :func:`~bbc_dask.stats.decide`)."""
-    m = get_metric(metric, caller="dropping_test")
-    seed = _seed(as_seed_sequence(seed, caller="dropping_test"))
+    m = get_metric(metric)
+    seed = _seed(as_seed_sequence(seed))
     y = y if isinstance(y, tuple) else np.asarray(y)
-    target = _validation.as_target(y, m, "dropping_test", pos_label=pos_label)
+    target = _validation.as_target(y, m, pos_label=pos_label)
     available = np.asarray(available, dtype=bool)
     n = target.n_samples
     if source is not None:
         src = source if isinstance(source, _Source) else _Source.of_table(source)
-        avail = available_mask(available, n, _n_repeats(src), "dropping_test")
+        avail = available_mask(available, n, _n_repeats(src))
         if _by_samples(m, src) and avail.any(axis=0).all():
             return _dropping_by_samples(client, src, target, avail, m, alpha, n_bootstraps, seed,
                                         best)
@@ -66,7 +67,7 @@ def lazy_dropping_test(client, blocks, y, available, *, metric, alpha, n_bootstr
     plans = [client.submit(_task_base.plan_group, seed, "dropping", ks, n, metrics.SAMPLE_BLOCK, rule_f, keep,
                            frame, pure=False, retries=3, key=f"{key}-plan-{q}")
              for q, ks in enumerate(_seed_groups(n_bootstraps, n, keep, len(blocks), client))]
-    scorers = [client.submit(_blocks.prepare_dropping, b, y_f, avail_f, m.name, pos_label, class_coord,
+    scorers = [client.submit(carried(_blocks.prepare_dropping), b, y_f, avail_f, m.name, pos_label, class_coord,
                              pure=False, retries=3, key=f"{key}-prep-{i}")
                for i, b in enumerate(blocks)]
     if keep:
@@ -90,6 +91,7 @@ def lazy_dropping_test(client, blocks, y, available, *, metric, alpha, n_bootstr
                   best)
 
 
+@door("dropping_test")
 def _dropping_by_samples(client, src, target, available, m, alpha, n_boot, seed, best=None):
     """The dropping test of a pointwise metric over (sample block, configuration group)
     tasks (or runs of blocks of a study's cube, as :func:`~._lazy_bbc._bbc_by_samples` reads them):
@@ -99,8 +101,6 @@ def _dropping_by_samples(client, src, target, available, m, alpha, n_boot, seed,
     and their redraws follow :func:`~._lazy_bbc._bbc_by_samples` (stream ``"dropping"``, the
     :class:`~bbc_dask.stats._dropping.MaskedRule` streamed block by block)."""
     from dask import delayed
-
-    caller = "dropping_test"
     sb = metrics.SAMPLE_BLOCK
     edges = metrics.sample_blocks(src.n, sb)
     avail = available  # (N, R), checked
@@ -116,7 +116,7 @@ def _dropping_by_samples(client, src, target, available, m, alpha, n_boot, seed,
             return _gathered(client, [
                 delayed(_sample_sums.finish_dropping, pure=True)(
                     _chain(runs[g], _sample_sums.dropping_sums, _sample_sums.run_dropping_sums,
-                           blocks_in, common, seed, plans, n_boot, caller, counts=counts),
+                           blocks_in, common, seed, plans, n_boot, counts=counts),
                     m.name, n_rep)
                 for g in range(len(offsets))])
 

@@ -24,7 +24,7 @@ __all__ = ["add_run", "add_sums", "block_sums", "dropping_sums", "finish_droppin
 
 
 def block_sums(parts, target, metric, class_coord, j, size, seed, stream, plans, n_boot,
-               caller="bbc", counts=None):
+               counts=None):
     """The in-bag feature sums of sample block ``j`` (``size`` samples, whose target is
     ``target``: :meth:`~bbc_dask.metrics.Target.subset`) of a group of configurations
     (``parts``: its configuration chunks, in order), for every bootstrap of ``plans``,
@@ -38,7 +38,7 @@ def block_sums(parts, target, metric, class_coord, j, size, seed, stream, plans,
     the weights of :data:`~._task_base.BATCH` bootstraps at a time multiply in one product. Out of
     bag only the winners are scored (:func:`oob_sums`), as the in-memory kernel does."""
     m = get_metric(metric)
-    prep = _stacked(parts, target, m, class_coord, size, caller)
+    prep = _stacked(parts, target, m, class_coord, size)
     rule = m.definedness(target)  # of this block's samples: its parts combine by maximum
     ins, defined = [], []
     for c in _batches(counts, seed, stream, plans, j, n_boot):
@@ -52,14 +52,14 @@ def block_sums(parts, target, metric, class_coord, j, size, seed, stream, plans,
 
 
 def oob_sums(parts, target, metric, class_coord, j, size, seed, stream, plans, pick,
-             caller="bbc", counts=None):
+             counts=None):
     """The out-of-bag feature sums of sample block ``j`` of each bootstrap's winner:
     ``parts`` hold the distinct winners (in order), ``pick[b]`` is bootstrap ``b``'s
     among them (``b < n_boot = len(pick)``). Returns ``(fsums list of (B, 1, R), gsums
     (B, n_g))`` — the winners' columns of the very products :meth:`~bbc_dask.metrics._Pointwise.winner_scores`
     adds block by block. ``counts``: as for :func:`block_sums`."""
     m = get_metric(metric)
-    prep = _stacked(parts, target, m, class_coord, size, caller)
+    prep = _stacked(parts, target, m, class_coord, size)
     pick = np.asarray(pick, dtype=np.int64)
     fs, gs, at = [], [], 0
     for c in _batches(counts, seed, stream, plans, j, len(pick)):
@@ -82,19 +82,19 @@ def _run_parts(parts, blocks, counts):
 
 
 def run_sums(parts, targets, metric, class_coord, blocks, seed, stream, plans, n_boot,
-             caller="bbc", counts=None):
+             counts=None):
     """:func:`block_sums` of each sample block ``(j, lo, hi)`` of a run of consecutive
     ``blocks`` (``targets`` theirs; ``counts`` theirs, or None), whose rows ``parts``
     hold: read once for the run (a read decodes the stored chunks holding its slots). Returns
     their list, in order."""
-    return [block_sums(p, t, metric, class_coord, j, size, seed, stream, plans, n_boot, caller, c)
+    return [block_sums(p, t, metric, class_coord, j, size, seed, stream, plans, n_boot, c)
             for (j, size, p, c), t in zip(_run_parts(parts, blocks, counts), targets)]
 
 
 def run_oob_sums(parts, targets, metric, class_coord, blocks, seed, stream, plans, pick,
-                 caller="bbc", counts=None):
+                 counts=None):
     """:func:`oob_sums` of each sample block of a run (see :func:`run_sums`)."""
-    return [oob_sums(p, t, metric, class_coord, j, size, seed, stream, plans, pick, caller, c)
+    return [oob_sums(p, t, metric, class_coord, j, size, seed, stream, plans, pick, c)
             for (j, size, p, c), t in zip(_run_parts(parts, blocks, counts), targets)]
 
 
@@ -138,7 +138,7 @@ def finish_oob(total, metric):
         return m.combine(*total)[:, 0, :].mean(axis=1)
 
 
-def _dropping_preps(parts, target, avail, m, class_coord, size, caller):
+def _dropping_preps(parts, target, avail, m, class_coord, size):
     """Per repeat, the prepared metric of a sample block of a group's configurations
     (``parts``, every repeat) on that repeat alone, as :class:`~bbc_dask.stats.DroppingScorer` prepares
     each repeat, its unavailable rows filled as there (:func:`~bbc_dask.stats.fill_unavailable`); None
@@ -155,7 +155,7 @@ def _dropping_preps(parts, target, avail, m, class_coord, size, caller):
                 continue
             x = data[:, :, r : r + 1] if ok.all() else data[:, :, r : r + 1].copy()
             fill_unavailable(x, ok)
-            got.append(m.prepare(target, _encode(x, target, m, class_coord, caller), size))
+            got.append(m.prepare(target, _encode(x, target, m, class_coord), size))
         del data
     return [None if not got else got[0] if len(got) == 1 else
             m.stacked((got.pop(0) for _ in range(len(got))), sum(p.n_configs for p in got))
@@ -163,7 +163,7 @@ def _dropping_preps(parts, target, avail, m, class_coord, size, caller):
 
 
 def dropping_sums(parts, block, metric, class_coord, j, size, seed, plans, n_boot,
-                  caller="dropping_test", counts=None):
+                  counts=None):
     """The dropping test's in-bag feature sums of sample block ``j`` (``size`` samples;
     ``block = (target, available (size, R) bool)`` of its samples) of a group of
     configurations, per repeat ``r`` with the weights ``counts x available[:, r]`` (the
@@ -175,7 +175,7 @@ def dropping_sums(parts, block, metric, class_coord, j, size, seed, plans, n_boo
     (stream ``"dropping"``)."""
     target, avail = block
     m = get_metric(metric)
-    preps = _dropping_preps(parts, target, avail, m, class_coord, size, caller)
+    preps = _dropping_preps(parts, target, avail, m, class_coord, size)
     mask = np.ascontiguousarray(avail.T, dtype=np.int32)  # (R, size), as DroppingScorer's
     rule = m.definedness(target)
     ins = {r: [] for r, p in enumerate(preps) if p is not None}
@@ -206,10 +206,10 @@ def _joined(batches):
 
 
 def run_dropping_sums(parts, blocks_in, metric, class_coord, blocks, seed, plans, n_boot,
-                      caller="dropping_test", counts=None):
+                      counts=None):
     """:func:`dropping_sums` of each sample block of a run (see :func:`run_sums`);
     ``blocks_in`` their ``(target, available)``."""
-    return [dropping_sums(p, b, metric, class_coord, j, size, seed, plans, n_boot, caller, c)
+    return [dropping_sums(p, b, metric, class_coord, j, size, seed, plans, n_boot, c)
             for (j, size, p, c), b in zip(_run_parts(parts, blocks, counts), blocks_in)]
 
 
@@ -227,13 +227,13 @@ def finish_dropping(total, metric, n_rep):
     return scores(total["full"])[0], scores(total["in"]), total["defined"]
 
 
-def fold_block_sums(parts, block, metric, class_coord, j, size, n_rows, centers, caller="bbc_f"):
+def fold_block_sums(parts, block, metric, class_coord, j, size, n_rows, centers):
     """The sums per fold row (:meth:`~bbc_dask.metrics._Pointwise.fold_sums`) of sample
     block ``j`` (``size`` samples; ``block``: its target and each sample's fold row per
     repeat) of a group of configurations (``parts``, in order), ``centers`` each row's
     mean target (R²) or None: ``(fsums list of (n_rows, c), gsums (n_rows, n_g))``."""
     target, at = block
-    prep = _stacked(parts, target, get_metric(metric), class_coord, size, caller)
+    prep = _stacked(parts, target, get_metric(metric), class_coord, size)
     return prep.fold_sums(at, n_rows, centers=centers)
 
 

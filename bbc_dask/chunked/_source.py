@@ -11,6 +11,7 @@ from .._zarr import class_coord, config_width, dims_of, per_config_bytes, zarr_b
 from ..exceptions import InvalidParameterError
 from . import _blocks, _budgets, _tile_sums
 from ._graph import _carrying, _tree
+from .._doors import carried
 
 _DIMS = _validation.CUBE_DIMS
 
@@ -201,21 +202,21 @@ def _offsets(chunks):
     return np.concatenate([[0], np.cumsum(chunks)[:-1]]).astype(int).tolist()
 
 
-def _sources(predictions, metric, caller):
+def _sources(predictions, metric):
     """The :class:`_Source` of a lazy cube."""
     x = predictions
     if type(x).__name__ == "Dataset":
         if "prediction" not in x.data_vars:
             raise InvalidParameterError.of(
-                "predictions", caller, "a DataArray, or a Dataset with a 'prediction' variable",
+                "predictions", "a DataArray, or a Dataset with a 'prediction' variable",
                 shown=f"a Dataset of {sorted(x.data_vars)}")
         x = x["prediction"]
     src = zarr_source(x)
     ndim = len(x.shape)
-    dims = dims_of(x, ndim, caller)
+    dims = dims_of(x, ndim)
     if metric.needs_class_axis != ("class" in dims):
         raise InvalidParameterError.of(
-            "predictions", caller, f"a cube {'with' if metric.needs_class_axis else 'without'} "
+            "predictions", f"a cube {'with' if metric.needs_class_axis else 'without'} "
             f"a 'class' axis (class probabilities) for the metric {metric.name!r}",
             shown=f"dims {dims}")
     coord = class_coord(x)
@@ -229,13 +230,13 @@ def _sources(predictions, metric, caller):
     return _Source(x, dims, n, c, coord, data=data)
 
 
-def _target(y, n, m, pos_label, caller):
+def _target(y, n, m, pos_label):
     """``(y, target)``: y checked against the cube, and encoded once on the client (every
     task encodes its predictions against the whole sample's classes)."""
     y = y if isinstance(y, tuple) else np.asarray(y)
     if not isinstance(y, tuple):
-        _validation.check_same_length("predictions", n, "y", y.shape[0] if y.ndim else 0, caller)
-    return y, _validation.as_target(y, m, caller, pos_label=pos_label)
+        _validation.check_same_length("predictions", n, "y", y.shape[0] if y.ndim else 0)
+    return y, _validation.as_target(y, m, pos_label=pos_label)
 
 
 def _n_repeats(src):
@@ -313,6 +314,6 @@ class _TileLayout:
         from dask import delayed
 
         parts = [self.src.tile_parts(lo, hi, configs) for lo, hi in self.span]
-        return _tree([delayed(fn, pure=True)(
+        return _tree([delayed(carried(fn), pure=True)(
             [(self.tiles[a], parts[a]) for a in which], [shared[a] for a in which], *args,
             weight=weight, **kwargs) for which, weight in self.jobs], _tile_sums.add_tiles)

@@ -22,16 +22,16 @@ def _load(pred):
     return pred.read() if hasattr(pred, "read") else pred
 
 
-def prepare_inputs(pred, y, metric, pos_label, caller, class_coord=None):
+def prepare_inputs(pred, y, metric, pos_label, class_coord=None):
     """``(metric, target, encoded)`` of one chunk (read from Zarr if it is a ZarrBlock)."""
-    return _prepare(_load(pred), y, metric, pos_label, caller, class_coord)
+    return _prepare(_load(pred), y, metric, pos_label, class_coord)
 
 
-def _encode(part, target, m, class_coord, caller):
+def _encode(part, target, m, class_coord):
     """A part's predictions encoded against the whole sample's ``target`` (its classes),
     not against the labels of the part."""
     arr = np.asarray(_load(part))
-    return _validation.encode_predictions(arr, class_coord, m, target, caller)
+    return _validation.encode_predictions(arr, class_coord, m, target)
 
 
 def _root(seed):
@@ -59,11 +59,11 @@ def first_plans(seed, stream, n_boot, n, sample_block, frame=None):
             for k in range(-(-n_boot // SEED_BLOCK))]
 
 
-def _stacked(parts, target, m, class_coord, size, caller):
+def _stacked(parts, target, m, class_coord, size):
     """One prepared metric over every configuration of ``parts`` (read, encoded and
     prepared one part at a time; their features copied side by side)."""
     def prep(part):
-        return m.prepare(target, _encode(part, target, m, class_coord, caller), size)
+        return m.prepare(target, _encode(part, target, m, class_coord), size)
 
     if len(parts) == 1:
         return prep(parts[0])

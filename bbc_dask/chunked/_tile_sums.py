@@ -28,7 +28,7 @@ def _joined_target(targets):
 
 
 def tile_sums(tiles, targets, metric, class_coord, seed, stream, plans, n_boot, weight,
-              oob=False, caller="bbc"):
+              oob=False):
     """``weight`` x the pair sums (:meth:`~bbc_dask.metrics._RocAuc.pair_sums_t`) of the
     samples of one or two tiles — ``tiles``: ``(blocks, parts)``, the tile's sample
     blocks ``(j, lo, hi)`` and its parts (a group of configurations, in order);
@@ -37,7 +37,7 @@ def tile_sums(tiles, targets, metric, class_coord, seed, stream, plans, n_boot, 
     out-of-bag indicators, with ``oob``). Returns ``{"num": (M, B), "den": (k, B)}`` int64,
     and in bag ``"full"``: the pair sums of unit weights. The tiles' predictions are
     read, encoded and sorted once; the counts are held one seed block at a time."""
-    prep = _tile_prep(tiles, targets, get_metric(metric), class_coord, caller)
+    prep = _tile_prep(tiles, targets, get_metric(metric), class_coord)
     nums, dens = [], []
     for w in _tile_counts([b for bl, _ in tiles for b in bl], seed, stream, plans, n_boot):
         num, den = prep.pair_sums_t((w == 0).view(np.uint8) if oob else w)
@@ -50,23 +50,23 @@ def tile_sums(tiles, targets, metric, class_coord, seed, stream, plans, n_boot, 
     return out
 
 
-def _tile_prep(tiles, targets, m, class_coord, caller):
+def _tile_prep(tiles, targets, m, class_coord):
     """The ranking metric ``m`` prepared on one or two tiles' samples (``tiles``: ``(blocks,
     parts)``; ``targets`` theirs): read, encoded and sorted once."""
     targets = list(targets)
-    enc = [np.concatenate([_encode(p, t, m, class_coord, caller) for p in parts], axis=1)
+    enc = [np.concatenate([_encode(p, t, m, class_coord) for p in parts], axis=1)
            for (_, parts), t in zip(tiles, targets)]
     enc = enc[0] if len(enc) == 1 else np.concatenate(enc, axis=0)
     return m.prepare(_joined_target(targets), enc)
 
 
-def tile_fold_sums(tiles, blocks_in, metric, class_coord, n_rows, weight, caller="bbc_f"):
+def tile_fold_sums(tiles, blocks_in, metric, class_coord, n_rows, weight):
     """``weight`` x the pair sums of one or two tiles (see :func:`tile_sums`) for the
     fold rows' 0/1 weights: ``blocks_in`` holds each tile's target and each sample's fold
     row per repeat (see :func:`~bbc_dask.stats.fold_rows`). Returns ``{"num": (M,
     n_rows), "den": (k, n_rows)}`` int64 — every repeat's columns for every row; a row
     keeps its own repeat's (:func:`finish_tile_folds`)."""
-    prep = _tile_prep(tiles, [b[0] for b in blocks_in], get_metric(metric), class_coord, caller)
+    prep = _tile_prep(tiles, [b[0] for b in blocks_in], get_metric(metric), class_coord)
     at = np.concatenate([b[1] for b in blocks_in])
     w = np.zeros((at.shape[0], n_rows), dtype=np.uint8)
     for r in range(at.shape[1]):
@@ -132,8 +132,7 @@ def finish_tile_oob(num, den, pick, metric, n_repeats, n_sub):
     return fam.finish_winner_pairs(mine, den, n_repeats, n_sub).mean(axis=1)
 
 
-def tile_dropping_sums(tiles, blocks_in, metric, class_coord, seed, plans, n_boot, weight,
-                       caller="dropping_test"):
+def tile_dropping_sums(tiles, blocks_in, metric, class_coord, seed, plans, n_boot, weight):
     """The dropping test's :func:`tile_sums`: per repeat ``r`` the pair sums of the
     weights ``counts x available[:, r]`` (as :class:`~bbc_dask.stats.DroppingScorer` weighs each repeat),
     and of unit weights times the mask; ``blocks_in`` each tile's ``(target, available
@@ -151,7 +150,7 @@ def tile_dropping_sums(tiles, blocks_in, metric, class_coord, seed, plans, n_boo
         if avail[:, r].any():
             x = data[:, :, r : r + 1].copy()
             fill_unavailable(x, avail[:, r])
-            preps[r] = m.prepare(target, _encode(x, target, m, class_coord, caller))
+            preps[r] = m.prepare(target, _encode(x, target, m, class_coord))
     del data
     out = {"num": {r: [] for r in preps}, "den": {r: [] for r in preps}}
     for w in _tile_counts([b for bl, _ in tiles for b in bl], seed, "dropping", plans, n_boot):

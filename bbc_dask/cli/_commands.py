@@ -7,6 +7,7 @@ failure of bbc_dask itself: exit status 1, named an internal error, with its tra
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import sys
@@ -16,6 +17,7 @@ import warnings
 import click
 
 from .. import _json as strict_json
+from .._doors import COMMAND_LINE, STUDY_FILE, door, entered
 from ..exceptions import (
     BoundAboveObservedWarning,
     StudyInterrupted,
@@ -29,7 +31,18 @@ from ._tables import check_finished, echo_failures, print_estimates
 _CI_METHODS = tuple(CI_METHODS)
 
 
+class _Command(click.Command):
+    """A command: errors below it are worded in the command line's words (``run``'s in
+    the study file's, whose keys name the parameters)."""
+
+    def invoke(self, ctx):
+        with entered(STUDY_FILE if self.name == "run" else COMMAND_LINE):
+            return super().invoke(ctx)
+
+
 class _Group(click.Group):
+    command_class = _Command
+
     def parse_args(self, ctx, args):
         # --debug is the group's option, but users type it after the command too
         # (``bbc-dask run study.yaml --debug``): take it from anywhere
@@ -62,8 +75,6 @@ class _Group(click.Group):
             if ctx.obj and ctx.obj.get("debug"):
                 raise
             msg = str(e).splitlines()[0] if str(e) else type(e).__name__
-            # the library's advice in the command line's words
-            msg = msg.replace("overwrite=True", "--overwrite")
             click.echo(f"bbc-dask: error: {msg}", err=True)
             ctx.exit(2)
         except BrokenPipeError:
@@ -152,6 +163,7 @@ def _client(resolved, scheduler):
     return {"kind": kind, **cluster}
 
 
+@door(STUDY_FILE)
 def run_study_file(resolved, *, scheduler=None, store=None, progress=True, cluster=None,
              storage_options=None, overwrite=False):
     """Run (or resume) a resolved study file; returns the Study.
@@ -159,7 +171,7 @@ def run_study_file(resolved, *, scheduler=None, store=None, progress=True, clust
     ``cluster`` overrides keys of the study file's ``cluster:`` section (``kind``, options,
     ``security``); ``storage_options`` updates its ``storage_options``."""
     from ..cube import StoreLocation
-    from ..engine import StudyRequest, run_cvt
+    from ..engine import Execution, Resampling, Scoring, Search, Storage, StudyRequest, run_cvt
     from ..stats import Dropping
     from ..study import study_of
     from . import _studyfile as studyfile
@@ -179,34 +191,30 @@ def run_study_file(resolved, *, scheduler=None, store=None, progress=True, clust
         resolved = dict(resolved, data=dict(resolved["data"], columns=list(X.columns)))
     estimator, grid = studyfile.build_search(resolved)
     protocol = resolved.get("protocol") or {"kind": "cvt"}
+    scoring = Scoring(resolved["metric"], None,
+                      "raise" if resolved.get("error_score") == "raise" else float("nan"),
+                      resolved.get("selection", "pooled"))
+    storage = Storage(resolved["store"], resolved.get("storage_options"))
+    execution = Execution(_client(resolved, scheduler), resolved["cluster"].get("security"),
+                          progress, resolved["configs_per_task"], overwrite)
     if protocol["kind"] == "nested":
         from .._nested_cv import nested_result
 
         request = StudyRequest.build(
-            estimator, grid, X, y, store=resolved["store"], metric=resolved["metric"],
-            n_repeats=resolved["cv"]["repeats"], groups=groups, refit=False,
-            random_state=resolved["random_state"], client=_client(resolved, scheduler),
-            progress=progress, configs_per_task=resolved["configs_per_task"], metadata=resolved,
-            overwrite=overwrite,
-            storage_options=resolved.get("storage_options"),
-            security=resolved["cluster"].get("security"),
-            error_score="raise" if resolved.get("error_score") == "raise" else float("nan"),
-            selection=resolved.get("selection", "pooled"), caller="the study file",
-            names=STUDY_FILE_NAMES, nested=(protocol["n_outer"], protocol["n_inner"]))
+            estimator, X, y, search=Search(grid), scoring=scoring, storage=storage,
+            resampling=Resampling(n_repeats=resolved["cv"]["repeats"], groups=groups,
+                                  nested=(protocol["n_outer"], protocol["n_inner"])),
+            execution=dataclasses.replace(execution, refit=False),
+            random_state=resolved["random_state"], metadata=resolved)
         run = run_cvt(request)
         _echo_fit_warnings(run.warned)
         return nested_result(run, resolved.get("confidence", 0.95))
     request = StudyRequest.build(
-        estimator, grid, X, y, store=resolved["store"], metric=resolved["metric"],
-        n_splits=resolved["cv"]["splits"], n_repeats=resolved["cv"]["repeats"],
-        cv=studyfile.build_cv(resolved, *folds), groups=groups,
-        random_state=resolved["random_state"], client=_client(resolved, scheduler), progress=progress,
-        configs_per_task=resolved["configs_per_task"], overwrite=overwrite,
-        dropping=Dropping.coerce(resolved["dropping"], "the study file"), metadata=resolved,
-        storage_options=resolved.get("storage_options"), security=resolved["cluster"].get("security"),
-        error_score="raise" if resolved.get("error_score") == "raise" else float("nan"),
-        selection=resolved.get("selection", "pooled"), caller="the study file",
-        names=STUDY_FILE_NAMES)
+        estimator, X, y, search=Search(grid), scoring=scoring, storage=storage,
+        resampling=Resampling(resolved["cv"]["splits"], resolved["cv"]["repeats"],
+                              studyfile.build_cv(resolved, *folds), groups),
+        execution=execution, dropping=Dropping.coerce(resolved["dropping"]),
+        random_state=resolved["random_state"], metadata=resolved)
     study = study_of(run_cvt(request))
     _echo_fit_warnings(study.fit_warnings_)
     return study
@@ -215,7 +223,7 @@ def run_study_file(resolved, *, scheduler=None, store=None, progress=True, clust
 def _echo_fit_warnings(warned):
     """The fits' warnings, each distinct one once with its count (the tasks collect them:
     printed by each worker, one scikit-learn FutureWarning fills a screen)."""
-    from ..study import fit_warning_groups
+    from .._run_warnings import fit_warning_groups
 
     groups = fit_warning_groups(warned)
     if not groups:
@@ -228,12 +236,6 @@ def _echo_fit_warnings(warned):
         click.echo(f"  {count} x {name}: {first}", err=True)
     if len(groups) > 5:
         click.echo(f"  ... {len(groups) - 5} other warnings", err=True)
-
-
-#: The study file's keys for the engine's parameters (errors name the key the user wrote).
-STUDY_FILE_NAMES = {"n_splits": "cv.splits", "n_repeats": "cv.repeats", "param_grid": "grid",
-                    "groups": "cv.groups", "n_outer": "protocol.n_outer",
-                    "n_inner": "protocol.n_inner"}
 
 
 _storage_option = click.option(
@@ -464,7 +466,7 @@ def verify(ctx, store, repair, as_json, storage_option):
         elif not rep.ok:
             click.echo("run 'bbc-dask verify --repair' to repair it (metadata from an intact "
                        "copy, chunks by marking their cells pending)" if rep.repairable else
-                       "the study's data is damaged: run the study again with overwrite=True")
+                       "the study's data is damaged: run the study again with --overwrite")
     if not rep.ok and not repair:
         ctx.exit(3)
 

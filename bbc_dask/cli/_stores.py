@@ -33,7 +33,7 @@ def _read_only_url(store, storage_options):
     from ..cube import as_location
 
     try:
-        location = as_location(store, storage_options or None, "bbc-dask")
+        location = as_location(store, storage_options or None)
     except (UserError, ImportError):
         return None  # a bad store or option: the command's own opening says so
     return location.url if location.read_only() else None

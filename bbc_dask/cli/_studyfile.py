@@ -173,7 +173,7 @@ def _check_metric(metric):
         raise file_error("metric", f"{metric!r} is a clustering metric: it compares two "
                                    f"partitions, not predictions with their targets")
     try:
-        get_metric(metric, caller="the study file")
+        get_metric(metric)
     except InvalidParameterError:
         raise file_error("metric", f"unknown metric {metric!r} (one of {', '.join(metric_names())}, "
                                    f"or another scorer name of sklearn.metrics.get_scorer_names())"

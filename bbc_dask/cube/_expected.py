@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._doors import spelled
+
 __all__ = ["LEDGER_CONFIGS", "check_layout", "expected_arrays", "layout_problem", "n_configurations", "problems",
            "schema_error", "unreadable_root"]
 
@@ -203,7 +205,7 @@ def schema_error(p, found, schema):
         return OldSchemaError(
             f"{p!r} is a bbc_dask study store of schema {found!r}; this version reads "
             f"{schema!r} only (its stored layout differs). Run the study again "
-            f"into a new store (or with overwrite=True) to recompute it.")
+            f"into a new store (or with {spelled('overwrite=True')}) to recompute it.")
     return StoreMismatchError(
         f"{p!r} is a Zarr store but not a bbc_dask study store (schema {schema}).")
 
@@ -222,5 +224,5 @@ def unreadable_root(location, exc):
         return StoreDamagedError(
             f"The store {location.url!r} is damaged: its zarr.json (the study's attributes) "
             f"cannot be read ({type(exc).__name__}); the study cannot be recovered: run it "
-            f"again with overwrite=True.")
+            f"again with {spelled('overwrite=True')}.")
     return StoreMismatchError(f"{location.url!r} is not a bbc_dask study store ({exc}).")

@@ -61,20 +61,20 @@ class StoreLocation(abc.ABC):
     #: Whether the store lives in this process only (its workers must be threads of it).
     in_process_only = False
 
-    def __new__(cls, store=None, storage_options=None, caller="bbc_dask"):
+    def __new__(cls, store=None, storage_options=None):
         if cls is StoreLocation:
             cls = BACKENDS.get(_scheme(store), FsspecLocation)
         return super().__new__(cls)
 
-    def __init__(self, store, storage_options=None, caller="bbc_dask"):
-        validation.check_instance(store, "store", caller, (str, os.PathLike), _STORE)
-        validation.check_instance(storage_options, "storage_options", caller, dict,
+    def __init__(self, store, storage_options=None):
+        validation.check_instance(store, "store", (str, os.PathLike), _STORE)
+        validation.check_instance(storage_options, "storage_options", dict,
                                   "a dict or None", allow_none=True)
         self.storage_options = dict(storage_options or {})
-        self._open(store, caller)
+        self._open(store)
 
     @abc.abstractmethod
-    def _open(self, store, caller):
+    def _open(self, store):
         """Set ``url`` and ``protocol`` from ``store`` (checked first)."""
 
     # -------------------------------------------------- what the command line asks
@@ -151,7 +151,7 @@ class StoreLocation(abc.ABC):
         read only are found by the first write)."""
         return False
 
-    def check_client(self, client, caller):
+    def check_client(self, client):
         """Refuse a ``client`` whose workers cannot reach this store (every store but one
         in memory can be reached from anywhere given its URL)."""
 
@@ -186,12 +186,12 @@ class StoreLocation(abc.ABC):
 class LocalLocation(StoreLocation):
     """A store in a local directory, locked with the kernel's ``fcntl`` lock."""
 
-    def _open(self, store, caller):
+    def _open(self, store):
         if self.is_url(store) and store.startswith("file://"):
             store = store[len("file://"):]
         if self.storage_options:
             raise InvalidParameterError.of(
-                "storage_options", caller, "None for a local path", self.storage_options,
+                "storage_options", "None for a local path", self.storage_options,
                 note=f"Storage options apply to URL stores only; {os.fspath(store)!r} is "
                      f"a local path.")
         self.url = os.path.abspath(os.fspath(store))
@@ -285,7 +285,7 @@ class FsspecLocation(StoreLocation):
     #: Said when the URL's fsspec backend is not installed.
     install_hint = ""
 
-    def _open(self, store, caller):
+    def _open(self, store):
         self.url = store.rstrip("/")
         self.protocol = store.split("://", 1)[0]
         self._fs = None
@@ -297,7 +297,7 @@ class FsspecLocation(StoreLocation):
             raise ImportError(f"The store {self.url!r} needs the fsspec backend for "
                               f"{self.protocol!r} ({e}).{self.install_hint}") from None
         except ValueError as e:
-            raise InvalidParameterError.of("store", caller, _STORE, self.url, note=f"({e})") from None
+            raise InvalidParameterError.of("store", _STORE, self.url, note=f"({e})") from None
 
     @property
     def slot_chunk_bytes(self):
@@ -410,10 +410,10 @@ class MemoryLocation(FsspecLocation):
     def lock(self, **options):
         return ProcessLock(self.url)
 
-    def check_client(self, client, caller):
+    def check_client(self, client):
         if not _workers_in_process(client):
             raise InvalidParameterError.of(
-                "store", caller, "a directory or an object store URL when the workers are "
+                "store", "a directory or an object store URL when the workers are "
                 "other processes", self.url,
                 note="A memory:// store lives in this process only: run it with "
                      "client={'kind': 'local', 'processes': False} (worker threads).")
@@ -441,18 +441,18 @@ BACKENDS = {
 }
 
 
-def as_location(store, storage_options=None, caller="bbc_dask", *, directory=False):
+def as_location(store, storage_options=None, *, directory=False):
     """The :class:`StoreLocation` of ``store`` (of the class its scheme names in
     :data:`BACKENDS`); with ``directory``, one that is not a file (a store to create or
     resume)."""
     if isinstance(store, StoreLocation):
         if storage_options:
-            raise InvalidParameterError.of("storage_options", caller, "None with a StoreLocation "
+            raise InvalidParameterError.of("storage_options", "None with a StoreLocation "
                                            "(it holds its own)", storage_options)
         loc = store
     else:
-        loc = StoreLocation(store, storage_options, caller)
+        loc = StoreLocation(store, storage_options)
     if directory and loc.is_file():
-        raise InvalidParameterError.of("store", caller, "a directory path or a URL prefix for "
+        raise InvalidParameterError.of("store", "a directory path or a URL prefix for "
                                        "the Zarr store", loc.url, note="It is a file.")
     return loc

@@ -29,6 +29,7 @@ import threading
 import time
 import uuid
 
+from .._doors import owned_by
 from ..exceptions import InvalidParameterError, StoreLockedError
 
 #: The lock's entry in the store (not part of the Zarr hierarchy).
@@ -152,9 +153,8 @@ class ObjectStoreLock(_Lock):
         except (TypeError, ValueError):
             self.ttl = float("nan")
         if not self.ttl > 0:
-            raise InvalidParameterError.of(
-                "ttl", "the store lock (or the environment variable BBC_DASK_LOCK_TTL)",
-                "a number of seconds > 0", raw)
+            with owned_by("the store lock (or the environment variable BBC_DASK_LOCK_TTL)"):
+                raise InvalidParameterError.of("ttl", "a number of seconds > 0", raw)
         self._token = uuid.uuid4().hex
         self._started = time.strftime("%Y-%m-%dT%H:%M:%S")
         self._etag = None

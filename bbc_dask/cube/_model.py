@@ -165,7 +165,7 @@ def load_model(location, record, trusted=None):
     """
     import skops.io as sio
 
-    trusted = validation.check_str_list(trusted, "trusted", "load_final_model")
+    trusted = validation.check_str_list(trusted, "trusted")
     where = f"{location.url}/{record['file']}"
     try:
         data = location.read_bytes(record["file"])

@@ -37,7 +37,7 @@ def _metric(cube):
     from ..metrics import metric_of_spec
 
     try:
-        return metric_of_spec(cube.spec, None, "verify_store")
+        return metric_of_spec(cube.spec, None)
     except Exception:  # noqa: BLE001 - a metric this process cannot build: train again
         return None
 

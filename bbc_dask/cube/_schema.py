@@ -68,6 +68,7 @@ from ._ledger_check import (
 from ._location import CREATING_NAME, as_location, writing
 from ._lock import LOCK_NAME
 from ._states import DONE, DROPPED, FAILED, MISSING, PENDING
+from .._doors import spelled
 
 __all__ = [
     "DONE",
@@ -84,7 +85,7 @@ __all__ = [
 
 ATTRIBUTES_EDITED = ("The store {!r} is damaged: its study attributes (the 'bbc_dask' attribute "
                      "of zarr.json) differ from what the study wrote (digest mismatch); they "
-                     "cannot be trusted: run the study again with overwrite=True.")
+                     "cannot be trusted: run the study again with {advice}.")
 SCHEMA = "bbc_dask.cube/3"
 
 
@@ -206,7 +207,7 @@ class Cube:
         """y and the folds as created (an edited ``y`` would silently change every score)."""
         stored = self.meta.get("digests") or {}
         if ATTRS_DIGEST in self.meta and attributes_digest(self.meta) != self.meta[ATTRS_DIGEST]:
-            raise StoreDamagedError(ATTRIBUTES_EDITED.format(self.path))
+            raise StoreDamagedError(ATTRIBUTES_EDITED.format(self.path, advice=spelled("overwrite=True")))
         for name in ("y", "fold", "slot_sample"):
             if name in stored and digest(self._read(name)) != stored[name]:
                 raise StoreDamagedError(

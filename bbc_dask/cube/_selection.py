@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._schema import DONE, FAILED
+from .._doors import owned_by
 
 __all__ = ["candidates", "complete", "failure_groups", "ledger_fold_matrix", "pooled_scores",
            "select_winner", "target_of"]
@@ -59,7 +60,7 @@ def pooled_scores(cube, idx):
     return pooled
 
 
-def ledger_fold_matrix(cube, idx, caller):
+def ledger_fold_matrix(cube, idx):
     """``(F (R·K, len(idx)), rows)``: the ledger's fold × configuration matrix of the
     complete configurations ``idx`` (each task scored the fold it predicted, as
     :func:`bbc_dask.fold_score_matrix` does), repeat-major, and its rows' ``(repeat,
@@ -69,7 +70,12 @@ def ledger_fold_matrix(cube, idx, caller):
     fs = cube.fold_scores()[idx]  # (c, R, K)
     rows = [(r, k) for r in range(fs.shape[1]) for k in range(fs.shape[2])]
     F = np.ascontiguousarray(fs.reshape(len(idx), -1).T)
-    return check_fold_matrix(F, rows, cube.spec["metric"], caller), rows
+    return check_fold_matrix(F, rows, cube.spec["metric"]), rows
+
+
+def _winners_folds(cube, idx):
+    with owned_by("the study's winner"):  # the refit's choice, whoever asked for it
+        return ledger_fold_matrix(cube, idx)[0]
 
 
 def select_winner(cube):
@@ -82,7 +88,7 @@ def select_winner(cube):
     if idx.size == 0:
         return None
     best = cube.selection.winner(lambda: pooled_scores(cube, idx).mean(axis=1),
-                                 lambda: ledger_fold_matrix(cube, idx, "the study's winner")[0])
+                                 lambda: _winners_folds(cube, idx))
     if best < 0:  # a NaN score: no configuration can be said the best
         from ..exceptions import UndefinedScoreError
 

@@ -27,6 +27,7 @@ from ..exceptions import StoreDamagedError
 from ._layout import chunk_crc, chunk_file, prediction_chunks, unreadable_chunk
 from ._ledger_check import CHECKED, CRC_ARRAY, LedgerEdit, recorded, unrecorded
 from ._rebuild import DERIVED, derived_regions, rebuild
+from .._doors import door, spelled
 
 __all__ = ["Damage", "VerifyReport", "repair", "verify", "verify_store"]
 
@@ -110,7 +111,7 @@ def _check_identity(cube, skip=()):
     if ATTRS_DIGEST in cube.meta and attributes_digest(cube.meta) != cube.meta[ATTRS_DIGEST]:
         out.append(Damage("identity", "zarr.json", "its study attributes ('bbc_dask') differ "
                           "from what the study wrote (digest mismatch); run the study again "
-                          "with overwrite=True"))
+                          f"with {spelled('overwrite=True')}"))
     labels = cube.fit_scorer_labels()
     names = list(_IDENTITY) + (["class"] if cube.needs_class_axis else []) + (
         ["fit_scorer"] if labels else []) + str(cube.group.attrs.get("coordinates") or "").split()
@@ -121,16 +122,16 @@ def _check_identity(cube, skip=()):
         except Exception as exc:  # noqa: BLE001
             out.append(Damage("coordinate", name, _problem(exc)) if index else
                        Damage("identity", name, _problem(exc) + "; the study's data cannot "
-                              "be recomputed: run it again with overwrite=True"))
+                              f"be recomputed: run it again with {spelled('overwrite=True')}"))
             continue
         if index and not np.array_equal(values, np.arange(values.size)):
             out.append(Damage("coordinate", name, "differs from its positions 0, 1, 2, ..."))
         if name == "fit_scorer" and [str(v) for v in values] != list(labels):
             out.append(Damage("identity", name, "differs from the scorers the study records; "
-                              "run the study again with overwrite=True"))
+                              f"run the study again with {spelled('overwrite=True')}"))
         if name in stored and digest(values) != stored[name]:
             out.append(Damage("identity", name, "differs from the array the study was created "
-                              "with (digest mismatch); run the study again with overwrite=True"))
+                              f"with (digest mismatch); run the study again with {spelled('overwrite=True')}"))
     return out
 
 
@@ -183,7 +184,7 @@ def _check_metadata(cube):
                               array=name, fix="schema"))
         else:
             out.append(Damage("identity", file, f"{'; '.join(copy_bad or own_bad)}; the study's "
-                              "layout cannot be recomputed: run it again with overwrite=True",
+                              f"layout cannot be recomputed: run it again with {spelled('overwrite=True')}",
                               array=name))
     return out
 
@@ -408,7 +409,7 @@ def repair(cube, report):
     if identity:
         raise StoreDamagedError(
             f"The store {cube.path!r} cannot be repaired: {identity[0]} (the study's data, not "
-            f"a result). Run the study again with overwrite=True.")
+            f"a result). Run the study again with {spelled('overwrite=True')}.")
     g = cube.group
     w = cube.config_chunk
     n_cfg, n_rep, n_spl = g["state"].shape
@@ -491,6 +492,7 @@ def repair(cube, report):
     return reset
 
 
+@door("verify_store")
 def verify_store(store, *, repair=False, storage_options=None):
     """Check a study store (see :func:`verify`); with ``repair``, under the store's run
     lock, mark the cells of damaged chunks pending so that running the same study again
@@ -521,8 +523,8 @@ def verify_store(store, *, repair=False, storage_options=None):
     from ._location import as_location, writing
     from ._schema import open_cube
 
-    repair = validation.check_bool(repair, "repair", "verify_store")
-    location = as_location(store, storage_options, "verify_store")
+    repair = validation.check_bool(repair, "repair")
+    location = as_location(store, storage_options)
     cube = open_cube(location, mode="r+" if repair else "r", check=False)
     report = verify(cube)
     if not repair or report.ok:

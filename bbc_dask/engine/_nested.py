@@ -29,6 +29,7 @@ from ..cube import DONE, PENDING
 from ..exceptions import InvalidParameterError, StudyError, UndefinedScoreError
 from ._messages import TaskScoring
 from ._protocol import Protocol, register_protocol
+from .._doors import carried
 
 __all__ = ["NestedProtocol", "nested_outcome", "run_outer"]
 
@@ -46,23 +47,21 @@ class NestedProtocol(Protocol):
     opens_as_study = False  # its repeats leave each outer test set out: BBC is not defined
     stops_when_all_failed = False  # each outer fold has its own rule (check_failures)
 
-    def __init__(self, n_outer, n_inner, n_repeats, caller="nested_cv", inner_name="n_inner"):
+    def __init__(self, n_outer, n_inner, n_repeats):
         self.n_outer, self.n_inner, self.outer_repeats = n_outer, n_inner, n_repeats
         self.n_splits = n_inner
         self.n_repeats = n_outer * n_repeats  # the cube's repeats: one per outer fold
-        self._caller, self._inner_name = caller, inner_name  # for the groups' error
         self._cached = None  # (seed key, folds): computed before the lock, used at creation
 
     @classmethod
-    def checked(cls, n_outer, n_inner, n_repeats, y, groups, target, classification, caller,
-              names=None):
+    def checked(cls, n_outer, n_inner, n_repeats, y, groups, target, classification):
         """The protocol, its numbers checked against the data (one-line errors naming
         ``n_outer``, ``n_inner`` or ``n_repeats``). With groups, whether every outer
         training set has ``n_inner`` groups depends on the seed's outer folds: the run
         computes them (:meth:`folds`) before it takes the store's lock."""
-        n_outer = validation.check_int(n_outer, "n_outer", caller, low=2)
-        n_inner = validation.check_int(n_inner, "n_inner", caller, low=2)
-        n_repeats = validation.check_int(n_repeats, "n_repeats", caller)
+        n_outer = validation.check_int(n_outer, "n_outer", low=2)
+        n_inner = validation.check_int(n_inner, "n_inner", low=2)
+        n_repeats = validation.check_int(n_repeats, "n_repeats")
         if groups is not None:
             units, what = np.unique(groups, return_counts=True)[1], "groups"
         elif classification:
@@ -78,15 +77,15 @@ class NestedProtocol(Protocol):
                  f"the class {validation.plain(target.classes[i])!r} of 'y'")
         if have < n_outer:
             raise InvalidParameterError.of(
-                "n_outer", caller, f"at most {have}, the {what} of {label} (every outer fold "
+                "n_outer", f"at most {have}, the {what} of {label} (every outer fold "
                 f"needs one)", n_outer)
         least = have - -(-have // n_outer)  # in the outer training set with the largest test fold
         if groups is None and least < n_inner:
             raise InvalidParameterError.of(
-                "n_inner", caller, f"at most {least}: an outer training set holds as few as "
+                "n_inner", f"at most {least}: an outer training set holds as few as "
                 f"{least} of the {have} {what} of {label}, and every inner fold needs one",
                 n_inner)
-        return cls(n_outer, n_inner, n_repeats, caller, (names or {}).get("n_inner", "n_inner"))
+        return cls(n_outer, n_inner, n_repeats)
 
     def folds(self, y, groups, classification, root):
         """Fold ids ``(N, n_repeats * n_outer)``: the inner partition of each outer fold,
@@ -114,7 +113,7 @@ class NestedProtocol(Protocol):
                 g = None if groups is None else groups[train]
                 if g is not None and np.unique(g).size < self.n_inner:
                     raise InvalidParameterError.of(
-                        self._inner_name, self._caller, f"at most {np.unique(g).size}, the groups in "
+                        "n_inner", f"at most {np.unique(g).size}, the groups in "
                         f"the training set of outer fold {o} (repeat {r}); every inner fold "
                         f"needs one", self.n_inner)
                 out[train, r * self.n_outer + o] = make_folds(
@@ -246,7 +245,7 @@ def run_outer(run, client):
         futures = {}
         for r, o in todo:
             futures[(r, o)] = client.submit(
-                fit_outer, req.estimator, run.configs[chosen[(r, o)]], np.flatnonzero(outer[:, r] != o),
+                carried(fit_outer), req.estimator, run.configs[chosen[(r, o)]], np.flatnonzero(outer[:, r] != o),
                 np.flatnonzero(outer[:, r] == o), scoring, X_f, y_f, pure=False, retries=3,
                 key=f"bbc-outer-{r}-{o}-{uuid.uuid4().hex[:8]}")
         try:

@@ -164,28 +164,27 @@ _DISTRIBUTIONS = ("a dict, or a list of dicts, of lists or scipy.stats distribut
                   "scikit-learn ParameterSampler)")
 
 
-def check_search(param_grid, param_distributions, n_iter, caller):
+def check_search(param_grid, param_distributions, n_iter):
     """Validate the search arguments (no random draw yet: the seed may come from the store)."""
     validation.check_exactly_one({"param_grid": param_grid, "param_distributions": param_distributions},
-                        caller, note="'param_grid' runs a grid search; 'param_distributions' "
+                        note="'param_grid' runs a grid search; 'param_distributions' "
                                      "with 'n_iter' a random search.")
     if param_grid is not None:
         try:
             grid = ParameterGrid(param_grid)
             n = len(grid)
         except (TypeError, ValueError) as exc:
-            raise InvalidParameterError.of("param_grid", caller, _GRID, param_grid,
+            raise InvalidParameterError.of("param_grid", _GRID, param_grid,
                                            note=f"({exc})") from None
         if n == 0 or (n == 1 and not _has_any(param_grid)):
-            raise InvalidParameterError.of("param_grid", caller,
-                                           "a grid that defines at least one configuration",
+            raise InvalidParameterError.of("param_grid", "a grid that defines at least one configuration",
                                            param_grid)
         return Configurations("grid", grid)
-    n_iter = validation.check_int(n_iter, "n_iter", caller)
+    n_iter = validation.check_int(n_iter, "n_iter")
     try:
         ParameterSampler(param_distributions, n_iter, random_state=0)
     except (TypeError, ValueError) as exc:
-        raise InvalidParameterError.of("param_distributions", caller, _DISTRIBUTIONS,
+        raise InvalidParameterError.of("param_distributions", _DISTRIBUTIONS,
                                        param_distributions, note=f"({exc})") from None
     return None
 
@@ -196,17 +195,17 @@ def _has_any(grid):
     return any(bool(g) for g in grid)
 
 
-def candidates(param_grid, param_distributions, n_iter, root, caller):
+def candidates(param_grid, param_distributions, n_iter, root):
     """The configurations: a grid (dict or list of dicts, lazy) or ``n_iter`` random
     draws seeded by ``root``'s ``search`` child. Returns ``(Configurations, kind)``."""
-    grid = check_search(param_grid, param_distributions, n_iter, caller)
+    grid = check_search(param_grid, param_distributions, n_iter)
     if grid is not None:
         return grid, "grid"
     seed = int(child_generator(root, "search", 0).integers(2**31))
     try:
         params = list(ParameterSampler(param_distributions, n_iter, random_state=seed))
     except (TypeError, ValueError) as exc:
-        raise InvalidParameterError.of("param_distributions", caller, _DISTRIBUTIONS,
+        raise InvalidParameterError.of("param_distributions", _DISTRIBUTIONS,
                                        param_distributions, note=f"({exc})") from None
     return Configurations("random", params), "random"
 
@@ -230,7 +229,7 @@ def make_folds(y, groups, n_splits, n_repeats, classification, root):
     return folds
 
 
-def check_estimator_methods(estimator, configs, metric, caller, indices=None):
+def check_estimator_methods(estimator, configs, metric, indices=None):
     """Raise a ValueError naming the first configuration (of ``indices``, default
     ``configs.representatives()``) that cannot serve ``metric``."""
     for i in configs.representatives() if indices is None else indices:
@@ -239,13 +238,12 @@ def check_estimator_methods(estimator, configs, metric, caller, indices=None):
             est = configured(estimator, p)
         except (ValueError, TypeError) as exc:
             raise InvalidParameterError.of(
-                "param_grid" if configs.kind == "grid" else "param_distributions", caller,
-                "parameters the estimator takes",
+                "param_grid" if configs.kind == "grid" else "param_distributions", "parameters the estimator takes",
                 shown=f"configuration {i} ({p!r})", note=f"({exc})") from None
         problem = method_problem(est, metric)
         if problem:
             raise InvalidParameterError.of(
-                "estimator", caller, f"able to serve the metric {metric.name!r}",
+                "estimator", f"able to serve the metric {metric.name!r}",
                 shown=f"one that, with configuration {i} ({p!r}), {problem}")
 
 

@@ -11,6 +11,7 @@ import numpy as np
 
 from .._signals import deferred_interrupts, wait_done
 from ..cube import DONE, FAILED, PENDING
+from .._doors import carried
 
 __all__ = ["PooledAlong", "pooled_pass"]
 
@@ -52,7 +53,7 @@ def _held(client, value, name):
 def _submit_pooled(client, block, y_f, m, target, present=None):
     from ..chunked import chunk_pooled
 
-    return client.submit(chunk_pooled, block, y_f, m.ref, target.pos_code, None, present,
+    return client.submit(carried(chunk_pooled), block, y_f, m.ref, target.pos_code, None, present,
                          pure=False, key=f"bbc-pooled-{block.configs[0]}-{uuid.uuid4().hex[:8]}")
 
 

@@ -29,6 +29,7 @@ import warnings
 
 import numpy as np
 
+from .._doors import door, spelled
 from ..exceptions import InvalidParameterError
 
 __all__ = ["PROTOCOLS", "KFoldProtocol", "Protocol", "SplitsProtocol", "as_protocol",
@@ -39,18 +40,19 @@ __all__ = ["PROTOCOLS", "KFoldProtocol", "Protocol", "SplitsProtocol", "as_proto
 PROTOCOLS = {}
 
 
+@door("register_protocol")
 def register_protocol(cls):
     """Register a :class:`Protocol` class by its ``kind`` (a class decorator); a kind is
     one class's (registering the same class again is allowed)."""
     kind = getattr(cls, "kind", None)
     if not (isinstance(cls, type) and issubclass(cls, Protocol)):
-        raise InvalidParameterError.of("cls", "register_protocol", "a subclass of bbc_dask.Protocol", cls)
+        raise InvalidParameterError.of("cls", "a subclass of bbc_dask.Protocol", cls)
     if not isinstance(kind, str) or not kind:
-        raise InvalidParameterError.of("cls", "register_protocol", "a Protocol class whose kind is a "
+        raise InvalidParameterError.of("cls", "a Protocol class whose kind is a "
                                        "non-empty string", shown=f"{cls.__name__}.kind = {kind!r}")
     known = PROTOCOLS.get(kind)
     if known is not None and (known.__module__, known.__qualname__) != (cls.__module__, cls.__qualname__):
-        raise InvalidParameterError.of("cls", "register_protocol", "a Protocol class with a kind of "
+        raise InvalidParameterError.of("cls", "a Protocol class with a kind of "
                                        f"its own ({kind!r} is {known.__qualname__}'s)", cls)
     PROTOCOLS[kind] = cls
     return cls
@@ -175,13 +177,13 @@ class SplitsProtocol(Protocol):
                              "folds": hashlib.sha1(np.ascontiguousarray(self._folds)).hexdigest()}}
 
     @classmethod
-    def from_cv(cls, cv, n, y, groups, name, caller):
+    def from_cv(cls, cv, n, y, groups, name):
         """The protocol of ``cv`` (a splitter or an iterable of pairs) over ``n`` samples;
         an InvalidParameterError naming ``name`` and ``caller`` if its test sets do not
         partition the samples into repeats with the same number of folds."""
         if isinstance(cv, (str, bytes)) or not (hasattr(cv, "split") or hasattr(cv, "__iter__")):
             raise InvalidParameterError.of(
-                name, caller, "an int, a scikit-learn splitter or an iterable of (train, test) "
+                name, "an int, a scikit-learn splitter or an iterable of (train, test) "
                 "index pairs", cv)
         if hasattr(cv, "split") and hasattr(cv, "get_n_splits"):
             source = type(cv).__name__
@@ -190,19 +192,19 @@ class SplitsProtocol(Protocol):
                     warnings.filterwarnings("ignore", "The groups parameter is ignored")
                     splits = list(cv.split(np.zeros((n, 1)), y, groups))
             except (ValueError, TypeError) as exc:
-                raise InvalidParameterError.of(name, caller, "a splitter that can split these data",
+                raise InvalidParameterError.of(name, "a splitter that can split these data",
                                                shown=f"{source}", note=f"({exc})") from None
         else:
             source = "list of (train, test) pairs"
             splits = list(cv)
-        return cls(_partitions(splits, n, name, caller, source), source)
+        return cls(_partitions(splits, n, name, source), source)
 
 
-def _partitions(splits, n, name, caller, source):
+def _partitions(splits, n, name, source):
     """Fold ids ``(N, R)`` from ``(train, test)`` pairs, each repeat a partition."""
     def bad(why):
         return InvalidParameterError.of(
-            name, caller, "splits whose test sets partition the samples (each sample in one "
+            name, "splits whose test sets partition the samples (each sample in one "
                           "test set per repeat, trained on all the others)",
             shown=f"{source} ({why})",
             note="BBC and BBC-F resample whole samples and folds, so they are defined on "
@@ -247,19 +249,18 @@ def _indices(a, n, i, bad):
     return a.astype(np.int64)
 
 
-def as_protocol(cv, n_splits, n_repeats, n, y, groups, caller, names):
+def as_protocol(cv, n_splits, n_repeats, n, y, groups):
     """The request's protocol: K-fold × repeats when ``cv`` is None or an int (the number
     of folds), ``cv`` itself when a :class:`Protocol`, else the partitions of a splitter or
     list of pairs."""
     if cv is None:
         return KFoldProtocol(n_splits, n_repeats)
-    changed = [names.get(k, k) for k, v, default in (("n_splits", n_splits, 10),
+    changed = [spelled(k) for k, v, default in (("n_splits", n_splits, 10),
                                                       ("n_repeats", n_repeats, 1)) if v != default]
     if changed:
         raise InvalidParameterError.of(
-            names.get("cv", "cv"), caller,
-            f"None when {' and '.join(map(repr, changed))} {'is' if len(changed) == 1 else 'are'} "
+            "cv", f"None when {' and '.join(map(repr, changed))} {'is' if len(changed) == 1 else 'are'} "
             f"given (it sets the splits)", cv)
     if isinstance(cv, Protocol):
         return cv
-    return SplitsProtocol.from_cv(cv, n, y, groups, names.get("cv", "cv"), caller)
+    return SplitsProtocol.from_cv(cv, n, y, groups, "cv")

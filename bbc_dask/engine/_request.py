@@ -21,8 +21,6 @@ from __future__ import annotations
 
 import dataclasses
 import numbers
-import re
-import warnings
 
 import numpy as np
 import sklearn
@@ -37,8 +35,9 @@ from ..stats import SELECTIONS, Dropping, Selection
 from . import _plan as plan
 from ._nested import NestedProtocol
 from ._protocol import KFoldProtocol, SplitsProtocol, as_protocol
+from .._doors import door_name, warn
 
-__all__ = ["Execution", "Search", "StudyData", "StudyRequest"]
+__all__ = ["Execution", "Resampling", "Scoring", "Search", "Storage", "StudyData", "StudyRequest"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -47,10 +46,10 @@ class Search:
     (drawn once the seed is known). ``grid`` is the checked grid (None for a random
     search)."""
 
-    param_grid: object
-    param_distributions: object
-    n_iter: int
-    grid: object
+    param_grid: object = None
+    param_distributions: object = None
+    n_iter: int = 10
+    grid: object = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -96,12 +95,48 @@ class StudyData:
 class Execution:
     """How the study runs, not what it computes: none of these is in the spec."""
 
-    client: object
-    security: object
-    progress: bool
-    configs_per_task: int | None
-    overwrite: bool
-    refit: bool
+    client: object = None
+    security: object = None
+    progress: bool = True
+    configs_per_task: int | None = None
+    overwrite: bool = False
+    refit: bool = True
+
+
+@dataclasses.dataclass(frozen=True)
+class Resampling:
+    """How the samples are split, as a door gives it (checked by :meth:`StudyRequest.build`):
+    ``n_splits`` folds × ``n_repeats``, or the user's splits ``cv``, or nested CV
+    ``nested=(n_outer, n_inner)`` with ``n_repeats`` outer repeats; ``groups`` kept
+    together."""
+
+    n_splits: int = 10
+    n_repeats: int = 1
+    cv: object = None
+    groups: object = None
+    nested: tuple | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Scoring:
+    """How configurations are scored and one is selected, as a door gives it: the
+    ``metric`` (and its ``pos_label``), ``error_score``, the ``selection`` rule, and
+    ``fit_scoring`` (scorers of the fitted fold models, :class:`~bbc_dask.engine.FitScoring`)."""
+
+    metric: object
+    pos_label: object = None
+    error_score: object = np.nan
+    selection: str = "pooled"
+    fit_scoring: object = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Storage:
+    """Where the study is stored, as a door gives it: a path, a URL or a
+    :class:`~bbc_dask.cube.StoreLocation`, and fsspec's options for a URL."""
+
+    store: object
+    storage_options: dict | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -112,7 +147,6 @@ class StudyRequest:
     Build it with :meth:`build`; every field is valid once it exists.
     """
 
-    caller: str
     estimator: object
     search: Search
     data: StudyData
@@ -127,82 +161,74 @@ class StudyRequest:
     metadata: dict | None
 
     @classmethod
-    def build(cls, estimator, param_grid, X, y, *, store, metric, n_splits=10, n_repeats=1,
-              cv=None, groups=None, param_distributions=None, n_iter=10, error_score=np.nan,
-              pos_label=None, refit=True, random_state=None, client=None, overwrite=False,
-              progress=True, configs_per_task=None, dropping=None, metadata=None,
-              storage_options=None, security=None, selection="pooled", caller="run_study",
-              names=None, nested=None, fit_params=None, fit_scoring=None):
+    def build(cls, estimator, X, y, *, search, scoring, storage, resampling=Resampling(),
+              execution=Execution(), dropping=None, random_state=None, metadata=None,
+              fit_params=None):
         """Check every argument of :func:`bbc_dask.run_study` (plus ``cv``, the user's
-        splits) and return the request. ``caller`` is the entry point the user called;
-        ``names`` maps the engine's parameter names to that entry point's (table above).
-        ``nested=(n_outer, n_inner)``: nested CV (:class:`NestedProtocol`), ``n_repeats``
-        outer repeats; ``n_splits`` and ``cv`` are not used. ``fit_params``: a dict of
-        parameters of every fit (see :func:`bbc_dask.run_study`). ``fit_scoring``: a
-        :class:`~bbc_dask.engine.FitScoring`, the scores every task computes with its
-        fitted models (``BBCSearchCV``'s scorers that the stored predictions cannot
-        give), recorded in the store's ``fit_score``."""
-        names = dict(names or {})
+        splits), given by the door in its groups (:class:`Search`, :class:`Scoring`,
+        :class:`Storage`, :class:`Resampling`, :class:`Execution`), and return the
+        request; errors are worded by the door the user called. ``fit_params``: a dict of
+        parameters of every fit (see :func:`bbc_dask.run_study`)."""
+        metric, pos_label, error_score = scoring.metric, scoring.pos_label, scoring.error_score
+        n_splits, n_repeats, cv = resampling.n_splits, resampling.n_repeats, resampling.cv
+        groups, nested = resampling.groups, resampling.nested
         if isinstance(cv, numbers.Integral) and not isinstance(cv, bool) and n_splits in (10, cv):
             n_splits, cv = cv, None  # an int is the number of folds, as in scikit-learn
-        try:
-            metric = get_metric(metric, caller=caller)
-            if metric.kind == "general":
-                metric, pos_label = _general(metric, estimator, pos_label, caller)
-            X = validation.check_X(X, caller)
-            y = y if y is None else np.asarray(y)  # the tasks index it by position
-            target, n_splits, n_repeats, groups = validation.check_cv_data(
-                estimator, X, y, groups, metric, n_splits, n_repeats, error_score, pos_label,
-                caller, kfold=cv is None and nested is None)
-            if nested is not None:
-                if dropping is not None:
-                    raise InvalidParameterError.of(
-                        "dropping", caller, "None in nested cross-validation (each outer "
-                        "fold's inner CV runs whole)", dropping)
-                protocol = NestedProtocol.checked(*nested, n_repeats, y, groups, target,
-                                                metric.is_classification, caller, names)
-            else:
-                protocol = as_protocol(cv, n_splits, n_repeats, len(y), y, groups, caller, names)
-            location = as_location(store, storage_options, caller, directory=True)
-            location.check_client(client, caller)
-            security = as_security(security, caller)
-            configs_per_task = validation.check_int(configs_per_task, "configs_per_task", caller,
-                                                    allow_none=True)
-            dropping = Dropping.coerce(dropping, caller)
-            if dropping is not None and metric.kind == "general":
+        metric = get_metric(metric)
+        if metric.kind == "general":
+            metric, pos_label = _general(metric, estimator, pos_label)
+        X = validation.check_X(X)
+        y = y if y is None else np.asarray(y)  # the tasks index it by position
+        target, n_splits, n_repeats, groups = validation.check_cv_data(
+            estimator, X, y, groups, metric, n_splits, n_repeats, error_score, pos_label,
+            kfold=cv is None and nested is None)
+        if nested is not None:
+            if dropping is not None:
                 raise InvalidParameterError.of(
-                    "dropping", caller, "None with the metric "
-                    f"{metric.name} (the dropping test runs on the chunked path, which "
-                    "takes the registered metrics only)", dropping)
-            validation.check_one_of(selection, "selection", caller, SELECTIONS)
-            fit_params = validation.check_fit_params(fit_params, nested, caller)
-            if fit_scoring is not None and (nested is not None or not fit_scoring.width):
-                raise InvalidParameterError.of(
-                    "fit_scoring", caller, "scorers of a study that is not nested CV",
-                    fit_scoring.labels)
-            routing = bool(fit_params) and sklearn.get_config()["enable_metadata_routing"]
-            grid = plan.check_search(param_grid, param_distributions, n_iter, caller)
-            if grid is not None:  # random draws are checked once the seed is known
-                plan.check_estimator_methods(estimator, grid, metric, caller)
-        except InvalidParameterError as exc:
-            raise _renamed(exc, names, caller) from None
-        if dropping is not None and (len(grid) if grid is not None else n_iter) < 2:
-            warnings.warn(f"dropping has no effect in {caller} with a single configuration; "
-                          f"running plain CVT.", UserWarning, stacklevel=3)
+                    "dropping", "None in nested cross-validation (each outer "
+                    "fold's inner CV runs whole)", dropping)
+            protocol = NestedProtocol.checked(*nested, n_repeats, y, groups, target,
+                                            metric.is_classification)
+        else:
+            protocol = as_protocol(cv, n_splits, n_repeats, len(y), y, groups)
+        location = as_location(storage.store, storage.storage_options, directory=True)
+        location.check_client(execution.client)
+        execution = dataclasses.replace(execution, security=as_security(execution.security),
+                                        configs_per_task=validation.check_int(
+                                            execution.configs_per_task, "configs_per_task",
+                                            allow_none=True))
+        dropping = Dropping.coerce(dropping)
+        if dropping is not None and metric.kind == "general":
+            raise InvalidParameterError.of(
+                "dropping", "None with the metric "
+                f"{metric.name} (the dropping test runs on the chunked path, which "
+                "takes the registered metrics only)", dropping)
+        validation.check_one_of(scoring.selection, "selection", SELECTIONS)
+        fit_params = validation.check_fit_params(fit_params, nested)
+        fit_scoring = scoring.fit_scoring
+        if fit_scoring is not None and (nested is not None or not fit_scoring.width):
+            raise InvalidParameterError.of(
+                "fit_scoring", "scorers of a study that is not nested CV", fit_scoring.labels)
+        routing = bool(fit_params) and sklearn.get_config()["enable_metadata_routing"]
+        grid = plan.check_search(search.param_grid, search.param_distributions, search.n_iter)
+        if grid is not None:  # random draws are checked once the seed is known
+            plan.check_estimator_methods(estimator, grid, metric)
+        if dropping is not None and (len(grid) if grid is not None else search.n_iter) < 2:
+            warn(f"dropping has no effect in {door_name()} with a single configuration; "
+                 f"running plain CVT.", UserWarning, stacklevel=3)
         return cls(
-            caller=caller, estimator=estimator,
-            search=Search(param_grid, param_distributions, n_iter, grid),
+            estimator=estimator, search=dataclasses.replace(search, grid=grid),
             data=StudyData(X, y, groups, target,
                            DataDigests(*plan.data_digest(X, np.asarray(y), groups)),
                            fit_params, routing, plan.params_digest(fit_params, routing),
                            fit_scoring),
             protocol=protocol, metric=metric, location=location,
-            execution=Execution(client, security, progress, configs_per_task, overwrite, refit),
-            dropping=dropping, selection=Selection.of(selection), error_score=error_score,
+            execution=execution, dropping=dropping, selection=Selection.of(scoring.selection),
+            error_score=error_score,
             random_state=random_state, metadata=metadata)
 
 
-def _general(metric, estimator, pos_label, caller):
+def _general(metric, estimator, pos_label):
     """``(metric, pos_label)`` of a scikit-learn scorer's study: its task decided by the
     estimator where the scorer's function does not say it, and the positive class its
     own ``pos_label`` where it sets one (which must then agree with ``pos_label``)."""
@@ -214,18 +240,5 @@ def _general(metric, estimator, pos_label, caller):
         if pos_label is None:
             pos_label = own
         elif pos_label != own:
-            raise InvalidParameterError.of("pos_label", caller,
-                                           f"the scorer's own pos_label={own!r}", pos_label)
+            raise InvalidParameterError.of("pos_label", f"the scorer's own pos_label={own!r}", pos_label)
     return metric, pos_label
-
-
-def _renamed(exc, names, caller):
-    """``exc`` with the engine's parameter names replaced by the caller's."""
-    msg = str(exc)
-    for engine_name, theirs in names.items():
-        msg = msg.replace(f"The {engine_name!r} parameter of {caller}",
-                          f"The {theirs!r} parameter of {caller}")
-        # not inside the value shown ("Got KFold(n_splits=3, ...) instead"): the user's own
-        head, got, shown = msg.partition(" Got ")
-        msg = re.sub(rf"\b{engine_name}=", f"{theirs}=", head) + got + shown
-    return type(exc)(msg) if msg != str(exc) else exc

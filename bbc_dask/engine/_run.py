@@ -29,6 +29,7 @@ from ._messages import FitWork, WaveSettings
 from ._phases import Phases
 from ._tasks import refit
 from ._waves import run_waves, submit_with_data
+from .._doors import spelled, the_parameter, warn
 
 __all__ = ["CVTRun", "run_cvt"]
 
@@ -77,7 +78,6 @@ class _StudyRun:
     def __init__(self, request):
         self.request = request
         self.loc = request.location
-        self.caller = request.caller
         self.cube = None
         self.root = None  # the seed, once decided (a resume with None reuses the stored one)
         self.configs = None
@@ -104,16 +104,14 @@ class _StudyRun:
                 if finished:
                     # nothing left to fit: the cluster is started only if something still
                     # asks for it (a pooled score or the final model a kill left unsaved)
-                    client_obj = _OnDemand(lambda: _client(ex.client, ex.progress, ex.security,
-                                                           self.caller))
+                    client_obj = _OnDemand(lambda: _client(ex.client, ex.progress, ex.security))
                     from distributed import Client
 
                     owned = not isinstance(ex.client, Client)  # as resolve_client decides
                 else:
                     # Connect first: a cluster that cannot be reached leaves the store as it was.
                     with phase("connect"):
-                        client_obj, owned = _client(ex.client, ex.progress, ex.security,
-                                                    self.caller)
+                        client_obj, owned = _client(ex.client, ex.progress, ex.security)
                         # held for the run: a released future's task may never start
                         self.warming = _warm_workers(client_obj, self.request.estimator)
                 with phase("store"):
@@ -157,7 +155,7 @@ class _StudyRun:
             kind, existing = "interrupted", None  # a damaged study, replaced as asked
         except StoreMismatchError as exc:
             if not (self.request.execution.overwrite and isinstance(exc, OldSchemaError)):
-                raise _unusable(self.loc, exc, self.caller) from None
+                raise _unusable(self.loc, exc) from None
             kind, existing = "interrupted", None  # an older layout, replaced as asked
         if existing is not None and self.request.execution.overwrite:
             existing, kind = None, "interrupted"
@@ -195,7 +193,7 @@ class _StudyRun:
         except StoreMismatchError as exc:
             if self.request.execution.overwrite and isinstance(exc, OldSchemaError):
                 return  # a study of an older layout, replaced as asked
-            raise _unusable(self.loc, exc, self.caller) from None
+            raise _unusable(self.loc, exc) from None
         if kind == "study":
             self._plan(None if self.request.execution.overwrite else existing)
         req = self.request
@@ -210,7 +208,7 @@ class _StudyRun:
             if self.configs is None:
                 self._plan(None)
             check_columns(req.estimator, self.configs, req.data.X, req.data.y,
-                          req.metric.is_classification, self.caller)
+                          req.metric.is_classification)
         return finished
 
     def _plan(self, existing):
@@ -220,12 +218,12 @@ class _StudyRun:
             ent = existing.spec["seed"]  # a resume with None reuses the stored seed
             self.root = np.random.SeedSequence(int(ent["entropy"]), spawn_key=tuple(ent["spawn_key"]))
         elif self.root is None:  # once: a Generator is consumed by it
-            self.root = as_seed_sequence(req.random_state, caller=self.caller)
+            self.root = as_seed_sequence(req.random_state)
         search = req.search
         self.configs, kind = plan.candidates(search.param_grid, search.param_distributions,
-                                             search.n_iter, self.root, self.caller)
+                                             search.n_iter, self.root)
         if kind == "random":
-            plan.check_estimator_methods(req.estimator, self.configs, req.metric, self.caller)
+            plan.check_estimator_methods(req.estimator, self.configs, req.metric)
         # stores made before lazy planning fingerprinted the list of parameter dicts
         spec = self._spec(kind, legacy=existing is not None and existing.listed_params is not None)
         if existing is not None:
@@ -239,7 +237,7 @@ class _StudyRun:
                             "(a study file: dropping: {test_last_wave: false}).")
                 raise StoreMismatchError(
                     f"The store {self.loc.url!r} holds a different study; refusing to mix them. "
-                    f"What differs: {'; '.join(diffs)}. Use another store, or overwrite=True to "
+                    f"What differs: {'; '.join(diffs)}. Use another store, or {spelled('overwrite=True')} to "
                     f"replace it.{hint}")
         return spec
 
@@ -376,10 +374,10 @@ def _released():
                        "again through run_study to write)")
 
 
-def _unusable(loc, exc, caller):
+def _unusable(loc, exc):
     if isinstance(exc, OldSchemaError):
-        return OldSchemaError(f"The 'store' parameter of {caller}: {exc}")
-    return StoreMismatchError(f"The 'store' parameter of {caller} points to {loc.url!r}, which exists and "
+        return OldSchemaError(f"{the_parameter('store')}: {exc}")
+    return StoreMismatchError(f"{the_parameter('store')} points to {loc.url!r}, which exists and "
                       f"is not a bbc_dask study store; refusing to touch it.")
 
 
@@ -427,10 +425,10 @@ def _warm_workers(client, estimator):
         return []
 
 
-def _client(client, progress, security, caller):
+def _client(client, progress, security):
     from ..cluster import resolve_client
 
-    c, owned = resolve_client(client, caller, security=security)
+    c, owned = resolve_client(client, security=security)
     if progress and (client is None or (isinstance(client, dict) and client.get("kind") == "local")):
         print(f"bbc_dask: started a local Dask cluster; dashboard: {c.dashboard_link}",
               file=sys.stderr)
@@ -462,9 +460,7 @@ def _quietly_close(client_obj, owned, given, keep_going=False):
     except Exception as exc:
         if not keep_going:
             raise
-        import warnings
-
-        warnings.warn(f"closing the run's cluster failed: {exc!r}", RuntimeWarning, stacklevel=2)
+        warn(f"closing the run's cluster failed: {exc!r}", RuntimeWarning, stacklevel=2)
     finally:
         if main:
             signal.signal(signal.SIGINT, previous)

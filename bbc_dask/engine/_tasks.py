@@ -390,7 +390,7 @@ def _fold_scores(values, failed, target, metric, index=None, n=None, sample_bloc
         whole = cols.size == values.shape[1] and m.kind != "general"
         block = (values if whole else values[:, cols])[:, :, None]
         if m.prediction == "labels":
-            enc = validation.encode_predictions(block, None, m, target, "run_study")
+            enc = validation.encode_predictions(block, None, m, target)
         elif np.isfinite(block).all():
             # scores and probabilities come from the estimator as the study stores them;
             # the user-input heuristics (e.g. "these look like labels") do not apply

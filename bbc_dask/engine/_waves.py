@@ -23,6 +23,7 @@ from ._pooled import PooledAlong, pooled_pass
 from ._sizing import ClusterSize, DriverCost, Grouper, Queue, adaptive_seconds
 from ._messages import FitInFlight, Placement, PlannedBlock, PooledInFlight, TaskScoring
 from ._tasks import fit_write_blocks
+from .._doors import carried
 
 
 class _WaveTasks:
@@ -238,7 +239,7 @@ def submit_with_data(client, fn, *head, X, y, shipped):
     data = _Data(client, X, y, *([shipped] if shipped is not None else []), broadcast=False)
     for attempt in range(tuning.MAX_RESUBMITS + 1):
         X_f, y_f, *p_f = data.refresh()
-        fut = client.submit(fn, *head, X_f, y_f, *p_f, pure=False, retries=3)
+        fut = client.submit(carried(fn), *head, X_f, y_f, *p_f, pure=False, retries=3)
         try:
             return _result(fut)
         except CancelledError:
@@ -304,7 +305,7 @@ class _Executor:
         n = len(groups)
         X_f, y_f, folds_f, *shipped = ([d] * n for d in data)
         return self.client.map(
-            fit_write_blocks, [self.estimator] * n, params, X_f, y_f, folds_f,
+            carried(fit_write_blocks), [self.estimator] * n, params, X_f, y_f, folds_f,
             [self.scoring] * n, [self.writer] * n, repeats, waves, places, *shipped, key=keys,
             retries=3, pure=False,
             fifo_timeout="0ms")  # a later batch never runs ahead of an earlier one

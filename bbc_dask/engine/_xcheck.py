@@ -94,7 +94,7 @@ def _says(exc, problem):
     return any(word in text for word in _SAYS[problem])
 
 
-def check_columns(estimator, configs, X, y, classification, caller):
+def check_columns(estimator, configs, X, y, classification):
     """Refuse X when it holds strings or missing values that every tried configuration
     rejects (see the module's docstring); a one-line error naming the columns."""
     problems = column_problems(X)
@@ -126,7 +126,7 @@ def check_columns(estimator, configs, X, y, classification, caller):
            "that takes them (HistGradientBoosting*)")
     first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     raise InvalidParameterError.of(
-        "X", caller, "columns that some configuration's estimator takes",
+        "X", "columns that some configuration's estimator takes",
         shown=(f"{problem} in column{'s' if len(cols) > 1 else ''} {shown} ("
                f"{'all ' if len(reps) > 1 else ''}{len(reps)} configuration"
                f"{'s' if len(reps) > 1 else ''} tried on {len(rows)} rows failed; "

@@ -56,6 +56,7 @@ from ..exceptions import InvalidParameterError
 from ._pointwise import (_Accuracy, _BalancedAccuracy, _F1, _NegLogLoss, _NegMAE, _NegMSE,
                          _R2, _R2Corr)
 from ._ranking import _CIndex, _RocAuc, _RocAucOvo
+from .._doors import door_name
 
 
 @dataclass(frozen=True)
@@ -260,7 +261,7 @@ def _accepted():
             f"sklearn.metrics.get_scorer_names() or a sklearn.metrics.make_scorer object")
 
 
-def get_metric(metric, *, caller="this function", name="metric") -> Metric:
+def get_metric(metric, *, name="metric") -> Metric:
     """Look up a metric: a :class:`Metric` passes through; a registered name gives its
     kernels; any other scorer name of scikit-learn, or a ``make_scorer`` object, gives
     a general metric (:mod:`._scorer`); ``name`` is the caller's parameter name."""
@@ -271,19 +272,19 @@ def get_metric(metric, *, caller="this function", name="metric") -> Metric:
             return METRICS[metric]
         if metric in _GENERAL:
             return _GENERAL[metric]
-        return _named_scorer(metric, caller, name)
+        return _named_scorer(metric, name)
     if isinstance(metric, compat.BaseScorer):
-        return scorer_metric(metric, caller, name)
+        return scorer_metric(metric, name)
     if callable(metric):
         raise InvalidParameterError.of(
-            name, caller, _accepted(), metric,
+            name, _accepted(), metric,
             note="A plain callable scorer(estimator, X, y) needs the fitted fold models, "
                  "which a study does not keep: wrap its function with make_scorer, or "
                  "search with BBCSearchCV, which scores each fold's model with it.")
-    raise InvalidParameterError.of(name, caller, _accepted(), metric)
+    raise InvalidParameterError.of(name, _accepted(), metric)
 
 
-def _named_scorer(metric, caller, name):
+def _named_scorer(metric, name):
     from sklearn.metrics import get_scorer, get_scorer_names
 
     from ._scorer import metric_of_scorer
@@ -294,15 +295,15 @@ def _named_scorer(metric, caller, name):
         raise StudyError(
             f"The study's metric {metric} is not a function of sklearn.metrics, so its "
             f"store does not rebuild it: give the scorer again (open_study(store, "
-            f"scoring=...)) before {caller}.")
+            f"scoring=...)) before {door_name()}.")
     if metric not in get_scorer_names():
-        raise InvalidParameterError.of(name, caller, _accepted(), metric)
-    m = metric_of_scorer(get_scorer(metric), Metric, metric, caller, name)
+        raise InvalidParameterError.of(name, _accepted(), metric)
+    m = metric_of_scorer(get_scorer(metric), Metric, metric, name)
     _GENERAL[metric] = m
     return m
 
 
-def scorer_metric(scorer, caller="this function", name="metric"):
+def scorer_metric(scorer, name="metric"):
     """The metric of a scikit-learn scorer object: a registered metric where it is the
     very scorer of that name (its kernels), else a general one, remembered by name."""
     from sklearn.metrics import get_scorer
@@ -317,7 +318,7 @@ def scorer_metric(scorer, caller="this function", name="metric"):
         except ValueError:  # a registered name scikit-learn has no scorer of
             continue
     key = scorer_name(scorer)
-    m = metric_of_scorer(scorer, Metric, key, caller, name, spec=describe_scorer(scorer))
+    m = metric_of_scorer(scorer, Metric, key, name, spec=describe_scorer(scorer))
     _GENERAL[key] = m
     return m
 
@@ -330,7 +331,7 @@ def remember(metric):
     return metric
 
 
-def metric_of_spec(spec, scoring=None, caller="open_study"):
+def metric_of_spec(spec, scoring=None):
     """The metric a store's ``spec`` records, made known to this process: rebuilt from
     the description of a ``make_scorer`` of a :mod:`sklearn.metrics` function, or
     ``scoring`` (the scorer given again) checked against it; None where it can be
@@ -339,16 +340,15 @@ def metric_of_spec(spec, scoring=None, caller="open_study"):
 
     desc = spec.get("scorer")
     if desc is None:
-        m = get_metric(spec["metric"], caller=caller)
-        if scoring is not None and get_metric(scoring, caller=caller, name="scoring").name != m.name:
-            raise InvalidParameterError.of("scoring", caller, f"the study's metric {m.name!r}",
+        m = get_metric(spec["metric"])
+        if scoring is not None and get_metric(scoring, name="scoring").name != m.name:
+            raise InvalidParameterError.of("scoring", f"the study's metric {m.name!r}",
                                            scoring)
         return m
     if scoring is not None:
         got = describe_scorer(scoring) if isinstance(scoring, compat.BaseScorer) else None
         if got is None or scorer_name(scoring) != spec["metric"]:
-            raise InvalidParameterError.of("scoring", caller,
-                                           f"the study's scorer {spec['metric']}", scoring)
+            raise InvalidParameterError.of("scoring", f"the study's scorer {spec['metric']}", scoring)
         scorer = scoring
     else:
         scorer = rebuild_scorer(desc)
@@ -356,7 +356,7 @@ def metric_of_spec(spec, scoring=None, caller="open_study"):
             return None
     from ._scorer import metric_of_scorer
 
-    m = metric_of_scorer(scorer, Metric, spec["metric"], caller, spec=desc)
+    m = metric_of_scorer(scorer, Metric, spec["metric"], spec=desc)
     if desc.get("task") is not None and m.task == "auto":
         m = m.resolved(desc["task"] == "regression")
     _GENERAL[spec["metric"]] = m

@@ -227,19 +227,19 @@ class _ScorerMetric(_Prepared):
         return None  # the general path: scores(ones) counts each sample once
 
 
-def check_scorer(scorer, caller, name="metric"):
+def check_scorer(scorer, name="metric"):
     """``scorer`` checked: a scikit-learn scorer object made by ``make_scorer`` or
     ``get_scorer``, whose function scores a classifier or regressor."""
     if isinstance(scorer, compat.BaseScorer) and not isinstance(scorer, compat.Scorer):
         raise InvalidParameterError.of(
-            name, caller, "a single scorer (a name or a make_scorer object)",
+            name, "a single scorer (a name or a make_scorer object)",
             f"{type(scorer).__name__}")
     func = compat.score_func(scorer)
     response = _response_order(scorer)
     bad = [m for m in response if m not in ("predict", "predict_proba", "decision_function")]
     if bad:
         raise InvalidParameterError.of(
-            name, caller, "a scorer whose response method is predict, predict_proba or "
+            name, "a scorer whose response method is predict, predict_proba or "
             "decision_function", bad[0])
     try:
         asked = sorted(k for k, v in scorer.get_metadata_routing().score.requests.items()
@@ -248,21 +248,21 @@ def check_scorer(scorer, caller, name="metric"):
         asked = []
     if asked:
         raise InvalidParameterError.of(
-            name, caller, "a scorer that requests no metadata", shown=f"one requesting {asked}",
+            name, "a scorer that requests no metadata", shown=f"one requesting {asked}",
             note="A study scores every test sample alike (the bootstrap's counts are BBC's "
                  "own weights).")
     task = _task_of(func, response)
     if task == "cluster":
         raise InvalidParameterError.of(
-            name, caller, "a scorer of a classifier or a regressor",
+            name, "a scorer of a classifier or a regressor",
             getattr(func, "__name__", func), note="It is a clustering metric: it compares "
             "two partitions, not predictions with their targets.")
     return task
 
 
-def metric_of_scorer(scorer, metric_cls, name, caller, pname="metric", spec=None):
+def metric_of_scorer(scorer, metric_cls, name, pname="metric", spec=None):
     """The :class:`~._registry.Metric` of a scikit-learn scorer object."""
-    task = check_scorer(scorer, caller, pname)
+    task = check_scorer(scorer, pname)
     response = _response_order(scorer)
     if response == ("predict",):
         prediction = {"regression": "values", "classification": "labels"}.get(task, "auto")

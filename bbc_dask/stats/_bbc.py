@@ -30,6 +30,7 @@ from ._folds import (_fold_matrix, check_fold_matrix, fold_centers, fold_rows, f
 from ._inputs import prepare_inputs
 from ._result import BBCResult, ConfidenceInterval, summarise
 from ._winner import select
+from .._doors import door, door_name
 
 # bbc_f, fold_score_matrix, _bbc_f_matrix and the fold-matrix helpers stay importable from
 # here: the study, the chunked path, the engine, the cube and the tests import them so.
@@ -45,26 +46,26 @@ __all__ = [
 
 
 
-def _block_size(block_size, n_boot, pred, caller):
+def _block_size(block_size, n_boot, pred):
     """Bootstraps scored at once: ``block_size`` checked, or about
     ``bbc_dask.bootstrap-block-bytes`` worth, in whole seed blocks."""
     if block_size is not None:
-        return validation.check_int(block_size, "block_size", caller)
+        return validation.check_int(block_size, "block_size")
     n, cols = pred.shape[0], int(np.prod(pred.shape[1:]))
     per_boot = n * 12 + cols * 8 * 4  # counts + float weights + a few (B, M) results
     size = max(SEED_BLOCK, (tuning.BOOTSTRAP_BLOCK_BYTES // per_boot) // SEED_BLOCK * SEED_BLOCK)
     return min(size, max(n_boot, 1))
 
 
-def _common(caller, n_bootstraps, confidence_level, random_state, bootstrap_indices, n):
+def _common(n_bootstraps, confidence_level, random_state, bootstrap_indices, n):
     """``(confidence level, B, root seed, explicit (B, N) indices)`` of a bootstrap of
     the ``n`` samples, its arguments checked (seed None with indices, indices None
     without)."""
-    conf = validation.check_confidence_level(confidence_level, caller)
+    conf = validation.check_confidence_level(confidence_level)
     if bootstrap_indices is None:
-        n_boot = validation.check_int(n_bootstraps, "n_bootstraps", caller)
-        return conf, n_boot, as_seed_sequence(random_state, caller=caller), None
-    idx = validation.as_bootstrap_indices(bootstrap_indices, n, "sample", caller)
+        n_boot = validation.check_int(n_bootstraps, "n_bootstraps")
+        return conf, n_boot, as_seed_sequence(random_state), None
+    idx = validation.as_bootstrap_indices(bootstrap_indices, n, "sample")
     return conf, idx.shape[0], None, idx
 
 
@@ -74,6 +75,7 @@ def _full_scores(prep, n):
     return prep.scores(np.ones((1, n), dtype=np.int32))[0].mean(axis=1)
 
 
+@door("bbc")
 def bbc(
     predictions,
     y,
@@ -168,23 +170,22 @@ def bbc(
     >>> res.estimate <= res.naive_estimate
     True
     """
-    caller = "bbc"
-    if validation.check_bool(include_incomplete, "include_incomplete", caller):
-        m = get_metric(metric, caller=caller)
-        arr, coord = validation.as_predictions(predictions, m, caller)
+    if validation.check_bool(include_incomplete, "include_incomplete"):
+        m = get_metric(metric)
+        arr, coord = validation.as_predictions(predictions, m)
         missing = _missing(arr)
         if missing is not None and missing.any():
             return _bbc_incomplete(m, arr, coord, missing, y, folds, n_bootstraps,
                                    confidence_level, random_state, bootstrap_indices, pos_label,
-                                   block_size, selection, None, caller)
-    m, target, pred = prepare_inputs(predictions, y, metric, pos_label, caller)
+                                   block_size, selection, None)
+    m, target, pred = prepare_inputs(predictions, y, metric, pos_label)
     n, _, n_rep = pred.shape[:3]
-    f = check_selection(selection, folds, n, n_rep, caller)
+    f = check_selection(selection, folds, n, n_rep)
     conf, n_boot, root, idx = _common(
-        caller, n_bootstraps, confidence_level, random_state, bootstrap_indices, n
+        n_bootstraps, confidence_level, random_state, bootstrap_indices, n
     )
     prep = m.prepare(target, pred)
-    bs = _block_size(block_size, n_boot, pred, caller)
+    bs = _block_size(block_size, n_boot, pred)
 
     def defined(c):
         return prep.defined(c) & prep.defined_oob(c)
@@ -206,7 +207,7 @@ def bbc(
         dist, winners, selected=sel, naive=full[sel], n_redrawn=blocks.n_redrawn, method="bbc",
         metric=m.name, confidence_level=conf,
     )
-    return res if selection == "pooled" else with_fold_mean_winner(res, _fold_matrix(m, target, pred, f, caller)[0])
+    return res if selection == "pooled" else with_fold_mean_winner(res, _fold_matrix(m, target, pred, f)[0])
 
 
 SELECTIONS = ("pooled", "fold_mean")
@@ -222,26 +223,25 @@ def _missing(arr):
 
 
 def _bbc_incomplete(m, arr, coord, missing, y, folds, n_bootstraps, confidence_level,
-                    random_state, bootstrap_indices, pos_label, block_size, selection, final,
-                    caller):
+                    random_state, bootstrap_indices, pos_label, block_size, selection, final):
     """BBC of an incomplete cube (see :func:`bbc`'s ``include_incomplete``): the
     configurations grouped by the cells they predicted, each group scored as the BBCD
     dropping test scores (its availability as masks); ``final`` (C,) bool: the
     configurations the final winner may be (default: the complete ones)."""
     n, n_cfg, n_rep = missing.shape
-    f = check_selection(selection, folds, n, n_rep, caller)
+    f = check_selection(selection, folds, n, n_rep)
     have = ~missing
     usable = np.flatnonzero(have.any(axis=0).all(axis=1))  # a prediction in every repeat
     complete = have.all(axis=(0, 2))
     final = complete if final is None else final & complete
     if usable.size == 0:
         raise UndefinedScoreError(
-            f"No configuration of the predictions given to {caller} has a prediction in every "
+            f"No configuration of the predictions given to {door_name()} has a prediction in every "
             f"repeat: there is nothing to select among.")
     pattern = have[:, usable, :].transpose(1, 0, 2).reshape(usable.size, -1)
     _, inv = np.unique(pattern, axis=0, return_inverse=True)
     groups = [usable[inv.ravel() == g] for g in range(int(inv.max()) + 1)]
-    scorers = [DroppingScorer(arr[:, g], y, have[:, g[0], :], m.name, pos_label, coord, caller)
+    scorers = [DroppingScorer(arr[:, g], y, have[:, g[0], :], m.name, pos_label, coord)
                for g in groups]
     order = np.argsort(np.concatenate(groups), kind="stable")  # columns in configuration order
     columns = np.concatenate(groups)[order]
@@ -250,9 +250,9 @@ def _bbc_incomplete(m, arr, coord, missing, y, folds, n_bootstraps, confidence_l
     def defined(c):
         return ref.defined(c) & ref.defined((c == 0).astype(np.int32))
 
-    conf, n_boot, root, idx = _common(caller, n_bootstraps, confidence_level, random_state,
+    conf, n_boot, root, idx = _common(n_bootstraps, confidence_level, random_state,
                                       bootstrap_indices, n)
-    bs = _block_size(block_size, n_boot, arr, caller)
+    bs = _block_size(block_size, n_boot, arr)
     dist = np.full(n_boot, np.nan)
     winners = np.full(n_boot, -1, dtype=np.int64)
     blocks = CountBlocks(root, "bbc", idx, n_boot, n, bs, defined)
@@ -271,7 +271,7 @@ def _bbc_incomplete(m, arr, coord, missing, y, folds, n_bootstraps, confidence_l
         if selection == "fold_mean":
             raise UndefinedScoreError(
                 f"selection='fold_mean' needs a configuration with every fold predicted; "
-                f"none of the predictions given to {caller} has.")
+                f"none of the predictions given to {door_name()} has.")
         full = np.concatenate([sc.full for sc in scorers])[order]
         sel = select(np.where(np.isnan(full), -np.inf, full))
         return dataclasses.replace(summarise(
@@ -279,7 +279,7 @@ def _bbc_incomplete(m, arr, coord, missing, y, folds, n_bootstraps, confidence_l
             method="bbc", metric=m.name, confidence_level=conf), configs=usable)
     # the final winner and its naive score as bbc() gives them on those configurations alone
     keep = np.flatnonzero(final)
-    sub = prepare_inputs(arr[:, keep], y, m.name, pos_label, caller, coord)
+    sub = prepare_inputs(arr[:, keep], y, m.name, pos_label, coord)
     full = _full_scores(sub[0].prepare(sub[1], sub[2]), n)
     sel = select(full)
     res = summarise(dist, winners, selected=int(keep[sel]), naive=full[sel],
@@ -287,17 +287,17 @@ def _bbc_incomplete(m, arr, coord, missing, y, folds, n_bootstraps, confidence_l
     res = dataclasses.replace(res, configs=usable)
     if selection == "pooled":
         return res
-    F = _fold_matrix(sub[0], sub[1], sub[2], f, caller)[0]
+    F = _fold_matrix(sub[0], sub[1], sub[2], f)[0]
     fm = with_fold_mean_winner(res, F)
     return dataclasses.replace(fm, selected_config=int(keep[fm.selected_config]))
 
 
-def check_selection(selection, folds, n, n_rep, caller, required=False):
+def check_selection(selection, folds, n, n_rep, required=False):
     """The validated folds (N, R) or None; ``selection`` one of :data:`SELECTIONS`, and
     folds given if it is ``"fold_mean"`` or ``required`` (the reason, said in the error)."""
-    validation.check_one_of(selection, "selection", caller, SELECTIONS)
+    validation.check_one_of(selection, "selection", SELECTIONS)
     return validation.as_folds(
-        folds, n, n_rep, caller, required=required or selection == "fold_mean" and (
+        folds, n, n_rep, required=required or selection == "fold_mean" and (
             "with selection='fold_mean' (the winner is the best mean of the fold scores)"))
 
 
@@ -321,6 +321,7 @@ def _no_interval(estimate, selected, naive, method, metric, conf):
     )
 
 
+@door("naive_cvt")
 def naive_cvt(predictions, y, *, metric, folds=None, confidence_level=0.95, pos_label=None):
     """The CVT estimate: the selected configuration's pooled CV score, no correction.
 
@@ -331,15 +332,15 @@ def naive_cvt(predictions, y, *, metric, folds=None, confidence_level=0.95, pos_
     ----------
     .. [1] Tsamardinos, Greasidou, Borboudakis, Machine Learning 107 (2018).
     """
-    caller = "naive_cvt"
-    m, target, pred = prepare_inputs(predictions, y, metric, pos_label, caller)
-    validation.as_folds(folds, pred.shape[0], pred.shape[2], caller, required=False)
-    conf = validation.check_confidence_level(confidence_level, caller)
+    m, target, pred = prepare_inputs(predictions, y, metric, pos_label)
+    validation.as_folds(folds, pred.shape[0], pred.shape[2], required=False)
+    conf = validation.check_confidence_level(confidence_level)
     full = _full_scores(m.prepare(target, pred), pred.shape[0])
     sel = select(full)
     return _no_interval(full[sel], sel, full[sel], "naive_cvt", m.name, conf)
 
 
+@door("tibshirani_tibshirani")
 def tibshirani_tibshirani(predictions, y, folds, *, metric, confidence_level=0.95, pos_label=None):
     """Tibshirani & Tibshirani bias correction [1]_ (Algorithm 4), larger-is-better form.
 
@@ -351,17 +352,17 @@ def tibshirani_tibshirani(predictions, y, folds, *, metric, confidence_level=0.9
     .. [1] Tsamardinos, Greasidou, Borboudakis, Machine Learning 107 (2018), Algorithm 4;
        R. J. Tibshirani, R. Tibshirani, Ann. Appl. Stat. 3 (2009).
     """
-    caller = "tibshirani_tibshirani"
-    m, target, pred = prepare_inputs(predictions, y, metric, pos_label, caller)
-    f = validation.as_folds(folds, pred.shape[0], pred.shape[2], caller)
-    conf = validation.check_confidence_level(confidence_level, caller)
+    m, target, pred = prepare_inputs(predictions, y, metric, pos_label)
+    f = validation.as_folds(folds, pred.shape[0], pred.shape[2])
+    conf = validation.check_confidence_level(confidence_level)
     full = _full_scores(m.prepare(target, pred), pred.shape[0])
     sel = select(full)
-    F, _ = _fold_matrix(m, target, pred, f, caller)
+    F, _ = _fold_matrix(m, target, pred, f)
     bias = float(np.mean(F.max(axis=1) - F[:, sel]))
     return _no_interval(full[sel] - bias, sel, full[sel], "tibshirani_tibshirani", m.name, conf)
 
 
+@door("naive_bootstrap")
 def naive_bootstrap(
     predictions,
     y,
@@ -414,34 +415,32 @@ def naive_bootstrap(
     .. [1] Paraschakis et al. (2024), Table 2; code: kparaschakis/BBC_algorithm,
        ``CI_via_bootstrap_on_winner_configuration.py``.
     """
-    caller = "naive_bootstrap"
-    m, target, pred = prepare_inputs(predictions, y, metric, pos_label, caller)
+    m, target, pred = prepare_inputs(predictions, y, metric, pos_label)
     n = pred.shape[0]
-    validation.check_one_of(unit, "unit", caller, ("sample", "fold"))
+    validation.check_one_of(unit, "unit", ("sample", "fold"))
     if selection is None:
         selection = "pooled" if unit == "sample" else "fold_mean"
-    f = check_selection(selection, folds, n, pred.shape[2], caller,
-                        required=unit == "fold" and "with unit='fold'")
+    f = check_selection(selection, folds, n, pred.shape[2], required=unit == "fold" and "with unit='fold'")
     # the samples' features only where scores of pooled predictions are needed
     prep = m.prepare(target, pred) if unit == "sample" or selection == "pooled" else None
-    F, rows = _fold_matrix(m, target, pred, f, caller) if f is not None and (
+    F, rows = _fold_matrix(m, target, pred, f) if f is not None and (
         unit == "fold" or selection == "fold_mean") else (None, None)
     # the fixed winner, and its naive score by the selection's own criterion
     full = _full_scores(prep, n) if selection == "pooled" else fold_means(F)
     sel = select(full)
     if unit == "fold":
-        conf, blocks = _fold_draws(F[:, [sel]], rows, caller, n_bootstraps, confidence_level,
-                                   random_state, bootstrap_indices, block_size, caller)
+        conf, blocks = _fold_draws(F[:, [sel]], rows, "naive_bootstrap", n_bootstraps, confidence_level,
+                                   random_state, bootstrap_indices, block_size)
         dist = np.full(blocks.n_boot, np.nan)
         for at, Fr, counts in blocks:
             dist[at] = _inbag_means(counts, Fr)[:, 0]
     else:
         conf, n_boot, root, idx = _common(
-            caller, n_bootstraps, confidence_level, random_state, bootstrap_indices, n
+            n_bootstraps, confidence_level, random_state, bootstrap_indices, n
         )
-        bs = _block_size(block_size, n_boot, pred, caller)
+        bs = _block_size(block_size, n_boot, pred)
         dist = np.full(n_boot, np.nan)
-        blocks = CountBlocks(root, caller, idx, n_boot, n, bs, prep.defined)
+        blocks = CountBlocks(root, "naive_bootstrap", idx, n_boot, n, bs, prep.defined)
         for start, stop, counts in blocks:
             sel_b = np.full(stop - start, sel, dtype=np.int64)
             d = prep.winner_scores(counts, sel_b, oob=False).mean(axis=1)

@@ -17,6 +17,7 @@ from ._folds import _fold_matrix
 from ._inputs import prepare_inputs
 from ._result import BBCResult, summarise
 from ._winner import split_means, select
+from .._doors import door
 
 
 #: Bootstrap-by-row terms (draws x configurations) up to which the fold means are summed
@@ -112,6 +113,7 @@ def _oob_mean_kernel(counts, F, winners):
     return out
 
 
+@door("bbc_f")
 def bbc_f(predictions, y, folds, *, metric, n_bootstraps=1000, confidence_level=0.95,
           random_state=None, bootstrap_indices=None, pos_label=None,
           block_size=None) -> BBCResult:
@@ -171,12 +173,11 @@ def bbc_f(predictions, y, folds, *, metric, n_bootstraps=1000, confidence_level=
     >>> res.method
     'bbc_f'
     """
-    caller = "bbc_f"
-    m, target, pred = prepare_inputs(predictions, y, metric, pos_label, caller)
-    f = validation.as_folds(folds, pred.shape[0], pred.shape[2], caller)
-    F, rows = _fold_matrix(m, target, pred, f, caller)
+    m, target, pred = prepare_inputs(predictions, y, metric, pos_label)
+    f = validation.as_folds(folds, pred.shape[0], pred.shape[2])
+    F, rows = _fold_matrix(m, target, pred, f)
     return _bbc_f_matrix(F, rows, m.name, n_bootstraps, confidence_level, random_state,
-                         bootstrap_indices, block_size, caller)
+                         bootstrap_indices, block_size)
 
 
 def repeat_rows(rows):
@@ -216,17 +217,17 @@ class RepeatBlocks:
 
 
 def _fold_draws(F, rows, stream, n_bootstraps, confidence_level, random_state,
-                bootstrap_indices, block_size, caller, is_defined=None):
+                bootstrap_indices, block_size, is_defined=None):
     """``(confidence level, RepeatBlocks)`` of a fold-level bootstrap, its arguments checked."""
-    conf = validation.check_confidence_level(confidence_level, caller)
+    conf = validation.check_confidence_level(confidence_level)
     if bootstrap_indices is None:
-        n_boot = validation.check_int(n_bootstraps, "n_bootstraps", caller)
-        root, idx = as_seed_sequence(random_state, caller=caller), None
+        n_boot = validation.check_int(n_bootstraps, "n_bootstraps")
+        root, idx = as_seed_sequence(random_state), None
     else:
         idx = validation.as_fold_indices(bootstrap_indices,
-                                         [len(at) for at in repeat_rows(rows)], caller)
+                                         [len(at) for at in repeat_rows(rows)])
         n_boot, root = idx.shape[0], None
-    bs = (validation.check_int(block_size, "block_size", caller) if block_size is not None
+    bs = (validation.check_int(block_size, "block_size") if block_size is not None
           else n_boot)
     return conf, RepeatBlocks(F, rows, root, stream, idx, n_boot, bs, is_defined)
 
@@ -241,14 +242,14 @@ def fold_means(F):
 
 
 def _bbc_f_matrix(F, rows, metric_name, n_bootstraps, confidence_level, random_state,
-                  bootstrap_indices, block_size, caller):
+                  bootstrap_indices, block_size):
     """BBC-F of the fold matrix ``F`` (R·K, C) whose rows are ``rows`` ((repeat, fold)
     pairs): bootstrap ``b`` resamples the rows of repeat ``b mod R`` (see :func:`bbc_f`)."""
     def defined(c):
         return (c == 0).any(axis=1)
 
     conf, blocks = _fold_draws(F, rows, "bbc_f", n_bootstraps, confidence_level, random_state,
-                               bootstrap_indices, block_size, caller, defined)
+                               bootstrap_indices, block_size, defined)
     dist = np.full(blocks.n_boot, np.nan)
     winners = np.full(blocks.n_boot, -1, dtype=np.int64)
     for at, Fr, counts in blocks:

@@ -110,7 +110,7 @@ class Frame:
     m: int
 
     @classmethod
-    def of(cls, mask, name="available", caller="dropping_test"):
+    def of(cls, mask, name="available"):
         mask = np.asarray(mask, dtype=bool)
         if mask.all():
             return None
@@ -118,7 +118,7 @@ class Frame:
             from ..exceptions import InvalidParameterError
 
             raise InvalidParameterError.of(
-                name, caller, "a mask with some sample available (the bootstraps draw them)",
+                name, "a mask with some sample available (the bootstraps draw them)",
                 shown="no sample available in any repeat")
         return cls(np.packbits(mask), int(mask.size), int(mask.sum()))
 

@@ -26,6 +26,7 @@ from ._inputs import prepare_inputs
 from ._result import ArrayEquality
 from ._bootstrap import CountBlocks, Frame
 from ._winner import select
+from .._doors import door
 
 __all__ = ["Dropping", "DroppingResult", "DroppingScorer", "MaskedRule", "dropping_rule",
            "dropping_test", "fill_unavailable", "frame_of", "mean_over_repeats"]
@@ -55,14 +56,15 @@ class Dropping:
     min_predictions: int = 50
     test_last_wave: bool = True
 
+    @door("Dropping")
     def __post_init__(self):
-        validation.check_real_open(self.alpha, "alpha", "Dropping", 0.5, 1.0)
-        validation.check_int(self.n_bootstraps, "n_bootstraps", "Dropping")
-        validation.check_int(self.min_predictions, "min_predictions", "Dropping")
-        validation.check_bool(self.test_last_wave, "test_last_wave", "Dropping")
+        validation.check_real_open(self.alpha, "alpha", 0.5, 1.0)
+        validation.check_int(self.n_bootstraps, "n_bootstraps")
+        validation.check_int(self.min_predictions, "min_predictions")
+        validation.check_bool(self.test_last_wave, "test_last_wave")
 
     @classmethod
-    def coerce(cls, dropping, caller):
+    def coerce(cls, dropping):
         if dropping is None or dropping is False:
             return None
         if dropping is True:
@@ -75,10 +77,10 @@ class Dropping:
             if not unknown:
                 return cls(**dropping)
             raise InvalidParameterError.of(
-                "dropping", caller, f"a dict of Dropping's arguments {sorted(fields)}",
+                "dropping", f"a dict of Dropping's arguments {sorted(fields)}",
                 f"the unknown key(s) {unknown}")
         raise InvalidParameterError.of(
-            "dropping", caller, "None, False, True, a dict of Dropping's arguments or a "
+            "dropping", "None, False, True, a dict of Dropping's arguments or a "
             "bbc_dask.Dropping", dropping)
 
 
@@ -92,6 +94,7 @@ class DroppingResult(ArrayEquality):
     n_redrawn: int
 
 
+@door("dropping_test")
 def dropping_test(predictions, y, available, *, metric, alpha=0.99, n_bootstraps=1000,
                   random_state=None, bootstrap_indices=None, pos_label=None, block_size=None):
     """Which configurations BBCD-CV drops, given the predictions collected so far.
@@ -123,13 +126,12 @@ def dropping_test(predictions, y, available, *, metric, alpha=0.99, n_bootstraps
     ----------
     .. [1] Tsamardinos, Greasidou, Borboudakis, Machine Learning 107 (2018), §4.1.
     """
-    caller = "dropping_test"
-    alpha = validation.check_real_open(alpha, "alpha", caller, 0.5, 1.0)
+    alpha = validation.check_real_open(alpha, "alpha", 0.5, 1.0)
     if bootstrap_indices is None:
         from .._random import as_seed_sequence
 
-        n_boot = validation.check_int(n_bootstraps, "n_bootstraps", caller)
-        root, idx = as_seed_sequence(random_state, caller=caller), None
+        n_boot = validation.check_int(n_bootstraps, "n_bootstraps")
+        root, idx = as_seed_sequence(random_state), None
     else:
         root, idx = None, bootstrap_indices
         n_boot = None
@@ -184,14 +186,14 @@ class MaskedRule:
         return np.all([self.rule.decide_inbag(p) for p in per], axis=0)
 
 
-def _available(available, n, n_rep, caller):
-    return validation.per_sample_and_repeat(np.asarray(available, dtype=bool), "available", caller, n,
+def _available(available, n, n_rep):
+    return validation.per_sample_and_repeat(np.asarray(available, dtype=bool), "available", n,
                                    n_rep, "one flag")
 
 
 def dropping_rule(metric, target, available, n_rep):
     """The :class:`MaskedRule` of ``metric`` on ``target`` with these available rows."""
-    avail = _available(available, target.n_samples, n_rep, "dropping_test")
+    avail = _available(available, target.n_samples, n_rep)
     return MaskedRule(metric.definedness(target), avail.T.astype(np.int32))
 
 
@@ -202,17 +204,16 @@ class DroppingScorer:
     column only, so a configuration chunk's scores are the matching columns of the whole
     cube's (the chunked test of :mod:`bbc_dask.chunked` concatenates chunks)."""
 
-    def __init__(self, predictions, y, available, metric, pos_label=None, class_coord=None,
-                 caller="dropping_test"):
+    def __init__(self, predictions, y, available, metric, pos_label=None, class_coord=None):
         pred = np.asarray(predictions)
         if pred.ndim == 2:
             pred = pred[:, :, None]
         n, _, n_rep = pred.shape[:3]
-        avail = _available(available, n, n_rep, caller)
+        avail = _available(available, n, n_rep)
         filled = pred.copy()
         for r in range(n_rep):
             fill_unavailable(filled[:, :, r], avail[:, r])
-        m, target, enc = prepare_inputs(filled, y, metric, pos_label, caller, class_coord,
+        m, target, enc = prepare_inputs(filled, y, metric, pos_label, class_coord,
                                         check_scores=False)
         del filled
         self.n, self.n_configs = n, enc.shape[1]
@@ -254,7 +255,7 @@ def dropping_scores(predictions, y, available, *, metric, pos_label=None, root=N
     """Scores of every configuration on all available rows (C,) and per bootstrap (B, C)."""
     sc = DroppingScorer(predictions, y, available, metric, pos_label, class_coord)
     if idx is not None:
-        idx = validation.as_bootstrap_indices(idx, sc.n, "sample", "dropping_test", any_width=True)
+        idx = validation.as_bootstrap_indices(idx, sc.n, "sample", any_width=True)
         n_boot = idx.shape[0]
     S = np.empty((n_boot, sc.n_configs))
     blocks = CountBlocks(root, "dropping", idx, n_boot, sc.n, block_size or 256, sc.defined,

@@ -15,26 +15,27 @@ from .. import _validation as validation
 from ..exceptions import UndefinedScoreError
 from ..metrics import sample_blocks
 from ._inputs import prepare_inputs
+from .._doors import door, door_name
 
 
-def fold_undefined(metric, fold, repeat, caller):
+def fold_undefined(metric, fold, repeat):
     """The message of an UndefinedScoreError for ``metric`` on ``fold`` of ``repeat``."""
-    return (f"{metric!r} is undefined on fold {fold!r} of repeat {repeat} in {caller} (for "
+    return (f"{metric!r} is undefined on fold {fold!r} of repeat {repeat} in {door_name()} (for "
             f"AUC: the fold holds a single class). Use stratified folds with at least one "
             f"sample of each class per fold, or what pools the folds: bbc, a winner by "
             f"selection='pooled'.")
 
 
+@door("fold_score_matrix")
 def fold_score_matrix(predictions, y, folds, *, metric, pos_label=None):
     """Per-fold score matrix of BBC-F: rows are (repeat, fold) pairs, repeat-major, folds
     in sorted id order; entry = metric of the configuration on that fold's samples.
 
     Returns ``(matrix (R*K, C), rows)`` with ``rows`` a list of ``(repeat, fold_id)``.
     """
-    caller = "fold_score_matrix"
-    m, target, pred = prepare_inputs(predictions, y, metric, pos_label, caller)
-    f = validation.as_folds(folds, pred.shape[0], pred.shape[2], caller)
-    return _fold_matrix(m, target, pred, f, caller)
+    m, target, pred = prepare_inputs(predictions, y, metric, pos_label)
+    f = validation.as_folds(folds, pred.shape[0], pred.shape[2])
+    return _fold_matrix(m, target, pred, f)
 
 
 def subset_target(target, idx):
@@ -97,17 +98,17 @@ def fold_rows(folds):
     return at, rows
 
 
-def check_fold_matrix(F, rows, metric, caller):
+def check_fold_matrix(F, rows, metric):
     """``F`` itself, or UndefinedScoreError naming the first fold where some score is
     undefined."""
     bad = np.isnan(F).any(axis=1)
     if bad.any():
         r, k = rows[int(np.flatnonzero(bad)[0])]
-        raise UndefinedScoreError(fold_undefined(metric, k, r, caller))
+        raise UndefinedScoreError(fold_undefined(metric, k, r))
     return F
 
 
-def _fold_matrix(m, target, pred, folds, caller, sample_block=None):
+def _fold_matrix(m, target, pred, folds, sample_block=None):
     """``(F (R*K, C), rows)``: the fold matrix of metric ``m`` on the encoded ``target``
     and ``pred``, folds ``folds`` (N, R) validated; UndefinedScoreError where a fold's
     score is undefined. ``sample_block``: the blocks of a pointwise metric's sums
@@ -117,8 +118,8 @@ def _fold_matrix(m, target, pred, folds, caller, sample_block=None):
         # the same terms fold_scores forms on each fold (see there), in one pass
         prep = m.prepare(target, pred, sample_block)
         F = prep.fold_scores(*prep.fold_sums(at, len(rows), centers=fold_centers(target, at, len(rows))))
-        return check_fold_matrix(F, rows, m.name, caller), rows
+        return check_fold_matrix(F, rows, m.name), rows
     idx = [np.flatnonzero(at[:, r] == i) for i, (r, _) in enumerate(rows)]
     F = np.concatenate([fold_scores(m, subset_target(target, ix), pred[ix, :, r : r + 1])[None]
                         for ix, (r, _) in zip(idx, rows)])
-    return check_fold_matrix(F, rows, m.name, caller), rows
+    return check_fold_matrix(F, rows, m.name), rows

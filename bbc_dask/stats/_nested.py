@@ -45,6 +45,7 @@ from ..metrics import score_bounds
 from ._holdout import clip_interval
 from ._result import ArrayEquality, ConfidenceInterval
 from ._winner import select
+from .._doors import door
 
 __all__ = ["OuterEstimate", "ncv_of_matrix", "repeated_holdout_of_matrix"]
 
@@ -80,24 +81,24 @@ class OuterEstimate(ArrayEquality):
     ci_clipped: bool = False
 
 
-def _stack(predictions, n_outer, caller):
+def _stack(predictions, n_outer):
     """The matrix of each outer fold: ``predictions`` (N, C) reused, or (K, N, C) one each."""
     arr = np.asarray(predictions)
     if arr.ndim == 3:
         if arr.shape[0] != n_outer:
-            raise InvalidParameterError.of("predictions", caller, f"of shape (N, C) or "
+            raise InvalidParameterError.of("predictions", f"of shape (N, C) or "
                                            f"({n_outer}, N, C), one matrix per outer part", arr.shape)
         return [arr[k] for k in range(n_outer)]
     return [arr] * n_outer
 
 
-def _outer(method, mats, y, metric, pos_label, masks, caller):
+def _outer(method, mats, y, metric, pos_label, masks):
     """Each outer part's winner (selected on ``~mask``) and its score on ``mask``."""
     sel, scores, name, prepared = [], [], None, {}
     for mat, mask in zip(mats, masks):
         key = id(mat)
         if key not in prepared:  # one matrix reused: encode it once
-            m, target, pred = prepare_inputs(mat, y, metric, pos_label, caller)
+            m, target, pred = prepare_inputs(mat, y, metric, pos_label)
             prepared[key] = (m, m.prepare(target, pred))
         m, prep = prepared[key]
         name = m.name
@@ -119,6 +120,7 @@ def _result(method, sel, scores, name, conf, inflation):
     return OuterEstimate(est, ci, scores, sel, method, name, float(conf), clipped)
 
 
+@door("ncv_of_matrix")
 def ncv_of_matrix(predictions, y, folds, *, metric, confidence_level=0.95, pos_label=None):
     """Nested cross-validation on a prediction matrix (see the module's docstring).
 
@@ -136,16 +138,16 @@ def ncv_of_matrix(predictions, y, folds, *, metric, confidence_level=0.95, pos_l
     -------
     OuterEstimate
     """
-    caller = "ncv_of_matrix"
-    conf = validation.check_confidence_level(confidence_level, caller)
+    conf = validation.check_confidence_level(confidence_level)
     n = np.asarray(y).shape[0]
-    f = validation.as_folds(folds, n, 1, caller)[:, 0]
+    f = validation.as_folds(folds, n, 1)[:, 0]
     ids = np.unique(f)
-    mats = _stack(predictions, ids.size, caller)
-    sel, scores, name = _outer("ncv", mats, y, metric, pos_label, [f == k for k in ids], caller)
+    mats = _stack(predictions, ids.size)
+    sel, scores, name = _outer("ncv", mats, y, metric, pos_label, [f == k for k in ids])
     return _result("nested_cv", sel, scores, name, conf, 1.0 / ids.size)
 
 
+@door("repeated_holdout_of_matrix")
 def repeated_holdout_of_matrix(predictions, y, *, metric, n_repeats=10, test_size=0.3,
                                confidence_level=0.95,
                                random_state=None, pos_label=None):
@@ -169,18 +171,17 @@ def repeated_holdout_of_matrix(predictions, y, *, metric, n_repeats=10, test_siz
     -------
     OuterEstimate
     """
-    caller = "repeated_holdout_of_matrix"
-    conf = validation.check_confidence_level(confidence_level, caller)
-    r = validation.check_int(n_repeats, "n_repeats", caller, low=2)
-    share = validation.check_real_open(test_size, "test_size", caller, 0.0, 1.0)
+    conf = validation.check_confidence_level(confidence_level)
+    r = validation.check_int(n_repeats, "n_repeats", low=2)
+    share = validation.check_real_open(test_size, "test_size", 0.0, 1.0)
     n = np.asarray(y).shape[0]
     n_test = int(min(max(round(share * n), 1), n - 1))
-    gen = child_generator(as_seed_sequence(random_state, caller=caller), "repeated_holdout")
+    gen = child_generator(as_seed_sequence(random_state), "repeated_holdout")
     masks = []
     for _ in range(r):
         mask = np.zeros(n, dtype=bool)
         mask[gen.permutation(n)[:n_test]] = True
         masks.append(mask)
-    mats = _stack(predictions, r, caller)
-    sel, scores, name = _outer("repeated_holdout", mats, y, metric, pos_label, masks, caller)
+    mats = _stack(predictions, r)
+    sel, scores, name = _outer("repeated_holdout", mats, y, metric, pos_label, masks)
     return _result("repeated_holdout", sel, scores, name, conf, 1.0 / r + n_test / (n - n_test))

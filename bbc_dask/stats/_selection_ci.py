@@ -31,6 +31,7 @@ from ..metrics import get_metric
 from . import CI_METHODS
 from . import _auc_ci as auc_ci
 from ._result import ArrayEquality
+from .._doors import door, warn
 
 __all__ = ["METHODS", "SelectionCI", "selection_ci"]
 
@@ -110,6 +111,7 @@ class SelectionCI(ArrayEquality):
                 f"selected={self.selected}, auc={self.auc:.4f}, alpha={self.alpha:.4g}{why})")
 
 
+@door("selection_ci")
 def selection_ci(predictions, y, folds, method="mabt", *, alpha=0.05, learn_ids=None,
                  learn_frac=0.75, n_bootstraps=2000, random_state=None, resamples=None,
                  pos_label=None):
@@ -156,16 +158,15 @@ def selection_ci(predictions, y, folds, method="mabt", *, alpha=0.05, learn_ids=
     Paraschakis et al. (2024), AutoML, arXiv:2406.08099; the spec ``ci_methods.md``
     (checked against the authors' R code). Rink & Brannath (2025), Mach. Learn. 114:82.
     """
-    caller = "selection_ci"
     data = _check(predictions, y, folds, method, alpha, learn_frac, n_bootstraps, resamples,
-                  pos_label, caller)
-    root = as_seed_sequence(random_state, caller=caller)
+                  pos_label)
+    root = as_seed_sequence(random_state)
     pred, y01, folds = data
     n = len(y01)
     if learn_ids is None:
         learn, reason = _draw_split(y01, folds, learn_frac, child_generator(root, "selection_ci", 0))
     else:
-        learn = _as_learn_ids(learn_ids, n, caller)
+        learn = _as_learn_ids(learn_ids, n)
         reason = _split_problem(learn, y01, folds)
     if reason is not None:
         return SelectionCI(method, math.nan, -1, math.nan, alpha, 0,
@@ -174,11 +175,9 @@ def selection_ci(predictions, y, folds, method="mabt", *, alpha=0.05, learn_ids=
     res = _bound(method, pred, y01, sel, alpha, n_bootstraps, resamples or {},
                  child_generator(root, "selection_ci", 1 + list(METHODS).index(method)))
     if res.above_observed:
-        import warnings
-
         from ..exceptions import BoundAboveObservedWarning
 
-        warnings.warn(BoundAboveObservedWarning(
+        warn(BoundAboveObservedWarning(
             f"The {method} lower bound {res.lower_bound:.4f} is above the selected "
             f"configuration's AUC on the evaluation part ({res.auc:.4f}): tilted that far, "
             f"the resamples' AUCs fall below 0.5 and pROC's direction 'auto' (the paper's R "
@@ -186,32 +185,31 @@ def selection_ci(predictions, y, folds, method="mabt", *, alpha=0.05, learn_ids=
     return res
 
 
-def _check(predictions, y, folds, method, alpha, learn_frac, n_bootstraps, resamples, pos_label,
-           caller):
-    validation.check_one_of(method, "method", caller, tuple(METHODS))
-    validation.check_real_open(alpha, "alpha", caller, 0.0, 0.5)
-    validation.check_real_open(learn_frac, "learn_frac", caller, 0.0, 1.0)
-    validation.check_int(n_bootstraps, "n_bootstraps", caller, low=2)
-    validation.check_instance(resamples, "resamples", caller, dict, "a dict of frequency matrices or None",
+def _check(predictions, y, folds, method, alpha, learn_frac, n_bootstraps, resamples, pos_label):
+    validation.check_one_of(method, "method", tuple(METHODS))
+    validation.check_real_open(alpha, "alpha", 0.0, 0.5)
+    validation.check_real_open(learn_frac, "learn_frac", 0.0, 1.0)
+    validation.check_int(n_bootstraps, "n_bootstraps", low=2)
+    validation.check_instance(resamples, "resamples", dict, "a dict of frequency matrices or None",
                      allow_none=True)
-    metric = get_metric("roc_auc", caller=caller)
-    target = validation.as_target(y, metric, caller, pos_label=pos_label)
-    pred, _ = validation.as_predictions(predictions, metric, caller)
+    metric = get_metric("roc_auc")
+    target = validation.as_target(y, metric, pos_label=pos_label)
+    pred, _ = validation.as_predictions(predictions, metric)
     if pred.shape[2] != 1:
-        raise InvalidParameterError.of("predictions", caller, "of shape (N, C) or (N, C, 1)",
+        raise InvalidParameterError.of("predictions", "of shape (N, C) or (N, C, 1)",
                                        shown=f"shape {pred.shape}")
-    pred = validation.encode_predictions(pred, None, metric, target, caller, check_scores=True)[:, :, 0]
+    pred = validation.encode_predictions(pred, None, metric, target, check_scores=True)[:, :, 0]
     n = pred.shape[0]
-    f = validation.per_sample_and_repeat(folds, "folds", caller, n, 1, "one fold id")[:, 0]
+    f = validation.per_sample_and_repeat(folds, "folds", n, 1, "one fold id")[:, 0]
     return pred, (target.codes == target.pos_code).astype(np.int64), f
 
 
-def _as_learn_ids(learn_ids, n, caller):
+def _as_learn_ids(learn_ids, n):
     ids = np.asarray(learn_ids)
     if (ids.ndim != 1 or ids.dtype.kind not in "iu" or len(ids) < 2 or len(ids) > n - 2
             or ids.min() < 0 or ids.max() >= n or len(np.unique(ids)) != len(ids)):
         raise InvalidParameterError.of(
-            "learn_ids", caller, f"distinct row indices in [0, {n}) leaving at least 2 rows "
+            "learn_ids", f"distinct row indices in [0, {n}) leaving at least 2 rows "
             "for the evaluation part", learn_ids)
     return np.sort(ids).astype(np.int64)
 
@@ -326,7 +324,7 @@ def _resamples(resamples, key, y, n_boot, gen, n_eval, probabilities=None):
         freq = np.asarray(resamples[key])
         if freq.ndim != 2 or freq.shape[1] != n_eval:
             raise InvalidParameterError.of(
-                "resamples", "selection_ci", f"frequency matrices with {n_eval} columns (the "
+                "resamples", f"frequency matrices with {n_eval} columns (the "
                 f"evaluation rows)", shown=f"{key!r} of shape {freq.shape}")
         return freq
     return auc_ci.stratified_freq(y, n_boot, gen, probabilities)

@@ -1,0 +1,199 @@
+"""The door: which public entry point the user called, and that door's own names.
+
+An error is worded once, at the door the user called. The public function (``bbc``,
+``run_study``, ``BBCSearchCV.fit``, the study file, ...) is marked with :func:`door`; the
+checks far below it (``_validation``, the engine's request, a store's location) word their
+errors with :func:`current` instead of a ``caller`` argument passed down every signature.
+
+A door also carries its own names for the engine's parameters (the study file says
+``cv.splits`` where ``run_study`` says ``n_splits``): one table per door, read by
+:meth:`bbc_dask.exceptions.InvalidParameterError.of` and :func:`spelled`, so that no
+message is rewritten as text afterwards.
+
+The outermost door wins: ``run_study`` called by ``compare`` speaks as ``compare``. The
+door lives in a :class:`contextvars.ContextVar`, which a thread or a Dask task does not
+inherit; work sent there takes the door along with :func:`carried`.
+
+This module imports nothing of the package: every layer may read it.
+
+The doors' own names, the one table (the engine's name is :func:`bbc_dask.run_study`'s):
+
+=====================  ==================  ===================
+engine (run_study)     BBCSearchCV         study file
+=====================  ==================  ===================
+``metric``             ``scoring``         ``metric``
+``n_splits``           ``cv`` (an int)     ``cv.splits``
+``n_repeats``          ``n_repeats``       ``cv.repeats``
+``cv``                 ``cv`` (a splitter) ``cv.splitter``
+``param_grid``         ``param_grid``      ``grid``
+``groups``             ``groups``          ``cv.groups``
+``n_outer``            (none)              ``protocol.n_outer``
+``n_inner``            (none)              ``protocol.n_inner``
+``random_state``       ``random_state``    ``random_state``
+``fit_params``         ``fit(**params)``   (none)
+``overwrite=True``     (none)              ``--overwrite``
+=====================  ==================  ===================
+
+The command line's other commands say ``--overwrite`` too.
+"""
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import functools
+import sys
+import warnings
+from dataclasses import dataclass
+
+__all__ = ["COMMAND_LINE", "SEARCH_NAMES", "STUDY_FILE", "Door", "by_class", "carried", "current", "door",
+           "door_name", "entered", "owned_by", "spelled", "the_parameter", "warn"]
+
+
+@dataclass(frozen=True)
+class Door:
+    """A public entry point: its ``name`` in messages, and ``names``, pairs of (the
+    engine's name, this door's name) for parameters and advice it spells differently."""
+
+    name: str
+    names: tuple = ()
+
+    def spelled(self, name):
+        """``name`` (a parameter, or advice such as ``"overwrite=True"``) in this door's
+        words."""
+        return dict(self.names).get(name, name)
+
+
+#: Outside every door: a private function called directly.
+OUTSIDE = Door("bbc_dask")
+
+#: ``BBCSearchCV``'s names (the door's name is the class's, known when it is called).
+SEARCH_NAMES = (("metric", "scoring"), ("n_splits", "cv"))
+
+#: A study file run by the command line.
+STUDY_FILE = Door("the study file", (
+    ("n_splits", "cv.splits"), ("n_repeats", "cv.repeats"), ("param_grid", "grid"),
+    ("groups", "cv.groups"), ("n_outer", "protocol.n_outer"), ("n_inner", "protocol.n_inner"),
+    ("overwrite=True", "--overwrite")))
+
+#: The command line's other commands (a store opened, verified, estimated).
+COMMAND_LINE = Door("bbc-dask", (("overwrite=True", "--overwrite"),))
+
+_CURRENT = contextvars.ContextVar("bbc_dask_door", default=None)
+
+
+def current():
+    """The door the user came in by (:data:`OUTSIDE` if none)."""
+    return _CURRENT.get() or OUTSIDE
+
+
+def door_name():
+    """The name of the door the user came in by."""
+    return current().name
+
+
+def spelled(name):
+    """``name`` in the words of the door the user came in by."""
+    return current().spelled(name)
+
+
+def the_parameter(name):
+    """``The 'name' parameter of DOOR``, in the words of the door the user came in by."""
+    d = current()
+    return f"The {d.spelled(name)!r} parameter of {d.name}"
+
+
+def by_class(obj, *args, **kwargs):
+    """The door of a method named by its object's class (``BBCSearchCV.fit`` speaks as
+    ``BBCSearchCV`` or ``BBCRandomizedSearchCV``): ``@door(by_class)``."""
+    return type(obj).__name__
+
+
+def _as_door(name, names=None):
+    if isinstance(name, Door):
+        return name
+    return Door(name, tuple(dict(names or {}).items()))
+
+
+@contextlib.contextmanager
+def entered(name, names=None):
+    """Within the block, the door is ``name`` (a :class:`Door` or a str with its
+    ``names`` table), unless the user already came in by an outer one."""
+    if _CURRENT.get() is not None:
+        yield current()
+        return
+    token = _CURRENT.set(_as_door(name, names))
+    try:
+        yield current()
+    finally:
+        _CURRENT.reset(token)
+
+
+@contextlib.contextmanager
+def owned_by(name):
+    """Within the block, errors name ``name`` whatever the door: for a setting that is no
+    parameter of the call the user made (Dask's configuration, the store lock's lease)."""
+    token = _CURRENT.set(_as_door(name))
+    try:
+        yield current()
+    finally:
+        _CURRENT.reset(token)
+
+
+def door(name, names=None):
+    """Decorate a public entry point: errors below it name ``name``.
+
+    ``name`` is a str, a :class:`Door`, or a function of the decorated function's
+    arguments giving one (a method named by its class: ``lambda self, *a, **k:
+    type(self).__name__``).
+    """
+    def decorate(fn):
+        @functools.wraps(fn)
+        def entry(*args, **kwargs):
+            if _CURRENT.get() is not None:  # an outer door speaks
+                return fn(*args, **kwargs)
+            with entered(name(*args, **kwargs) if callable(name) else name, names):
+                return fn(*args, **kwargs)
+
+        entry.__door__ = name
+        return entry
+
+    return decorate
+
+
+def warn(message, category=None, stacklevel=1):
+    """:func:`warnings.warn` with ``stacklevel`` counted in the package's own frames: a
+    door's wrapper is not one, so a warning still points at the user's line."""
+    frame, level, extra = sys._getframe(1), stacklevel, 0
+    while frame is not None and level > 1:
+        frame = frame.f_back
+        if frame is not None and frame.f_code.co_filename == __file__:
+            extra += 1
+        else:
+            level -= 1
+    warnings.warn(message, category, stacklevel=stacklevel + extra + 1)
+
+
+@dataclass(frozen=True)
+class carried:
+    """``fn`` to be called in another thread or a Dask task, inside this door.
+
+    A ``ContextVar`` is not inherited there; the door goes as data, like the task's other
+    arguments (a frozen, picklable record).
+    """
+
+    fn: object
+    through: Door = None
+
+    def __post_init__(self):
+        if self.through is None:
+            object.__setattr__(self, "through", current())
+
+    def __call__(self, *args, **kwargs):
+        if self.through == OUTSIDE or _CURRENT.get() is not None:
+            return self.fn(*args, **kwargs)
+        with entered(self.through):
+            return self.fn(*args, **kwargs)
+
+    @property
+    def __name__(self):  # Dask names a task by its function
+        return getattr(self.fn, "__name__", type(self.fn).__name__)
