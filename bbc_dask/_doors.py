@@ -71,7 +71,8 @@ SEARCH_NAMES = (("metric", "scoring"), ("n_splits", "cv"))
 
 #: A study file run by the command line.
 STUDY_FILE = Door("the study file", (
-    ("n_splits", "cv.splits"), ("n_repeats", "cv.repeats"), ("param_grid", "grid"),
+    ("n_splits", "cv.splits"), ("n_repeats", "cv.repeats"), ("cv", "cv.splitter"),
+    ("param_grid", "grid"),
     ("groups", "cv.groups"), ("n_outer", "protocol.n_outer"), ("n_inner", "protocol.n_inner"),
     ("overwrite=True", "--overwrite")))
 

@@ -20,11 +20,11 @@ PACKAGE = os.path.dirname(bbc_dask.__file__)
 
 #: Each layer and the package modules it must never import (at any depth of a function).
 LAYERS = [
-    ("metrics", ("stats", "chunked", "cube", "engine", "study", "model_selection", "cli", "report", "_coverage", "_coverage2018", "_coverage_plot", "_study_estimates")),
-    ("stats", ("chunked", "cube", "engine", "study", "model_selection", "cli", "report", "_coverage", "_coverage2018", "_coverage_plot", "_study_estimates")),
-    ("chunked", ("cube", "engine", "study", "model_selection", "cli", "report", "_coverage", "_coverage2018", "_coverage_plot", "_study_estimates")),
-    ("cube", ("engine", "study", "model_selection", "cli", "report", "_coverage", "_coverage2018", "_coverage_plot", "_study_estimates")),
-    ("engine", ("study", "model_selection", "cli", "report", "_coverage", "_coverage2018", "_coverage_plot", "_study_estimates")),
+    ("metrics", ("stats", "chunked", "cube", "engine", "study", "model_selection", "cli", "report", "protocols", "_study_estimates")),
+    ("stats", ("chunked", "cube", "engine", "study", "model_selection", "cli", "report", "protocols", "_study_estimates")),
+    ("chunked", ("cube", "engine", "study", "model_selection", "cli", "report", "protocols", "_study_estimates")),
+    ("cube", ("engine", "study", "model_selection", "cli", "report", "protocols", "_study_estimates")),
+    ("engine", ("study", "model_selection", "cli", "report", "protocols", "_study_estimates")),
 ]
 
 
@@ -276,7 +276,8 @@ def test_a_store_the_user_may_not_write_is_a_user_error():
 #: import another only through that interface: never its private modules, never an
 #: underscore name. The package's root-level ``_modules`` (validation, seeds, signals, the
 #: JIT switch, Zarr's block rules) are the shared base every layer may use.
-PACKAGES = ("metrics", "stats", "chunked", "cube", "engine", "cli")
+PACKAGES = ("metrics", "stats", "chunked", "cube", "engine", "cli", "protocols",
+            "model_selection")
 
 
 def _owner(rel_or_mod):
@@ -397,7 +398,8 @@ def test_dasks_log_level_is_set_in_one_place():
 #: flight: the worker tasks, the executor and its sizing, the pooled and outer steps, the
 #: holdout family's tasks.
 MESSAGE_MODULES = ("engine/_tasks.py", "engine/_waves.py", "engine/_sizing.py", "engine/_pooled.py",
-                   "engine/_nested.py", "engine/_run.py", "engine/_request.py", "_resampling.py")
+                   "engine/_nested.py", "engine/_run.py", "engine/_request.py",
+                   "protocols/_holdout.py")
 
 
 def _unpacked(tree):

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 from scipy.stats import binom
 
-from bbc_dask._coverage import coverage, coverage_table, repetition
+from bbc_dask.protocols._coverage import coverage, coverage_table, repetition
 from bbc_dask.exceptions import InvalidParameterError, StoreLockedError, StoreMismatchError
 
 SMALL = [{"a": 24, "b": 6, "n_samples": 120, "n_configs": 12, "class0_share": 0.5},
@@ -80,7 +80,7 @@ def test_a_repetition_follows_the_papers_code():
     default); BBC's final winner, whose truth is scored, is the best mean fold AUC (the
     paper's code) or, with selection="pooled", the best pooled AUC."""
     import bbc_dask as bd
-    from bbc_dask._coverage import _simulated
+    from bbc_dask.protocols._coverage import _simulated
     from bbc_dask._random import child_seed
 
     spec = _spec(n_bootstraps=None, methods=["bbc", "bbc_f", "naive_bootstrap"])
@@ -184,8 +184,8 @@ def test_nested_cv_on_a_matrix_is_the_plain_loop():
 
 
 def test_2018_protocol_table_is_the_repetitions_whatever_the_workers(tmp_path, client):
-    from bbc_dask._coverage import _design
-    from bbc_dask._coverage2018 import METHODS_2018, bias_table
+    from bbc_dask.protocols._coverage import _design
+    from bbc_dask.protocols._coverage2018 import METHODS_2018, bias_table
 
     table = coverage(tmp_path / "a", client=client, **ARGS_2018)
     assert list(table["method"][:7]) == list(METHODS_2018) and (table["runs"] == 3).all()
@@ -216,7 +216,7 @@ def test_2018_protocol_resumes_to_the_same_table(tmp_path, client):
 def test_the_older_protocols_keep_their_design():
     """A directory of the 2024 protocols resumes: their manifest has the same keys and
     values as before the 2018 protocol existed."""
-    from bbc_dask._coverage import _design
+    from bbc_dask.protocols._coverage import _design
 
     design = _design("simulation", SMALL, METHODS, 4, 0.05, 200, None, 5)
     assert design == _spec()

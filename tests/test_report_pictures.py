@@ -9,7 +9,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 
 import bbc_dask as bd
 from bbc_dask import report
-from bbc_dask._nested_cv import NestedCVResult
+from bbc_dask.protocols import NestedCVResult
 
 #: A study file of two pipelines and a bare estimator (the command line wraps each in its
 #: one-step ``model`` pipeline, so the store's keys read ``model__svc__C``).

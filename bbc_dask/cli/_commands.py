@@ -198,7 +198,7 @@ def run_study_file(resolved, *, scheduler=None, store=None, progress=True, clust
     execution = Execution(_client(resolved, scheduler), resolved["cluster"].get("security"),
                           progress, resolved["configs_per_task"], overwrite)
     if protocol["kind"] == "nested":
-        from .._nested_cv import nested_result
+        from ..protocols import nested_result
 
         request = StudyRequest.build(
             estimator, X, y, search=Search(grid), scoring=scoring, storage=storage,
@@ -539,7 +539,7 @@ def coverage(out_dir, protocol, settings, methods, repetitions, alpha, bootstrap
     inclusion rate, tightness and binomial test of each method's lower bound, as
     coverage.csv, coverage.html and coverage.png. With --protocol simulation2018, the 2018
     paper's §5.1: each method's bias and the inclusion of the truth in its interval."""
-    from .._coverage import coverage as run_coverage
+    from ..protocols import coverage as run_coverage
 
     parsed = [_parse_options(s.split(","), "--setting") for s in settings] or None
     client = scheduler or {"kind": "local", **_parse_options(cluster_option, "--cluster-option")}

@@ -32,7 +32,7 @@ def compare(study_file, out_dir, protocols, test_size, holdout_repeats, bootstra
     of estimate, interval, models trained, fit seconds and wall time."""
     import os
 
-    from .._compare import compare as run_compare
+    from ..protocols import compare as run_compare
     from ..exceptions import StudyFileError
     from . import _studyfile as studyfile
 

@@ -90,7 +90,7 @@ def nested_status(store, storage_options, as_json):
 
 def nested_result_of(store, storage_options=None, confidence=0.95):
     """The nested CV result of ``store`` if it holds one, else None."""
-    from .._nested_cv import nested_of_cube
+    from ..protocols import nested_of_cube
 
     cube = _nested_cube(store, storage_options)
     if cube is None:

@@ -7,7 +7,7 @@ imports ``bbc_dask.engine._tasks``, and with it this package; it need not load t
 driver's modules (planning, the run, nested CV; scikit-learn's model_selection among
 them: ~0.1 s of a cold worker's start, on the clock of the user's first run).
 """
-import importlib
+from .._lazy_names import lazy_names
 
 #: public name -> (module, its name there)
 _WHERE = {
@@ -46,17 +46,4 @@ _WHERE = {
     "TaskScoring": ("._messages", "TaskScoring"),
 }
 
-__all__ = sorted(_WHERE)
-
-
-def __getattr__(name):
-    if name in _WHERE:
-        module, attr = _WHERE[name]
-        value = getattr(importlib.import_module(module, __name__), attr)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__():
-    return sorted(set(globals()) | set(__all__))
+__all__, __getattr__, __dir__ = lazy_names(__name__, _WHERE)

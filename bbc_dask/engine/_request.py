@@ -1,21 +1,11 @@
 """The study request: every argument of a study, checked once, typed, handed to the engine.
 
 The three front doors (:func:`bbc_dask.run_study`, :class:`bbc_dask.BBCSearchCV` and the
-command line's study file) build a :class:`StudyRequest` with :meth:`StudyRequest.build`;
-the engine takes nothing else. Errors name the entry point the user called and the
-parameter by *its* name there (``BBCSearchCV``'s ``scoring`` is the engine's ``metric``):
-
-=====================  ==================  ===================
-engine (run_study)     BBCSearchCV         study file
-=====================  ==================  ===================
-``metric``             ``scoring``         ``metric``
-``n_splits``           ``cv`` (an int)     ``cv.splits``
-``n_repeats``          ``n_repeats``       ``cv.repeats``
-``cv``                 ``cv`` (a splitter) ``cv.splitter``
-``param_grid``         ``param_grid``      ``grid``
-``random_state``       ``random_state``    ``random_state``
-``fit_params``         ``fit(**params)``   (none)
-=====================  ==================  ===================
+command line's study file) build a :class:`StudyRequest` with :meth:`StudyRequest.build`
+from the groups they were given (:class:`Search`, :class:`Scoring`, :class:`Storage`,
+:class:`Resampling`, :class:`Execution`); the engine takes nothing else. Errors name the
+entry point the user called and the parameter by *its* name there: the door words them
+(:mod:`bbc_dask._doors`, which holds the table of each door's names).
 """
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """The formulas of the holdout family (:func:`bbc_dask.holdout`,
 :func:`bbc_dask.repeated_holdout`, :func:`bbc_dask.bootstrap_estimate`): intervals,
 the .632/.632+ combination, the no-information score, and their result objects.
-NumPy and scipy only; the fitting lives in :mod:`bbc_dask._resampling`.
+NumPy and scipy only; the fitting lives in :mod:`bbc_dask.protocols`.
 
 Every score is oriented larger-is-better, as the metric registry's (losses negated), so
 the .632+ formulas of Efron & Tibshirani (1997), written there for error rates, are

@@ -14,14 +14,14 @@ from sklearn.metrics import check_scoring
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
-from . import _sklearn_compat as compat
-from . import _validation as validation
-from ._doors import SEARCH_NAMES, by_class, door
+from .. import _sklearn_compat as compat
+from .. import _validation as validation
+from .._doors import SEARCH_NAMES, by_class, door
 from ._multimetric import fold_level_winner, scoring_plan, split_scores
 from ._search_run import cv_results, given_client, local_workers, refit_best, search_cv
-from .cluster import shared_client
-from .exceptions import InvalidParameterError
-from .stats import Dropping
+from ..cluster import shared_client
+from ..exceptions import InvalidParameterError
+from ..stats import Dropping
 
 __all__ = ["BBCRandomizedSearchCV", "BBCSearchCV"]
 
@@ -282,9 +282,9 @@ class BBCSearchCV(MetaEstimatorMixin, BaseEstimator):
         -------
         self
         """
-        from .engine import Execution, Resampling, Scoring, Search, Storage, StudyRequest, run_cvt
-        from ._run_warnings import warn_failures
-        from .study import study_of
+        from ..engine import Execution, Resampling, Scoring, Search, Storage, StudyRequest, run_cvt
+        from .._run_warnings import warn_failures
+        from ..study import study_of
 
         self._check_parameters()
         validation.require_y(y)
@@ -589,7 +589,7 @@ n_splits_, refit_time_, multimetric_, study_, n_features_in_, feature_names_in_,
             return None, self.param_distributions, self.n_iter
         from sklearn.model_selection import ParameterSampler
 
-        from .engine import check_search
+        from ..engine import check_search
 
         check_search(None, self.param_distributions, self.n_iter)
         drawn = ParameterSampler(self.param_distributions, self.n_iter, random_state=rs)

@@ -25,8 +25,8 @@ import dataclasses
 
 import numpy as np
 
-from . import _sklearn_compat as compat
-from .exceptions import InvalidParameterError
+from .. import _sklearn_compat as compat
+from ..exceptions import InvalidParameterError
 
 
 @dataclasses.dataclass(frozen=True)
@@ -102,8 +102,8 @@ def scoring_plan(search, params):
     from sklearn.metrics import check_scoring
     from sklearn.utils.metadata_routing import get_routing_for_object
 
-    from .engine import FitScoring, stored_as
-    from .metrics import get_metric
+    from ..engine import FitScoring, stored_as
+    from ..metrics import get_metric
 
     scorers, multimetric = ordered_scorers(search)
     routing = compat.routing_enabled()
@@ -155,8 +155,8 @@ def split_scores(search, study, plan):
     NaN for the others; a failed fit's split score is ``error_score`` when a number),
     ``rank_test_<key>`` by the mean; with ``return_train_score``, ``split{i}_train_<key>``,
     ``mean_train_<key>``, ``std_train_<key>``."""
-    from .cube import FAILED
-    from .stats import grid_ranks, split_means
+    from ..cube import FAILED
+    from ..stats import grid_ranks, split_means
 
     first, out = plan.primary, {}
     for key, value in search.cv_results_.items():
@@ -188,7 +188,7 @@ def split_scores(search, study, plan):
 def fold_level_winner(study, plan, cv_results):
     """The winner of a study whose ``refit`` scorer is scored by the fitted models: the
     candidate with the best ``mean_test_<key>`` (ties to the lowest index)."""
-    from .stats import ranking
+    from ..stats import ranking
 
     idx = study.candidates()
     if idx.size == 0:

@@ -14,9 +14,9 @@ import math
 
 import numpy as np
 
-from .exceptions import StoreMismatchError, StudyNotReadyError
-from .stats import ArrayEquality
-from ._doors import door, warn
+from ..exceptions import StoreMismatchError, StudyNotReadyError
+from ..stats import ArrayEquality
+from .._doors import door, warn
 
 __all__ = ["NestedCVResult", "nested_cv", "open_nested"]
 
@@ -190,8 +190,8 @@ def nested_cv(estimator, param_grid, X, y, *, store, metric, n_outer, n_inner, n
        predictions for efficient and accurate cross-validation", Machine Learning 107
        (2018), Algorithm 3 (NCV) and §5.
     """
-    from ._validation import check_confidence_level
-    from .engine import Execution, Resampling, Scoring, Search, Storage, StudyRequest, run_cvt
+    from .._validation import check_confidence_level
+    from ..engine import Execution, Resampling, Scoring, Search, Storage, StudyRequest, run_cvt
     check_confidence_level(confidence_level)
     request = StudyRequest.build(
         estimator, X, y, search=Search(param_grid),
@@ -200,7 +200,7 @@ def nested_cv(estimator, param_grid, X, y, *, store, metric, n_outer, n_inner, n
         resampling=Resampling(n_repeats=n_repeats, groups=groups, nested=(n_outer, n_inner)),
         execution=Execution(client, security, progress, configs_per_task, overwrite, refit=False),
         random_state=random_state)
-    from ._run_warnings import warn_fit_warnings
+    from .._run_warnings import warn_fit_warnings
 
     run = run_cvt(request)
     result = nested_result(run, confidence_level)
@@ -216,7 +216,7 @@ def nested_result(run, confidence_level=0.95):
 @door("open_nested")
 def open_nested(store, *, confidence_level=0.95, storage_options=None):
     """The :class:`NestedCVResult` of a finished nested CV's store (read-only)."""
-    from .cube import open_cube
+    from ..cube import open_cube
 
     return nested_of_cube(open_cube(store, storage_options=storage_options), confidence_level)
 
@@ -226,14 +226,14 @@ def nested_of_cube(cube, confidence_level=0.95):
     if cube.protocol_kind != "nested":
         raise StoreMismatchError(f"The store {cube.location.url!r} holds a study, not a nested "
                                  f"cross-validation; open it with bbc_dask.open_study.")
-    from .engine import Configurations
+    from ..engine import Configurations
 
     params = list(Configurations.from_description(cube.configurations))
     return _result(cube, params, confidence_level)
 
 
 def _result(cube, params, confidence_level):
-    from .engine import nested_outcome
+    from ..engine import nested_outcome
 
     out = nested_outcome(cube)
     scores = out["outer_scores"]
@@ -256,8 +256,8 @@ def _result(cube, params, confidence_level):
     if n_rep > 1:
         from scipy.stats import t
 
-        from .metrics import score_bounds
-        from .stats import ConfidenceInterval, clip_interval
+        from ..metrics import score_bounds
+        from ..stats import ConfidenceInterval, clip_interval
 
         means = scores.mean(axis=1)
         half = t.ppf(0.5 + confidence_level / 2, n_rep - 1) * means.std(ddof=1) / math.sqrt(n_rep)

@@ -32,8 +32,8 @@ import math
 
 import numpy as np
 
-from . import _validation as validation
-from ._random import child_seed
+from .. import _validation as validation
+from .._random import child_seed
 
 __all__ = ["FIGURE1_PART", "HOLDOUT", "METHODS_2018", "bias_table", "check_setting",
            "repetition_rows"]
@@ -63,7 +63,7 @@ def _fresh(gen, y, p, n_matrices):
 
 def repetition_rows(design, s, r, seed):
     """Every method's row of repetition ``r`` of setting ``s`` (its seed ``seed``)."""
-    from .simulate import accuracy_matrix
+    from ..simulate import accuracy_matrix
 
     st = design["settings"][s]
     sim = accuracy_matrix(st["n_samples"], st["n_configs"], a=st["a"], b=st["b"], n_splits=K,
@@ -80,8 +80,8 @@ def repetition_rows(design, s, r, seed):
 
 def _method(m, sim, design, seed):
     """``(estimate, low, high, selected, reason)`` of method ``m``."""
-    from . import stats
-    from .exceptions import UndefinedScoreError
+    from .. import stats
+    from ..exceptions import UndefinedScoreError
 
     pred, y, folds = sim.predictions, sim.y, sim.folds
     conf = round(1 - design["alpha"], 12)
@@ -118,7 +118,7 @@ def _method(m, sim, design, seed):
 
 def _bbcd(sim, design, seed, boots):
     """BBCD-CV as the paper's code: drop after each fold, BBC-CV on the survivors."""
-    from . import stats
+    from .. import stats
 
     pred, y, folds = sim.predictions, sim.y, sim.folds
     active = np.arange(pred.shape[1])

@@ -17,11 +17,11 @@ import time
 
 import numpy as np
 
-from . import _tuning as tuning
-from . import _validation as validation
-from ._random import as_seed_sequence, child_generator, child_seed
-from .exceptions import InvalidParameterError, StudyError, UndefinedScoreError
-from ._doors import door, door_name
+from .. import _tuning as tuning
+from .. import _validation as validation
+from .._random import as_seed_sequence, child_generator, child_seed
+from ..exceptions import InvalidParameterError, StudyError, UndefinedScoreError
+from .._doors import door, door_name
 
 __all__ = ["bootstrap_estimate", "holdout", "repeated_holdout"]
 
@@ -41,8 +41,8 @@ def _common_iv(estimator, X, y, metric):
     cell)."""
     from sklearn.base import clone
 
-    from .engine import TaskScoring, method_problem
-    from .metrics import SAMPLE_BLOCK, get_metric
+    from ..engine import TaskScoring, method_problem
+    from ..metrics import SAMPLE_BLOCK, get_metric
 
     m = _registered(get_metric(metric))
     X = validation.check_X(X)
@@ -61,7 +61,7 @@ def _common_iv(estimator, X, y, metric):
 def _registered(m):
     """``m``, a registered metric: the protocols that keep no cube take no general one."""
     if m.kind == "general":
-        from .metrics import metric_names
+        from ..metrics import metric_names
 
         raise InvalidParameterError.of(
             "metric", f"one of {metric_names()} (the protocols that keep no "
@@ -146,7 +146,7 @@ def bootstrap_indices(target, m, n_bootstraps, root):
 # ---------------------------------------------------------------------- worker tasks
 def _fit_one(estimator, X, y, train, X_test, scoring):
     """Fit on the ``train`` rows, predict ``X_test``: (values (n_test, 1[, K]), fit seconds)."""
-    from .engine import fit_predict_block, take_rows
+    from ..engine import fit_predict_block, take_rows
 
     res = fit_predict_block(estimator, [{}], take_rows(X, train), take_rows(y, train), X_test,
                             scoring)
@@ -176,7 +176,7 @@ class HoldoutOutcome:
 def holdout_task(estimator, splits, scoring, X, y, keep=False):
     """Fit and score each ``(train, test)`` split: a :class:`HoldoutOutcome` each (with
     the test predictions if ``keep``)."""
-    from .engine import fold_target, score_fold, take_rows
+    from ..engine import fold_target, score_fold, take_rows
 
     out = []
     for train, test in splits:
@@ -192,9 +192,9 @@ def bootstrap_task(estimator, rounds, scoring, with_gamma, X, y):
     """Each round (in-bag positions) fitted and its model scored on all rows: the
     out-of-bag rows, the in-bag rows with their counts, and (``with_gamma``) γ.
     Returns (oob, resub, gamma, fit seconds) arrays."""
-    from .engine import fold_target
-    from .metrics import get_metric
-    from .stats import no_information_score
+    from ..engine import fold_target
+    from ..metrics import get_metric
+    from ..stats import no_information_score
 
     name, classes, pos = scoring.metric, scoring.classes, scoring.pos_code
     m = get_metric(name)
@@ -216,7 +216,7 @@ def bootstrap_task(estimator, rounds, scoring, with_gamma, X, y):
 
 # ---------------------------------------------------------------------- running
 def _open_client(client, progress):
-    from .cluster import resolve_client
+    from ..cluster import resolve_client
 
     c, owned = resolve_client(client)
     if progress and owned and (client is None or isinstance(client, dict)):
@@ -228,7 +228,7 @@ def _open_client(client, progress):
 def _groups(items, client):
     """``items`` cut into consecutive groups, about ``bbc_dask.resampling-tasks-per-thread``
     per thread."""
-    from .cluster import threads_of
+    from ..cluster import threads_of
 
     size = max(1, math.ceil(len(items) / (tuning.RESAMPLING_TASKS_PER_THREAD * threads_of(client))))
     return [items[i:i + size] for i in range(0, len(items), size)]
@@ -241,7 +241,7 @@ def run_tasks(c, progress, fn, groups, X, y, estimator, *args):
     a task's result is computed again on another worker)."""
     from distributed import as_completed
 
-    from .chunked import held
+    from ..chunked import held
 
     X_f, y_f = (c.submit(held, a, pure=False) for a in (X, y))
     futures = [c.submit(fn, estimator, g, *args, X_f, y_f, pure=False, retries=3)
@@ -343,7 +343,7 @@ def holdout(estimator, X, y, *, metric, test_size, confidence=0.95, random_state
 
 
 def _stats():
-    from . import stats
+    from .. import stats
 
     return stats
 
@@ -354,7 +354,7 @@ _HOLDOUT_CI = {"accuracy": ("wilson", "normal"), "roc_auc": ("delong",)}
 
 
 def _holdout_ci(m, values, target, test, scoring, score, confidence, root, method=None):
-    from .engine import fold_target
+    from ..engine import fold_target
 
     stats = _stats()
     classes, pos = scoring.classes, scoring.pos_code
@@ -451,7 +451,7 @@ def repeated_holdout(estimator, X, y, *, metric, n_repeats, test_size, confidenc
 
 def _run_grouped(client, progress, fn, make_groups, X, y, estimator, *args):
     """``run_tasks`` whose groups are cut once the client (and its thread count) is known."""
-    from .cluster import close_client
+    from ..cluster import close_client
 
     c, owned = _open_client(client, progress)
     try:
@@ -514,7 +514,7 @@ def bootstrap_estimate(estimator, X, y, *, metric, n_bootstraps, method, random_
     ...                             client=client, progress=False)  # doctest: +SKIP
     """
     t0 = time.perf_counter()
-    from .metrics import get_metric
+    from ..metrics import get_metric
 
     validation.check_one_of(method, "method", METHODS)
     stats = _stats()

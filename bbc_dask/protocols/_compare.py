@@ -21,10 +21,10 @@ import time
 
 import numpy as np
 
-from . import _validation as validation
-from .exceptions import InvalidParameterError
-from .stats import ArrayEquality
-from ._doors import door
+from .. import _validation as validation
+from ..exceptions import InvalidParameterError
+from ..stats import ArrayEquality
+from .._doors import door
 
 __all__ = ["Comparison", "compare"]
 
@@ -123,7 +123,7 @@ class Comparison(ArrayEquality):
         """``comparison.png`` and ``comparison.html`` in ``out_dir``; returns the HTML path."""
         import html
 
-        from .report import STYLE
+        from ..report import STYLE
 
         os.makedirs(out_dir, exist_ok=True)
         self.plot().savefig(os.path.join(out_dir, "comparison.png"), dpi=110)
@@ -208,11 +208,11 @@ def compare(estimator, param_grid, X, y, *, store, metric, n_splits=10, n_outer=
     n_splits = validation.check_int(n_splits, "n_splits", low=2)
     n_outer = n_splits if n_outer is None else validation.check_int(n_outer, "n_outer", low=2)
     n_inner = max(2, n_outer - 1) if n_inner is None else validation.check_int(n_inner, "n_inner", low=2)
-    from .metrics import get_metric
+    from ..metrics import get_metric
 
     m = get_metric(metric)
     if m.kind == "general":
-        from .metrics import metric_names
+        from ..metrics import metric_names
 
         raise InvalidParameterError.of(
             "metric", f"one of {metric_names()} (compare runs protocols that keep "
@@ -222,7 +222,7 @@ def compare(estimator, param_grid, X, y, *, store, metric, n_splits=10, n_outer=
     if not isinstance(random_state, (int, np.integer)) or isinstance(random_state, bool):
         raise InvalidParameterError.of("random_state", "an int (every protocol's seed)",
                                        random_state)
-    from .cluster import resolve_client
+    from ..cluster import resolve_client
 
     c, owned = resolve_client(client)
     try:
@@ -231,7 +231,7 @@ def compare(estimator, param_grid, X, y, *, store, metric, n_splits=10, n_outer=
                     confidence_level, random_state, c, progress)
     finally:
         if owned:
-            from .cluster import close_client
+            from ..cluster import close_client
 
             close_client(c, close_cluster=True)
     label = dict(PROTOCOLS)
@@ -246,7 +246,7 @@ def _check_before_running(chosen, estimator, X, y, m, n_splits, n_outer, n_inner
                           holdout_repeats, n_bootstraps, method):
     """Every argument of every chosen protocol, checked in compare's words before any
     store is written or any fit runs."""
-    from .engine import NestedProtocol
+    from ..engine import NestedProtocol
 
     X = validation.check_X(X)
     target = validation.check_cv_data(estimator, X, y, None, m, n_splits, 1, np.nan, None)[0]
@@ -293,9 +293,9 @@ def _run(chosen, estimator, grid, X, y, store, metric, n_splits, n_outer, n_inne
 
 
 def _cvt_rows(chosen, estimator, grid, X, y, store, metric, n_splits, level, seed, client, progress):
-    from .cube import target_of
-    from .stats import tibshirani_tibshirani
-    from .study import run_study
+    from ..cube import target_of
+    from ..stats import tibshirani_tibshirani
+    from ..study import run_study
 
     study = run_study(estimator, grid, X, y, store=store, metric=metric, n_splits=n_splits,
                       random_state=seed, client=client, progress=progress, refit=False)
@@ -337,8 +337,8 @@ def _holdout_rows(family, estimator, grid, X, y, metric, n_inner, test_size, rep
                   n_bootstraps, method, level, seed, client, progress):
     from sklearn.model_selection import GridSearchCV, ParameterGrid
 
-    from ._resampling import bootstrap_estimate, holdout, repeated_holdout
-    from .metrics import get_metric
+    from ._holdout import bootstrap_estimate, holdout, repeated_holdout
+    from ..metrics import get_metric
 
     from sklearn.model_selection import KFold, StratifiedKFold
 

@@ -27,11 +27,11 @@ import os
 
 import numpy as np
 
-from . import _validation as validation
-from ._random import as_seed_sequence, child_seed, entropy_of
-from .exceptions import InvalidParameterError, StoreMismatchError, UndefinedScoreError
-from .stats import CI_METHODS
-from ._doors import door
+from .. import _validation as validation
+from .._random import as_seed_sequence, child_seed, entropy_of
+from ..exceptions import InvalidParameterError, StoreMismatchError, UndefinedScoreError
+from ..stats import CI_METHODS
+from .._doors import door
 
 __all__ = ["BOOTSTRAP_METHODS", "METHODS", "coverage", "coverage_table"]
 
@@ -62,7 +62,7 @@ def coverage(out_dir, *, protocol="simulation", settings=None, methods=None, n_r
     protocol : {"simulation", "real", "simulation2018"}
         The 2024 paper's simulation or real-data protocol (lower bounds of AUC), or the
         2018 paper's simulation (§5.1: bias of accuracy estimates and inclusion in
-        intervals; see :mod:`bbc_dask._coverage2018`).
+        intervals; see :mod:`bbc_dask.protocols._coverage2018`).
     settings : list of dict, optional
         Simulation: ``a``, ``b`` (the Beta of the true AUCs), ``n_samples``, ``n_configs``,
         ``class0_share`` (the paper's b: the share of class 0). Default :data:`TABLE2_PART`.
@@ -104,7 +104,7 @@ def coverage(out_dir, *, protocol="simulation", settings=None, methods=None, n_r
     """
     design = _design(protocol, settings, methods, n_repetitions, alpha, n_bootstraps, selection,
                  random_state)
-    from .cube import StoreLock
+    from ..cube import StoreLock
 
     os.makedirs(os.path.join(out_dir, "runs"), exist_ok=True)
     with StoreLock(out_dir):
@@ -190,7 +190,7 @@ def _run_path(out_dir, s, r):
 def _run(out_dir, design, client):
     from distributed import as_completed
 
-    from .cluster import resolve_client
+    from ..cluster import resolve_client
 
     todo = [(s, r) for s in range(len(design["settings"])) for r in range(design["n_repetitions"])
             if not os.path.exists(_run_path(out_dir, s, r))]
@@ -224,7 +224,7 @@ def repetition(design, s, r):
         pred, y, folds, truth = _real(setting, seed)
     import warnings
 
-    from .exceptions import BoundAboveObservedWarning
+    from ..exceptions import BoundAboveObservedWarning
 
     rows = []
     for m in design["methods"]:
@@ -238,7 +238,7 @@ def repetition(design, s, r):
 
 
 def _bound(method, pred, y, folds, design, seed):
-    from .stats import bbc, bbc_f, naive_bootstrap, selection_ci
+    from ..stats import bbc, bbc_f, naive_bootstrap, selection_ci
 
     alpha, boots = design["alpha"], design["n_bootstraps"]
     if method in BOOTSTRAP_METHODS:
@@ -260,7 +260,7 @@ def _bound(method, pred, y, folds, design, seed):
 
 
 def _simulated(setting, seed):
-    from .simulate import auc_matrix
+    from ..simulate import auc_matrix
 
     from scipy.stats import norm
 

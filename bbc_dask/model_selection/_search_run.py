@@ -10,9 +10,9 @@ from numbers import Integral
 import numpy as np
 from sklearn.base import clone, is_classifier
 
-from .cluster import current_client
-from .exceptions import InvalidParameterError
-from ._doors import warn
+from ..cluster import current_client
+from ..exceptions import InvalidParameterError
+from .._doors import warn
 
 __all__ = ["cv_results", "given_client", "local_workers", "refit_best", "search_cv"]
 
@@ -61,7 +61,7 @@ def refit_best(search, study, request, X, y):
     process as ``GridSearchCV`` refits."""
     from distributed import Client
 
-    from .engine import refit, submit_with_data
+    from ..engine import refit, submit_with_data
 
     estimator, params = clone(search.estimator), study.params[search.best_index_]
     shipped = request.data.shipped()
@@ -75,8 +75,8 @@ def cv_results(search, study):
     """The study's ``cv_results_``; with a number as ``error_score``, the failed
     fits' split scores are that number (and their configurations' mean and std count
     it), as in ``GridSearchCV``. The ranks stay the study's: failed last."""
-    from .cube import FAILED
-    from .stats import split_means
+    from ..cube import FAILED
+    from ..stats import split_means
 
     out = dict(study.cv_results_)
     es = search.error_score
