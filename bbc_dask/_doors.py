@@ -10,9 +10,11 @@ A door also carries its own names for the engine's parameters (the study file sa
 :meth:`bbc_dask.exceptions.InvalidParameterError.of` and :func:`spelled`, so that no
 message is rewritten as text afterwards.
 
-The outermost door wins: ``run_study`` called by ``compare`` speaks as ``compare``. The
-door lives in a :class:`contextvars.ContextVar`, which a thread or a Dask task does not
-inherit; work sent there takes the door along with :func:`carried`.
+The outermost door wins: ``run_study`` called by ``compare`` speaks as ``compare``. A door
+without a name (the command line's) only lends its spellings (``--overwrite``) to the
+door the command calls. The door lives in a :class:`contextvars.ContextVar`, which a
+thread or a Dask task does not inherit; work sent there takes the door along with
+:class:`carried`.
 
 This module imports nothing of the package: every layer may read it.
 
@@ -52,7 +54,8 @@ __all__ = ["COMMAND_LINE", "SEARCH_NAMES", "STUDY_FILE", "Door", "by_class", "ca
 @dataclass(frozen=True)
 class Door:
     """A public entry point: its ``name`` in messages, and ``names``, pairs of (the
-    engine's name, this door's name) for parameters and advice it spells differently."""
+    engine's name, this door's name) for parameters and advice it spells differently. A
+    door named None lends its names to the next door in (the command line's)."""
 
     name: str
     names: tuple = ()
@@ -76,15 +79,25 @@ STUDY_FILE = Door("the study file", (
     ("groups", "cv.groups"), ("n_outer", "protocol.n_outer"), ("n_inner", "protocol.n_inner"),
     ("overwrite=True", "--overwrite")))
 
-#: The command line's other commands (a store opened, verified, estimated).
-COMMAND_LINE = Door("bbc-dask", (("overwrite=True", "--overwrite"),))
+#: The command line's other commands: the function each calls speaks (``coverage``,
+#: ``Study.bbc``, ``verify_store``), in the command line's spelling of its advice.
+COMMAND_LINE = Door(None, (("overwrite=True", "--overwrite"),))
 
 _CURRENT = contextvars.ContextVar("bbc_dask_door", default=None)
 
 
 def current():
     """The door the user came in by (:data:`OUTSIDE` if none)."""
-    return _CURRENT.get() or OUTSIDE
+    d = _CURRENT.get()
+    if d is None:
+        return OUTSIDE
+    return d if d.name is not None else Door(OUTSIDE.name, d.names)
+
+
+def _open():
+    """Whether no named door is set: the next door in speaks."""
+    d = _CURRENT.get()
+    return d is None or d.name is None
 
 
 def door_name():
@@ -119,10 +132,13 @@ def _as_door(name, names=None):
 def entered(name, names=None):
     """Within the block, the door is ``name`` (a :class:`Door` or a str with its
     ``names`` table), unless the user already came in by an outer one."""
-    if _CURRENT.get() is not None:
+    if not _open():
         yield current()
         return
-    token = _CURRENT.set(_as_door(name, names))
+    new, lent = _as_door(name, names), _CURRENT.get()
+    if lent is not None:  # a nameless door's spellings, under this door's own
+        new = Door(new.name, lent.names + new.names)
+    token = _CURRENT.set(new)
     try:
         yield current()
     finally:
@@ -140,17 +156,23 @@ def owned_by(name):
         _CURRENT.reset(token)
 
 
-def door(name, names=None):
+def door(name, names=None, *, always=False):
     """Decorate a public entry point: errors below it name ``name``.
 
     ``name`` is a str, a :class:`Door`, or a function of the decorated function's
-    arguments giving one (a method named by its class: ``lambda self, *a, **k:
-    type(self).__name__``).
+    arguments giving one (a method named by its class: :func:`by_class`). ``always``: the
+    function speaks for its own arguments even when another door called it — they reach
+    it as one argument of that door (``make_client``'s as ``run_study``'s ``client``
+    dict, ``Dropping``'s as its ``dropping`` dict), so the outer door has no such
+    parameter to name.
     """
     def decorate(fn):
         @functools.wraps(fn)
         def entry(*args, **kwargs):
-            if _CURRENT.get() is not None:  # an outer door speaks
+            if always:
+                with owned_by(name(*args, **kwargs) if callable(name) else name):
+                    return fn(*args, **kwargs)
+            if not _open():  # an outer door speaks
                 return fn(*args, **kwargs)
             with entered(name(*args, **kwargs) if callable(name) else name, names):
                 return fn(*args, **kwargs)
@@ -179,7 +201,9 @@ class carried:
     """``fn`` to be called in another thread or a Dask task, inside this door.
 
     A ``ContextVar`` is not inherited there; the door goes as data, like the task's other
-    arguments (a frozen, picklable record).
+    arguments (a frozen, picklable record). The task's door is always the one it was sent
+    from: a cluster of threads started inside another door (``make_client``) keeps that
+    door in its event loop, which must not speak for the tasks it runs.
     """
 
     fn: object
@@ -190,10 +214,11 @@ class carried:
             object.__setattr__(self, "through", current())
 
     def __call__(self, *args, **kwargs):
-        if self.through == OUTSIDE or _CURRENT.get() is not None:
+        token = _CURRENT.set(None if self.through == OUTSIDE else self.through)
+        try:
             return self.fn(*args, **kwargs)
-        with entered(self.through):
-            return self.fn(*args, **kwargs)
+        finally:
+            _CURRENT.reset(token)
 
     @property
     def __name__(self):  # Dask names a task by its function

@@ -62,7 +62,7 @@ _POD_SECURITY = {
 }
 
 
-@door("kubernetes_cluster_spec")
+@door("kubernetes_cluster_spec", always=True)
 def kubernetes_cluster_spec(**options):
     """The ``DaskCluster`` custom resource that ``make_client(kind="kubernetes")`` creates.
 
@@ -338,7 +338,7 @@ def _start_method(method):
         _FORKSERVER_ENV["env"] = _environment_now()  # what the server started with
 
 
-@door("make_client")
+@door("make_client", always=True)
 def make_client(kind="local", *, security=None, profile=False, start_method=START_METHOD,
                 set_as_default=True, **options):
     """A :class:`distributed.Client` on a new or existing cluster.

@@ -52,6 +52,7 @@ class Study(StudyEstimates):
         :func:`open_study`.
     """
 
+    @door("open_study")
     def __init__(self, store, final_model=None, storage_options=None, scoring=None):
         self._attach(open_cube(store, storage_options=storage_options), final_model, scoring)
 

@@ -194,6 +194,52 @@ def test_the_outermost_door_speaks_in_its_own_names():
     assert got[0].filename == __file__  # a door's wrapper is not counted in stacklevel
 
 
+def test_a_task_speaks_for_the_door_it_was_sent_from():
+    """A cluster of threads started inside one door (``make_client``) keeps it in its event
+    loop; a task sent there from another door speaks for the door it was sent from."""
+    from bbc_dask._doors import carried, door_name
+
+    with entered("outer"):
+        assert carried(door_name, bbc_dask._doors.Door("sent from"))() == "sent from"
+    client = bbc_dask.make_client(kind="local", processes=False, n_workers=1,
+                                  threads_per_worker=1, dashboard_address=":0")
+    try:
+        with entered("run_study"):
+            assert client.submit(carried(door_name), pure=False).result() == "run_study"
+    finally:
+        bbc_dask.cluster.close_client(client, close_cluster=True)
+
+
+def test_a_dict_of_another_functions_arguments_is_checked_in_its_name(tmp_path):
+    """``run_study(client={...})`` and ``run_study(dropping={...})`` hand their dict to
+    ``make_client`` and ``Dropping``: a bad key is named as theirs (run_study has no such
+    parameter), as it was before the doors."""
+    from sklearn.tree import DecisionTreeClassifier
+
+    X, y = np.random.default_rng(0).normal(size=(40, 3)), np.arange(40) % 2
+    grid = {"max_depth": [1, 2]}
+    with pytest.raises(E.InvalidParameterError, match=r"^The 'alpha' parameter of Dropping must"):
+        bbc_dask.run_study(DecisionTreeClassifier(), grid, X, y, store=tmp_path / "a.zarr",
+                           metric="accuracy", n_splits=2, dropping={"alpha": 3}, progress=False)
+    with pytest.raises(E.InvalidParameterError, match=r"^The 'kind' parameter of make_client must"):
+        bbc_dask.run_study(DecisionTreeClassifier(), grid, X, y, store=tmp_path / "b.zarr",
+                           metric="accuracy", n_splits=2, client={"kind": "nope"}, progress=False)
+
+
+def test_a_command_names_the_function_it_calls_in_the_command_lines_words(tmp_path):
+    """The command line's door has no name of its own: ``bbc-dask coverage`` speaks as
+    ``coverage``; its spellings (``--overwrite``) still apply to what the command calls."""
+    from click.testing import CliRunner
+
+    from bbc_dask._doors import COMMAND_LINE, spelled
+    from bbc_dask.cli import main
+
+    out = CliRunner().invoke(main, ["coverage", str(tmp_path / "c"), "--setting", "bogus=1"])
+    assert out.exit_code == 2 and "parameter of coverage" in out.output, out.output
+    with entered(COMMAND_LINE), entered("verify_store"):
+        assert (bbc_dask._doors.door_name(), spelled("overwrite=True")) == ("verify_store", "--overwrite")
+
+
 def test_of_words_every_argument_error_alike():
     with entered("run_study"):
         err = E.InvalidParameterError.of("store", "a path", {"k": list(range(100))}, note="Hint.")

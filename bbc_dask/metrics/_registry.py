@@ -56,7 +56,7 @@ from ..exceptions import InvalidParameterError
 from ._pointwise import (_Accuracy, _BalancedAccuracy, _F1, _NegLogLoss, _NegMAE, _NegMSE,
                          _R2, _R2Corr)
 from ._ranking import _CIndex, _RocAuc, _RocAucOvo
-from .._doors import door_name
+from .._doors import door, door_name
 
 
 @dataclass(frozen=True)
@@ -261,6 +261,7 @@ def _accepted():
             f"sklearn.metrics.get_scorer_names() or a sklearn.metrics.make_scorer object")
 
 
+@door("get_metric")
 def get_metric(metric, *, name="metric") -> Metric:
     """Look up a metric: a :class:`Metric` passes through; a registered name gives its
     kernels; any other scorer name of scikit-learn, or a ``make_scorer`` object, gives

@@ -21,7 +21,7 @@ from .. import _tuning as tuning
 from .. import _validation as validation
 from .._random import as_seed_sequence, child_generator, child_seed
 from ..exceptions import InvalidParameterError, StudyError, UndefinedScoreError
-from .._doors import door, door_name
+from .._doors import carried, door, door_name
 
 __all__ = ["bootstrap_estimate", "holdout", "repeated_holdout"]
 
@@ -234,23 +234,24 @@ def _groups(items, client):
     return [items[i:i + size] for i in range(0, len(items), size)]
 
 
-def run_tasks(c, progress, fn, groups, X, y, estimator, *args):
+def run_tasks(c, progress, fn, groups, X, y, estimator, *args, label):
     """``[fn(estimator, group, *args, X, y)]`` for each group, on the client ``c``, in
     order; X and y are shipped once, as tasks holding them (not scattered: scattered data
     is gone with the worker that held it, and every task needing it would be cancelled;
-    a task's result is computed again on another worker)."""
+    a task's result is computed again on another worker). ``label``: the progress bar's,
+    the protocol's name; each task speaks in the user's door (:class:`carried`)."""
     from distributed import as_completed
 
     from ..chunked import held
 
     X_f, y_f = (c.submit(held, a, pure=False) for a in (X, y))
-    futures = [c.submit(fn, estimator, g, *args, X_f, y_f, pure=False, retries=3)
+    futures = [c.submit(carried(fn), estimator, g, *args, X_f, y_f, pure=False, retries=3)
                for g in groups]
     bar = None
     if progress:
         from tqdm.auto import tqdm
 
-        bar = tqdm(total=len(futures), unit="task", desc=door_name(), file=sys.stderr,
+        bar = tqdm(total=len(futures), unit="task", desc=label, file=sys.stderr,
                    dynamic_ncols=True, mininterval=0.5)
     try:
         for fut in as_completed(futures):
@@ -438,7 +439,8 @@ def repeated_holdout(estimator, X, y, *, metric, n_repeats, test_size, confidenc
     def run(c):
         return _groups(splits, c)
 
-    parts = _run_grouped(client, progress, holdout_task, run, X, y, estimator, scoring)
+    parts = _run_grouped(client, progress, holdout_task, run, X, y, estimator, scoring,
+                         label="repeated_holdout")
     flat = [item for part in parts for item in part]
     scores = np.array([o.score for o in flat])
     stats = _stats()
@@ -449,13 +451,13 @@ def repeated_holdout(estimator, X, y, *, metric, n_repeats, test_size, confidenc
         float(sum(o.fit_time for o in flat)), time.perf_counter() - t0, clipped)
 
 
-def _run_grouped(client, progress, fn, make_groups, X, y, estimator, *args):
+def _run_grouped(client, progress, fn, make_groups, X, y, estimator, *args, label):
     """``run_tasks`` whose groups are cut once the client (and its thread count) is known."""
     from ..cluster import close_client
 
     c, owned = _open_client(client, progress)
     try:
-        return run_tasks(c, progress, fn, make_groups(c), X, y, estimator, *args)
+        return run_tasks(c, progress, fn, make_groups(c), X, y, estimator, *args, label=label)
     finally:
         if owned:
             close_client(c, close_cluster=client is None or isinstance(client, dict))
@@ -532,7 +534,7 @@ def bootstrap_estimate(estimator, X, y, *, metric, n_bootstraps, method, random_
         return _groups(list(indices), c)
 
     parts = _run_grouped(client, progress, bootstrap_task, make_groups, X, y,
-                         estimator, scoring, method == ".632+")
+                         estimator, scoring, method == ".632+", label="bootstrap_estimate")
     oob, resub, gamma, fit = np.concatenate(parts, axis=1)
     per_round, rate = stats.point632(oob, resub, method, gamma)
     plus = method == ".632+"

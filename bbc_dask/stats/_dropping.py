@@ -56,7 +56,7 @@ class Dropping:
     min_predictions: int = 50
     test_last_wave: bool = True
 
-    @door("Dropping")
+    @door("Dropping", always=True)
     def __post_init__(self):
         validation.check_real_open(self.alpha, "alpha", 0.5, 1.0)
         validation.check_int(self.n_bootstraps, "n_bootstraps")
