@@ -87,8 +87,7 @@ def kubernetes_cluster_spec(**options):
         name=opts["name"], image=opts["image"], n_workers=opts["n_workers"],
         resources=copy.deepcopy(opts["resources"]), env=dict(opts["env"]) or None,
         worker_command=worker_cmd, scheduler_service_type=opts["scheduler_service_type"],
-        idle_timeout=opts["idle_timeout"],
-    )
+        idle_timeout=opts["idle_timeout"])
     spec["metadata"]["namespace"] = opts["namespace"]
     spec["metadata"]["labels"] = {"app.kubernetes.io/name": "bbc-dask",
                                   "app.kubernetes.io/component": "dask-cluster"}
@@ -408,8 +407,9 @@ def make_client(kind="local", *, security=None, profile=False, start_method=STAR
                 # every worker's nanny, those a scale-up adds too: a nanny's worker starts
                 # with dask.config.set of its config, where dotted keys set one value each
                 opts["config"] = {**settings, **(opts.get("config") or {})}
+            # a cluster of threads forks no server: it must not record the environment
             with _workers_ignore_sigint(), _malloc_thresholds(), dask.config.set(settings), \
-                    _start_method(start_method):
+                    _start_method(start_method if opts["processes"] else None):
                 client = Client(LocalCluster(**opts), security=security,
                                 set_as_default=set_as_default)
             # Closing the client then closes its cluster too, as for Client(n_workers=...)

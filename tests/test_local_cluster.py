@@ -34,6 +34,21 @@ def test_local_workers_start_with_the_study_modules_imported(method):
     assert all(("multiprocessing.forkserver" in v["parent"]) == forked for v in seen), seen
 
 
+def test_a_cluster_of_threads_records_no_fork_server_environment():
+    """A cluster of threads forks no worker: it must not record the environment the fork
+    server "started with", or a later change (scikit-learn sets KMP_* variables when first
+    imported) would send every later cluster's workers to spawn (found by the suite's
+    order: a test of threads ran first)."""
+    import subprocess
+
+    code = ("import bbc_dask as bd, bbc_dask.cluster as cl\n"
+            "c = bd.make_client('local', processes=False, n_workers=1, dashboard_address=':0')\n"
+            "cl.close_client(c, close_cluster=True)\n"
+            "print('recorded', sorted(cl._FORKSERVER_ENV))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and "recorded []" in out.stdout, out.stderr[-2000:]
+
+
 def test_workers_a_cluster_adds_later_get_its_settings():
     """A worker a scale-up adds (``cluster.scale``, ``adapt``) runs without the task
     profiler and with the slower diagnostics, as the first ones."""
