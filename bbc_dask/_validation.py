@@ -410,7 +410,7 @@ def _label_error(metric, classes, bad):
 
 
 def _nan_hint():
-    """What a NaN prediction means to ``caller``, when it can take it."""
+    """What a NaN prediction means to the door the user called, when it can take it."""
     return (" NaN marks a cell not predicted (an incomplete CV): bbc(include_incomplete=True) "
             "takes it." if door_name() == "bbc" else "")
 
@@ -494,8 +494,8 @@ def worded_elsewhere(message):
 
 
 def reject_unknown(kwargs, allowed, *, what="keyword argument"):
-    """TypeError naming the first keyword of ``kwargs`` that ``caller`` does not take, as
-    Python words it."""
+    """TypeError naming the first keyword of ``kwargs`` that the door the user called does
+    not take, as Python words it."""
     for k in kwargs:
         if k not in allowed:
             raise InvalidParameterError(f"{door_name()} got an unexpected {what} {k!r} (it takes "

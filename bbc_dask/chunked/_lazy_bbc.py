@@ -45,7 +45,7 @@ def lazy_bbc(predictions, y, *, metric, n_bootstraps, confidence_level, random_s
 def _along_samples(m, src):
     """The BBC that cuts ``src`` along samples for metric ``m`` (:func:`_bbc_pointwise`
     or :func:`_bbc_by_tiles`, each ``(src, target, m, n_bootstraps, confidence_level,
-    random_state, caller)``), or None: along configurations."""
+    random_state)``), or None: along configurations."""
     if _by_samples(m, src):
         return _bbc_pointwise
     return _bbc_by_tiles if _by_tiles(m, src.n) else None

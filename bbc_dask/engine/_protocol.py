@@ -179,7 +179,7 @@ class SplitsProtocol(Protocol):
     @classmethod
     def from_cv(cls, cv, n, y, groups, name):
         """The protocol of ``cv`` (a splitter or an iterable of pairs) over ``n`` samples;
-        an InvalidParameterError naming ``name`` and ``caller`` if its test sets do not
+        an InvalidParameterError naming ``name`` (and the door) if its test sets do not
         partition the samples into repeats with the same number of folds."""
         if isinstance(cv, (str, bytes)) or not (hasattr(cv, "split") or hasattr(cv, "__iter__")):
             raise InvalidParameterError.of(
