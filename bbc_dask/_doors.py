@@ -169,12 +169,10 @@ def door(name, names=None, *, always=False):
     def decorate(fn):
         @functools.wraps(fn)
         def entry(*args, **kwargs):
-            if always:
-                with owned_by(name(*args, **kwargs) if callable(name) else name):
-                    return fn(*args, **kwargs)
-            if not _open():  # an outer door speaks
+            if not (always or _open()):  # an outer door speaks
                 return fn(*args, **kwargs)
-            with entered(name(*args, **kwargs) if callable(name) else name, names):
+            this = name(*args, **kwargs) if callable(name) else name
+            with owned_by(this) if always else entered(this, names):
                 return fn(*args, **kwargs)
 
         entry.__door__ = name

@@ -36,7 +36,7 @@ STREAMS = {
 }
 
 
-def as_seed_sequence(random_state, *, name="random_state", ):
+def as_seed_sequence(random_state, *, name="random_state"):
     """Turn ``random_state`` into a :class:`numpy.random.SeedSequence`.
 
     A ``Generator`` or ``RandomState`` is consumed once (128 bits of entropy are drawn

@@ -20,7 +20,7 @@ __all__ = ["bbc_over_blocks", "bbc_over_table", "lazy_bbc"]
 
 
 def lazy_bbc(predictions, y, *, metric, n_bootstraps, confidence_level, random_state, pos_label,
-             folds=None, selection="pooled", include_incomplete=False, ):
+             folds=None, selection="pooled", include_incomplete=False):
     if _validation.check_bool(include_incomplete, "include_incomplete"):
         raise InvalidParameterError.of(
             "include_incomplete", "False with a Dask- or Zarr-backed cube", True,
@@ -161,7 +161,7 @@ def _bbc_by_tiles(src, target, m, n_bootstraps, confidence_level, random_state):
 
 
 def bbc_over_table(table, blocks, offsets, y, *, metric, n_bootstraps, confidence_level,
-                   random_state, pos_label, ):
+                   random_state, pos_label):
     """BBC of a study's cube: over (sample run, group of stored chunks) tasks reading
     ``table`` (a :class:`~bbc_dask.cube.SampleTable`) for a pointwise metric of more
     than one sample block — a task's memory then does not grow with N x its group —
@@ -178,7 +178,7 @@ def bbc_over_table(table, blocks, offsets, y, *, metric, n_bootstraps, confidenc
 
 
 def bbc_over_blocks(blocks, offsets, y, *, metric, n_bootstraps, confidence_level, random_state,
-                    pos_label, class_coord=None, ):
+                    pos_label, class_coord=None):
     """BBC over configuration blocks holding every sample (ZarrBlocks, a study's
     CubeBlocks or Dask delayed arrays) whose configurations start at ``offsets``: one
     task prepares each block once, the counts of each group of seed blocks are drawn

@@ -17,7 +17,7 @@ __all__ = ["fold_matrix_over_blocks", "lazy_bbc_f"]
 
 
 def lazy_bbc_f(predictions, y, folds, *, metric, n_bootstraps, confidence_level, random_state,
-               pos_label, block_size=None, ):
+               pos_label, block_size=None):
     """BBC-F of a lazy cube: its fold × configuration matrix built on the cluster
     (:func:`_lazy_fold_matrix`; small: R·K rows), then bootstrapped on the client as in
     memory."""
