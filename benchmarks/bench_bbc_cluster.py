@@ -28,7 +28,7 @@ Stores are chunked (32,768 samples, 25 configurations, 2 repeats), compressed wi
 the engine's own cubes: a chunk along samples is one sample block of the bootstrap draws,
 so each chunk is read once.
 
-Run: ``python benchmarks/bench_bbc_cluster.py [--quick] [--limit 400MB] [--no-s3]
+Run: ``python benchmarks/bench_bbc_cluster.py [--quick] [--limit 400MB (1GB with --quick)] [--no-s3]
 [--skip-speed] [--skip-local] [--skip-study] [--skip-tiles]``.
 """
 import argparse
@@ -391,13 +391,21 @@ def moto_server():
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--limit", default="400MB")
+    ap.add_argument("--limit", default=None,
+                    help="each worker's memory limit (400MB; 1GB with --quick)")
     ap.add_argument("--no-s3", action="store_true")
     ap.add_argument("--skip-speed", action="store_true")
     ap.add_argument("--skip-local", action="store_true")
     ap.add_argument("--skip-study", action="store_true")
     ap.add_argument("--skip-tiles", action="store_true")
     args = ap.parse_args()
+    if args.limit is None:
+        # --quick is a smoke run: its cubes are tiny, so what a worker holds is its own
+        # baseline (the interpreter, numba's ranking kernels, s3fs), which peaks at up to
+        # ~340 MiB with ROC AUC from S3; 400 MB pauses at 305 MiB. 1 GB pauses at 763 MiB,
+        # twice that peak and more, so the run's "no restart/pause" does not hang on the
+        # machine's noise. The full run's 400 MB is the claim measured (docs/scale.md).
+        args.limit = "1GB" if args.quick else "400MB"
     _imports()
     n, c, c_auc, B = (40_000, 60, 20, 64) if args.quick else (50_000, 400, 100, 200)
     big = {("accuracy", 1_000_000, 100): "acc", ("roc_auc", 200_000, 100): "auc"}

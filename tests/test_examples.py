@@ -61,5 +61,5 @@ def test_cluster_benchmark_runs_in_quick_mode():
     # cubes' BBC and BBC-F, a study's store (stored by fold) and its dropping test, from
     # local disk (folds cut along slots, and whole) and from S3; a ranking metric's BBC
     # and BBC-F by pairs of sample tiles
-    assert out.count("equal: True") == 6 + 8 + 6 + 2 and "equal: False" not in out
-    assert out.count("no restart/pause") == 8 + 6 + 2
+    assert out.count("equal: True") == 6 + 8 + 6 + 2 and "equal: False" not in out, out
+    assert out.count("no restart/pause") == 8 + 6 + 2, out
