@@ -48,7 +48,7 @@ import warnings
 from dataclasses import dataclass
 
 __all__ = ["COMMAND_LINE", "SEARCH_NAMES", "STUDY_FILE", "Door", "by_class", "carried", "current", "door",
-           "door_name", "entered", "owned_by", "spelled", "the_parameter", "warn"]
+           "door_name", "entered", "owned_by", "passing", "spelled", "the_parameter", "warn"]
 
 
 @dataclass(frozen=True)
@@ -181,13 +181,27 @@ def door(name, names=None, *, always=False):
     return decorate
 
 
+#: The code of wrappers a warning passes through (see :func:`passing`).
+_PASSING = set()
+
+
+def passing(wrapper):
+    """``wrapper``, a function that only calls another (a method's delegate, a filter of
+    warnings): not counted by :func:`warn`'s ``stacklevel``, as a door's own wrapper is
+    not."""
+    _PASSING.add(wrapper.__code__)
+    return wrapper
+
+
 def warn(message, category=None, stacklevel=1):
     """:func:`warnings.warn` with ``stacklevel`` counted in the package's own frames: a
-    door's wrapper is not one, so a warning still points at the user's line."""
+    door's wrapper is not one, nor a wrapper marked :func:`passing`, so a warning still
+    points at the user's line."""
     frame, level, extra = sys._getframe(1), stacklevel, 0
     while frame is not None and level > 1:
         frame = frame.f_back
-        if frame is not None and frame.f_code.co_filename == __file__:
+        if frame is not None and (frame.f_code.co_filename == __file__
+                                  or frame.f_code in _PASSING):
             extra += 1
         else:
             level -= 1

@@ -20,11 +20,11 @@ PACKAGE = os.path.dirname(bbc_dask.__file__)
 
 #: Each layer and the package modules it must never import (at any depth of a function).
 LAYERS = [
-    ("metrics", ("stats", "chunked", "cube", "engine", "study", "model_selection", "cli", "report", "protocols", "_study_estimates")),
-    ("stats", ("chunked", "cube", "engine", "study", "model_selection", "cli", "report", "protocols", "_study_estimates")),
-    ("chunked", ("cube", "engine", "study", "model_selection", "cli", "report", "protocols", "_study_estimates")),
-    ("cube", ("engine", "study", "model_selection", "cli", "report", "protocols", "_study_estimates")),
-    ("engine", ("study", "model_selection", "cli", "report", "protocols", "_study_estimates")),
+    ("metrics", ("stats", "chunked", "cube", "engine", "study", "model_selection", "cli", "report", "protocols")),
+    ("stats", ("chunked", "cube", "engine", "study", "model_selection", "cli", "report", "protocols")),
+    ("chunked", ("cube", "engine", "study", "model_selection", "cli", "report", "protocols")),
+    ("cube", ("engine", "study", "model_selection", "cli", "report", "protocols")),
+    ("engine", ("study", "model_selection", "cli", "report", "protocols")),
 ]
 
 
@@ -323,7 +323,7 @@ def test_a_store_the_user_may_not_write_is_a_user_error():
 #: underscore name. The package's root-level ``_modules`` (validation, seeds, signals, the
 #: JIT switch, Zarr's block rules) are the shared base every layer may use.
 PACKAGES = ("metrics", "stats", "chunked", "cube", "engine", "cli", "protocols",
-            "model_selection")
+            "model_selection", "study")
 
 
 def _owner(rel_or_mod):
@@ -516,12 +516,26 @@ def test_the_stores_format_stays_inside_cube():
     assert not found, "\n".join(found)
 
 
+def test_a_study_is_composed_of_its_reading_and_its_estimates():
+    """``Study`` reads its store and holds a ``StudyEstimates`` that computes: no mixin
+    (a base class made to pass the size rule), and the estimates know no ``Study``."""
+    from bbc_dask.study import Study, StudyEstimates
+
+    assert Study.__bases__ == (object,) and StudyEstimates.__bases__ == (object,)
+    tree = dict(_modules())[os.path.join("study", "_estimates.py")]
+    assert not {m for m in _imported(os.path.join("study", "_estimates.py"), tree)
+                if m.startswith("study.")}, "the estimates import the study"
+    assert not [n.lineno for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id == "Study"]
+    for name in ("bbc", "bbc_f", "selection_ci", "fold_scores", "fit_scores"):
+        assert getattr(Study, name).__doc__ == getattr(StudyEstimates, name).__doc__
+
+
 def test_the_run_does_not_branch_on_the_protocol():
     """A protocol is a class with hooks (``engine/_protocol.py``): no module of the engine
     compares a protocol's kind; what differs is the protocol's own method."""
     found = []
     for rel, tree in _modules():
-        if not rel.startswith("engine" + os.sep) and rel != "study.py":
+        if not rel.startswith(("engine" + os.sep, "study" + os.sep)):
             continue
         for node in ast.walk(tree):
             if isinstance(node, ast.Compare):

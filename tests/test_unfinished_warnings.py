@@ -67,8 +67,13 @@ def test_each_access_warns_once_as_the_estimates_do(unfinished, name):
             f"pending cell counts as not run). Run the study again to finish it.") in text
     assert ours[0].filename == __file__  # shown at the user's line, not the property's
     with pytest.warns(UnfinishedStudyWarning, match=r"is unfinished \(6 of 24 cells pending; "
-                                                   r"1 of 4 configurations complete\): Study\.bbc "):
+                                                   r"1 of 4 configurations complete\): Study\.bbc ") as est:
         unfinished.bbc(n_bootstraps=20)
+    # the estimates' warnings too, through the study's delegate and its filter of warnings
+    assert [w.filename for w in est if w.category is UnfinishedStudyWarning] == [__file__]
+    with pytest.warns(UnfinishedStudyWarning, match=r"Study\.bbc_f ") as est:
+        unfinished.bbc_f(n_bootstraps=20)
+    assert [w.filename for w in est if w.category is UnfinishedStudyWarning] == [__file__]
 
 
 def test_the_values_are_those_of_the_complete_configurations(unfinished, finished):

@@ -1,23 +1,37 @@
-"""Study: the results of a CVT run, read from its Zarr store."""
+"""Study: the results of a CVT run, read from its Zarr store; its estimates are those of
+the :class:`~bbc_dask.study._estimates.StudyEstimates` it holds."""
 from __future__ import annotations
 
+import functools
 import time
+import warnings
 
 import numpy as np
 
-from ._doors import door
-from ._run_warnings import warn_failures
-from ._study_estimates import StudyEstimates
-from .cube import (DONE, DROPPED, FAILED, PENDING, candidates, complete, failure_groups,
-                   ledger_fold_matrix, open_cube, pooled_scores)
-from .exceptions import StudyNotReadyError
-from .metrics import metric_of_spec
-from .stats import fold_means, grid_ranks, split_means
+from .._doors import door, passing
+from ..cube import (DONE, DROPPED, FAILED, PENDING, complete, failure_groups,
+                    ledger_fold_matrix, load_model, open_cube, pooled_scores)
+from ..exceptions import StoreMismatchError, StudyNotReadyError
+from ..metrics import metric_of_spec
+from ..stats import fold_means, grid_ranks, split_means
+from ._estimates import StudyEstimates, study_seed
 
-__all__ = ["Study", "open_study", "run_study"]
+__all__ = ["Study", "open_study", "study_of"]
 
 
-class Study(StudyEstimates):
+def _estimate(method):
+    """The :class:`Study` method of its estimates' ``method`` (same name, signature and
+    docstring): the study reads, the estimates it holds compute."""
+
+    @functools.wraps(method)
+    @passing
+    def delegated(self, *args, **kwargs):
+        return method(self._estimates, *args, **kwargs)
+
+    return delegated
+
+
+class Study:
     """A cross-validation-with-tuning study backed by its Zarr store.
 
     Returned by :func:`bbc_dask.run_study` and :func:`open_study`. Everything is read from
@@ -70,12 +84,10 @@ class Study(StudyEstimates):
         return study
 
     def _attach(self, cube, final_model, scoring=None):
-        from .engine import protocol_class
+        from ..engine import protocol_class  # the engine, loaded on first use
 
         protocol = protocol_class(cube.protocol_kind)
         if protocol is not None and not protocol.opens_as_study:  # nested CV's
-            from .exceptions import StoreMismatchError
-
             raise StoreMismatchError(
                 f"The store {cube.location.url!r} holds a nested cross-validation, not a "
                 f"study: read it with bbc_dask.open_nested (its repeats are inner CVs that "
@@ -87,6 +99,7 @@ class Study(StudyEstimates):
         self.meta = self._cube.meta  # the store's attributes, as they are (read only)
         self.spec = self._cube.spec
         self.metric = self.spec["metric"]
+        self._estimates = StudyEstimates(cube)
         if "scorer" in self.spec or scoring is not None:
             # a make_scorer study: its metric made known by name in this process (rebuilt
             # from the store for a sklearn.metrics function, else the scorer given again)
@@ -111,7 +124,7 @@ class Study(StudyEstimates):
     @property
     def _configs(self):
         if self._param_objects is None:
-            from .engine import Configurations
+            from ..engine import Configurations
 
             desc = self._cube.configurations
             self._param_objects = (self._from_study_file(desc) or Configurations.from_description(desc)
@@ -128,9 +141,9 @@ class Study(StudyEstimates):
             return None
         from sklearn.model_selection import ParameterGrid
 
-        from ._described import build_search
-        from .engine import Configurations
-        from .exceptions import StudyFileError
+        from .._described import build_search
+        from ..engine import Configurations
+        from ..exceptions import StudyFileError
 
         try:
             rebuilt = Configurations("grid", ParameterGrid(build_search(resolved)[1]))
@@ -150,8 +163,7 @@ class Study(StudyEstimates):
         ``random_state`` of its estimates, so every way of asking (``Study.bbc()``,
         ``bbc-dask estimate``, the report, ``BBCSearchCV``) gives the same numbers. For
         ``run_study(random_state=0)`` it equals ``random_state=0``."""
-        ent = self.spec["seed"]
-        return np.random.SeedSequence(int(ent["entropy"]), spawn_key=tuple(ent["spawn_key"]))
+        return study_seed(self.spec)
 
     def failures(self):
         """The first errors of failed configurations, grouped by message, most frequent
@@ -177,7 +189,7 @@ class Study(StudyEstimates):
         """Indices of the configurations the study selects among and its estimates are
         conditioned on: complete, and not dropped — with BBCD the survivors (a
         configuration dropped after the last wave is complete but not a candidate)."""
-        return np.flatnonzero(candidates(self._cube))
+        return self._estimates.candidates()
 
     @property
     def metadata(self):
@@ -194,8 +206,6 @@ class Study(StudyEstimates):
         """Progress: cells done/failed/dropped/pending, fold waves done, active
         configurations, whether a run holds the store, elapsed and estimated remaining
         seconds of the latest run (remaining from its rate so far; None when unknown)."""
-        import time
-
         st = self._cube.state()
         waves = 0
         for k in range(st.shape[2]):  # a wave is done when no cell of fold k is pending
@@ -223,6 +233,61 @@ class Study(StudyEstimates):
             "complete_configs": int(complete(st).sum()), "configs": int(st.shape[0]),
             "running": running, "elapsed_s": elapsed, "remaining_s": remaining,
         }
+
+    @property
+    def selection(self):
+        """How the study's winner is chosen (``run_study``'s ``selection``):
+        ``"pooled"`` or ``"fold_mean"``."""
+        return self._estimates.selection
+
+    @property
+    def is_bbcd(self):
+        """True when the study ran with BBCD-CV dropping."""
+        return self._estimates.is_bbcd
+
+    @property
+    def dropped(self):
+        """Dropped configurations: a list of ``{"config", "wave", "p_hat"}`` by wave."""
+        dw, dp = self._cube.dropped_waves()
+        out = [{"config": int(c), "wave": int(dw[c]), "p_hat": float(dp[c])}
+               for c in np.flatnonzero(dw >= 0)]
+        return sorted(out, key=lambda d: (d["wave"], d["config"]))
+
+    @property
+    def dropping_log(self):
+        """Per tested wave: active configurations before/after, what was dropped."""
+        return self._cube.decisions()
+
+    @property
+    def models_trained(self):
+        """``(trained, full)``: fits run (done or failed cells) versus the full CVT count."""
+        st = self._cube.state()
+        return int(((st == DONE) | (st == FAILED)).sum()), int(st.size)
+
+    @property
+    def fit_scorers(self):
+        """The labels of :meth:`fit_scores`: ``"test_<name>"`` and ``"train_<name>"`` per
+        scorer a ``BBCSearchCV`` scored by the fitted fold models; () for most studies."""
+        return self._cube.fit_scorer_labels()
+
+    @property
+    def said_unfinished(self):
+        """Whether the command line or the report told the user that the study is
+        unfinished: its estimates then do not warn of it again."""
+        return self._estimates.said_unfinished
+
+    @said_unfinished.setter
+    def said_unfinished(self, value):
+        self._estimates.said_unfinished = bool(value)
+
+    # ---------------------------------------------------------------- estimates
+    unfinished = _estimate(StudyEstimates.unfinished)
+    incomplete_estimable = _estimate(StudyEstimates.incomplete_estimable)
+    bbc = _estimate(StudyEstimates.bbc)
+    bbc_f = _estimate(StudyEstimates.bbc_f)
+    selection_ci = _estimate(StudyEstimates.selection_ci)
+    fold_scores = _estimate(StudyEstimates.fold_scores)
+    fit_scores = _estimate(StudyEstimates.fit_scores)
 
     # ------------------------------------------------------ scikit-learn view
     @property
@@ -281,7 +346,7 @@ class Study(StudyEstimates):
             # model's own scores and its share of its block's fold scoring); NaN for cells
             # fitted by another process or run, whose store keeps their fit times only
             out["mean_score_time"], out["std_score_time"] = _nan_mean_std(sc)
-        self._warn_unfinished(so_far=True)  # once read: not if it raised
+        self._estimates.warn_unfinished(so_far=True)  # once read: not if it raised
         return out
 
     @property
@@ -290,16 +355,16 @@ class Study(StudyEstimates):
         """The winner among the :meth:`candidates` by the study's :attr:`selection` (the
         configuration refit); an unfinished study's, from the configurations complete so
         far, with an :class:`~bbc_dask.exceptions.UnfinishedStudyWarning`."""
-        best = self._winner()
-        self._warn_unfinished(so_far=True)
+        best = self._estimates.winner()
+        self._estimates.warn_unfinished(so_far=True)
         return best
 
     @property
     @door("Study.best_params_")
     def best_params_(self):
         """The parameters of :attr:`best_index_` (which see: the same warning)."""
-        best = self._winner()  # not best_index_: one warning per access
-        self._warn_unfinished(so_far=True)
+        best = self._estimates.winner()  # not best_index_: one warning per access
+        self._estimates.warn_unfinished(so_far=True)
         return self._configs[best]
 
     @property
@@ -308,8 +373,8 @@ class Study(StudyEstimates):
         """The winner's CV score by the study's :attr:`selection` — pooled, or the mean of
         its fold scores (``mean_test_score``): the naive, optimistic CVT estimate, which
         is ``Study.bbc().naive_estimate`` (warns as :attr:`best_index_`)."""
-        best = self._winner()
-        self._warn_unfinished(so_far=True)
+        best = self._estimates.winner()
+        self._estimates.warn_unfinished(so_far=True)
         if self.selection == "fold_mean":
             return float(fold_means(ledger_fold_matrix(self._cube, np.array([best]))[0])[0])
         return float(pooled_scores(self._cube, np.array([best])).mean())
@@ -335,8 +400,6 @@ class Study(StudyEstimates):
         trusted : list of str, default=None
             Extra type or function names to trust (as skops lists them).
         """
-        from .cube import load_model
-
         info = self.final_model_record
         if not info:
             raise StudyNotReadyError(f"The study at {self.store!r} has no final model (refit=False or not finished).")
@@ -362,180 +425,10 @@ def open_study(store, storage_options=None, scoring=None):
     return Study(store, storage_options=storage_options, scoring=scoring)
 
 
-@door("run_study")
-def run_study(
-    estimator,
-    param_grid=None,
-    X=None,
-    y=None,
-    *,
-    store,
-    metric,
-    n_splits=10,
-    n_repeats=1,
-    cv=None,
-    groups=None,
-    param_distributions=None,
-    n_iter=10,
-    error_score=np.nan,
-    pos_label=None,
-    refit=True,
-    random_state=None,
-    client=None,
-    overwrite=False,
-    progress=True,
-    configs_per_task=None,
-    dropping=None,
-    metadata=None,
-    storage_options=None,
-    security=None,
-    selection="pooled",
-    fit_params=None,
-):
-    """Cross-validate every configuration on Dask into a resumable Zarr prediction cube.
-
-    Every configuration (grid point or random draw) is K-fold cross-validated (stratified
-    for classification, grouped with ``groups``), ``n_repeats`` times with partitions from
-    spawned seeds. Out-of-sample predictions go into the cube at ``store``; the winner
-    (best pooled CV score, as :func:`bbc_dask.bbc` selects, or by ``selection``) is refit
-    on all data.
-
-    Calling it again with the same arguments and store resumes: finished cells are read
-    back, not recomputed. A store of another study is refused (the error lists what
-    differs) unless ``overwrite=True``.
-
-    Parameters
-    ----------
-    estimator : scikit-learn estimator or Pipeline
-    param_grid : dict or list of dicts, default=None
-        As in ``GridSearchCV``.
-    X : array-like or DataFrame of shape (N, n_features)
-    y : array-like of shape (N,)
-    store : str or path
-        Directory of the Zarr store, or an fsspec URL (``s3://bucket/study.zarr``; needs
-        ``bbc-dask[s3]`` for S3). On an object store the run lock is a lease object renewed
-        by a heartbeat (see :class:`bbc_dask.cube.ObjectStoreLock`).
-    metric : str or scikit-learn scorer
-        A :mod:`bbc_dask.metrics` name (compiled kernels); decides what is stored: the
-        positive-class decision function or probability (``roc_auc``), class labels
-        (``accuracy``, ``balanced_accuracy``, ``f1``), all class probabilities
-        (``roc_auc_ovr``, ``neg_log_loss``) or predicted values (regression). Or any
-        other name of :func:`sklearn.metrics.get_scorer_names` that scores a classifier
-        or a regressor, or a :func:`sklearn.metrics.make_scorer` object: the cube stores
-        the scorer's response (labels or values for ``predict``, one column per class for
-        ``predict_proba``/``decision_function``) and every score is the scorer's own
-        function on it, with this study's ``pos_label`` (the scorer's own ``pos_label``
-        sets it). Those are slow (a scikit-learn call per bootstrap and configuration:
-        minutes for BBC with 1,000 bootstraps and 50 configurations), in memory only, and
-        take no ``dropping``; a store reopened rebuilds a ``make_scorer`` of a
-        :mod:`sklearn.metrics` function only (else ``open_study(store, scoring=...)``).
-        A plain callable ``scorer(estimator, X, y)`` is refused (no fold models are
-        kept; :class:`~bbc_dask.BBCSearchCV` scores each fold's model with one). See
-        docs/usage.md, "Metrics".
-    n_splits : int, default=10
-    n_repeats : int, default=1
-    cv : scikit-learn splitter, iterable of (train, test) pairs or Protocol, default=None
-        The user's own splits instead of ``n_splits`` × ``n_repeats`` K-fold (leave those
-        at their defaults): ``GroupKFold``, ``PredefinedSplit``, ``RepeatedKFold``, a list
-        of index arrays... Consecutive test sets that together hold every sample once make
-        one repeat, and every model is trained on all samples outside its test set: BBC
-        and BBC-F resample whole samples and folds, so they are defined on such splits
-        only. Splitters that train on a part of the rest (``TimeSeriesSplit``) or whose
-        test sets overlap (``ShuffleSplit``) are refused. The splits are taken once; the
-        store records their digest, so a resume with other splits is refused (give a
-        shuffling splitter a ``random_state``). A :class:`bbc_dask.Protocol` (one of your
-        own, registered with :func:`bbc_dask.register_protocol`) gives its folds and hooks.
-    groups : array-like of shape (N,), default=None
-        Group labels: folds never split a group (also passed to ``cv.split``).
-    param_distributions : dict, default=None
-        Random search (``ParameterSampler``) with ``n_iter`` draws instead of a grid.
-    n_iter : int, default=10
-    error_score : np.nan or "raise", default=np.nan
-        A configuration that raises gets NaN predictions and its error text is recorded;
-        with ``"raise"`` the study stops with an error naming the configuration.
-    pos_label : label, default=None
-        Positive class for binary metrics (default: the larger label).
-    refit : bool, default=True
-        Refit the winner on all data as a task; saved with skops (no pickle).
-    random_state : int, SeedSequence, Generator or None
-        The seed of the folds (one spawned child per repeat) and of random search. With
-        None a fresh seed is drawn and recorded; a resume with None reuses it.
-    client : distributed.Client, str, dict or None
-        An existing client, a scheduler address, None for a local cluster of processes (one
-        thread each), or a dict of :func:`bbc_dask.make_client` arguments (``{"kind":
-        "local", "n_workers": 4}``); the last two are started and closed by the run.
-    overwrite : bool, default=False
-        Replace an existing study store at ``store``.
-    progress : bool, default=True
-        A progress bar of tasks per wave (and the dashboard link of a started cluster).
-    configs_per_task : int or None, default=None
-        Configurations per block: the cube's chunk size along ``config`` (fixed when the
-        store is created) and the smallest unit of work. A task fits one or more
-        blocks on one training set: blocks are grouped by their measured fit times so that
-        a task lasts about 1 s, hence small blocks cost little. None: 1 for up to
-        127 configurations, then ``n_configs // 64`` up to 10 — small blocks balance the
-        waves of uneven grids (a forest next to a logistic regression), large grids keep
-        the number of chunk files down.
-    dropping : bool or Dropping, default=None
-        BBCD-CV: after each fold wave, drop the configurations that are worse than the
-        current best with bootstrap probability > ``alpha`` (``True`` = ``Dropping()``);
-        dropped configurations train no further folds. The test runs as a task on the
-        cluster; its decisions are persisted before the next wave and replayed on resume.
-    metadata : dict, default=None
-        JSON-serialisable description stored with the study when the store is created
-        (the command line keeps the resolved study file there); ``Study.metadata``.
-    storage_options : dict, default=None
-        fsspec options of a URL ``store`` (credentials, ``client_kwargs={"endpoint_url":
-        ...}``); they also travel with the tasks that read the cube.
-    security : distributed.security.Security, dict or None
-        TLS settings of the clients this run creates (a scheduler address in ``client``,
-        or the local cluster, which then runs over TLS). A dict is passed to ``Security``
-        (e.g. ``{"tls_ca_file": ..., "tls_client_cert": ..., "tls_client_key": ...}``).
-    selection : {"pooled", "fold_mean"}, default="pooled"
-        How the winner is chosen among the candidates (complete and not dropped) — the model refit, the
-        study's ``best_index_`` and the ``selected_config`` of :meth:`Study.bbc`: the best
-        score on the pooled out-of-sample predictions (mean over repeats; the 2018
-        paper's CVT), or the best mean of its (repeat, fold) scores (the 2024 paper's
-        code, BBC-F's winner). Recorded with the study.
-    fit_params : dict, default=None
-        Parameters of every ``estimator.fit`` (``{"sample_weight": w}``; for a Pipeline,
-        ``{"logisticregression__sample_weight": w}``): an array-like with one row per
-        sample is sliced to each training set, as ``GridSearchCV`` slices them, and given
-        whole to the refit; other values are passed as they are. They travel to the
-        workers as X does, and their digest is recorded with the study: a resume with other
-        fit parameters is refused. Not in nested cross-validation.
-
-    Returns
-    -------
-    Study
-
-    References
-    ----------
-    .. [1] Tsamardinos, Greasidou, Borboudakis, Machine Learning 107 (2018), Algorithm 2.
-    """
-    t0 = time.perf_counter()  # the engine's first import is on the user's clock too
-    from .engine import Execution, Resampling, Scoring, Search, Storage, StudyRequest, run_cvt
-
-    request = StudyRequest.build(
-        estimator, X, y, search=Search(param_grid, param_distributions, n_iter),
-        scoring=Scoring(metric, pos_label, error_score, selection),
-        storage=Storage(store, storage_options),
-        resampling=Resampling(n_splits, n_repeats, cv, groups),
-        execution=Execution(client, security, progress, configs_per_task, overwrite, refit),
-        dropping=dropping, random_state=random_state, metadata=metadata, fit_params=fit_params)
-    checked = time.perf_counter() - t0
-    study = study_of(run_cvt(request))
-    study.run_seconds_ = {"request": checked, **study.run_seconds_}
-    warn_failures(study, stacklevel=2)
-    return study
-
-
 def _nan_mean_std(a):
     """NumPy's mean and standard deviation of each row of ``a`` over its finite values;
     NaN for a row without one, quietly (a study opened from its store has no score
     times)."""
-    import warnings
-
     with warnings.catch_warnings():  # the driver's main thread: no worker shares it
         warnings.simplefilter("ignore", RuntimeWarning)
         return np.nanmean(a, axis=1), np.nanstd(a, axis=1)

@@ -1,44 +1,50 @@
 """A study's estimates: BBC, BBC-F, BBCD and the 2024 paper's comparators on the store's
-configurations (the half of :class:`bbc_dask.Study` that computes; the other half reads)."""
+configurations. A :class:`~bbc_dask.Study` reads its store and holds one
+:class:`StudyEstimates`, which computes from the store's gateway alone (it knows no
+:class:`~bbc_dask.Study`)."""
 from __future__ import annotations
 
 import dataclasses
+import functools
+import inspect
+import warnings
 
 import numpy as np
 
-from . import _sklearn_compat as compat
-from . import _tuning as tuning
-from . import _validation as validation
-from .chunked import refuse_general, use_chunked
-from .cluster import current_client
-from .cube import DONE, DROPPED, FAILED, fill_untrained, ledger_fold_matrix, select_winner, target_of
-from .exceptions import StudyNotReadyError, UndefinedScoreError
-from .stats import (
+from .. import _sklearn_compat as compat
+from .. import _tuning as tuning
+from .. import _validation as validation
+from .._doors import door, door_name, owned_by, passing, warn
+from ..chunked import bbc_over_table, refuse_general, use_chunked
+from ..cluster import current_client
+from ..cube import (DONE, DROPPED, FAILED, PENDING, candidates, complete, failure_groups,
+                    fill_untrained, ledger_fold_matrix, select_winner, target_of)
+from ..exceptions import (InvalidParameterError, LabelsAsScoresWarning, StudyNotReadyError,
+                          UndefinedScoreError, UnfinishedStudyWarning)
+from ..metrics import get_metric
+from ..stats import (
     SELECTIONS,
     bbc_f_of_matrix,
     bbc_incomplete,
     check_fold_matrix,
+    fold_score_matrix,
+    selection_ci,
     with_fold_mean_winner,
 )
-from .stats import bbc as in_memory_bbc
-from .stats import bbc_f as in_memory_bbc_f
-from ._doors import door, door_name, owned_by, warn
+from ..stats import bbc as in_memory_bbc
+from ..stats import bbc_f as in_memory_bbc_f
 
-__all__ = ["StudyEstimates", "study_scores"]
+__all__ = ["StudyEstimates", "study_seed"]
 
 
 def study_scores(method):
     """``method`` without :class:`~bbc_dask.exceptions.LabelsAsScoresWarning`: a study's
     predictions are what its metric needs by construction (scores of fully grown trees
     can be 0 and 1)."""
-    import functools
 
     @functools.wraps(method)
+    @passing  # a warning inside still points at the user's line
     def wrapped(*args, **kwargs):
-        import warnings
-
-        from .exceptions import LabelsAsScoresWarning
-
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", LabelsAsScoresWarning)
             return method(*args, **kwargs)
@@ -46,16 +52,48 @@ def study_scores(method):
     return wrapped
 
 
+def study_seed(spec):
+    """The study's own seed, from its store's ``spec`` (see :attr:`bbc_dask.Study.seed`)."""
+    ent = spec["seed"]
+    return np.random.SeedSequence(int(ent["entropy"]), spawn_key=tuple(ent["spawn_key"]))
+
+
 class StudyEstimates:
-    """The estimates of a :class:`bbc_dask.Study` (its ``_cube``, ``spec``, ``metric``,
-    ``seed``, ``store``, :meth:`candidates` and :meth:`failures`)."""
+    """The estimates of a study's store, which a :class:`~bbc_dask.Study` holds and
+    offers as its own methods (their docstrings are these).
+
+    Parameters
+    ----------
+    cube : bbc_dask.cube.Cube
+        The store's gateway, open.
+
+    Attributes
+    ----------
+    said_unfinished : bool
+        The command line or the report told the user the study is unfinished: the
+        estimates do not warn of it again.
+    """
+
+    def __init__(self, cube):
+        self._cube = cube
+        self.spec = cube.spec
+        self.metric = self.spec["metric"]
+        self.seed = study_seed(self.spec)
+        self.store = cube.location.url
+        self.location = cube.location
+        self.selection = self.spec.get("selection", "pooled")  # stores before it: pooled
+        self.is_bbcd = self.spec.get("dropping") is not None
+        self.said_unfinished = False
+
+    def candidates(self):
+        """The indices of the configurations the estimates are conditioned on
+        (:meth:`bbc_dask.Study.candidates`)."""
+        return np.flatnonzero(candidates(self._cube))
 
     def unfinished(self):
         """What an unfinished study lacks ("3 of 42 cells pending; 4 of 7 configurations
         complete"), or None: finished, or every configuration failed somewhere (no pending
-        cell can complete one). The command line and :meth:`_warn_unfinished` say it."""
-        from .cube import PENDING, complete
-
+        cell can complete one). The command line and :meth:`warn_unfinished` say it."""
         st = self._cube.state()
         pending = int((st == PENDING).sum())
         if not pending or np.any(st == FAILED, axis=(1, 2)).all():
@@ -71,22 +109,21 @@ class StudyEstimates:
         out = np.isin(st, (FAILED, DROPPED)).any(axis=(1, 2))
         return bool((~out).any()) and bool(_predicted_in_each_repeat(st)[~out].all())
 
-    def _warn_unfinished(self, stacklevel=3, *, so_far=False):
+    def warn_unfinished(self, *, so_far=False):
         """:class:`~bbc_dask.exceptions.UnfinishedStudyWarning` on an :meth:`unfinished`
-        study, unless the command line said it already. ``so_far``: the door reads
-        values (``cv_results_``, ``best_*``), not an estimate."""
-        from .exceptions import UnfinishedStudyWarning
-
-        missing = None if getattr(self, "said_unfinished", False) else self.unfinished()
+        study, unless the command line said it already; called by a door of the user's
+        (this method's caller's caller). ``so_far``: the door reads values
+        (``cv_results_``, ``best_*``), not an estimate."""
+        missing = None if self.said_unfinished else self.unfinished()
         if missing:
             what = ("holds the values of the configurations complete so far (a pending cell "
                     "counts as not run)" if so_far else
                     "estimates from the complete configurations only")
             warn(UnfinishedStudyWarning(
                 f"The study at {self.store!r} is unfinished ({missing}): {door_name()} {what}. "
-                f"Run the study again to finish it."), stacklevel=stacklevel)
+                f"Run the study again to finish it."), stacklevel=3)
 
-    def _winner(self):
+    def winner(self):
         """The study's winner (``best_index_``) without the warning of an unfinished
         study; :class:`~bbc_dask.exceptions.StudyNotReadyError` if none is complete."""
         best = select_winner(self._cube)
@@ -103,7 +140,7 @@ class StudyEstimates:
         return idx, self._cube.predictions(idx), y, self._cube.folds(), pos
 
     def _none_complete(self):
-        groups = self.failures()
+        groups = failure_groups(self._cube)
         msg = f"The study at {self.store!r} has no complete configuration yet"
         if groups:
             n = sum(g["count"] for g in groups)
@@ -117,11 +154,6 @@ class StudyEstimates:
         w = np.where(res.winners >= 0, idx[np.maximum(res.winners, 0)], -1)
         return dataclasses.replace(res, winners=w, selected_config=int(idx[res.selected_config]),
                                    configs=idx if res.configs is None else idx[res.configs])
-
-    @property
-    def is_bbcd(self):
-        """True when the study ran with BBCD-CV dropping."""
-        return self.spec.get("dropping") is not None
 
     def _chunked(self, idx, chunked):
         def nbytes():  # read only when the choice is automatic
@@ -142,8 +174,6 @@ class StudyEstimates:
     def _chunked_opts(self, fn, kwargs, allowed=_CHUNKED_KW):
         """``(y, options)``: ``fn``'s defaults of the ``allowed`` keywords, updated by
         ``kwargs`` (any other refused), the study's positive class by default."""
-        import inspect
-
         validation.reject_unknown(kwargs, allowed)
         y, pos = target_of(self._cube)
         params = inspect.signature(fn).parameters
@@ -186,11 +216,9 @@ class StudyEstimates:
         if validation.check_bool(kwargs.pop("include_incomplete", False), "include_incomplete"):
             res = self._bbc_incomplete(chunked, selection, kwargs)
             return dataclasses.replace(res, method="bbcd") if self.is_bbcd else res
-        self._warn_unfinished()
+        self.warn_unfinished()
         idx = self.candidates()
         if idx.size and self._chunked(idx, chunked):
-            from .chunked import bbc_over_table
-
             with owned_by("Study.bbc(chunked=True)"):  # the keywords the chunked path takes
                 y, opts = self._chunked_opts(in_memory_bbc, kwargs)
             opts.pop("block_size")  # per-task blocks are the seed blocks
@@ -208,14 +236,11 @@ class StudyEstimates:
 
     def _bbc_incomplete(self, chunked, selection, kwargs):
         """BBC over every configuration trained on some fold (see :meth:`bbc`)."""
-        from .metrics import get_metric
         st = self._cube.state()
         idx = np.flatnonzero(_predicted_in_each_repeat(st))
         if idx.size == 0:
             raise StudyNotReadyError(self._none_complete())
         if chunked or (chunked is None and self._chunked(idx, None)):
-            from .exceptions import InvalidParameterError
-
             raise InvalidParameterError.of(
                 "chunked", "False with include_incomplete=True (the trained "
                 "configurations are read into memory)", chunked,
@@ -234,32 +259,6 @@ class StudyEstimates:
             opts["block_size"], selection, final)
         return self._remap(res, idx)
 
-    @property
-    def selection(self):
-        """How the study's winner is chosen (``run_study``'s ``selection``):
-        ``"pooled"`` or ``"fold_mean"``."""
-        return self.spec.get("selection", "pooled")  # stores before it: pooled
-
-
-    @property
-    def dropped(self):
-        """Dropped configurations: a list of ``{"config", "wave", "p_hat"}`` by wave."""
-        dw, dp = self._cube.dropped_waves()
-        out = [{"config": int(c), "wave": int(dw[c]), "p_hat": float(dp[c])}
-               for c in np.flatnonzero(dw >= 0)]
-        return sorted(out, key=lambda d: (d["wave"], d["config"]))
-
-    @property
-    def dropping_log(self):
-        """Per tested wave: active configurations before/after, what was dropped."""
-        return self._cube.decisions()
-
-    @property
-    def models_trained(self):
-        """``(trained, full)``: fits run (done or failed cells) versus the full CVT count."""
-        st = self._cube.state()
-        return int(((st == DONE) | (st == FAILED)).sum()), int(st.size)
-
     @door("Study.bbc_f")
     def bbc_f(self, *, chunked=None, fit_scorer=None, **kwargs):
         """:func:`bbc_dask.bbc_f` on the study's :meth:`candidates`. The fold ×
@@ -269,7 +268,7 @@ class StudyEstimates:
         :meth:`fit_scores` (``"test_<name>"``): BBC-F on the scores of that scorer of the
         fitted fold models instead (``BBCSearchCV``'s callable scorers)."""
         kwargs.setdefault("random_state", self.seed)
-        self._warn_unfinished()
+        self.warn_unfinished()
         idx = self.candidates()
         if idx.size == 0:
             raise StudyNotReadyError(self._none_complete())
@@ -306,14 +305,12 @@ class StudyEstimates:
             Passed to :func:`bbc_dask.selection_ci`; ``random_state`` defaults to
             :attr:`seed`.
         """
-        from .exceptions import InvalidParameterError
-        from .stats import selection_ci
         if self.metric != "roc_auc":
             raise InvalidParameterError.of(
                 "method", "used on a study of the metric 'roc_auc' (the methods bound "
                 "an AUC)", method, note=f"This study's metric is {self.metric!r}.")
         kwargs.setdefault("random_state", self.seed)
-        self._warn_unfinished(stacklevel=4)  # under study_scores' wrapper
+        self.warn_unfinished()
         idx, pred, y, folds, pos = self._inputs()
         r = validation.check_int(repeat, "repeat", low=0, high=pred.shape[2] - 1)
         kwargs.setdefault("pos_label", pos)
@@ -351,8 +348,6 @@ class StudyEstimates:
         """Per-(repeat, fold) scores of one scorer of the fitted fold models (the store's
         ``fit_score``; ``label`` ``"test_<name>"`` or ``"train_<name>"``, see
         :attr:`fit_scorers`), (R*K, C) repeat-major, NaN for cells not trained."""
-        from .exceptions import InvalidParameterError
-
         labels = self._cube.fit_scorer_labels()
         if label not in labels:
             raise InvalidParameterError.of(
@@ -366,17 +361,9 @@ class StudyEstimates:
         F[done] = got[done]
         return F
 
-    @property
-    def fit_scorers(self):
-        """The labels of :meth:`fit_scores`: ``"test_<name>"`` and ``"train_<name>"`` per
-        scorer a ``BBCSearchCV`` scored by the fitted fold models; () for most studies."""
-        return self._cube.fit_scorer_labels()
-
     def _other_fold_scores(self, metric):
-        from .engine import stored_as
-        from .exceptions import InvalidParameterError
-        from .metrics import get_metric
-        from .stats import fold_score_matrix
+        from ..engine import stored_as  # the engine's rule: loaded on first use
+
         m, own = get_metric(metric), get_metric(self.metric)
         if stored_as(m) != stored_as(own):
             raise InvalidParameterError.of(
