@@ -516,6 +516,31 @@ def test_the_stores_format_stays_inside_cube():
     assert not found, "\n".join(found)
 
 
+def test_each_public_name_is_defined_where_the_package_says():
+    """``bbc_dask``'s table of public names (its ``__init__``) names a public package or
+    module for each, and the name is defined inside it (``__module__``): a reader who
+    follows the table lands on the definition (``bbc`` on the chunked layer's door, the
+    lowest that knows both arrays in memory and lazy cubes)."""
+    from bbc_dask import _WHERE
+
+    bad = []
+    for name in bbc_dask.__all__:
+        obj = getattr(bbc_dask, name)
+        where = "bbc_dask" + _WHERE.get(name, "." + name)
+        module = getattr(obj, "__module__", None) or obj.__name__
+        if (any(p.startswith("_") for p in where.split("."))
+                or not (module == where or module.startswith(where + "."))):
+            bad.append(f"{name}: the table says {where}, defined in {module}")
+        # so plain pickle finds it by its name (a process pool, joblib): bbc_dask.bbc
+        # once said the statistics' module, whose bbc is the in-memory function alone
+        if callable(obj) and not isinstance(obj, type(bbc_dask)):
+            import pickle
+
+            if pickle.loads(pickle.dumps(obj)) is not obj:
+                bad.append(f"{name}: not itself once pickled")
+    assert not bad, "\n".join(bad)
+
+
 def test_a_study_is_composed_of_its_reading_and_its_estimates():
     """``Study`` reads its store and holds a ``StudyEstimates`` that computes: no mixin
     (a base class made to pass the size rule), and the estimates know no ``Study``."""

@@ -37,7 +37,7 @@ _MODULES = {
                    "clip_interval", "wilson_interval"),
     "._inputs": ("prepare_inputs",),
     "._nested": ("OuterEstimate", "ncv_of_matrix", "repeated_holdout_of_matrix"),
-    "._selection_ci": ("selection_ci",),
+    "._selection_ci": ("SelectionCI", "selection_ci"),
     "._winner": ("Selection", "grid_ranks", "ranking", "select", "split_means"),
 }
 #: Public names of helpers whose name in their module is private (the chunked path and

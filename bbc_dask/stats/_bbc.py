@@ -106,6 +106,9 @@ def bbc(
         Out-of-sample predictions, shape (N, C), (N, C, R) or (N, C, R, n_classes); a
         DataArray with dims ``sample``, ``config`` and optionally ``repeat``, ``class``.
         What a prediction is depends on ``metric`` (see :mod:`bbc_dask.metrics`).
+        :func:`bbc_dask.bbc` (this function behind the door of :mod:`bbc_dask.chunked`)
+        also takes a Dask- or Zarr-backed cube, and maps the bootstraps over its chunks
+        on the cluster: the same result, bit for bit.
     y : array-like of shape (N,)
         True labels (any encoding, strings too) or targets; for ``concordance_index`` a
         ``(time, event)`` pair.
