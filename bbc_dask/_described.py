@@ -8,6 +8,7 @@ stored study file), so that ``best_params_`` holds estimators, not their repr.""
 from __future__ import annotations
 
 import importlib
+import sys
 
 from .exceptions import StudyFileError
 
@@ -25,8 +26,6 @@ def _estimator_class(path, where):
     Only a class with ``fit`` and ``get_params`` (a scikit-learn estimator) is accepted;
     the standard library is never searched (no estimator lives there, and a study file
     must not reach ``subprocess`` or ``os``)."""
-    import sys
-
     if not isinstance(path, str) or "." not in path or not all(p.isidentifier() for p in path.split(".")):
         raise file_error(f"{where}.estimator", f"expected an import path such as "
                    f"sklearn.linear_model.LogisticRegression, got {path!r}")

@@ -2,6 +2,8 @@
 count, and the failed configurations grouped by their first error (as ``GridSearchCV``'s
 ``FitFailedWarning``). The command line prints the same groups itself."""
 from __future__ import annotations
+
+import sys
 from ._doors import warn
 
 __all__ = ["fit_warning_groups", "warn_failures", "warn_fit_warnings"]
@@ -12,8 +14,6 @@ def fit_warning_groups(warned):
     first: ``[(category or None, class name, text, count)]``. The category is the class
     itself when its module is already imported here (scikit-learn's, Python's), never
     imported for the purpose; else None."""
-    import sys
-
     out = []
     for (module, name, text), n in sorted((warned or {}).items(), key=lambda kv: -kv[1]):
         cat = getattr(sys.modules.get(module), name, None)

@@ -6,6 +6,7 @@ import contextlib
 import copy
 import importlib.machinery
 import os
+import signal
 import sys
 import threading
 import uuid
@@ -588,8 +589,6 @@ def _workers_ignore_sigint():
     """Worker processes started here ignore SIGINT (a disposition kept across exec), so
     a Ctrl-C in the terminal reaches the process running the study, which stops them
     cleanly, instead of printing a traceback from every worker."""
-    import signal
-
     if threading.current_thread() is not threading.main_thread():
         yield
         return

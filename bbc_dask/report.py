@@ -12,8 +12,10 @@ import json
 import os
 
 import numpy as np
+import warnings
 
 from ._report_names import configuration_names, one_line, params_text
+from .exceptions import BoundAboveObservedWarning
 from .stats import ranking
 
 __all__ = [
@@ -333,9 +335,7 @@ def comparators_html(study, *, n_bootstraps=None, confidence_level=0.95, random_
     seeded = {} if random_state is None else {"random_state": random_state}
     if n_bootstraps is not None:
         seeded["n_bootstraps"] = n_bootstraps
-    import warnings
 
-    from .exceptions import BoundAboveObservedWarning
 
     rows, names = [], study_names(study)
     for method, name in CI_METHODS.items():

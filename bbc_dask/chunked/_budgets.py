@@ -4,12 +4,12 @@ settings (:mod:`bbc_dask._tuning`: ``bbc_dask.counts-bytes``, ``bbc_dask.sums-by
 size of a block it reads (``bbc_dask.chunk-bytes``)."""
 from __future__ import annotations
 
+import os
+
 
 def slots():
     """Worker threads of the current Dask client (else this machine's cores): how many
     tasks run at once."""
-    import os
-
     from ..cluster import current_client, threads_of
 
     client = current_client()

@@ -3,8 +3,10 @@ grid."""
 from __future__ import annotations
 
 import click
+import os
 
 from .. import _json as strict_json
+from ..exceptions import StudyFileError
 from ._commands import _client, main
 
 __all__ = ["compare"]
@@ -30,10 +32,7 @@ def compare(study_file, out_dir, protocols, test_size, holdout_repeats, bootstra
     BBC-F, nested CV (the study file's protocol.n_outer/n_inner, else cv.splits and one
     fewer), holdout, repeated holdout, the .632+ bootstrap — and write one table and plot
     of estimate, interval, models trained, fit seconds and wall time."""
-    import os
-
     from ..protocols import compare as run_compare
-    from ..exceptions import StudyFileError
     from . import _studyfile as studyfile
 
     resolved = studyfile.load_study_file(study_file)

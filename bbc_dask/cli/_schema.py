@@ -22,6 +22,7 @@ commands (``bbc-dask status``) never load it.
 """
 from __future__ import annotations
 
+import copy
 import json
 from functools import lru_cache
 from importlib import resources
@@ -48,8 +49,6 @@ def schema():
 def default(*keys):
     """The schema's default of the key at ``keys`` (``default("cv", "splits")``), a copy:
     the resolved study file holds it, and the schema stays as read."""
-    import copy
-
     node = schema()
     for key in keys:
         node = node["properties"][key]

@@ -61,7 +61,6 @@ def _nested_cube(store, storage_options):
     """The open store if it holds a nested CV, else None (a missing store or another
     kind is left to the study's commands, which say so in their words)."""
     from ..cube import open_cube
-    from ..exceptions import StoreMismatchError, StoreNotFoundError
 
     try:
         cube = open_cube(store, storage_options=storage_options or None)

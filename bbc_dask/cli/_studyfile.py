@@ -46,7 +46,7 @@ import os
 import numpy as np
 
 from .._described import build_search, build_step, file_error, grid_values
-from ..exceptions import StudyFileError
+from ..exceptions import InvalidParameterError, StudyFileError
 from . import _schema
 from ._columns import select_features
 
@@ -166,7 +166,6 @@ def resolve_study_file(raw, base="."):
 def _check_metric(metric):
     """``metric``: a name only (registered, or any scorer name of scikit-learn); a study
     file never names a function to import and call."""
-    from ..exceptions import InvalidParameterError
     from ..metrics import get_metric, is_clustering_scorer, metric_names
 
     if is_clustering_scorer(metric):

@@ -20,6 +20,7 @@ import os
 import uuid
 
 import numpy as np
+import zlib
 
 __all__ = ["ChunkWriter", "DirectChunks", "chunk_crc"]
 
@@ -242,8 +243,6 @@ class ChunkWriter:
 
 def chunk_crc(values):
     """CRC-32 of a chunk's float64 values (C order), as the ledger records it."""
-    import zlib
-
     return zlib.crc32(memoryview(np.ascontiguousarray(values, dtype=np.float64)).cast("B"))
 
 

@@ -11,9 +11,11 @@ repair restores the metadata file and never deletes a readable chunk.
 """
 from __future__ import annotations
 
+import json
 import numpy as np
 
 from .._doors import spelled
+from ..exceptions import OldSchemaError, StoreDamagedError, StoreMismatchError
 
 __all__ = ["LEDGER_CONFIGS", "check_layout", "expected_arrays", "layout_problem", "n_configurations", "problems",
            "schema_error", "unreadable_root"]
@@ -154,8 +156,6 @@ def layout_problem(cube):
 def check_layout(cube):
     """Refuse, in one line naming the file, a study whose metadata as read differs from
     the schema (:func:`layout_problem`)."""
-    from ..exceptions import StoreDamagedError
-
     found = layout_problem(cube)
     if found:
         raise StoreDamagedError(
@@ -168,8 +168,6 @@ def restored(raw, spec):
     (data type, fill value, shape, chunks; the rest — codecs, attributes — kept), as
     bytes; None when the schema cannot say it (strings, any data type, a damaged length
     along slots) or the result still differs from it."""
-    import json
-
     from zarr.core.metadata.v3 import ArrayV3Metadata
 
     dtype, fill, shape, _dims, chunks = spec
@@ -199,8 +197,6 @@ def restored(raw, spec):
 def schema_error(p, found, schema):
     """Why the store at ``p`` whose attributes say schema ``found`` is not one this
     version reads (``schema``)."""
-    from ..exceptions import OldSchemaError, StoreMismatchError
-
     if isinstance(found, str) and found.startswith("bbc_dask.cube/"):
         return OldSchemaError(
             f"{p!r} is a bbc_dask study store of schema {found!r}; this version reads "
@@ -214,8 +210,6 @@ def unreadable_root(location, exc):
     """The error of a store whose root ``zarr.json`` Zarr cannot open: a damaged study
     where the study's arrays are there (named, never "not a study store"), else not a
     study store."""
-    from ..exceptions import StoreDamagedError, StoreMismatchError
-
     try:
         study = all(location.has(f"{name}/zarr.json") for name in ("prediction", "state"))
     except Exception:  # noqa: BLE001 - an unreachable store: not recognisable

@@ -33,12 +33,15 @@ xarray cube (``dask.array.from_array``, one Dask chunk per stored configuration 
 """
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import threading
 
 import numpy as np
 
 from .. import _tuning as tuning
+from ..exceptions import StoreDamagedError
 from ._direct import DirectChunks, chunk_crc
 
 __all__ = ["ATTRS_DIGEST", "CubeBlock", "PredictionReader", "SampleOrderView",
@@ -76,8 +79,6 @@ def _json_default(o):
 
 def to_json(obj):
     """``obj`` as JSON gives it back (numpy scalars and arrays as Python values)."""
-    import json
-
     return json.loads(json.dumps(obj, default=_json_default))
 
 
@@ -89,18 +90,12 @@ def attributes_digest(meta):
     """SHA-256 of the study attributes ``meta`` (JSON as stored) but their digest: every
     attribute write records it, so that an attribute edited behind the study's back (a
     configuration's parameter, the metric, a dropping decision) is refused, not read."""
-    import hashlib
-    import json
-
     body = {k: v for k, v in meta.items() if k != ATTRS_DIGEST}
     return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
 
 
 def digest(a):
     """SHA-256 of an array's values (dtype and shape included)."""
-    import hashlib
-    import json
-
     a = np.ascontiguousarray(a)
     h = hashlib.sha256(f"{a.dtype.str}{a.shape}".encode())
     if a.dtype.kind in "OUS":
@@ -293,8 +288,6 @@ class PredictionReader:
     def _check_blocks(self, r, k, lo, values):
         """Each whole block of ``values`` (configurations from ``lo``, a block start) equal
         to the CRC-32 its task recorded in the ledger, else StoreDamagedError naming it."""
-        from ..exceptions import StoreDamagedError
-
         if self.check_folds is not None and k > self.check_folds:
             return
         w = self.array.chunks[3]
@@ -450,8 +443,6 @@ class PredictionReader:
     def _damaged(self, r, configs, exc, first=0):
         """The error of an unreadable read, naming the first chunk file that fails (the
         read's own fold ``first`` probed first)."""
-        from ..exceptions import StoreDamagedError
-
         w = self.array.chunks[3]
         cfg = np.arange(self.array.shape[3])[configs] if isinstance(configs, slice) else configs
         name = "prediction"

@@ -29,6 +29,9 @@ import zlib
 
 import numpy as np
 
+from ..exceptions import StoreDamagedError
+from collections import OrderedDict
+
 __all__ = ["CHECKED", "CRC_ARRAY", "IN_ARRAY", "LedgerEdit", "LedgerRows", "check_read", "create_crc_array",
            "current", "mismatches", "record_batch", "recorded", "region_crc", "settle",
            "template_table", "unrecorded"]
@@ -131,7 +134,6 @@ def mismatches(cube, name, values, table=None):
 
 
 def _damaged(cube, name, i, r, how="differs from what the study recorded (checksum mismatch)"):
-    from ..exceptions import StoreDamagedError
     from ._layout import chunk_file
 
     arr = cube._array(name)
@@ -423,8 +425,6 @@ class _Written:
     write fails part-way."""
 
     def __init__(self):
-        from collections import OrderedDict
-
         self.chunks, self.nbytes, self.table = OrderedDict(), 0, None
 
     def get(self, key):

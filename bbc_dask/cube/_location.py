@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import abc
 import os
+import shutil
 import uuid
 
 from .. import _tuning as tuning
@@ -251,8 +252,6 @@ class LocalLocation(StoreLocation):
         os.remove(self._entry(name))
 
     def _remove_tree(self, name):
-        import shutil
-
         full = self._entry(name)
         shutil.rmtree(full) if os.path.isdir(full) else os.remove(full)
 

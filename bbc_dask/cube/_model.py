@@ -20,6 +20,7 @@ Whoever can replace the model file can rewrite that list too. So a load trusts e
 """
 from __future__ import annotations
 
+import copy
 import hashlib
 import hmac
 import importlib
@@ -115,8 +116,6 @@ def _without_requests(model):
     a request refers back to its estimator, a cycle skops recurses on forever. They say
     how metadata is routed to the estimator, nothing of what it learnt; the model
     in memory keeps them."""
-    import copy
-
     model = copy.deepcopy(model)
     seen = set()
 

@@ -41,6 +41,7 @@ import time
 import uuid
 
 import numpy as np
+import warnings
 import zarr
 
 from .._zarr import config_groups, config_width
@@ -218,8 +219,6 @@ class Cube:
     # ---------------------------------------------------------------- reads
     def array_names(self):
         """Names of the arrays of the study (the folders of a local store)."""
-        import warnings
-
         with warnings.catch_warnings():
             # the lock and the skops model live beside the arrays; Zarr notes them
             warnings.filterwarnings("ignore", message=".*not recognized as a component")
@@ -334,8 +333,6 @@ class Cube:
         """The user's view: an xarray Dataset with ``prediction`` [sample, config,
         repeat(, class)] backed lazily by the stored chunks (one Dask chunk per stored
         configuration block and repeat), ``fold``, ``y`` and the ledger."""
-        import warnings
-
         import dask.array as da
         import xarray as xr
 

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import io
+import json
 
 import numpy as np
 
@@ -192,8 +194,6 @@ def _check_metadata(cube):
 def _schema_restored(cube, file, copy, spec):
     """The metadata file ``file`` restored from the schema ``spec`` (bytes; see
     :func:`~._expected.restored`) from its own JSON, or its consolidated ``copy``'s."""
-    import json
-
     from zarr.core.buffer import default_buffer_prototype
 
     from ._expected import restored
@@ -366,7 +366,6 @@ def _check_model(cube):
         return [Damage("model", name, _problem(exc) if _exists(cube, name) else "is missing")]
     if record.get("sha256") and hashlib.sha256(data).hexdigest() != record["sha256"]:
         return [Damage("model", name, "differs from the model the study saved (SHA-256)")]
-    import io
     import zipfile
 
     if not zipfile.is_zipfile(io.BytesIO(data)):  # skops writes a zip

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import logging
 
 from ..exceptions import StoreAccessError, StoreFullError
 
@@ -52,8 +53,6 @@ _ABANDONED = _AbandonedWrites()
 
 
 def _quiet_abandoned_writes():
-    import logging
-
     log = logging.getLogger("asyncio")
     if _ABANDONED not in log.filters:
         log.addFilter(_ABANDONED)

@@ -26,7 +26,9 @@ from .. import _validation as validation
 from .._random import child_seed
 from .._signals import deferred_interrupts
 from ..cube import DONE, PENDING
-from ..exceptions import InvalidParameterError, StudyError, UndefinedScoreError
+from ..exceptions import (
+    AllConfigurationsFailedError, InvalidParameterError, StudyError, UndefinedScoreError,
+)
 from ._messages import TaskScoring
 from ._protocol import Protocol, register_protocol
 from .._doors import carried
@@ -163,7 +165,6 @@ class NestedProtocol(Protocol):
         """Each outer fold selects among the configurations complete in its inner CV:
         one with none stops the study."""
         from ..cube import failure_groups
-        from ..exceptions import AllConfigurationsFailedError
 
         ok = np.all(cube.state() == DONE, axis=2).any(axis=0)
         if ok.all():

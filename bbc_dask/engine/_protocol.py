@@ -30,7 +30,7 @@ import warnings
 import numpy as np
 
 from .._doors import door, spelled
-from ..exceptions import InvalidParameterError
+from ..exceptions import AllConfigurationsFailedError, InvalidParameterError
 
 __all__ = ["PROTOCOLS", "KFoldProtocol", "Protocol", "SplitsProtocol", "as_protocol",
            "register_protocol"]
@@ -104,7 +104,6 @@ class Protocol(abc.ABC):
         """Raise :class:`~bbc_dask.exceptions.AllConfigurationsFailedError` where no
         configuration can be selected after the waves."""
         from ..cube import FAILED, failure_groups
-        from ..exceptions import AllConfigurationsFailedError
 
         st = cube.state()
         if not np.all(np.any(st == FAILED, axis=(1, 2))):

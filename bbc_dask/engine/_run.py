@@ -11,6 +11,7 @@ import time
 from typing import NamedTuple
 
 import numpy as np
+import uuid
 
 from .. import _dask_logs as dask_logs
 from .. import _validation as validation
@@ -412,8 +413,6 @@ class _OnDemand:
 def _warm_workers(client, estimator):
     """``warm_up`` submitted to every worker (not waited for; the futures are returned to
     be held for the run): fresh workers import while the driver opens the store."""
-    import uuid
-
     from ._tasks import warm_up
 
     try:

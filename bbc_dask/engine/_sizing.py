@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 
 import numpy as np
+import os
 
 from .. import _tuning as tuning
 from .._signals import deferred_interrupts
@@ -173,8 +174,6 @@ class DriverCost:
     assumed ``bbc_dask.driver-task-seconds`` then stands."""
 
     def __init__(self, client):
-        import os
-
         try:
             with deferred_interrupts():
                 self.measured = os.getpid() not in client.run(os.getpid).values()

@@ -17,6 +17,7 @@ from sklearn.base import clone
 
 from .. import _sklearn_compat as compat
 from .. import _tuning as tuning
+from ..exceptions import StoreFullError, StoreLockedError
 from ._fit_warnings import collected_warnings
 from ._messages import BlockFits, BlockOutcome, OuterOutcome, Raised, StoreProblem, TaskOutcome
 
@@ -478,8 +479,6 @@ def _fit_write_blocks(estimator, params_blocks, X, y, folds, scoring, writer, r,
     ``store_problem`` (returned, not raised: the run must stop, not retry, and the driver
     says so without worker tracebacks).
     """
-    from ..exceptions import StoreFullError, StoreLockedError
-
     t0 = time.perf_counter()
     parts, writes = [], []
     for params, place in zip(params_blocks, placements):

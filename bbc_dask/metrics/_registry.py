@@ -49,6 +49,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import dataclasses
 import numpy as np
 
 from .. import _sklearn_compat as compat
@@ -122,7 +123,6 @@ class Metric:
         does not know, on ``predict``: the estimator, or y, says which it scores)."""
         if self.task != "auto":
             return self
-        import dataclasses
 
         task = "regression" if regression else "classification"
         spec = None if self.spec is None else dict(self.spec, task=task)

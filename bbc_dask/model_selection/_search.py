@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import shutil
 import tempfile
@@ -245,7 +246,6 @@ class BBCSearchCV(MetaEstimatorMixin, BaseEstimator):
         # What fit supports, not what the estimator does: y is one column (a study's
         # target), so neither multilabel nor multi-output targets, whatever the base
         # estimator's own tags say (trees, forests and k-NN take 2-D y).
-        import dataclasses
 
         tags = super().__sklearn_tags__()
         sub = self.estimator.__sklearn_tags__()

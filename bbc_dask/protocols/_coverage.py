@@ -26,10 +26,13 @@ import math
 import os
 
 import numpy as np
+import warnings
 
 from .. import _validation as validation
 from .._random import as_seed_sequence, child_seed, entropy_of
-from ..exceptions import InvalidParameterError, StoreMismatchError, UndefinedScoreError
+from ..exceptions import (
+    BoundAboveObservedWarning, InvalidParameterError, StoreMismatchError, UndefinedScoreError,
+)
 from ..stats import CI_METHODS
 from .._doors import door
 
@@ -222,9 +225,7 @@ def repetition(design, s, r):
         pred, y, folds, truth = _simulated(setting, seed)
     else:
         pred, y, folds, truth = _real(setting, seed)
-    import warnings
 
-    from ..exceptions import BoundAboveObservedWarning
 
     rows = []
     for m in design["methods"]:

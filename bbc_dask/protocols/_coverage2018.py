@@ -34,6 +34,7 @@ import numpy as np
 
 from .. import _validation as validation
 from .._random import child_seed
+from ..exceptions import UndefinedScoreError
 
 __all__ = ["FIGURE1_PART", "HOLDOUT", "METHODS_2018", "bias_table", "check_setting",
            "repetition_rows"]
@@ -81,7 +82,6 @@ def repetition_rows(design, s, r, seed):
 def _method(m, sim, design, seed):
     """``(estimate, low, high, selected, reason)`` of method ``m``."""
     from .. import stats
-    from ..exceptions import UndefinedScoreError
 
     pred, y, folds = sim.predictions, sim.y, sim.folds
     conf = round(1 - design["alpha"], 12)

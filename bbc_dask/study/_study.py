@@ -11,7 +11,7 @@ import numpy as np
 from .._doors import door, passing
 from ..cube import (DONE, DROPPED, FAILED, PENDING, complete, failure_groups,
                     ledger_fold_matrix, load_model, open_cube, pooled_scores)
-from ..exceptions import StoreMismatchError, StudyNotReadyError
+from ..exceptions import StoreMismatchError, StudyFileError, StudyNotReadyError
 from ..metrics import metric_of_spec
 from ..stats import fold_means, grid_ranks, split_means
 from ._estimates import StudyEstimates, study_seed
@@ -143,7 +143,6 @@ class Study:
 
         from .._described import build_search
         from ..engine import Configurations
-        from ..exceptions import StudyFileError
 
         try:
             rebuilt = Configurations("grid", ParameterGrid(build_search(resolved)[1]))
