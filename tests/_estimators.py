@@ -119,6 +119,26 @@ class HeldIn(Sleepy):
         return out
 
 
+class HeldUntestedOn(LogisticRegression):
+    """A LogisticRegression whose fits with ``C == held_C`` that do not train on sample
+    ``mark`` (marked by ``X[mark, 0] == 1000 + mark``: the fold that tests it, one per
+    repeat) wait while ``gate/hold`` exists, after leaving ``gate/blocked``: a run stays
+    going with every other cell done, one fold of one configuration pending per repeat."""
+
+    def __init__(self, C=1.0, gate="", mark=0, held_C=1.0):
+        super().__init__(C=C, max_iter=300)
+        self.gate = gate
+        self.mark = mark
+        self.held_C = held_C
+
+    def fit(self, X, y):
+        import numpy as np
+
+        if self.C == self.held_C and not np.any(np.asarray(X)[:, 0] == 1000 + self.mark):
+            wait_at(self.gate, ["hold"], "blocked")
+        return super().fit(X, y)
+
+
 def fits_by_process(gate):
     """``{pid: fits}`` of the HeldIn fits recorded in ``gate``."""
     out = {}

@@ -298,30 +298,64 @@ def run(study_file, scheduler, store, cluster_kind, cluster_option, tls_ca_file,
 
 @main.command()
 @click.argument("store")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print JSON (with --watch, one object a line).")
+@click.option("--watch", type=click.FloatRange(min=0.1), default=None, metavar="SECONDS",
+              help="Print the status again every SECONDS until the study is finished "
+                   "(or Ctrl-C), as a run fills it.")
+@click.option("--bootstraps", type=click.IntRange(min=1), default=1000, show_default=True,
+              help="Bootstraps of the live BBC estimate.")
+@click.option("--no-estimate", is_flag=True, help="Progress only: no BBC estimate.")
 @_storage_option
-def status(store, as_json, storage_option):
-    """Progress of the study at STORE (a path or a URL such as s3://bucket/study.zarr)."""
+def status(store, as_json, watch, bootstraps, no_estimate, storage_option):
+    """Progress of the study at STORE (a path or a URL such as s3://bucket/study.zarr),
+    and the BBC estimate it gives now: on the incomplete CV while a run goes on (once
+    every configuration has a prediction in each repeat), with its interval, the share
+    of cells done and the configurations it is conditioned on.
+
+    Reads only: never takes the study's lock, so it may watch a running study."""
     from ._stores import nested_status
 
     options = _parse_options(storage_option, "--storage-option")
     note_read_only(store, options)
     if nested_status(store, options, as_json):
         return
-    study = _open(store, options)
+    while True:
+        study = _open(store, options)  # again each time: the run's newest ledger
+        st = _print_status(study, as_json, None if no_estimate else bootstraps,
+                           stamp=watch is not None)
+        if watch is None or st["pending"] == 0:
+            return
+        time.sleep(watch)
+
+
+def _print_status(study, as_json, bootstraps, stamp=False):
+    """One status of ``study``: progress, failures and (``bootstraps`` given) the live
+    estimate; returns the progress."""
+    from ._tables import estimate_line, live_estimate
+
     st = study.status()
     groups = study.failures()
+    res, basis = live_estimate(study, bootstraps) if bootstraps else (None, None)
     if as_json:
-        click.echo(strict_json.dumps(dict(st, failures=groups)))
-        return
+        est = None if res is None else dict(res.to_dict(), basis=basis)
+        click.echo(strict_json.dumps(dict(st, failures=groups, estimate=est, estimate_basis=basis,
+                                          time=time.time())))
+        return st
+
     def sec(v):
         return "-" if v is None else f"{v:.0f} s"
+
     click.echo(
+        f"{time.strftime('%H:%M:%S ') if stamp else ''}"
         f"{'running' if st['running'] else 'not running'}; waves done {st['waves_done']}/{st['waves']}; "
         f"cells {st['done']} done, {st['failed']} failed, {st['dropped']} dropped, "
         f"{st['pending']} pending of {st['cells']}; active configs {st['active_configs']}/{st['configs']}; "
         f"elapsed {sec(st['elapsed_s'])}, remaining {sec(st['remaining_s'])}")
+    if bootstraps:
+        click.echo(estimate_line(res, basis, st))
     echo_failures(study, groups)
+    return st
 
 
 @main.command()

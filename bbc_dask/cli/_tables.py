@@ -6,10 +6,48 @@ from __future__ import annotations
 import click
 
 from .. import _json as strict_json
-from ..exceptions import UserError
+from ..exceptions import InvalidParameterError, StudyNotReadyError, UserError
 from ..stats import CI_METHODS
 
-__all__ = ["check_finished", "echo_failures", "print_estimates"]
+__all__ = ["check_finished", "echo_failures", "live_estimate", "print_estimates"]
+
+
+def live_estimate(study, bootstraps):
+    """``(result, basis)``: the BBC estimate the study gives now, with its study's seed —
+    ``basis`` ``"complete CV"`` once it is finished; ``"incomplete CV"`` while every
+    configuration still in the study has a prediction in each repeat (BBC on the
+    incomplete CV is valid: Tsamardinos et al. 2018, §4); else ``"complete
+    configurations"`` (those alone). ``result`` None before any configuration can be
+    selected, ``basis`` then says why. Reads only: a running study is not disturbed."""
+    study.said_unfinished = True  # the status line says it
+    try:
+        if study.unfinished() is None:
+            return study.bbc(n_bootstraps=bootstraps), "complete CV"
+        if study.incomplete_estimable():
+            return study.bbc(n_bootstraps=bootstraps, include_incomplete=True), "incomplete CV"
+        if study.candidates().size:
+            return study.bbc(n_bootstraps=bootstraps), "complete configurations"
+        return None, "not yet: no configuration has a prediction in each repeat"
+    except StudyNotReadyError:
+        return None, "not yet: no configuration has a prediction in each repeat"
+    except InvalidParameterError as exc:  # BBC on the incomplete CV runs in memory
+        if "include_incomplete" not in str(exc):
+            raise
+        return None, ("not computed: the trained configurations exceed "
+                      "bbc_dask.in-memory-bytes (BBC on the incomplete CV runs in memory)")
+
+
+def estimate_line(res, basis, st):
+    """The status line of :func:`live_estimate`'s answer."""
+    if res is None:
+        return f"estimate {basis}"
+    lo, hi = res.confidence_interval
+    share = f"{st['done']:,} of {st['cells']:,} cells done, {st['done'] / st['cells']:.0%}"
+    return (f"estimate now: {res.method.upper()} {res.estimate:.4f}, "
+            f"{res.confidence_level:.0%} CI [{lo:.4f}, {hi:.4f}] (width {hi - lo:.4f}), "
+            f"lower bound {res.lower_bound:.4f}; on the {basis} ({share}), conditioned on "
+            f"{len(res.configs)} configurations; selected configuration {res.selected_config} "
+            f"({res.n_bootstraps} bootstraps, the study's seed)")
 
 
 def echo_failures(study, groups=None, err=False):
@@ -43,10 +81,11 @@ def check_finished(study, partial, what):
 
         st = study.state
         done = int((st == DONE).sum())
+        bbc_f = ("BBC-F from the complete configurations" if study.candidates().size else
+                 "BBC-F once a configuration is complete (it needs every fold)")
         click.echo(f"partial: the study is unfinished ({missing}); BBC on the incomplete CV "
                    f"(every configuration has predictions in each repeat; {done:,} of "
-                   f"{st.size:,} cells done, {done / st.size:.0%}); BBC-F from the complete "
-                   f"configurations.", err=True)
+                   f"{st.size:,} cells done, {done / st.size:.0%}); {bbc_f}.", err=True)
     else:
         click.echo(f"partial: the study is unfinished ({missing}); {what} from the complete "
                    f"configurations only.", err=True)

@@ -1,0 +1,117 @@
+"""An any-time study: the estimate a study gives while a run fills it, read by
+``bbc-dask status`` without disturbing the run."""
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+
+import numpy as np
+from sklearn.datasets import make_classification
+
+import bbc_dask as bd
+import _estimators
+from bbc_dask.exceptions import StudyNotReadyError
+
+CLI = [os.path.join(os.path.dirname(sys.executable), "bbc-dask")]
+
+
+def test_status_watch_shows_the_live_estimate_of_a_running_study(tmp_path, make_local_client):
+    """A run held with one fold of one configuration pending per repeat: ``status --watch``
+    (JSON lines) shows BBC on the incomplete CV while the run holds the store, then, once
+    the run goes on, the complete CV's estimate, equal to the library's, and stops; the
+    run finishes as it would unwatched."""
+    X, y = make_classification(120, 5, random_state=0)
+    X[0, 0] = 1000  # marks sample 0 (HeldUntestedOn)
+    gate = tmp_path / "gate"
+    gate.mkdir()
+    (gate / "hold").touch()
+    store = tmp_path / "s.zarr"
+    grid = {"C": [0.1, 1.0, 10.0]}
+    out = {}
+    with make_local_client(n_workers=2, threads_per_worker=2) as client:
+        def run():
+            try:
+                out["study"] = bd.run_study(
+                    _estimators.HeldUntestedOn(gate=str(gate)), grid, X, y, store=store,
+                    metric="roc_auc", n_splits=4, n_repeats=2, random_state=0, client=client,
+                    progress=False, refit=False, configs_per_task=1)
+            except Exception as e:  # noqa: BLE001 - reported below
+                out["study"] = e
+
+        t = threading.Thread(target=run, daemon=True)
+        t.start()
+        watch = None
+        try:
+            deadline = time.time() + 300
+            while not (gate / "blocked").exists() and time.time() < deadline:
+                time.sleep(0.05)
+            assert (gate / "blocked").exists(), out
+            watch = subprocess.Popen(CLI + ["status", str(store), "--watch", "0.2", "--json",
+                                            "--bootstraps", "200"],
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            # the state the held run settles in (each cell goes from pending to done only,
+            # so a line of as many done cells was computed on that very state), and the
+            # library's estimate of it
+            deadline = time.time() + 300
+            while True:
+                before = bd.open_study(store).state
+                try:
+                    want = bd.open_study(store).bbc(include_incomplete=True, n_bootstraps=200)
+                except StudyNotReadyError:  # not yet a prediction in each repeat
+                    want = None
+                time.sleep(0.5)
+                if want is not None and np.array_equal(before, bd.open_study(store).state):
+                    break
+                assert time.time() < deadline, "the held run did not settle"
+            done = int((before == 1).sum())
+            for line in watch.stdout:
+                held = json.loads(line)
+                if held["done"] == done or time.time() > deadline:
+                    break
+            assert held["done"] == done and held["running"] and held["pending"] > 0, held
+            assert held["estimate_basis"] == "incomplete CV", held
+            assert held["estimate"]["estimate"] == want.estimate
+            assert held["estimate"]["confidence_interval"] == list(want.confidence_interval)
+            assert held["estimate"]["n_configs"] == 3
+            (gate / "hold").unlink()
+            rest, err = watch.communicate(timeout=300)
+        finally:
+            (gate / "hold").unlink(missing_ok=True)
+            if watch is not None and watch.poll() is None:
+                watch.kill()
+            t.join(300)
+    assert watch.returncode == 0, err
+    assert not isinstance(out["study"], Exception), repr(out["study"])
+    last = json.loads(rest.strip().splitlines()[-1])
+    assert last["pending"] == 0 and last["estimate_basis"] == "complete CV"
+    final = bd.open_study(store)
+    want = final.bbc(n_bootstraps=200)
+    assert last["estimate"]["estimate"] == want.estimate and last["estimate"]["method"] == "bbc"
+    assert bd.verify_store(store)[0].ok  # the watched run's store is whole
+    assert np.array_equal(final.state, np.ones_like(final.state))  # every cell done
+
+
+def test_status_estimates_a_finished_study_once(tmp_path, client):
+    """``status`` on a finished study: its BBC on the complete CV (``--watch`` prints
+    once and stops: nothing is pending); ``--no-estimate`` leaves it out."""
+    X, y = make_classification(80, 4, random_state=1)
+    store = tmp_path / "f.zarr"
+    study = bd.run_study(_estimates_lr(), {"C": [0.1, 1.0]}, X, y, store=store, metric="roc_auc",
+                         n_splits=3, random_state=0, client=client, progress=False, refit=False)
+    p = subprocess.run(CLI + ["status", str(store), "--watch", "0.2", "--bootstraps", "100"],
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    want = study.bbc(n_bootstraps=100)
+    assert p.stdout.count("not running;") == 1 and "on the complete CV" in p.stdout
+    assert f"BBC {want.estimate:.4f}" in p.stdout, p.stdout
+    p = subprocess.run(CLI + ["status", str(store), "--no-estimate"], capture_output=True,
+                       text=True, timeout=300)
+    assert p.returncode == 0 and "estimate" not in p.stdout, p.stdout
+
+
+def _estimates_lr():
+    from sklearn.linear_model import LogisticRegression
+
+    return LogisticRegression(max_iter=300)
