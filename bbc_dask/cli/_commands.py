@@ -322,27 +322,15 @@ def status(store, as_json, watch, bootstraps, no_estimate, storage_option):
         return
     while True:
         study = _open(store, options)  # again each time: the run's newest ledger
-        st = _print_status(study, as_json, None if no_estimate else bootstraps,
-                           stamp=watch is not None)
-        if watch is None or st["pending"] == 0:
+        _print_status(study, as_json, None if no_estimate else bootstraps,
+                      stamp=watch is not None)
+        if watch is None or study.unfinished() is None:  # finished, or every one failed
             return
         time.sleep(watch)
 
 
-def _print_status(study, as_json, bootstraps, stamp=False):
-    """One status of ``study``: progress, failures and (``bootstraps`` given) the live
-    estimate; returns the progress."""
-    from ._tables import estimate_line, live_estimate
-
-    st = study.status()
-    groups = study.failures()
-    res, basis = live_estimate(study, bootstraps) if bootstraps else (None, None)
-    if as_json:
-        est = None if res is None else dict(res.to_dict(), basis=basis)
-        click.echo(strict_json.dumps(dict(st, failures=groups, estimate=est, estimate_basis=basis,
-                                          time=time.time())))
-        return st
-
+def _echo_progress(st, stamp):
+    """The progress line of a study's ``status()``."""
     def sec(v):
         return "-" if v is None else f"{v:.0f} s"
 
@@ -352,6 +340,24 @@ def _print_status(study, as_json, bootstraps, stamp=False):
         f"cells {st['done']} done, {st['failed']} failed, {st['dropped']} dropped, "
         f"{st['pending']} pending of {st['cells']}; active configs {st['active_configs']}/{st['configs']}; "
         f"elapsed {sec(st['elapsed_s'])}, remaining {sec(st['remaining_s'])}")
+
+
+def _print_status(study, as_json, bootstraps, stamp=False):
+    """One status of ``study``: progress, failures and (``bootstraps`` given) the live
+    estimate; returns the progress."""
+    from ._tables import estimate_line, live_estimate
+
+    st = study.status()
+    groups = study.failures()
+    if not as_json:  # the progress first: the estimate takes a moment
+        _echo_progress(st, stamp)
+    res, basis = live_estimate(study, bootstraps) if bootstraps else (None, None)
+    if as_json:
+        est = None if res is None else dict(res.to_dict(), basis=basis)
+        click.echo(strict_json.dumps(dict(st, failures=groups, estimate=est, estimate_basis=basis,
+                                          time=time.time())))
+        return st
+
     if bootstraps:
         click.echo(estimate_line(res, basis, st))
     echo_failures(study, groups)

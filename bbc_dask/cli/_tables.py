@@ -4,9 +4,11 @@ corrects), its failures, and the note of an unfinished one."""
 from __future__ import annotations
 
 import click
+import numpy as np
 
 from .. import _json as strict_json
-from ..exceptions import InvalidParameterError, StudyNotReadyError, UserError
+from ..cube import DROPPED, FAILED
+from ..exceptions import UserError
 from ..stats import CI_METHODS
 
 __all__ = ["check_finished", "echo_failures", "live_estimate", "print_estimates"]
@@ -17,24 +19,25 @@ def live_estimate(study, bootstraps):
     ``basis`` ``"complete CV"`` once it is finished; ``"incomplete CV"`` while every
     configuration still in the study has a prediction in each repeat (BBC on the
     incomplete CV is valid: Tsamardinos et al. 2018, §4); else ``"complete
-    configurations"`` (those alone). ``result`` None before any configuration can be
-    selected, ``basis`` then says why. Reads only: a running study is not disturbed."""
+    configurations"`` (those alone). ``result`` None when no estimate can be given now,
+    ``basis`` then says why. Reads only: a running study is not disturbed."""
     study.said_unfinished = True  # the status line says it
+    st = study.state
+    if np.isin(st, (FAILED, DROPPED)).any(axis=(1, 2)).all() and not study.candidates().size:
+        return None, "none: every configuration failed"
     try:
         if study.unfinished() is None:
             return study.bbc(n_bootstraps=bootstraps), "complete CV"
-        if study.incomplete_estimable():
+        if study.incomplete_estimable() and (study.selection == "pooled"
+                                             or study.candidates().size):
             return study.bbc(n_bootstraps=bootstraps, include_incomplete=True), "incomplete CV"
         if study.candidates().size:
             return study.bbc(n_bootstraps=bootstraps), "complete configurations"
-        return None, "not yet: no configuration has a prediction in each repeat"
-    except StudyNotReadyError:
-        return None, "not yet: no configuration has a prediction in each repeat"
-    except InvalidParameterError as exc:  # BBC on the incomplete CV runs in memory
-        if "include_incomplete" not in str(exc):
-            raise
-        return None, ("not computed: the trained configurations exceed "
-                      "bbc_dask.in-memory-bytes (BBC on the incomplete CV runs in memory)")
+    except UserError as exc:  # what the estimate needs and the study cannot give yet
+        return None, f"not computed: {str(exc).splitlines()[0]}"
+    if study.selection != "pooled":
+        return None, "not yet: selection='fold_mean' needs a complete configuration"
+    return None, "not yet: not every configuration has a prediction in each repeat"
 
 
 def estimate_line(res, basis, st):

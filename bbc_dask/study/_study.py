@@ -28,6 +28,9 @@ def _estimate(method):
     def delegated(self, *args, **kwargs):
         return method(self._estimates, *args, **kwargs)
 
+    # a Study's method, whatever functools.wraps copied: pickle finds it by this name
+    delegated.__qualname__ = f"Study.{method.__name__}"
+    delegated.__module__ = __name__
     return delegated
 
 
@@ -109,6 +112,15 @@ class Study:
         self.n_fits_ = 0
         self.fit_warnings_ = {}
         self.run_seconds_ = {}
+
+    def __setstate__(self, state):
+        """A copy or an unpickled study holds estimates of its own, made again from its
+        cube (a study pickled before the estimates were a part of it has none)."""
+        shared = state.get("_estimates")
+        said = state.pop("said_unfinished", getattr(shared, "said_unfinished", False))
+        self.__dict__.update(state)
+        self._estimates = StudyEstimates(self._cube)
+        self._estimates.said_unfinished = bool(said)
 
     def __repr__(self):
         st = self._cube.state()
