@@ -344,7 +344,7 @@ def _echo_progress(st, stamp):
 
 def _print_status(study, as_json, bootstraps, stamp=False):
     """One status of ``study``: progress, failures and (``bootstraps`` given) the live
-    estimate; returns the progress."""
+    estimate."""
     from ._tables import estimate_line, live_estimate
 
     st = study.status()
@@ -356,12 +356,10 @@ def _print_status(study, as_json, bootstraps, stamp=False):
         est = None if res is None else dict(res.to_dict(), basis=basis)
         click.echo(strict_json.dumps(dict(st, failures=groups, estimate=est, estimate_basis=basis,
                                           time=time.time())))
-        return st
-
+        return
     if bootstraps:
         click.echo(estimate_line(res, basis, st))
     echo_failures(study, groups)
-    return st
 
 
 @main.command()

@@ -2,8 +2,9 @@
 grid."""
 from __future__ import annotations
 
-import click
 import os
+
+import click
 
 from .. import _json as strict_json
 from ..exceptions import StudyFileError

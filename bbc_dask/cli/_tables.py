@@ -22,16 +22,15 @@ def live_estimate(study, bootstraps):
     configurations"`` (those alone). ``result`` None when no estimate can be given now,
     ``basis`` then says why. Reads only: a running study is not disturbed."""
     study.said_unfinished = True  # the status line says it
-    st = study.state
-    if np.isin(st, (FAILED, DROPPED)).any(axis=(1, 2)).all() and not study.candidates().size:
+    complete = study.candidates().size > 0  # read once: each read goes to the ledger
+    if not complete and np.isin(study.state, (FAILED, DROPPED)).any(axis=(1, 2)).all():
         return None, "none: every configuration failed"
     try:
         if study.unfinished() is None:
             return study.bbc(n_bootstraps=bootstraps), "complete CV"
-        if study.incomplete_estimable() and (study.selection == "pooled"
-                                             or study.candidates().size):
+        if study.incomplete_estimable() and (study.selection == "pooled" or complete):
             return study.bbc(n_bootstraps=bootstraps, include_incomplete=True), "incomplete CV"
-        if study.candidates().size:
+        if complete:
             return study.bbc(n_bootstraps=bootstraps), "complete configurations"
     except UserError as exc:  # what the estimate needs and the study cannot give yet
         return None, f"not computed: {str(exc).splitlines()[0]}"

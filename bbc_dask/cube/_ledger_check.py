@@ -26,11 +26,11 @@ from __future__ import annotations
 
 import dataclasses
 import zlib
+from collections import OrderedDict
 
 import numpy as np
 
 from ..exceptions import StoreDamagedError
-from collections import OrderedDict
 
 __all__ = ["CHECKED", "CRC_ARRAY", "IN_ARRAY", "LedgerEdit", "LedgerRows", "check_read", "create_crc_array",
            "current", "mismatches", "record_batch", "recorded", "region_crc", "settle",
