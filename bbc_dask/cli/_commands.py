@@ -322,9 +322,13 @@ def status(store, as_json, watch, bootstraps, no_estimate, storage_option):
         return
     while True:
         study = _open(store, options)  # again each time: the run's newest ledger
+        # finished (or every configuration failed) before the status is read, so the
+        # last status printed is the finished one: a run may write its last results
+        # between the two reads
+        last = watch is None or study.unfinished() is None
         _print_status(study, as_json, None if no_estimate else bootstraps,
                       stamp=watch is not None)
-        if watch is None or study.unfinished() is None:  # finished, or every one failed
+        if last:
             return
         time.sleep(watch)
 

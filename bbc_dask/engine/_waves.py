@@ -365,7 +365,7 @@ class _Executor:
                 # every task done by now, its result fetched in one gather: one round
                 # trip per batch, not per task (a cluster of many workers finishes
                 # several tasks while the driver records one)
-                done = self._collect(ac.next_batch(block=True))
+                done = self._collect(self._next_batch(ac, [m.future for m in table.values()]))
                 for fut, res in done:
                     entry = table.pop(fut.key)
                     flight.pop(fut.key, None)
@@ -400,6 +400,24 @@ class _Executor:
                 elif table:
                     with contextlib.suppress(Exception):
                         self.client.run(dask_logs.silence)
+
+    def _next_batch(self, ac, futures):
+        """The tasks done by now, waiting for one if none is. Results recorded but not yet
+        written are written once ``bbc_dask.ledger-interval`` has passed since the last
+        write, even if no other task finishes by then: a reader of the store (``bbc-dask
+        status``, a live estimate) would otherwise lag the fits by as long as the next
+        task runs."""
+        if self._unwritten() and not ac.has_ready():
+            left = tuning.LEDGER_INTERVAL - (time.monotonic() - self.flushed)
+            if left > 0:
+                wait_done(futures, first=True, timeout=left)
+            if not ac.has_ready():
+                self.flush()
+        return ac.next_batch(block=True)
+
+    def _unwritten(self):
+        """Whether results are held for the next ledger batch."""
+        return bool(self.batch) or (self.pooled is not None and bool(self.pooled.batch))
 
     def _collect(self, futures):
         """``(future, its result or the exception it raised)`` for done ``futures``: the
