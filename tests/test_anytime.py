@@ -1,5 +1,6 @@
 """An any-time study: the estimate a study gives while a run fills it, read by
 ``bbc-dask status`` without disturbing the run."""
+import dataclasses
 import json
 import os
 import subprocess
@@ -198,3 +199,18 @@ def test_a_copy_of_a_study_has_estimates_of_its_own(tmp_path, client):
     assert pickle.loads(pickle.dumps(bd.Study.bbc)) is bd.Study.bbc
     again = pickle.loads(pickle.dumps(study))
     assert again.bbc(n_bootstraps=50).estimate == study.bbc(n_bootstraps=50).estimate
+
+
+def test_the_estimate_line_counts_dropped_and_failed_cells_as_settled():
+    """A finished BBCD study whose dropped cells were never run is 100% settled, and the
+    line says how many cells were done."""
+    from bbc_dask.cli._tables import estimate_line
+
+    sim = bd.simulate.auc_matrix(60, 4, random_state=0)
+    res = bd.bbc(sim.predictions, sim.y, metric="roc_auc", n_bootstraps=20, random_state=0)
+    res = dataclasses.replace(res, configs=np.arange(4))  # as a study's estimate holds them
+    st = {"cells": 40, "done": 25, "failed": 3, "dropped": 12, "pending": 0}
+    line = estimate_line(res, "complete CV", st)
+    assert "40 of 40 cells settled, 100%: 25 done" in line, line
+    st = {"cells": 40, "done": 30, "failed": 0, "dropped": 0, "pending": 10}
+    assert "30 of 40 cells settled, 75%)" in estimate_line(res, "incomplete CV", st)

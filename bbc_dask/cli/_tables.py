@@ -44,7 +44,11 @@ def estimate_line(res, basis, st):
     if res is None:
         return f"estimate {basis}"
     lo, hi = res.confidence_interval
-    share = f"{st['done']:,} of {st['cells']:,} cells done, {st['done'] / st['cells']:.0%}"
+    # dropped and failed cells are settled, not owed: a finished BBCD study is 100%
+    settled = st["cells"] - st["pending"]
+    share = f"{settled:,} of {st['cells']:,} cells settled, {settled / st['cells']:.0%}"
+    if st["dropped"] or st["failed"]:
+        share += f": {st['done']:,} done"
     return (f"estimate now: {res.method.upper()} {res.estimate:.4f}, "
             f"{res.confidence_level:.0%} CI [{lo:.4f}, {hi:.4f}] (width {hi - lo:.4f}), "
             f"lower bound {res.lower_bound:.4f}; on the {basis} ({share}), conditioned on "

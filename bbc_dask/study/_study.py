@@ -228,10 +228,11 @@ class Study:
         running = self.location.lock().is_held()
         runs = self._cube.runs
         elapsed = remaining = None
-        if runs and "t0" in runs[-1]:
+        # a run that is not running and never recorded its end was killed: when it ended
+        # is unknown, and counting to now would grow its elapsed time for ever
+        if runs and "t0" in runs[-1] and (running or "t1" in runs[-1]):
             last = runs[-1]
-            end = last.get("t1") if not running else None
-            elapsed = (end or time.time()) - last["t0"]
+            elapsed = (time.time() if running else last["t1"]) - last["t0"]
             done_now = int((st != PENDING).sum())
             rate = (done_now - last.get("done_before", 0)) / elapsed if elapsed > 0 else 0
             remaining = 0.0 if pending == 0 else (pending / rate if running and rate > 0 else None)
