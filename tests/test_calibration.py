@@ -8,8 +8,7 @@ AUCs resampled), which ignores selection, falls far below.
 """
 import numpy as np
 import pytest
-from scipy.stats import binomtest
-from sklearn.metrics import roc_auc_score
+from scipy.stats import binomtest, rankdata
 
 import bbc_dask as bd
 
@@ -89,6 +88,16 @@ def test_lower_bound_with_repeats_covers_as_with_one(rho):
         assert p > 0.05, (m, hits)
 
 
+def column_aucs(y, scores):
+    """ROC AUC of each column of ``scores`` (n, c): the Mann-Whitney statistic of the
+    columns' average ranks, as roc_auc_score gives it column by column (a hundred of its
+    calls cost 0.8 s a simulated study, four times the BBC under test)."""
+    pos = np.asarray(y) == 1
+    n_pos, n_neg = int(pos.sum()), int((~pos).sum())
+    ranks = rankdata(scores, axis=0)
+    return (ranks[pos].sum(axis=0) - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg)
+
+
 def incomplete_coverage(n_repeats, rho, n_reps=200, seed=2):
     """Hits of BBC on an incomplete CV (include_incomplete=True): after 3 of 10 folds the
     half of the configurations with the worse pooled AUC so far stop training (as BBCD
@@ -100,7 +109,7 @@ def incomplete_coverage(n_repeats, rho, n_reps=200, seed=2):
         pred = sim.predictions.reshape(500, 100, n_repeats).copy()
         folds = sim.folds.reshape(500, n_repeats)
         early = folds[:, 0] < 3
-        auc = np.array([roc_auc_score(sim.y[early], pred[early, c, 0]) for c in range(100)])
+        auc = column_aucs(sim.y[early], pred[early, :, 0])
         gone = np.argsort(auc)[:50]
         for r in range(n_repeats):
             pred[np.ix_(folds[:, r] >= 3, gone, [r])] = np.nan
