@@ -1,5 +1,6 @@
-"""Small helpers shared by the tests and tests/conftest.py: waiting for a condition, and
-reading a study's ledger while another process may be writing it."""
+"""Small helpers shared by the tests and tests/conftest.py: waiting for a condition, running a
+study in a thread, and reading a study's ledger while another process may be writing it."""
+import threading
 import time
 
 import zarr
@@ -40,3 +41,21 @@ def rewrite_ledger(cube, name, values):
             part = values[i * step:(i + 1) * step]
             edit.replace(name, i, r, part if name == "error" else part[:, r])
     edit.commit()
+
+
+def run_in_thread(**kw):
+    """``bd.run_study(**kw)`` in a daemon thread; returns the thread and a dict whose
+    ``"study"`` will be the Study, or the exception the run raised."""
+    import bbc_dask as bd
+
+    out = {}
+
+    def run():
+        try:
+            out["study"] = bd.run_study(**kw)
+        except Exception as e:  # noqa: BLE001 - reported by the test
+            out["study"] = e
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    return t, out

@@ -13,8 +13,24 @@ from sklearn.datasets import make_classification
 
 import bbc_dask as bd
 import _estimators
+from _helpers import run_in_thread
 
 CLI = [os.path.join(os.path.dirname(sys.executable), "bbc-dask")]
+
+
+def start_held_run(gate, store, client):
+    """A study of 3 configurations x 4 folds x 2 repeats run in a thread on ``client``, one
+    fold of one configuration held per repeat while ``gate/hold`` exists (created here;
+    HeldUntestedOn); returns the thread and a dict whose ``"study"`` will be the Study, or
+    the exception the run raised."""
+    X, y = make_classification(120, 5, random_state=0)
+    X[0, 0] = 1000  # marks sample 0 (HeldUntestedOn)
+    gate.mkdir()
+    (gate / "hold").touch()
+    return run_in_thread(
+        estimator=_estimators.HeldUntestedOn(gate=str(gate)), param_grid={"C": [0.1, 1.0, 10.0]},
+        X=X, y=y, store=store, metric="roc_auc", n_splits=4, n_repeats=2, random_state=0,
+        client=client, progress=False, refit=False, configs_per_task=1)
 
 
 def test_status_watch_shows_the_live_estimate_of_a_running_study(tmp_path, make_local_client):
@@ -22,26 +38,9 @@ def test_status_watch_shows_the_live_estimate_of_a_running_study(tmp_path, make_
     (JSON lines) shows BBC on the incomplete CV while the run holds the store, then, once
     the run goes on, the complete CV's estimate, equal to the library's, and stops; the
     run finishes as it would unwatched."""
-    X, y = make_classification(120, 5, random_state=0)
-    X[0, 0] = 1000  # marks sample 0 (HeldUntestedOn)
-    gate = tmp_path / "gate"
-    gate.mkdir()
-    (gate / "hold").touch()
-    store = tmp_path / "s.zarr"
-    grid = {"C": [0.1, 1.0, 10.0]}
-    out = {}
+    gate, store = tmp_path / "gate", tmp_path / "s.zarr"
     with make_local_client(n_workers=2, threads_per_worker=2) as client:
-        def run():
-            try:
-                out["study"] = bd.run_study(
-                    _estimators.HeldUntestedOn(gate=str(gate)), grid, X, y, store=store,
-                    metric="roc_auc", n_splits=4, n_repeats=2, random_state=0, client=client,
-                    progress=False, refit=False, configs_per_task=1)
-            except Exception as e:  # noqa: BLE001 - reported below
-                out["study"] = e
-
-        t = threading.Thread(target=run, daemon=True)
-        t.start()
+        t, out = start_held_run(gate, store, client)
         watch = None
         try:
             deadline = time.time() + 300
@@ -110,25 +109,9 @@ def test_the_ledger_records_finished_fits_while_the_others_run(tmp_path, make_lo
 
     # long enough that the last results of the unheld fits arrive within it of a write
     dask_config({"bbc_dask.ledger-interval": 2})
-    X, y = make_classification(120, 5, random_state=0)
-    X[0, 0] = 1000  # marks sample 0 (HeldUntestedOn)
-    gate = tmp_path / "gate"
-    gate.mkdir()
-    (gate / "hold").touch()
-    store = tmp_path / "s.zarr"
-    out = {}
+    gate, store = tmp_path / "gate", tmp_path / "s.zarr"
     with make_local_client(n_workers=2, threads_per_worker=2) as client:
-        def run():
-            try:
-                out["study"] = bd.run_study(
-                    _estimators.HeldUntestedOn(gate=str(gate)), {"C": [0.1, 1.0, 10.0]}, X, y,
-                    store=store, metric="roc_auc", n_splits=4, n_repeats=2, random_state=0,
-                    client=client, progress=False, refit=False, configs_per_task=1)
-            except Exception as e:  # noqa: BLE001 - reported below
-                out["study"] = e
-
-        t = threading.Thread(target=run, daemon=True)
-        t.start()
+        t, out = start_held_run(gate, store, client)
         try:
             def all_but_held():
                 state = store_state(store)

@@ -13,7 +13,7 @@ import pytest
 
 import _estimators
 import bbc_dask as bd
-from _helpers import store_state, wait_until
+from _helpers import run_in_thread, store_state, wait_until
 from conftest import dask_processes_cluster, kill_sessions, start_dask_worker
 from bbc_dask.engine import _waves
 
@@ -46,20 +46,6 @@ def _done(store):
     return 0 if state is None else int((state == 1).sum())
 
 
-def _run_in_thread(**kw):
-    out = {}
-
-    def run():
-        try:
-            out["study"] = bd.run_study(**kw)
-        except Exception as e:  # noqa: BLE001 - reported by the test
-            out["study"] = e
-
-    t = threading.Thread(target=run, daemon=True)
-    t.start()
-    return t, out
-
-
 def _finished(t, out):
     t.join(300)
     study = out.get("study")
@@ -80,7 +66,7 @@ def test_workers_that_join_a_running_study_are_given_its_tasks(tmp_path):
             with bd.make_client("address", address=address) as c:
                 (first,) = c.run(os.getpid).values()
                 (gate / f"hold-{first}").touch()
-                t, out = _run_in_thread(estimator=_estimators.HeldIn(nap=0.02, gate=str(gate)),
+                t, out = run_in_thread(estimator=_estimators.HeldIn(nap=0.02, gate=str(gate)),
                                         store=tmp_path / "s.zarr", client=c, **kw)
                 wait_until((gate / f"blocked-{first}").exists, 120, "the first worker held")
                 joined = [start_dask_worker(address, "late-0", env=ENV),
@@ -124,7 +110,7 @@ def test_a_worker_retired_while_a_study_runs_loses_and_refits_nothing(tmp_path, 
         with bd.make_client("address", address=address) as c:
             pids = c.run(os.getpid)
             leaving, pid = sorted(pids.items())[0]
-            t, out = _run_in_thread(estimator=_estimators.HeldIn(nap=0.05, gate=str(gate)),
+            t, out = run_in_thread(estimator=_estimators.HeldIn(nap=0.05, gate=str(gate)),
                                     store=tmp_path / "s.zarr", client=c, **kw)
             wait_until(lambda: _estimators.fits_by_process(gate).get(pid, 0) >= 3, 120,
                        "fits by the worker to retire")
@@ -181,7 +167,7 @@ def test_an_adaptive_cluster_grows_with_a_stage_and_is_asked_for_less_after_bbcd
 
     with bd.make_client(n_workers=1, dashboard_address=":0") as c:
         c.cluster.adapt(minimum=1, maximum=3, interval="200ms", wait_count=2)
-        t, out = _run_in_thread(estimator=_estimators.HeldIn(nap=0.2, gate=str(gate)),
+        t, out = run_in_thread(estimator=_estimators.HeldIn(nap=0.2, gate=str(gate)),
                                 store=tmp_path / "s.zarr", client=c, **kw)
         # once the first tasks are timed, the stage's work is queued: 80 fits of 0.2 s,
         # 16 s for one worker, more than adapt's 5 s target duration
