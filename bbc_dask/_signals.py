@@ -9,7 +9,6 @@ import contextlib
 import signal
 import sys
 import threading
-import time
 
 from .exceptions import StudyInterrupted
 
@@ -103,17 +102,16 @@ def deferred_interrupts():
             previous[held[0]](held[0], None)
 
 
-def wait_done(futures, first=False, timeout=None):
+def wait_done(futures):
     """Waits for Dask futures without a client call, so that a Ctrl-C here leaves the
     client intact; fetch their results afterwards inside :func:`deferred_interrupts`.
     Woken by the futures' own done callbacks, not by a polling sleep: a small study waits
-    on a few short tasks per fit, and a 20 ms poll cost it ~10 ms at each; the 0.1 s wait
-    only lets a swallowed Ctrl-C be raised again. ``first``: return once one of them is
-    done; ``timeout``: return after this many seconds whatever is done."""
+    on a few short tasks per fit, and a 20 ms poll cost it ~10 ms at each; the timeout
+    only lets a swallowed Ctrl-C be raised again."""
     pending = [f for f in futures if not f.done()]
-    if not pending or (first and len(pending) < len(futures)):
+    if not pending:
         return
-    left = [1 if first else len(pending)]
+    left = [len(pending)]
     lock = threading.Lock()
     event = threading.Event()
 
@@ -125,10 +123,7 @@ def wait_done(futures, first=False, timeout=None):
 
     for f in pending:
         f.add_done_callback(one_done)
-    deadline = None if timeout is None else time.monotonic() + timeout
-    while not event.wait(0.1 if deadline is None else max(0.0, min(0.1, deadline - time.monotonic()))):
+    while not event.wait(0.1):
         raise_swallowed()
-        if deadline is not None and time.monotonic() >= deadline:
-            return
-        if (any if first else all)(f.done() for f in pending):  # a callback lost with a closed client
+        if all(f.done() for f in pending):  # a callback lost with a closed client
             return

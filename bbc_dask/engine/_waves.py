@@ -365,7 +365,7 @@ class _Executor:
                 # every task done by now, its result fetched in one gather: one round
                 # trip per batch, not per task (a cluster of many workers finishes
                 # several tasks while the driver records one)
-                done = self._collect(self._next_batch(ac, [m.future for m in table.values()]))
+                done = self._collect(self._next_batch(ac))
                 for fut, res in done:
                     entry = table.pop(fut.key)
                     flight.pop(fut.key, None)
@@ -401,18 +401,24 @@ class _Executor:
                     with contextlib.suppress(Exception):
                         self.client.run(dask_logs.silence)
 
-    def _next_batch(self, ac, futures):
+    def _next_batch(self, ac):
         """The tasks done by now, waiting for one if none is. Results recorded but not yet
         written are written once ``bbc_dask.ledger-interval`` has passed since the last
         write, even if no other task finishes by then: a reader of the store (``bbc-dask
         status``, a live estimate) would otherwise lag the fits by as long as the next
         task runs."""
-        if self._unwritten() and not ac.has_ready():
-            left = tuning.LEDGER_INTERVAL - (time.monotonic() - self.flushed)
-            if left > 0:
-                wait_done(futures, first=True, timeout=left)
-            if not ac.has_ready():
-                self.flush()
+        if self._unwritten():
+            deadline = self.flushed + tuning.LEDGER_INTERVAL
+            while not ac.has_ready():
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    self.flush()
+                    break
+                raise_swallowed()  # a Ctrl-C the interpreter swallowed stops the run here
+                # woken by as_completed as a task finishes (its own wait, as next_batch
+                # does): no polling sleep, and no callbacks of ours on the futures
+                with ac.thread_condition:
+                    ac.thread_condition.wait(timeout=min(left, 0.1))
         return ac.next_batch(block=True)
 
     def _unwritten(self):
