@@ -96,7 +96,8 @@ def test_a_kill_at_any_store_write_resumes_bit_identical(tmp_path, client, refer
         killed, trained_before = None, 0
     if killed is not None and killed._cube.runs and "t1" not in killed._cube.runs[-1]:
         # killed inside a run: when it ended is unknown (not "until now", which grows)
-        assert killed.status()["elapsed_s"] is None and not killed.status()["running"]
+        status = killed.status()  # read once: each call reads the store
+        assert status["elapsed_s"] is None and not status["running"]
     resumed = _study(store, kind, client)
     trained = int(np.isin(ref["state"], (1, 2)).sum())
     assert resumed.n_fits_ == trained - trained_before  # nothing the ledger kept is refit
