@@ -109,6 +109,11 @@ def test_the_ledger_records_finished_fits_while_the_others_run(tmp_path, make_lo
 
     # long enough that the last results of the unheld fits arrive within it of a write
     dask_config({"bbc_dask.ledger-interval": 2})
+    # one block per task: a task that grouped the held block with its fold's other
+    # configurations (as the engine does once fits prove short, a busy driver's floor)
+    # would hold their cells too
+    dask_config({"bbc_dask.target-task-seconds": 0, "bbc_dask.driver-task-seconds": 0,
+                 "bbc_dask.driver-tasks-measured": 10**9})
     gate, store = tmp_path / "gate", tmp_path / "s.zarr"
     with make_local_client(n_workers=2, threads_per_worker=2) as client:
         t, out = start_held_run(gate, store, client)
