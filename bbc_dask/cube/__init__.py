@@ -36,9 +36,11 @@ from ._selection import (
     candidates,
     complete,
     failure_groups,
+    incomplete_cv,
     ledger_fold_matrix,
     pooled_scores,
     select_winner,
+    study_seed,
     target_of,
 )
 from ._verify import Damage, VerifyReport, verify_store
@@ -73,6 +75,7 @@ __all__ = [
     "complete",
     "create_cube",
     "failure_groups",
+    "incomplete_cv",
     "inspect_store",
     "settle_ledger",
     "fill_untrained",
@@ -82,6 +85,7 @@ __all__ = [
     "pooled_scores",
     "save_model",
     "select_winner",
+    "study_seed",
     "target_of",
     "to_json",
     "verify_store",

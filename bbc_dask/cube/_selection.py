@@ -8,8 +8,8 @@ import numpy as np
 from ._schema import DONE, FAILED
 from .._doors import owned_by
 
-__all__ = ["candidates", "complete", "failure_groups", "ledger_fold_matrix", "pooled_scores",
-           "select_winner", "target_of"]
+__all__ = ["candidates", "complete", "failure_groups", "incomplete_cv", "ledger_fold_matrix",
+           "pooled_scores", "select_winner", "study_seed", "target_of"]
 
 
 def complete(state):
@@ -22,6 +22,25 @@ def candidates(cube):
     cell done, and not dropped — BBCD's survivors (one dropped after the last wave has
     every cell done)."""
     return complete(cube.state()) & (cube.dropped_waves()[0] < 0)
+
+
+def study_seed(spec):
+    """The study's own seed, from its store's ``spec`` (see :attr:`bbc_dask.Study.seed`)."""
+    ent = spec["seed"]
+    return np.random.SeedSequence(int(ent["entropy"]), spawn_key=tuple(ent["spawn_key"]))
+
+
+def incomplete_cv(cube):
+    """What BBC on the study's incomplete CV reads (see :meth:`bbc_dask.Study.bbc`'s
+    ``include_incomplete``): ``(idx, missing, final)`` — the configurations with a fold
+    predicted in every repeat, the cells ``(N, len(idx), R)`` the ledger says were not
+    predicted, and which of them the final winner may be (the candidates)."""
+    st = cube.state()
+    idx = np.flatnonzero((st == DONE).any(axis=2).all(axis=1))
+    folds = cube.folds()
+    done = st[idx] == DONE  # (c, R, K)
+    missing = np.stack([~done[:, r, folds[:, r]].T for r in range(folds.shape[1])], axis=2)
+    return idx, missing, np.isin(idx, np.flatnonzero(candidates(cube)))
 
 
 def target_of(cube):

@@ -29,6 +29,8 @@ _WHERE = {
     "StudyData": ("._request", "StudyData"),
     "StudyRequest": ("._request", "StudyRequest"),
     "CVTRun": ("._run", "CVTRun"),
+    "Stop": ("._stop", "Stop"),
+    "StopRecord": ("._stop", "StopRecord"),
     "run_cvt": ("._run", "run_cvt"),
     "score_fold": ("._tasks", "_fold_scores"),
     "fold_target": ("._tasks", "_fold_target"),

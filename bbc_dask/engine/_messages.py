@@ -84,7 +84,8 @@ class WaveSettings:
     configuration has a failed cell); and what receives the run's record: ``warned``
     (``{(module, class, text): count}`` of the fits' warnings), ``phases`` (a
     :class:`~bbc_dask.engine._phases.Phases`) and ``score_times`` (a ``CellTimes`` of the
-    cells run, or None)."""
+    cells run, or None); ``budget`` (a :class:`~bbc_dask.engine._stop.Budget`: the run's
+    :class:`~bbc_dask.Stop` rule, checked as it goes; None without one)."""
 
     progress: bool = False
     cancel_on_exit: bool = True
@@ -93,6 +94,7 @@ class WaveSettings:
     warned: dict = dataclasses.field(default_factory=dict)
     phases: object = None
     score_times: object = None
+    budget: object = None
 
 
 @_frozen

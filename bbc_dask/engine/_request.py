@@ -25,6 +25,7 @@ from ..stats import SELECTIONS, Dropping, Selection
 from . import _plan as plan
 from ._nested import NestedProtocol
 from ._protocol import KFoldProtocol, SplitsProtocol, as_protocol
+from ._stop import Stop, check_stop_fits_memory
 from .._doors import door_name, warn
 
 __all__ = ["Execution", "Resampling", "Scoring", "Search", "Storage", "StudyData", "StudyRequest"]
@@ -91,6 +92,8 @@ class Execution:
     configs_per_task: int | None = None
     overwrite: bool = False
     refit: bool = True
+    #: when the run stops early (a :class:`~bbc_dask.Stop`, or None)
+    stop: object = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -203,7 +206,11 @@ class StudyRequest:
         grid = plan.check_search(search.param_grid, search.param_distributions, search.n_iter)
         if grid is not None:  # random draws are checked once the seed is known
             plan.check_estimator_methods(estimator, grid, metric)
-        if dropping is not None and (len(grid) if grid is not None else search.n_iter) < 2:
+        n_configs = len(grid) if grid is not None else search.n_iter
+        execution = dataclasses.replace(execution, stop=Stop.coerce(execution.stop))
+        check_stop_fits_memory(execution.stop, len(y), n_configs, protocol.n_repeats,
+                               len(target.classes) if metric.needs_class_axis else 1)
+        if dropping is not None and n_configs < 2:
             warn(f"dropping has no effect in {door_name()} with a single configuration; "
                  f"running plain CVT.", UserWarning, stacklevel=3)
         return cls(

@@ -18,7 +18,7 @@ from .. import _validation as validation
 from .._random import as_seed_sequence, entropy_of
 from .._signals import signals_as_interrupts
 from ._differs import spec_differences
-from ..cube import PENDING, settle_ledger
+from ..cube import DONE, FAILED, PENDING, settle_ledger
 from ..exceptions import (
     OldSchemaError,
     StoreDamagedError,
@@ -28,6 +28,7 @@ from ..exceptions import (
 from . import _plan as plan
 from ._messages import FitWork, WaveSettings
 from ._phases import Phases
+from ._stop import Budget, incomplete_bbc, stopped_message
 from ._tasks import refit
 from ._waves import run_waves, submit_with_data
 from .._doors import spelled, the_parameter, warn
@@ -88,6 +89,8 @@ class _StudyRun:
         self.warned = {}
         self.phases = Phases()
         self.warming = []  # the workers' warm-up futures (see _warm_workers)
+        self.started = time.monotonic()  # the Stop rule's max_seconds count from here
+        self.stopped = None  # the StopRecord of a run its Stop rule stopped
 
     # ------------------------------------------------------------------ flow
     def run(self):
@@ -325,14 +328,26 @@ class _StudyRun:
                                             req.protocol.n_splits))
         work = FitWork(req.estimator, self.configs, req.data.X, req.data.y, req.data.target,
                        req.metric, req.error_score, req.data.shipped())
+        stop, budget = req.execution.stop, None
+        if stop is not None:
+            budget = Budget(stop, _fitted(self.cube.state()), self.started,
+                            lambda: incomplete_bbc(self.cube, req.metric, stop))
         settings = WaveSettings(
             req.execution.progress, cancel_on_exit, self.token,
             stop_if_all_failed=req.protocol.stops_when_all_failed,
-            warned=self.warned, phases=self.phases, score_times=self.score_times)
+            warned=self.warned, phases=self.phases, score_times=self.score_times,
+            budget=budget)
         self.fits = run_waves(self.cube, client, work, settings, req.dropping, self.root,
                               pooled=req.protocol.needs_pooled(req.selection))
         with self.phases("ledger"):
-            self.cube.end_run(finished=time.strftime("%Y-%m-%dT%H:%M:%S"), fits=self.fits)
+            st = self.cube.state()
+            self.stopped = None if budget is None or not (st == PENDING).any() \
+                else budget.record(_fitted(st))
+            said = {} if self.stopped is None else {"stopped": self.stopped.to_json()}
+            self.cube.end_run(finished=time.strftime("%Y-%m-%dT%H:%M:%S"), fits=self.fits,
+                              **said)
+        if self.stopped is not None and req.execution.progress:
+            print(stopped_message(self.stopped, st), file=sys.stderr)
 
     def plan_new(self):
         """Plan the study's seed and configurations as for a new store."""
@@ -345,6 +360,8 @@ class _StudyRun:
         from ..cube import select_winner
 
         if self.cube.final_model_record is not None:  # a rerun of a finished study: it is saved
+            return None
+        if self.stopped is not None:  # stopped early: refit once a rerun completes it
             return None
         best = select_winner(self.cube)
         if best is None:
@@ -368,6 +385,11 @@ class _StudyRun:
                  else "no cell was run")
         return StudyInterrupted(f"interrupted: {saved}; run again with the same arguments to "
                                 f"resume", signum, done, total)
+
+
+def _fitted(state):
+    """The cells of ``state`` fitted so far (done or failed)."""
+    return int(((state == DONE) | (state == FAILED)).sum())
 
 
 def _released():

@@ -22,6 +22,7 @@ from ._phases import Phases
 from ._pooled import PooledAlong, pooled_pass
 from ._sizing import ClusterSize, DriverCost, Grouper, Queue, adaptive_seconds
 from ._messages import FitInFlight, Placement, PlannedBlock, PooledInFlight, TaskScoring
+from ._stop import cells as _cells
 from ._tasks import fit_write_blocks
 from .._doors import carried
 
@@ -56,6 +57,13 @@ class _WaveTasks:
 
     def __len__(self):
         return sum(int(np.count_nonzero(np.diff(t // self.chunk))) + 1 for *_, t in self._pending())
+
+    def cells_by_wave(self):
+        """``{wave: cells to fit}`` (the waves with some)."""
+        out = {}
+        for k, _, todo in self._pending():
+            out[k] = out.get(k, 0) + int(todo.size)
+        return out
 
     def __iter__(self):
         for k, r, todo in self._pending():
@@ -105,6 +113,8 @@ def run_waves(cube, client, work, settings, dropping=None, root=None, pooled=Tru
                                        cube.dropped_waves()[0]), int(active.sum()))
             if run.all_failed(active):
                 return run.fits
+            if run.stopped():
+                break  # the Stop rule held: no decision, no further wave (a rerun goes on)
             if dropping is None:
                 continue
             with phases("decisions"):
@@ -278,6 +288,18 @@ class _Executor:
         self.block_bytes = cube.chunk_nbytes
         self.phases = settings.phases
         self.pooled = pooled  # a PooledAlong when pooled scores are computed along the waves
+        self.budget = settings.budget  # the Stop rule's Budget, or None
+        self.in_flight = 0  # cells submitted and not yet recorded
+        self.wave_left = {}  # cells of each wave this stage has yet to record
+        self.completed = False  # a wave's last cell was recorded since the last check
+
+    def stopped(self):
+        """Whether the run's Stop rule held (nothing more is submitted)."""
+        return self.budget is not None and self.budget.reason is not None
+
+    def _may_submit(self):
+        """Whether more tasks may be submitted now (the Stop rule's time is checked)."""
+        return self.budget is None or not (self.stopped() or self.budget.out_of_time())
 
     def rank(self, blocks):
         """``blocks`` (config index arrays of one (wave, repeat)) in the order to run them:
@@ -321,6 +343,7 @@ class _Executor:
         n_tasks = len(tasks)
         if not n_tasks:
             return
+        self.wave_left = tasks.cells_by_wave()
         if self.progress:
             # created with its total: a bar drawn at 0 of an unknown total stays behind as
             # a stray "wave 1: 0task [00:00, ?task/s]" line. A study that drops plans each
@@ -347,18 +370,24 @@ class _Executor:
                 n_threads = groups.n_threads = cluster.threads()
                 groups.min_seconds = driver.min_task_seconds(n_threads)
                 queue = Queue(groups, flight, n_threads, horizon)
-                new = []
-                while queue.wants_more():
+                new, planned = [], 0
+                while self._may_submit() and queue.wants_more():
                     if retry:
                         group, tries = retry.popleft()
                     else:
                         group, tries = groups.next(), 0
                         if group is None:
                             break
+                    if self.budget is not None:  # cut to the fits the Stop rule leaves
+                        group = self.budget.cut(group, self.fits, self.in_flight + planned)
+                        if group is None:
+                            break
+                    planned += _cells(group)
                     new.append((group, tries, queue.add(group)))
                 for (group, tries, seconds), fut in zip(new, self._submit([g for g, *_ in new])):
                     table[fut.key] = FitInFlight(group, tries, fut)
                     flight[fut.key] = seconds
+                    self.in_flight += _cells(group)
                     ac.add(fut)
                 if not table:
                     break
@@ -372,6 +401,7 @@ class _Executor:
                     if isinstance(entry, PooledInFlight):
                         self._pooled_done(res, entry.block)
                         continue
+                    self.in_flight -= _cells(entry.group)
                     if isinstance(res, CancelledError):
                         # its data was lost with a worker: scatter again and resubmit
                         if entry.tries >= tuning.MAX_RESUBMITS:
@@ -383,6 +413,11 @@ class _Executor:
                     self._handle(entry.group, res, groups, table, ac)
                 if not table or time.monotonic() - self.flushed >= tuning.LEDGER_INTERVAL:
                     self.flush()
+                if self.completed:
+                    # the width rule reads the store: the wave's last cells written first
+                    self.flush()
+                    self.completed = False
+                    self.budget.wave_complete()
                 driver.handled(len(done))
                 if self.all_failed(tasks.active):
                     break  # the finally below records the results and cancels the rest
@@ -485,6 +520,9 @@ class _Executor:
             self.score_times.fit[cfgs, r, k] = res.fit_only
             self.score_times.score[cfgs, r, k] = res.score_time
         self.fits += len(cfgs)
+        if self.budget is not None and self.budget.checks_width and k in self.wave_left:
+            self.wave_left[k] -= len(cfgs)
+            self.completed |= self.wave_left[k] == 0
         if self.bar is not None:
             # the furthest wave reached: tasks of a resumed run's earlier waves finish
             # after later ones, and the label must not go back (3/5, 2/5, 3/5)

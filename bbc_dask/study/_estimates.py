@@ -18,7 +18,8 @@ from .._doors import door, door_name, owned_by, passing, warn
 from ..chunked import bbc_over_table, refuse_general, use_chunked
 from ..cluster import current_client
 from ..cube import (DONE, DROPPED, FAILED, PENDING, candidates, complete, failure_groups,
-                    fill_untrained, ledger_fold_matrix, select_winner, target_of)
+                    fill_untrained, incomplete_cv, ledger_fold_matrix, select_winner,
+                    study_seed, target_of)
 from ..exceptions import (InvalidParameterError, LabelsAsScoresWarning, StudyNotReadyError,
                           UndefinedScoreError, UnfinishedStudyWarning)
 from ..metrics import get_metric
@@ -50,12 +51,6 @@ def study_scores(method):
             return method(*args, **kwargs)
 
     return wrapped
-
-
-def study_seed(spec):
-    """The study's own seed, from its store's ``spec`` (see :attr:`bbc_dask.Study.seed`)."""
-    ent = spec["seed"]
-    return np.random.SeedSequence(int(ent["entropy"]), spawn_key=tuple(ent["spawn_key"]))
 
 
 class StudyEstimates:
@@ -236,8 +231,7 @@ class StudyEstimates:
 
     def _bbc_incomplete(self, chunked, selection, kwargs):
         """BBC over every configuration trained on some fold (see :meth:`bbc`)."""
-        st = self._cube.state()
-        idx = np.flatnonzero(_predicted_in_each_repeat(st))
+        idx, missing, final = incomplete_cv(self._cube)
         if idx.size == 0:
             raise StudyNotReadyError(self._none_complete())
         if chunked or (chunked is None and self._chunked(idx, None)):
@@ -249,12 +243,9 @@ class StudyEstimates:
         y, opts = self._chunked_opts(in_memory_bbc, kwargs, self._CHUNKED_KW + ("bootstrap_indices",))
         m = get_metric(self.metric)
         arr, coord = validation.as_predictions(self._cube.predictions(idx), m)
-        folds = self._cube.folds()
-        done = st[idx] == DONE  # (c, R, K): the ledger says which cells were predicted
-        missing = np.stack([~done[:, r, folds[:, r]].T for r in range(folds.shape[1])], axis=2)
-        final = np.isin(idx, self.candidates())
         res = bbc_incomplete(
-            m, arr, coord, missing, y, folds, opts["n_bootstraps"], opts["confidence_level"],
+            m, arr, coord, missing, y, self._cube.folds(), opts["n_bootstraps"],
+            opts["confidence_level"],
             opts["random_state"], opts["bootstrap_indices"], opts["pos_label"],
             opts["block_size"], selection, final)
         return self._remap(res, idx)

@@ -42,6 +42,7 @@ def run_study(
     security=None,
     selection="pooled",
     fit_params=None,
+    stop=None,
 ):
     """Cross-validate every configuration on Dask into a resumable Zarr prediction cube.
 
@@ -155,6 +156,14 @@ def run_study(
         whole to the refit; other values are passed as they are. They travel to the
         workers as X does, and their digest is recorded with the study: a resume with other
         fit parameters is refused. Not in nested cross-validation.
+    stop : Stop or dict, default=None
+        Stop early (:class:`bbc_dask.Stop`; a dict of its arguments): once BBC's interval
+        on the incomplete CV is at most ``ci_width`` wide (checked as each fold wave
+        completes), after ``max_seconds`` of this run, or at ``max_fits`` fitted cells of
+        the study. Tasks in flight finish and are recorded; no model is refit;
+        :attr:`Study.stopped_` says why, and ``Study.bbc(include_incomplete=True)`` is the
+        estimate. Not recorded with the study: a rerun without it (or with a laxer rule)
+        resumes, fitting only what is pending.
 
     Returns
     -------
@@ -172,7 +181,7 @@ def run_study(
         scoring=Scoring(metric, pos_label, error_score, selection),
         storage=Storage(store, storage_options),
         resampling=Resampling(n_splits, n_repeats, cv, groups),
-        execution=Execution(client, security, progress, configs_per_task, overwrite, refit),
+        execution=Execution(client, security, progress, configs_per_task, overwrite, refit, stop),
         dropping=dropping, random_state=random_state, metadata=metadata, fit_params=fit_params)
     checked = time.perf_counter() - t0
     study = study_of(run_cvt(request))

@@ -51,6 +51,8 @@ class Study:
         The metric's name (a ``make_scorer`` object's is its repr).
     n_fits_ : int
         Fits performed by the call that returned this object (0 for :func:`open_study`).
+    stopped_ : bbc_dask.engine.StopRecord or None
+        Why the last run stopped early (``run_study(stop=...)``), while cells are pending.
     fit_warnings_ : dict
         The warnings those fits raised, ``{(module, class name, text): count}``: collected
         by the tasks and shown once each by :func:`run_study` (empty for
@@ -245,6 +247,19 @@ class Study:
             "complete_configs": int(complete(st).sum()), "configs": int(st.shape[0]),
             "running": running, "elapsed_s": elapsed, "remaining_s": remaining,
         }
+
+    @property
+    def stopped_(self):
+        """Why the study's last run stopped early (a :class:`~bbc_dask.engine.StopRecord`:
+        the rule of ``run_study(stop=...)`` that held, when, the fits then), or None: the
+        study is complete, or its last run was not stopped by a rule (it is running, was
+        interrupted, or had none)."""
+        from ..engine import StopRecord
+
+        runs = self._cube.runs
+        if not runs or "stopped" not in runs[-1] or not (self._cube.state() == PENDING).any():
+            return None
+        return StopRecord.from_json(runs[-1]["stopped"])
 
     @property
     def selection(self):

@@ -1,0 +1,129 @@
+"""Stopping a study early (``run_study(stop=bd.Stop(...))``): the rule holds, the run stops
+submitting, its tasks in flight are recorded, the store says why, and a rerun without the
+rule resumes and finishes the study as if it had never stopped."""
+import numpy as np
+import pytest
+from sklearn.datasets import make_classification
+from sklearn.linear_model import LogisticRegression
+
+import bbc_dask as bd
+from bbc_dask.cube import PENDING
+from bbc_dask.exceptions import InvalidParameterError, StudyNotReadyError
+
+GRID = {"C": [0.01, 0.1, 1.0, 10.0]}
+
+
+def _data():
+    return make_classification(120, 5, random_state=0)
+
+
+def _run(store, client, **kw):
+    X, y = _data()
+    opts = dict(metric="roc_auc", n_splits=4, n_repeats=2, random_state=0, client=client,
+                progress=False)
+    return bd.run_study(LogisticRegression(), GRID, X, y, store=store, **(opts | kw))
+
+
+@pytest.mark.parametrize("kwargs, name, words", [
+    ({"ci_width": 0}, "ci_width", "a float in the range (0.0, inf)"),
+    ({"max_seconds": -1.0}, "max_seconds", "a float in the range (0.0, inf)"),
+    ({"max_fits": 0}, "max_fits", "an int in the range [1, inf)"),
+    ({"max_fits": 2.5}, "max_fits", "an int"),
+    ({"confidence_level": 1.0}, "confidence_level", "(0.0, 1.0)"),
+    ({"n_bootstraps": 1}, "n_bootstraps", "[2, inf)"),
+])
+def test_a_bad_rule_is_refused_naming_its_argument(kwargs, name, words):
+    with pytest.raises(InvalidParameterError) as e:
+        bd.Stop(**kwargs)
+    msg = str(e.value)
+    assert f"'{name}' parameter of Stop" in msg and words in msg and "\n" not in msg
+
+
+@pytest.mark.parametrize("stop, words", [
+    ("fast", "None, a bbc_dask.Stop or a dict of its arguments"),
+    ({"max_fit": 3}, "the unknown key(s) ['max_fit']"),
+])
+def test_run_study_refuses_a_bad_stop_before_touching_the_store(tmp_path, stop, words):
+    with pytest.raises(InvalidParameterError) as e:
+        _run(tmp_path / "s.zarr", None, stop=stop)
+    assert "'stop' parameter of run_study" in str(e.value) and words in str(e.value)
+    assert not (tmp_path / "s.zarr").exists()
+
+
+def test_a_width_rule_is_refused_where_the_cube_would_not_fit_in_memory(tmp_path, dask_config):
+    """The width rule reads the trained configurations' predictions at each check: beyond
+    ``bbc_dask.in-memory-bytes`` it is refused up front, a budget is not."""
+    dask_config({"bbc_dask.in-memory-bytes": 1000})
+    with pytest.raises(InvalidParameterError) as e:
+        _run(tmp_path / "s.zarr", None, stop=bd.Stop(ci_width=0.1))
+    assert "'stop' parameter of run_study" in str(e.value)
+    assert "bbc_dask.in-memory-bytes (1,000)" in str(e.value)
+    assert not (tmp_path / "s.zarr").exists()
+
+
+def test_max_fits_stops_the_study_and_a_rerun_finishes_it_unchanged(tmp_path, client):
+    """``max_fits`` counts the study's fitted cells: the run stops at exactly that many,
+    with no model refit and the rule recorded; the same rule again fits nothing; a rerun
+    without it fits only the pending cells, and the study equals one never stopped."""
+    store = tmp_path / "s.zarr"
+    study = _run(store, client, stop=bd.Stop(max_fits=7))
+    st = study.state
+    assert study.n_fits_ == 7 and int((st != PENDING).sum()) == 7
+    rec = study.stopped_
+    assert rec.reason == "max_fits" and rec.fits == 7 and rec.rule == bd.Stop(max_fits=7)
+    assert rec.interval is None and rec.seconds >= 0
+    assert study.final_model_record is None
+    with pytest.raises(StudyNotReadyError, match="no final model"):
+        study.final_model
+    assert bd.open_study(store).stopped_ == rec  # read back from the store
+    est = study.bbc(include_incomplete=True, n_bootstraps=100)
+    assert np.isfinite(est.estimate)
+
+    again = _run(store, client, stop={"max_fits": 7})
+    assert again.n_fits_ == 0 and again.stopped_.reason == "max_fits"
+    assert np.array_equal(again.state, st)
+
+    done = _run(store, client)
+    assert done.n_fits_ == st.size - 7 and done.stopped_ is None
+    assert (done.state != PENDING).all() and done.final_model_record is not None
+    whole = _run(tmp_path / "whole.zarr", client)
+    assert np.array_equal(done.cube["prediction"].values, whole.cube["prediction"].values,
+                          equal_nan=True)
+    assert done.bbc(n_bootstraps=100).estimate == whole.bbc(n_bootstraps=100).estimate
+    assert done.best_index_ == whole.best_index_
+
+
+def test_max_seconds_stops_submitting_once_spent(tmp_path, client):
+    study = _run(tmp_path / "s.zarr", client, stop=bd.Stop(max_seconds=1e-6))
+    rec = study.stopped_
+    assert rec.reason == "max_seconds" and rec.seconds >= 1e-6
+    assert study.n_fits_ == rec.fits == int((study.state != PENDING).sum())
+    assert (study.state == PENDING).any()
+
+
+def test_the_width_rule_stops_at_the_first_complete_wave_it_holds(tmp_path, client, dask_config):
+    """A width every interval meets stops the run as soon as a fold wave is complete: the
+    interval recorded is BBC on the incomplete CV of the cells then recorded (the study's
+    seed), the tasks in flight are recorded, and cells are left pending."""
+    # a shallow queue of one block per task: few cells are in flight when the rule holds
+    dask_config({"bbc_dask.queue-seconds": 0.001, "bbc_dask.target-task-seconds": 0,
+                 "bbc_dask.driver-task-seconds": 0, "bbc_dask.driver-tasks-measured": 10**9})
+    X, y = _data()
+    study = bd.run_study(LogisticRegression(), GRID, X, y, store=tmp_path / "w.zarr",
+                         metric="roc_auc", n_splits=10, random_state=0, client=client,
+                         progress=False, stop=bd.Stop(ci_width=1.0, n_bootstraps=200))
+    rec = study.stopped_
+    assert rec.reason == "ci_width" and rec.rule.ci_width == 1.0
+    lo, hi = rec.interval
+    assert 0 <= hi - lo <= 1.0
+    st = study.state
+    assert (st == PENDING).any() and rec.fits == int((st != PENDING).sum())
+    assert (st[:, :, 0] != PENDING).all()  # the wave that held it
+    res = study.bbc(include_incomplete=True, n_bootstraps=200)
+    assert res.confidence_interval[0] <= res.estimate <= res.confidence_interval[1]
+    # never met: the run goes on to the end, and says nothing of a stop
+    done = bd.run_study(LogisticRegression(), GRID, X, y, store=tmp_path / "w.zarr",
+                        metric="roc_auc", n_splits=10, random_state=0, client=client,
+                        progress=False, stop=bd.Stop(ci_width=1e-9, n_bootstraps=200))
+    assert done.stopped_ is None and (done.state != PENDING).all()
+    assert done.n_fits_ == int((st == PENDING).sum()) and done.final_model_record is not None
