@@ -127,3 +127,35 @@ def test_the_width_rule_stops_at_the_first_complete_wave_it_holds(tmp_path, clie
                         progress=False, stop=bd.Stop(ci_width=1e-9, n_bootstraps=200))
     assert done.stopped_ is None and (done.state != PENDING).all()
     assert done.n_fits_ == int((st == PENDING).sum()) and done.final_model_record is not None
+
+
+def test_the_command_line_stops_by_the_study_files_rule_and_resumes(tmp_path, client):
+    """A study file's ``stop:`` (and ``--max-fits``, which overrides it): ``run`` says the
+    run stopped and prints the estimate of the incomplete CV; ``status`` says why it
+    stopped; the file without its rule resumes the study to the end."""
+    import yaml
+    from click.testing import CliRunner
+
+    from bbc_dask.cli import main
+
+    spec = {"name": "s", "data": {"sklearn": "breast_cancer"}, "cv": {"splits": 3},
+            "grid": [{"estimator": "sklearn.tree.DecisionTreeClassifier",
+                      "params": {"random_state": 0}, "grid": {"max_depth": [1, 2, 3]}}],
+            "metric": "roc_auc", "random_state": 0, "store": "s.zarr", "bootstraps": 50,
+            "stop": {"max_fits": 2}}
+    f = tmp_path / "study.yaml"
+    f.write_text(yaml.safe_dump(spec))
+    run = ["run", str(f), "--scheduler", client.scheduler.address, "--no-progress"]
+    res = CliRunner().invoke(main, run + ["--max-fits", "4"])
+    assert res.exit_code == 0, res.output
+    assert "stopped early (max_fits): 4 of 9 cells settled" in res.output, res.output
+    assert "on the incomplete CV" in res.output, res.output
+    res = CliRunner().invoke(main, ["status", str(tmp_path / "s.zarr"), "--no-estimate"])
+    assert res.exit_code == 0 and "stopped early by its rule (max_fits)" in res.output, res.output
+    del spec["stop"]
+    f.write_text(yaml.safe_dump(spec))
+    res = CliRunner().invoke(main, run)
+    assert res.exit_code == 0, res.output
+    assert "finished: 9 cells done" in res.output, res.output
+    st = bd.open_study(tmp_path / "s.zarr")
+    assert st.stopped_ is None and st.status()["stopped"] is None

@@ -26,7 +26,8 @@ from ..exceptions import (
 from ..stats import CI_METHODS, alpha_of
 from ._stores import note_read_only, refuse_read_only
 from ._stores import store_errors as _store_errors
-from ._tables import check_finished, echo_failures, print_estimates
+from ._tables import (check_finished, echo_failures, echo_fit_warnings, echo_progress,
+                      estimate_line, live_estimate, print_estimates)
 
 _CI_METHODS = tuple(CI_METHODS)
 
@@ -165,11 +166,12 @@ def _client(resolved, scheduler):
 
 @door(STUDY_FILE)
 def run_study_file(resolved, *, scheduler=None, store=None, progress=True, cluster=None,
-             storage_options=None, overwrite=False):
+             storage_options=None, overwrite=False, stop=None):
     """Run (or resume) a resolved study file; returns the Study.
 
     ``cluster`` overrides keys of the study file's ``cluster:`` section (``kind``, options,
-    ``security``); ``storage_options`` updates its ``storage_options``."""
+    ``security``); ``storage_options`` updates its ``storage_options``; ``stop`` keys of
+    its ``stop:`` section (the rule that ends the run early)."""
     from ..cube import StoreLocation
     from ..engine import Execution, Resampling, Scoring, Search, Storage, StudyRequest, run_cvt
     from ..stats import Dropping
@@ -195,8 +197,9 @@ def run_study_file(resolved, *, scheduler=None, store=None, progress=True, clust
                       "raise" if resolved.get("error_score") == "raise" else float("nan"),
                       resolved.get("selection", "pooled"))
     storage = Storage(resolved["store"], resolved.get("storage_options"))
+    rule = {**(resolved.get("stop") or {}), **(stop or {})} or None
     execution = Execution(_client(resolved, scheduler), resolved["cluster"].get("security"),
-                          progress, resolved["configs_per_task"], overwrite)
+                          progress, resolved["configs_per_task"], overwrite, stop=rule)
     if protocol["kind"] == "nested":
         from ..protocols import nested_result
 
@@ -207,7 +210,7 @@ def run_study_file(resolved, *, scheduler=None, store=None, progress=True, clust
             execution=dataclasses.replace(execution, refit=False),
             random_state=resolved["random_state"], metadata=resolved)
         run = run_cvt(request)
-        _echo_fit_warnings(run.warned)
+        echo_fit_warnings(run.warned)
         return nested_result(run, resolved.get("confidence", 0.95))
     request = StudyRequest.build(
         estimator, X, y, search=Search(grid), scoring=scoring, storage=storage,
@@ -216,26 +219,8 @@ def run_study_file(resolved, *, scheduler=None, store=None, progress=True, clust
         execution=execution, dropping=Dropping.coerce(resolved["dropping"]),
         random_state=resolved["random_state"], metadata=resolved)
     study = study_of(run_cvt(request))
-    _echo_fit_warnings(study.fit_warnings_)
+    echo_fit_warnings(study.fit_warnings_)
     return study
-
-
-def _echo_fit_warnings(warned):
-    """The fits' warnings, each distinct one once with its count (the tasks collect them:
-    printed by each worker, one scikit-learn FutureWarning fills a screen)."""
-    from .._run_warnings import fit_warning_groups
-
-    groups = fit_warning_groups(warned)
-    if not groups:
-        return
-    n = sum(g[3] for g in groups)
-    click.echo(f"warnings from the fits ({len(groups)} distinct, each shown once; at least "
-               f"{n} in all):", err=True)
-    for _, name, text, count in groups[:5]:
-        first = text.splitlines()[0] if text else ""
-        click.echo(f"  {count} x {name}: {first}", err=True)
-    if len(groups) > 5:
-        click.echo(f"  ... {len(groups) - 5} other warnings", err=True)
 
 
 _storage_option = click.option(
@@ -262,8 +247,14 @@ _storage_option = click.option(
 @click.option("--no-progress", is_flag=True, help="No progress bar.")
 @click.option("--overwrite", is_flag=True,
               help="Replace a study of other arguments stored at the store (it is deleted).")
+@click.option("--stop-ci-width", type=click.FloatRange(min=0, min_open=True), default=None,
+              metavar="W", help="Stop once BBC's interval on the incomplete CV is at most W wide.")
+@click.option("--max-seconds", type=click.FloatRange(min=0, min_open=True), default=None,
+              metavar="S", help="Submit no fit after S seconds of this run.")
+@click.option("--max-fits", type=click.IntRange(min=1), default=None, metavar="F",
+              help="Stop at F fitted cells of the study (a rerun without it resumes).")
 def run(study_file, scheduler, store, cluster_kind, cluster_option, tls_ca_file, tls_cert,
-        tls_key, storage_option, no_progress, overwrite):
+        tls_key, storage_option, no_progress, overwrite, stop_ci_width, max_seconds, max_fits):
     """Run STUDY_FILE, or resume it if its store holds the same study."""
     from ._studyfile import load_study_file
 
@@ -282,14 +273,23 @@ def run(study_file, scheduler, store, cluster_kind, cluster_option, tls_ca_file,
     if tls:
         cluster["security"] = tls
     t = time.time()
+    stop = {k: v for k, v in (("ci_width", stop_ci_width), ("max_seconds", max_seconds),
+                              ("max_fits", max_fits)) if v is not None}
     study = run_study_file(resolved, scheduler=scheduler, store=store, progress=not no_progress,
                      cluster=cluster, storage_options=storage_options,
-                     overwrite=overwrite)
+                     overwrite=overwrite, stop=stop)
     if not hasattr(study, "status"):  # a nested CV's result
         click.echo(f"finished in {time.time() - t:.1f} s; store {study.store}")
         click.echo(study.summary())
         return
     st = study.status()
+    rec = study.stopped_
+    if rec is not None:  # the rule ended it: the estimate of its incomplete CV
+        click.echo(f"stopped early ({rec.reason}): {st['cells'] - st['pending']} of {st['cells']} "
+                   f"cells settled in {time.time() - t:.1f} s; store {study.store}; run it "
+                   f"again without the rule to go on")
+        click.echo(estimate_line(*live_estimate(study, resolved.get("bootstraps", 1000)), st))
+        return
     click.echo(f"finished: {st['done']} cells done, {st['failed']} failed, {st['dropped']} dropped "
                f"in {time.time() - t:.1f} s; store {study.store}")
     print_estimates(study, resolved.get("bootstraps", 1000), resolved.get("confidence", 0.95), "both",
@@ -333,28 +333,13 @@ def status(store, as_json, watch, bootstraps, no_estimate, storage_option):
         time.sleep(watch)
 
 
-def _echo_progress(st, stamp):
-    """The progress line of a study's ``status()``."""
-    def sec(v):
-        return "-" if v is None else f"{v:.0f} s"
-
-    click.echo(
-        f"{time.strftime('%H:%M:%S ') if stamp else ''}"
-        f"{'running' if st['running'] else 'not running'}; waves done {st['waves_done']}/{st['waves']}; "
-        f"cells {st['done']} done, {st['failed']} failed, {st['dropped']} dropped, "
-        f"{st['pending']} pending of {st['cells']}; active configs {st['active_configs']}/{st['configs']}; "
-        f"elapsed {sec(st['elapsed_s'])}, remaining {sec(st['remaining_s'])}")
-
-
 def _print_status(study, as_json, bootstraps, stamp=False):
     """One status of ``study``: progress, failures and (``bootstraps`` given) the live
     estimate."""
-    from ._tables import estimate_line, live_estimate
-
     st = study.status()
     groups = study.failures()
     if not as_json:  # the progress first: the estimate takes a moment
-        _echo_progress(st, stamp)
+        echo_progress(st, stamp)
     res, basis = live_estimate(study, bootstraps) if bootstraps else (None, None)
     if as_json:
         est = None if res is None else dict(res.to_dict(), basis=basis)

@@ -23,6 +23,7 @@ this module checks what a schema cannot say. A study file::
                                  # {column: fold} (your own fold ids, a column of data.path)
     metric: roc_auc
     dropping: false             # or true, or {alpha: 0.99, min_predictions: 50}
+    # stop: {ci_width: 0.05, max_seconds: 3600, max_fits: 100000}   # optional: end early
     bootstraps: 1000
     confidence: 0.95
     random_state: 0
@@ -140,6 +141,7 @@ def resolve_study_file(raw, base="."):
         except (TypeError, ValueError) as e:
             raise file_error("dropping", str(e)) from None
     resolved["dropping"] = drop
+    resolved["stop"] = raw.get("stop")  # None: the run goes to the end
     for key in ("bootstraps", "confidence", "random_state"):
         resolved[key] = raw.get(key, default(key))
     resolved["store"] = StoreLocation.absolute(raw.get("store", f"runs/{name}.zarr"), base)

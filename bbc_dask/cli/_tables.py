@@ -3,6 +3,8 @@ paper's bounds, each row with the configuration it selected and the naive score 
 corrects), its failures, and the note of an unfinished one."""
 from __future__ import annotations
 
+import time
+
 import click
 import numpy as np
 
@@ -11,7 +13,8 @@ from ..cube import DROPPED, FAILED
 from ..exceptions import UserError
 from ..stats import CI_METHODS
 
-__all__ = ["check_finished", "echo_failures", "live_estimate", "print_estimates"]
+__all__ = ["check_finished", "echo_failures", "echo_fit_warnings", "echo_progress",
+           "estimate_line", "live_estimate", "print_estimates"]
 
 
 def live_estimate(study, bootstraps):
@@ -148,3 +151,35 @@ def print_estimates(study, bootstraps, confidence, method, seed, as_json=False, 
             if c not in chosen:
                 click.echo(f"configuration {c} ({', '.join(by)}): {configuration_text(study, c, names)}")
     echo_failures(study)
+
+
+def echo_fit_warnings(warned):
+    """The fits' warnings, each distinct one once with its count (the tasks collect them:
+    printed by each worker, one scikit-learn FutureWarning fills a screen)."""
+    from .._run_warnings import fit_warning_groups
+
+    groups = fit_warning_groups(warned)
+    if not groups:
+        return
+    n = sum(g[3] for g in groups)
+    click.echo(f"warnings from the fits ({len(groups)} distinct, each shown once; at least "
+               f"{n} in all):", err=True)
+    for _, name, text, count in groups[:5]:
+        first = text.splitlines()[0] if text else ""
+        click.echo(f"  {count} x {name}: {first}", err=True)
+    if len(groups) > 5:
+        click.echo(f"  ... {len(groups) - 5} other warnings", err=True)
+
+
+def echo_progress(st, stamp):
+    """The progress line of a study's ``status()``."""
+    def sec(v):
+        return "-" if v is None else f"{v:.0f} s"
+
+    click.echo(
+        f"{time.strftime('%H:%M:%S ') if stamp else ''}"
+        f"{'running' if st['running'] else 'not running'}; waves done {st['waves_done']}/{st['waves']}; "
+        f"cells {st['done']} done, {st['failed']} failed, {st['dropped']} dropped, "
+        f"{st['pending']} pending of {st['cells']}; active configs {st['active_configs']}/{st['configs']}; "
+        f"elapsed {sec(st['elapsed_s'])}, remaining {sec(st['remaining_s'])}"
+        f"{'; stopped early by its rule (' + st['stopped'] + ')' if st.get('stopped') else ''}")

@@ -218,7 +218,9 @@ class Study:
     def status(self):
         """Progress: cells done/failed/dropped/pending, fold waves done, active
         configurations, whether a run holds the store, elapsed and estimated remaining
-        seconds of the latest run (remaining from its rate so far; None when unknown)."""
+        seconds of the latest run (remaining from its rate so far; None when unknown), and
+        ``stopped``: the rule that stopped it early (``"ci_width"``, ``"max_seconds"``,
+        ``"max_fits"``; see :attr:`stopped_`), or None."""
         st = self._cube.state()
         waves = 0
         for k in range(st.shape[2]):  # a wave is done when no cell of fold k is pending
@@ -246,6 +248,7 @@ class Study:
             "active_configs": int(active.sum()),
             "complete_configs": int(complete(st).sum()), "configs": int(st.shape[0]),
             "running": running, "elapsed_s": elapsed, "remaining_s": remaining,
+            "stopped": None if running or self.stopped_ is None else self.stopped_.reason,
         }
 
     @property
