@@ -6,9 +6,9 @@ Two studies, each run once to the end (the baseline, in this same process) and o
 target width w = 0.1, 0.05, 0.02 (each run in a fresh store, from nothing):
 
 1. A simulated grid: 200 configurations x 10 folds of a classifier whose fit sleeps
-   (``--fit-ms``, default 20 ms: a fit that holds no core, so the cluster's size, not this
+   (``--fit-ms``, default 200 ms: a fit that holds no core, so the cluster's size, not this
    machine's cores, sets the pace) and whose scores are a latent signal plus noise of a
-   configuration's own level (true AUCs from about 0.6 to 0.9), N = 1,000.
+   configuration's own level, N = 5,000.
 2. A real data set: scikit-learn's breast cancer data (N = 569), 10 folds, a grid of 20
    logistic regressions and 20 decision trees.
 
@@ -18,7 +18,7 @@ incomplete CV at the stop (estimate, interval) and the full CV's BBC estimate, w
 distance between the two estimates. Every estimate uses the study's own seed and 1,000
 bootstraps; the width rule's too.
 
-Run: ``python benchmarks/bench_anytime.py [--workers 4] [--fit-ms 20] [--quick]``
+Run: ``python benchmarks/bench_anytime.py [--workers 4] [--fit-ms 200] [--quick]``
 (``--quick``: 64 configurations and one width, 0.1).
 """
 import argparse
@@ -52,7 +52,7 @@ class NoisyScores(ClassifierMixin, BaseEstimator):
         return (self.decision_function(X) > 0.5).astype(int)
 
 
-def simulated(n_configs, fit_ms, n=1000, seed=0):
+def simulated(n_configs, fit_ms, n=5000, seed=0):
     rng = np.random.default_rng(seed)
     y = rng.integers(0, 2, n)
     X = np.column_stack([y + rng.normal(size=n), rng.normal(size=(n, 8))])
@@ -115,7 +115,7 @@ def main():
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--workers", type=int, default=4)
-    ap.add_argument("--fit-ms", type=float, default=20)
+    ap.add_argument("--fit-ms", type=float, default=200)
     ap.add_argument("--quick", action="store_true")
     args = ap.parse_args()
     widths = [0.1] if args.quick else [0.1, 0.05, 0.02]

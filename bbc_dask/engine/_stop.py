@@ -18,6 +18,7 @@ import numpy as np
 from .. import _tuning as tuning
 from .. import _validation as validation
 from .._doors import door, spelled
+from .._signals import deferred_interrupts
 from ..exceptions import InvalidParameterError
 
 __all__ = ["Stop", "StopRecord"]
@@ -30,8 +31,9 @@ REASONS = ("ci_width", "max_seconds", "max_fits")
 class Stop:
     """When a study's run stops before every cell is fitted.
 
-    A run stops at the first of these that holds; the tasks in flight finish and are
-    recorded, nothing more is submitted, and the store records why
+    A run stops at the first of these that holds: nothing more is submitted, the tasks
+    running finish and are recorded (by ``ci_width`` or ``max_seconds``, those queued and
+    not yet started are cancelled: their cells stay pending), and the store records why
     (:attr:`bbc_dask.Study.stopped_`). Running the study again without a rule, or with a
     laxer one, resumes from there: nothing finished is fitted again.
 
@@ -47,8 +49,7 @@ class Stop:
         ``bbc_dask.in-memory-bytes`` is refused.
     max_seconds : float or None, default=None
         Submit nothing more once this run has lasted this long (from the call; the cluster's
-        start included). The tasks already queued finish: a run ends past it by about
-        the longest task.
+        start included): a run ends past it by about its longest running task.
     max_fits : int or None, default=None
         Stop once the study has this many fitted cells (configuration × repeat × fold,
         failed ones included, over all its runs): no task is submitted beyond it, so a
@@ -239,6 +240,27 @@ class Budget:
             return None
         return StopRecord(self.reason, self.stop, int(fits_now), float(self.seconds),
                           self.interval, self.at)
+
+
+def executing_keys(dask_worker):
+    """The keys a worker is running now (``Client.run``)."""
+    return [ts.key for ts in dask_worker.state.executing | dask_worker.state.long_running]
+
+
+def cancel_unstarted(client, futures):
+    """Cancel the fit tasks of ``futures`` that no worker has started (their cells stay
+    pending: a rerun fits them); the running ones finish and are recorded. A task that
+    starts between the question and the cancel is cancelled too: its chunk may be
+    written, but the ledger never says so, and a rerun writes it again."""
+    waiting = [f for f in futures if not f.done()]
+    if not waiting:
+        return
+    with deferred_interrupts():
+        try:
+            running = {k for keys in client.run(executing_keys).values() for k in keys}
+        except Exception:  # noqa: BLE001 - the workers cannot say: let them all finish
+            return
+        client.cancel([f for f in waiting if f.key not in running])
 
 
 def cells(group):

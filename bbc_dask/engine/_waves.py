@@ -22,7 +22,7 @@ from ._phases import Phases
 from ._pooled import PooledAlong, pooled_pass
 from ._sizing import ClusterSize, DriverCost, Grouper, Queue, adaptive_seconds
 from ._messages import FitInFlight, Placement, PlannedBlock, PooledInFlight, TaskScoring
-from ._stop import cells as _cells
+from ._stop import cancel_unstarted, cells as _cells
 from ._tasks import fit_write_blocks
 from .._doors import carried
 
@@ -292,6 +292,7 @@ class _Executor:
         self.in_flight = 0  # cells submitted and not yet recorded
         self.wave_left = {}  # cells of each wave this stage has yet to record
         self.completed = False  # a wave's last cell was recorded since the last check
+        self.unstarted_cancelled = False
 
     def stopped(self):
         """Whether the run's Stop rule held (nothing more is submitted)."""
@@ -389,6 +390,13 @@ class _Executor:
                     flight[fut.key] = seconds
                     self.in_flight += _cells(group)
                     ac.add(fut)
+                if self.stopped() and not self.unstarted_cancelled:
+                    # the width or the time spent: what no worker started is not owed;
+                    # max_fits submitted nothing beyond its budget
+                    self.unstarted_cancelled = True
+                    if self.budget.reason != "max_fits":
+                        cancel_unstarted(self.client, [e.future for e in table.values()
+                                                       if isinstance(e, FitInFlight)])
                 if not table:
                     break
                 # every task done by now, its result fetched in one gather: one round
