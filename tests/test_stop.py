@@ -159,3 +159,26 @@ def test_the_command_line_stops_by_the_study_files_rule_and_resumes(tmp_path, cl
     assert "finished: 9 cells done" in res.output, res.output
     st = bd.open_study(tmp_path / "s.zarr")
     assert st.stopped_ is None and st.status()["stopped"] is None
+
+
+def test_dropping_and_stopping_compose(tmp_path, client):
+    """A BBCD study stopped mid-way keeps the decisions made before the stop; the rerun
+    makes the others as a run never stopped makes them: the same drops, predictions and
+    estimate."""
+    X, y = make_classification(300, 8, random_state=1)
+    grid = {"C": list(np.geomspace(1e-4, 10, 6))}
+    kw = dict(metric="roc_auc", n_splits=5, random_state=0, client=client, progress=False,
+              dropping=bd.Dropping(min_predictions=50, n_bootstraps=100))
+    store = tmp_path / "s.zarr"
+    stopped = bd.run_study(LogisticRegression(), grid, X, y, store=store,
+                           stop=bd.Stop(max_fits=9), **kw)
+    assert stopped.stopped_.reason == "max_fits" and int((stopped.state != PENDING).sum()) == 9
+    assert [e["wave"] for e in stopped.dropping_log] == [0]  # wave 0's decision, before the stop
+    done = bd.run_study(LogisticRegression(), grid, X, y, store=store, **kw)
+    whole = bd.run_study(LogisticRegression(), grid, X, y, store=tmp_path / "w.zarr", **kw)
+    assert done.n_fits_ == int((whole.state != 0).sum()) - 9
+    assert done.dropped and done.dropped == whole.dropped
+    assert np.array_equal(done.state, whole.state)
+    assert np.array_equal(done.cube["prediction"].values, whole.cube["prediction"].values,
+                          equal_nan=True)
+    assert done.bbc(n_bootstraps=200).estimate == whole.bbc(n_bootstraps=200).estimate
