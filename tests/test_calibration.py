@@ -155,10 +155,11 @@ def stopped_coverage(n_repeats, rho, width, n_reps=200, seed=5, n=300, c=50, n_b
                 seen[folds[:, r] > k, :, r] = np.nan
             res = bd.bbc(seen, sim.y, include_incomplete=True, **kw)
             lo, hi = res.confidence_interval
-            if hi - lo <= width:
+            met = 0 < hi - lo <= width  # the rule as the run checks it (Budget.wave_complete)
+            if met:
                 break
         full = bd.bbc(pred, sim.y, **kw)
-        if hi - lo > width:  # never met: the study ran to the end
+        if not met:  # never met: the study ran to the end
             res, k = full, n_splits - 1
         waves.append(k + 1)
         true, full_true = (sim.true_performance[r.selected_config] for r in (res, full))

@@ -182,3 +182,27 @@ def test_dropping_and_stopping_compose(tmp_path, client):
     assert np.array_equal(done.cube["prediction"].values, whole.cube["prediction"].values,
                           equal_nan=True)
     assert done.bbc(n_bootstraps=200).estimate == whole.bbc(n_bootstraps=200).estimate
+
+
+def test_the_width_rule_holds_on_a_narrow_interval_never_on_one_point():
+    """An interval of one point (every bootstrap scored alike — early, a configuration
+    with a few lucky predictions wins each) says nothing of precision: it never stops a
+    run; a narrow one does, and is recorded."""
+    import dataclasses
+
+    from bbc_dask.engine import StopRecord
+    from bbc_dask.engine._stop import Budget
+
+    @dataclasses.dataclass
+    class Interval:
+        confidence_interval: tuple
+
+    answers = iter([None, Interval((1.0, 1.0)), Interval((0.9, 0.99)), Interval((0.9, 0.95))])
+    budget = Budget(bd.Stop(ci_width=0.05), 0, 0.0, lambda: next(answers))
+    for reason in (None, None, None, "ci_width"):
+        budget.wave_complete()
+        assert budget.reason == reason
+    assert budget.interval == (0.9, 0.95)
+    rec = budget.record(12)
+    assert rec.reason == "ci_width" and rec.fits == 12 and rec.interval == (0.9, 0.95)
+    assert StopRecord.from_json(rec.to_json()) == rec

@@ -42,7 +42,8 @@ class Stop:
     ci_width : float or None, default=None
         Stop once the ``confidence_level`` interval of BBC on the incomplete CV (what
         ``Study.bbc(include_incomplete=True, n_bootstraps=n_bootstraps)`` gives on the
-        cells recorded so far) is at most this wide. Checked each time a fold wave is
+        cells recorded so far) is at most this wide, and not empty (an interval of one
+        point, every bootstrap scored alike, never stops a run). Checked each time a fold wave is
         complete (every active configuration's fold k of every repeat recorded), from the
         first at which every configuration trained so far has a prediction in each repeat.
         Its predictions are read into memory for each check: a study whose cube exceeds
@@ -222,7 +223,9 @@ class Budget:
             return
         lo, hi = res.confidence_interval
         self.interval = (float(lo), float(hi))
-        if np.isfinite(hi - lo) and hi - lo <= self.stop.ci_width:
+        # a degenerate interval (every bootstrap scored alike: early, a configuration
+        # with few lucky predictions wins each one) says nothing of precision
+        if np.isfinite(hi - lo) and 0 < hi - lo <= self.stop.ci_width:
             self._stopped("ci_width")
 
     def elapsed(self):
