@@ -202,3 +202,19 @@ def test_the_estimate_line_counts_dropped_and_failed_cells_as_settled():
     assert "40 of 40 cells settled, 100%: 25 done" in line, line
     st = {"cells": 40, "done": 30, "failed": 0, "dropped": 0, "pending": 10}
     assert "30 of 40 cells settled, 75%)" in estimate_line(res, "incomplete CV", st)
+
+
+def test_the_estimate_line_says_an_interval_of_one_point_is_too_early():
+    """Early in a run, a configuration with a few predictions ranked perfectly wins every
+    bootstrap: BBC then says 1.0 [1.0, 1.0], which the line says is too early to read."""
+    from bbc_dask.cli._tables import estimate_line
+
+    sim = bd.simulate.auc_matrix(60, 4, random_state=0)
+    res = bd.bbc(sim.predictions, sim.y, metric="roc_auc", n_bootstraps=20, random_state=0)
+    st = {"cells": 40, "done": 4, "failed": 0, "dropped": 0, "pending": 36}
+    one = dataclasses.replace(res, configs=np.arange(4),
+                              confidence_interval=bd.ConfidenceInterval(1.0, 1.0))
+    assert "(width 0.0000; one point: every bootstrap scored alike, too few predictions yet)" \
+        in estimate_line(one, "incomplete CV", st)
+    two = dataclasses.replace(one, confidence_interval=bd.ConfidenceInterval(0.8, 0.9))
+    assert "one point" not in estimate_line(two, "incomplete CV", st)

@@ -52,8 +52,10 @@ def estimate_line(res, basis, st):
     share = f"{settled:,} of {st['cells']:,} cells settled, {settled / st['cells']:.0%}"
     if st["dropped"] or st["failed"]:
         share += f": {st['done']:,} done"
+    # early, a configuration with a few predictions ranked perfectly wins every bootstrap
+    point = "; one point: every bootstrap scored alike, too few predictions yet" if lo == hi else ""
     return (f"estimate now: {res.method.upper()} {res.estimate:.4f}, "
-            f"{res.confidence_level:.0%} CI [{lo:.4f}, {hi:.4f}] (width {hi - lo:.4f}), "
+            f"{res.confidence_level:.0%} CI [{lo:.4f}, {hi:.4f}] (width {hi - lo:.4f}{point}), "
             f"lower bound {res.lower_bound:.4f}; on the {basis} ({share}), conditioned on "
             f"{len(res.configs)} configurations; selected configuration {res.selected_config} "
             f"({res.n_bootstraps} bootstraps, the study's seed)")
