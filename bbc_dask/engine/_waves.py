@@ -298,6 +298,24 @@ class _Executor:
         """Whether the run's Stop rule held (nothing more is submitted)."""
         return self.budget is not None and self.budget.reason is not None
 
+    def _on_stop(self, table):
+        """Once the Stop rule holds (once): by the width or the time, the fit tasks no
+        worker started are not owed and are cancelled; ``max_fits`` submitted nothing
+        beyond its budget, so all of its tasks finish."""
+        if not self.stopped() or self.unstarted_cancelled:
+            return
+        self.unstarted_cancelled = True
+        if self.budget.reason != "max_fits":
+            cancel_unstarted(self.client, [e.future for e in table.values()
+                                           if isinstance(e, FitInFlight)])
+
+    def _check_width(self):
+        """A fold wave is complete: the width rule, which reads the store, once the
+        wave's last cells are written."""
+        self.flush()
+        self.completed = False
+        self.budget.wave_complete()
+
     def _may_submit(self):
         """Whether more tasks may be submitted now (the Stop rule's time is checked)."""
         return self.budget is None or not (self.stopped() or self.budget.out_of_time())
@@ -390,13 +408,7 @@ class _Executor:
                     flight[fut.key] = seconds
                     self.in_flight += _cells(group)
                     ac.add(fut)
-                if self.stopped() and not self.unstarted_cancelled:
-                    # the width or the time spent: what no worker started is not owed;
-                    # max_fits submitted nothing beyond its budget
-                    self.unstarted_cancelled = True
-                    if self.budget.reason != "max_fits":
-                        cancel_unstarted(self.client, [e.future for e in table.values()
-                                                       if isinstance(e, FitInFlight)])
+                self._on_stop(table)
                 if not table:
                     break
                 # every task done by now, its result fetched in one gather: one round
@@ -422,10 +434,7 @@ class _Executor:
                 if not table or time.monotonic() - self.flushed >= tuning.LEDGER_INTERVAL:
                     self.flush()
                 if self.completed:
-                    # the width rule reads the store: the wave's last cells written first
-                    self.flush()
-                    self.completed = False
-                    self.budget.wave_complete()
+                    self._check_width()
                 driver.handled(len(done))
                 if self.all_failed(tasks.active):
                     break  # the finally below records the results and cancels the rest
