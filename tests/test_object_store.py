@@ -66,10 +66,12 @@ def test_stale_leases_are_taken_over_and_live_ones_refused(s3):
 
 def test_heartbeat_renews_and_a_taken_over_holder_stops_writing(s3):
     loc = StoreLocation(s3.url("beat"), s3.storage_options)
-    lk = ObjectStoreLock(loc, ttl=0.8).acquire()
+    # a heartbeat every ttl / 4 = 0.75 s; stale after 3 s without one: seconds of slack
+    # for a renewal that a busy machine's S3 server answers slowly (0.8 s was too few)
+    lk = ObjectStoreLock(loc, ttl=3.0).acquire()
     try:
         first = json.loads(loc.read_bytes(".bbc_lock"))["heartbeat"]
-        time.sleep(1.2)  # > ttl: without renewal the lease would be stale now
+        time.sleep(4.0)  # > ttl: without renewal the lease would be stale now
         assert json.loads(loc.read_bytes(".bbc_lock"))["heartbeat"] > first
         assert ObjectStoreLock(loc).is_held()
         lk.check()
