@@ -191,7 +191,8 @@ def plot_configurations(study, top_k=5):
     ax.set_title(f"{n} configuration{'s' if n != 1 else ''}: pooled CV {study.metric} "
                  f"{spread}" + ("\n(the axis spans the scores; it does not start at 0)"
                                 if n > 1 else ""), fontsize=9)
-    ax.legend(loc="best", fontsize=7, ncols=2 if len(colours) > 3 else 1)
+    if ax.get_legend_handles_labels()[0]:  # none finished (a study stopped early): no legend
+        ax.legend(loc="best", fontsize=7, ncols=2 if len(colours) > 3 else 1)
     notes.axis("off")
     lines = []
     for c in order[:k]:
@@ -330,6 +331,9 @@ def comparators_html(study, *, n_bootstraps=None, confidence_level=0.95, random_
     resamples (the paper's), as ``bbc-dask estimate --ci`` uses."""
     if study.metric != "roc_auc":
         return ""
+    if not study.candidates().size:  # a study stopped early, before any completed
+        return ("<h2>The 2024 paper's comparators</h2><p>None yet: they select among "
+                "configurations with every fold predicted, and none is complete.</p>")
     from .stats import CI_METHODS, alpha_of
 
     seeded = {} if random_state is None else {"random_state": random_state}
@@ -455,6 +459,15 @@ def top_configurations_html(study, k=10):
             f"<th>pooled CV {html.escape(study.metric)}</th><th></th></tr>{rows}</table>")
 
 
+def _stopped_html(rec):
+    if rec is None:
+        return ""
+    return (f" <b>Stopped early by its rule ({html.escape(rec.reason)}) after {rec.fits:,} fits:"
+            f"</b> the estimates are BBC on the incomplete CV (Tsamardinos et al., 2018, §4), "
+            f"and the winner is the best on the cells each configuration predicted; run the "
+            f"study again without the rule to complete it.")
+
+
 def write_report(study, out_dir, *, n_bootstraps=1000, confidence_level=0.95, random_state=None,
                  ci_bootstraps=None):
     """Write ``bootstrap_bbc.png``, ``bootstrap_bbc_f.png``, ``configurations.png``,
@@ -472,13 +485,15 @@ def write_report(study, out_dir, *, n_bootstraps=1000, confidence_level=0.95, ra
 
 def _write_report(study, out_dir, n_bootstraps, confidence_level, random_state, ci_bootstraps):
     os.makedirs(out_dir, exist_ok=True)
+    stopped = getattr(study, "stopped_", None)  # stopped by its rule: its incomplete CV's
     est = estimates(study, n_bootstraps=n_bootstraps, confidence_level=confidence_level,
-                    random_state=random_state)
+                    random_state=random_state, include_incomplete=stopped is not None)
     # an unfinished study was said by the estimates' warnings: not again by each figure
     study.said_unfinished = True
     figs = {
         "bootstrap_bbc.png": plot_bootstrap(est["bbc"], title="BBC-CV" if est["bbc"].method == "bbc" else "BBCD-CV"),
-        "bootstrap_bbc_f.png": plot_bootstrap(est["bbc_f"], naive=est["bbc"].naive_estimate, title="BBC-F"),
+        "bootstrap_bbc_f.png": plot_bootstrap(est["bbc_f"], naive=est["bbc"].naive_estimate,
+                                              title="BBC-F") if "bbc_f" in est else None,
         "configurations.png": plot_configurations(study),
         "fold_scores.png": plot_fold_scores(study),
         "active.png": plot_active(study),
@@ -510,6 +525,8 @@ def _write_report(study, out_dir, n_bootstraps, confidence_level, random_state, 
                   f"plot of configurations dropped per wave.</p>")
     else:
         active = '<img src="active.png" alt="active configurations">'
+    bbc_f_img = ('<img src="bootstrap_bbc_f.png" alt="BBC-F bootstrap distribution">'
+                 if figs["bootstrap_bbc_f.png"] is not None else "")
     page = f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>bbc_dask report: {html.escape(str(spec.get('name', 'study')))}</title>
 {STYLE}</head>
@@ -517,7 +534,7 @@ def _write_report(study, out_dir, n_bootstraps, confidence_level, random_state, 
 <h1>Study report</h1>
 <p>Store <code>{html.escape(study.store)}</code>; metric <b>{html.escape(study.metric)}</b>;
 {st['configs']} configurations, {st['waves']} folds × {study.spec['n_repeats']} repeat(s);
-{st['models_trained']} of {st['models_full']} models trained; {st['failed']} failed cells.
+{st['models_trained']} of {st['models_full']} models trained; {st['failed']} failed cells.{_stopped_html(stopped)}
 Generated {datetime.datetime.now().isoformat(timespec='seconds')}.</p>
 <h2>Estimates ({confidence_level:.0%} confidence)</h2>
 <table><tr><th>method</th><th>estimate</th><th>CI</th><th>lower bound</th><th>naive CV</th><th>configuration</th><th>bootstraps</th></tr>
@@ -528,7 +545,7 @@ Generated {datetime.datetime.now().isoformat(timespec='seconds')}.</p>
                   random_state=random_state)}
 {failures_html(study)}
 <h2>Bootstrap distributions</h2>
-<img src="bootstrap_bbc.png" alt="BBC bootstrap distribution"><img src="bootstrap_bbc_f.png" alt="BBC-F bootstrap distribution">
+<img src="bootstrap_bbc.png" alt="BBC bootstrap distribution">{bbc_f_img}
 <h2>Configurations</h2><img src="configurations.png" alt="configurations ranked">
 {top_configurations_html(study)}
 <h2>Per-fold scores</h2><img src="fold_scores.png" alt="fold x configuration scores">

@@ -12,6 +12,7 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.utils.estimator_checks import check_estimator
 
 import bbc_dask as bd
+from bbc_dask.exceptions import UnfinishedStudyWarning
 
 
 @pytest.fixture(scope="module")
@@ -80,6 +81,36 @@ def test_regression_refit_false_and_dropping(client):
     X2, y2 = load_breast_cancer(return_X_y=True)
     d = _search(dropping=bd.Dropping(min_predictions=50), cv=5).fit(X2, y2)
     assert d.bbc_.method == "bbcd"
+
+
+def test_a_stopped_search_is_fitted_on_its_incomplete_cv_and_a_refit_completes_it(
+        cancer_frame, client, tmp_path):
+    """``stop=``: stopped after 7 of 15 cells, none complete, the search is fitted on its
+    incomplete CV (its winner refit, BBC on the incomplete CV, no BBC-F); fitted again
+    without the rule on its store, it equals a search never stopped."""
+    X, y = cancer_frame
+    store = str(tmp_path / "s.zarr")
+    with pytest.warns(UnfinishedStudyWarning) as said:
+        est = _search(store=store, stop=bd.Stop(max_fits=7), selection="pooled").fit(X, y)
+    assert [str(w.message) for w in said] == [  # once, by fit
+        "BBCSearchCV stopped early by its rule (max_fits) with 8 cells pending: it is fitted "
+        "on its incomplete CV. Fit again with stop=None to finish it."]
+    study = bd.open_study(store)
+    study.said_unfinished = True
+    assert est.stopped_.reason == "max_fits" and study.candidates().size == 0
+    assert est.best_index_ == study.best_index_ == study.final_model_record["config"]
+    assert est.best_params_ == study.params[est.best_index_]
+    want = study.bbc(include_incomplete=True, n_bootstraps=200, random_state=0)
+    assert est.bbc_ == want and not hasattr(est, "bbc_f_")
+    assert est.cv_results_["rank_test_score"][est.best_index_] == 1
+    np.testing.assert_array_equal(est.predict(X), est.best_estimator_.predict(X))
+    est.set_params(stop=None).fit(X, y)
+    whole = _search(store=str(tmp_path / "w.zarr"), selection="pooled").fit(X, y)
+    assert est.stopped_ is None and est.best_index_ == whole.best_index_
+    assert est.bbc_ == whole.bbc_ and est.bbc_f_ == whole.bbc_f_
+    with pytest.raises(ValueError, match=r"The 'stop' parameter of BBCSearchCV must be None, "
+                                         r"an instance of '\S*Stop' or an instance of 'dict'"):
+        _search(stop="fast").fit(X, y)
 
 
 def test_bad_input(cancer_frame, client):

@@ -8,7 +8,7 @@ from sklearn.linear_model import LogisticRegression
 
 import bbc_dask as bd
 from bbc_dask.cube import PENDING
-from bbc_dask.exceptions import InvalidParameterError, StudyNotReadyError
+from bbc_dask.exceptions import InvalidParameterError, UnfinishedStudyWarning
 
 GRID = {"C": [0.01, 0.1, 1.0, 10.0]}
 
@@ -72,9 +72,6 @@ def test_max_fits_stops_the_study_and_a_rerun_finishes_it_unchanged(tmp_path, cl
     rec = study.stopped_
     assert rec.reason == "max_fits" and rec.fits == 7 and rec.rule == bd.Stop(max_fits=7)
     assert rec.interval is None and rec.seconds >= 0
-    assert study.final_model_record is None
-    with pytest.raises(StudyNotReadyError, match="no final model"):
-        study.final_model
     assert bd.open_study(store).stopped_ == rec  # read back from the store
     est = study.bbc(include_incomplete=True, n_bootstraps=100)
     assert np.isfinite(est.estimate)
@@ -85,12 +82,79 @@ def test_max_fits_stops_the_study_and_a_rerun_finishes_it_unchanged(tmp_path, cl
 
     done = _run(store, client)
     assert done.n_fits_ == st.size - 7 and done.stopped_ is None
-    assert (done.state != PENDING).all() and done.final_model_record is not None
+    assert (done.state != PENDING).all()
+    assert done.final_model_record["config"] == done.best_index_
     whole = _run(tmp_path / "whole.zarr", client)
     assert np.array_equal(done.cube["prediction"].values, whole.cube["prediction"].values,
                           equal_nan=True)
     assert done.bbc(n_bootstraps=100).estimate == whole.bbc(n_bootstraps=100).estimate
     assert done.best_index_ == whole.best_index_
+
+
+def _scores_on_what_was_predicted(study, selection):
+    """Each configuration's score on the cells it predicted, computed here with
+    scikit-learn: pooled, the AUC on each repeat's predicted samples, mean over repeats;
+    fold_mean, the mean AUC of its predicted folds."""
+    from sklearn.metrics import roc_auc_score
+
+    _, y = _data()
+    pred = study.cube["prediction"].transpose("sample", "config", "repeat").values
+    folds = study.cube["fold"].transpose("sample", "repeat").values
+    out = np.full(pred.shape[1], np.nan)
+    for c in range(pred.shape[1]):
+        scores = []
+        for r in range(pred.shape[2]):
+            seen = ~np.isnan(pred[:, c, r])
+            if selection == "pooled" and seen.any():
+                scores.append(roc_auc_score(y[seen], pred[seen, c, r]))
+            for k in np.unique(folds[seen, r]) if selection == "fold_mean" else ():
+                part = seen & (folds[:, r] == k)
+                scores.append(roc_auc_score(y[part], pred[part, c, r]))
+        if len(scores) >= (pred.shape[2] if selection == "pooled" else 1):
+            out[c] = np.mean(scores)
+    return out
+
+
+@pytest.mark.parametrize("selection", ["pooled", "fold_mean"])
+def test_a_study_stopped_before_any_configuration_completed_refits_its_incomplete_winner(
+        tmp_path, client, selection):
+    """Stopped after 12 of 32 cells (the first fold wave and part of the second): no
+    configuration is complete, and the study's winner, its score, its rank and its refit
+    are the incomplete CV's, the best on the cells each predicted; a rerun that completes
+    it selects as a study never stopped and refits only a changed winner."""
+    store = tmp_path / "s.zarr"
+    study = _run(store, client, stop=bd.Stop(max_fits=12), selection=selection)
+    assert study.candidates().size == 0 and study.stopped_.reason == "max_fits"
+    want = _scores_on_what_was_predicted(study, selection)
+    assert np.isfinite(want).sum() >= 2
+    best = int(np.nanargmax(want))
+    with pytest.warns(UnfinishedStudyWarning):
+        assert study.best_index_ == best
+    with pytest.warns(UnfinishedStudyWarning):
+        assert study.best_score_ == pytest.approx(want[best], abs=1e-12)
+    with pytest.warns(UnfinishedStudyWarning):
+        assert study.cv_results_["rank_test_score"][best] == 1
+    res = study.bbc(include_incomplete=True, n_bootstraps=100)
+    assert res.selected_config == best and res.selection == selection
+    assert res.naive_estimate == pytest.approx(want[best], abs=1e-12)
+    assert study.final_model_record["config"] == best
+    X, y = _data()
+    alone = LogisticRegression(**study.params[best]).fit(X, y)
+    np.testing.assert_allclose(study.final_model.coef_, alone.coef_)
+    if selection == "pooled":  # the report says it, with the incomplete CV's estimate
+        from bbc_dask.report import write_report
+
+        page = open(write_report(bd.open_study(store), tmp_path / "r", n_bootstraps=100)).read()
+        assert "Stopped early by its rule (max_fits) after 12 fits" in page
+        assert f"<td>{res.estimate:.4f}</td>" in page and "bootstrap_bbc_f.png" not in page
+
+    done = _run(store, client, selection=selection)
+    whole = _run(tmp_path / "whole.zarr", client, selection=selection)
+    assert done.best_index_ == whole.best_index_
+    assert done.final_model_record["config"] == done.best_index_
+    refit_again = done.best_index_ != best
+    assert (done.final_model_record["refit_time"] == study.final_model_record["refit_time"]) \
+        is not refit_again
 
 
 def test_max_seconds_stops_submitting_once_spent(tmp_path, client):

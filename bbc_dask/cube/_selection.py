@@ -5,11 +5,19 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._schema import DONE, FAILED
+from ._schema import DONE, DROPPED, FAILED, PENDING
+from .. import _tuning as tuning
 from .._doors import owned_by
 
-__all__ = ["candidates", "complete", "failure_groups", "incomplete_cv", "ledger_fold_matrix",
-           "pooled_scores", "select_winner", "study_seed", "target_of"]
+__all__ = ["candidates", "complete", "failure_groups", "fitted_cells", "incomplete_cv", "incomplete_scores",
+           "incomplete_winner",
+           "ledger_fold_matrix", "pooled_scores", "select_winner", "stopped_early", "study_seed",
+           "target_of"]
+
+
+def fitted_cells(state):
+    """The cells of the ledger's ``state`` fitted so far: done or failed."""
+    return int(((state == DONE) | (state == FAILED)).sum())
 
 
 def complete(state):
@@ -41,6 +49,54 @@ def incomplete_cv(cube):
     done = st[idx] == DONE  # (c, R, K)
     missing = np.stack([~done[:, r, folds[:, r]].T for r in range(folds.shape[1])], axis=2)
     return idx, missing, np.isin(idx, np.flatnonzero(candidates(cube)))
+
+
+def stopped_early(cube, state=None):
+    """Whether the study's last run was stopped by its rule (``run_study(stop=...)``)
+    and cells are still pending (``state``: the ledger's, if read already)."""
+    runs = cube.runs
+    st = cube.state() if state is None else state
+    return bool(runs) and "stopped" in runs[-1] and bool((st == PENDING).any())
+
+
+def incomplete_scores(cube):
+    """Each configuration's score on the cells it has predicted, by the study's selection,
+    for a study stopped before any configuration completed: ``"pooled"``, the metric on
+    the samples predicted in each repeat, mean over repeats (the score BBC on the
+    incomplete CV gives it on all its samples); ``"fold_mean"``, the mean of its recorded
+    fold scores. NaN (C,) where a configuration cannot win: failed, dropped, without a
+    prediction in each repeat, or undefined on what it predicted."""
+    st = cube.state()
+    idx, missing, _ = incomplete_cv(cube)
+    alive = ~np.isin(st[idx], (FAILED, DROPPED)).any(axis=(1, 2))
+    idx, missing = idx[alive], missing[:, alive]
+    out = np.full(st.shape[0], np.nan)
+    if idx.size == 0:
+        return out
+    if not cube.selection.pooled:
+        done = st[idx] == DONE
+        total = np.where(done, cube.fold_scores()[idx], 0.0).sum(axis=(1, 2))
+        out[idx] = total / done.sum(axis=(1, 2))
+        return out
+    from ..metrics import get_metric
+    from ..stats import DroppingScorer
+    from .._validation import as_predictions
+
+    y, pos = target_of(cube)
+    m = get_metric(cube.spec["metric"])
+    # configurations that predicted the same cells are scored together (one scorer's
+    # masks), a memory-bounded chunk of them at a time: each column's score is its own
+    pattern = (~missing).transpose(1, 0, 2).reshape(idx.size, -1)
+    _, group = np.unique(pattern, axis=0, return_inverse=True)
+    per_config = 24 * missing.shape[0] * missing.shape[2] * max(1, len(cube.meta.get("classes") or ()))
+    step = max(1, tuning.IN_MEMORY_BYTES // per_config)
+    for g in range(int(group.max()) + 1):
+        members = np.flatnonzero(group.ravel() == g)
+        for lo in range(0, members.size, step):
+            part = members[lo:lo + step]
+            arr, coord = as_predictions(cube.predictions(idx[part]), m)
+            out[idx[part]] = DroppingScorer(arr, y, ~missing[:, part[0], :], m.name, pos, coord).full
+    return out
 
 
 def target_of(cube):
@@ -102,10 +158,12 @@ def select_winner(cube):
     ``selection``: the best pooled CV score (mean over repeats, as
     :func:`bbc_dask.naive_cvt` selects) or the best mean of the ledger's fold scores (as
     :func:`bbc_dask.bbc_f` selects), by :func:`bbc_dask.stats.select` — or None
-    if none is complete."""
+    if none is complete. A study :func:`stopped_early` with none complete has the
+    incomplete CV's winner: the best of its :func:`incomplete_scores` (an undefined one
+    competes not), None if none can win."""
     idx = np.flatnonzero(candidates(cube))
     if idx.size == 0:
-        return None
+        return incomplete_winner(cube)[0] if stopped_early(cube) else None
     best = cube.selection.winner(lambda: pooled_scores(cube, idx).mean(axis=1),
                                  lambda: _winners_folds(cube, idx))
     if best < 0:  # a NaN score: no configuration can be said the best
@@ -115,3 +173,16 @@ def select_winner(cube):
             f"The study's metric {cube.meta['spec']['metric']!r} is undefined on the pooled "
             f"predictions of some configuration: no winner can be selected.")
     return int(idx[best])
+
+
+def incomplete_winner(cube):
+    """``(config, score)``: the best of the :func:`incomplete_scores` by
+    :func:`bbc_dask.stats.select`'s rule, an undefined one competing not (as in BBC on the
+    incomplete CV), or ``(None, nan)`` where none can win."""
+    from ..stats import select
+
+    scores = incomplete_scores(cube)
+    if np.isnan(scores).all():
+        return None, float("nan")
+    best = int(select(np.where(np.isnan(scores), -np.inf, scores)))
+    return best, float(scores[best])

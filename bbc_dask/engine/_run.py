@@ -18,7 +18,7 @@ from .. import _validation as validation
 from .._random import as_seed_sequence, entropy_of
 from .._signals import signals_as_interrupts
 from ._differs import spec_differences
-from ..cube import DONE, FAILED, PENDING, settle_ledger
+from ..cube import PENDING, fitted_cells, settle_ledger
 from ..exceptions import (
     OldSchemaError,
     StoreDamagedError,
@@ -330,7 +330,7 @@ class _StudyRun:
                        req.metric, req.error_score, req.data.shipped())
         stop, budget = req.execution.stop, None
         if stop is not None:
-            budget = Budget(stop, _fitted(self.cube.state()), self.started,
+            budget = Budget(stop, fitted_cells(self.cube.state()), self.started,
                             lambda: incomplete_bbc(self.cube, req.metric, stop))
         settings = WaveSettings(
             req.execution.progress, cancel_on_exit, self.token,
@@ -342,7 +342,7 @@ class _StudyRun:
         with self.phases("ledger"):
             st = self.cube.state()
             self.stopped = None if budget is None or not (st == PENDING).any() \
-                else budget.record(_fitted(st))
+                else budget.record(fitted_cells(st))
             said = {} if self.stopped is None else {"stopped": self.stopped.to_json()}
             self.cube.end_run(finished=time.strftime("%Y-%m-%dT%H:%M:%S"), fits=self.fits,
                               **said)
@@ -354,17 +354,17 @@ class _StudyRun:
         self._plan(None)
 
     def refit_winner(self, client):
-        """The selected configuration refit on all data and saved in the store (None for a
-        rerun of a finished study, whose model is saved, or where none can be selected)."""
+        """The selected configuration refit on all data and saved in the store (None where
+        the store holds its model already, as after a rerun of a finished study, or where
+        none can be selected). A study stopped by its rule has its incomplete CV's winner
+        (see :func:`~bbc_dask.cube.select_winner`); a rerun that completes it refits only
+        if the winner changed."""
         from ..cube import save_model
         from ..cube import select_winner
 
-        if self.cube.final_model_record is not None:  # a rerun of a finished study: it is saved
-            return None
-        if self.stopped is not None:  # stopped early: refit once a rerun completes it
-            return None
         best = select_winner(self.cube)
-        if best is None:
+        saved = self.cube.final_model_record
+        if best is None or (saved is not None and saved["config"] == best):
             return None
         req = self.request
         model, seconds = submit_with_data(client, refit, req.estimator, self.configs[best],
@@ -385,11 +385,6 @@ class _StudyRun:
                  else "no cell was run")
         return StudyInterrupted(f"interrupted: {saved}; run again with the same arguments to "
                                 f"resume", signum, done, total)
-
-
-def _fitted(state):
-    """The cells of ``state`` fitted so far (done or failed)."""
-    return int(((state == DONE) | (state == FAILED)).sum())
 
 
 def _released():

@@ -291,7 +291,9 @@ def incomplete_bbc(cube, metric, stop):
 
 def stopped_message(record, state):
     """The line a run stopped by its rule prints."""
-    done = int((state != 0).sum())
+    from ..cube import PENDING
+
+    done = int((state != PENDING).sum())
     why = {"ci_width": f"the interval of BBC on the incomplete CV is "
                        f"{record.interval[1] - record.interval[0]:.4g} wide "
                        f"(ci_width={record.rule.ci_width})" if record.interval else "ci_width",

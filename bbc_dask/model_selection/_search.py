@@ -17,11 +17,12 @@ from sklearn.utils.validation import check_is_fitted
 
 from .. import _sklearn_compat as compat
 from .. import _validation as validation
-from .._doors import SEARCH_NAMES, by_class, door
+from .._doors import SEARCH_NAMES, by_class, door, warn
 from ._multimetric import fold_level_winner, scoring_plan, split_scores
-from ._search_run import cv_results, given_client, local_workers, refit_best, search_cv
+from ._search_run import cv_results, estimate, given_client, local_workers, refit_best, search_cv
 from ..cluster import shared_client
-from ..exceptions import InvalidParameterError
+from ..engine import Stop
+from ..exceptions import InvalidParameterError, UnfinishedStudyWarning
 from ..stats import Dropping
 
 __all__ = ["BBCRandomizedSearchCV", "BBCSearchCV"]
@@ -96,6 +97,13 @@ class BBCSearchCV(MetaEstimatorMixin, BaseEstimator):
         probability above ``alpha`` between fold waves.
     n_bootstraps : int, default=1000
     confidence_level : float, default=0.95
+    stop : Stop or dict, default=None
+        Stop the study early (:class:`bbc_dask.Stop`: ``ci_width``, ``max_seconds``,
+        ``max_fits``; see ``stop`` of :func:`bbc_dask.run_study`). A search stopped so is
+        fitted on its incomplete CV: ``bbc_`` is BBC on it (``include_incomplete``; no
+        ``bbc_f_`` while no configuration is complete), ``best_index_`` its winner and
+        ``best_estimator_`` that winner refit; ``stopped_`` says why (None if it ran to
+        the end). ``fit`` again with ``stop=None`` on the same ``store`` completes it.
     store : str or path, default=None
         The study's Zarr store; ``fit`` resumes an interrupted study there. None: a
         temporary store, removed with the estimator.
@@ -176,6 +184,8 @@ class BBCSearchCV(MetaEstimatorMixin, BaseEstimator):
         scikit-learn's scorer of ``scoring`` (``check_scoring``), as ``GridSearchCV``'s;
         :meth:`score` calls it.
     study_ : Study
+    stopped_ : StopRecord or None
+        Why the study stopped early (``stop``; :attr:`bbc_dask.Study.stopped_`), or None.
     n_features_in_, feature_names_in_, classes_ : as scikit-learn's searches.
 
     Notes
@@ -204,6 +214,7 @@ class BBCSearchCV(MetaEstimatorMixin, BaseEstimator):
         "dropping": ["boolean", Dropping],
         "n_bootstraps": [compat.Interval(Integral, 1, None, closed="left")],
         "confidence_level": [compat.Interval(Real, 0, 1, closed="neither")],
+        "stop": [None, Stop, dict],
         "store": [str, os.PathLike, None],
         "refit": ["boolean", str, callable],
         "error_score": [compat.StrOptions({"raise"}), Real],
@@ -218,25 +229,11 @@ class BBCSearchCV(MetaEstimatorMixin, BaseEstimator):
                  verbose=0, pre_dispatch="2*n_jobs", error_score=np.nan,
                  return_train_score=False, n_repeats=1, dropping=False, n_bootstraps=1000,
                  confidence_level=0.95, store=None, client=None, random_state=None,
-                 selection="fold_mean"):
-        self.estimator = estimator
-        self.param_grid = param_grid
-        self.scoring = scoring
-        self.n_jobs = n_jobs
-        self.pre_dispatch = pre_dispatch
-        self.cv = cv
-        self.n_repeats = n_repeats
-        self.dropping = dropping
-        self.n_bootstraps = n_bootstraps
-        self.confidence_level = confidence_level
-        self.store = store
-        self.refit = refit
-        self.error_score = error_score
-        self.client = client
-        self.random_state = random_state
-        self.selection = selection
-        self.verbose = verbose
-        self.return_train_score = return_train_score
+                 selection="fold_mean", stop=None):
+        # scikit-learn's rule: __init__ stores its arguments, as they are, and nothing else
+        for name, value in locals().items():
+            if name != "self":
+                setattr(self, name, value)
 
     @property
     def _estimator_type(self):
@@ -325,7 +322,8 @@ class BBCSearchCV(MetaEstimatorMixin, BaseEstimator):
             # only: refit here, below
             execution=Execution(given_client(self), progress=bool(self.verbose),
                                 overwrite=overwrite,
-                                refit=bool(self.refit) and not self._refit_here(plan)),
+                                refit=bool(self.refit) and not self._refit_here(plan),
+                                stop=self.stop),
             dropping=self.dropping or None, random_state=self.random_state,
             fit_params=plan.fit_params)
         scope = contextlib.ExitStack()
@@ -341,6 +339,8 @@ class BBCSearchCV(MetaEstimatorMixin, BaseEstimator):
         with scope:
             study = study_of(run_cvt(request))
             self.study_ = study
+            self.stopped_ = study.stopped_
+            study.said_unfinished = self.stopped_ is not None  # said once, by fit
             self.cv_results_ = cv_results(self, study)
             if plan.multimetric or plan.fitted or self.return_train_score:
                 self.cv_results_ = split_scores(self, study, plan)
@@ -352,13 +352,7 @@ class BBCSearchCV(MetaEstimatorMixin, BaseEstimator):
             opts = dict(n_bootstraps=self.n_bootstraps, confidence_level=self.confidence_level)
             if self.random_state is not None:
                 opts["random_state"] = self.random_state
-            if plan.primary_fitted:  # fold-level scores only: BBC-F on them, no sample BBC
-                self.bbc_f_ = study.bbc_f(fit_scorer=f"test_{plan.primary}", **opts)
-                if hasattr(self, "bbc_"):
-                    del self.bbc_
-            else:
-                self.bbc_ = study.bbc(**opts)
-                self.bbc_f_ = study.bbc_f(**opts)
+            estimate(self, study, plan, opts)
             self.n_features_in_ = int(np.shape(X)[1])
             if is_classifier(self.estimator):
                 self.classes_ = np.unique(np.asarray(y))
@@ -377,7 +371,13 @@ class BBCSearchCV(MetaEstimatorMixin, BaseEstimator):
                 for name in ("best_estimator_", "refit_time_"):
                     if hasattr(self, name):
                         delattr(self, name)
+            study.said_unfinished = False
         warn_failures(study, stacklevel=2)  # fitted: a warning turned into an error leaves it usable
+        if self.stopped_ is not None:
+            warn(UnfinishedStudyWarning(
+                f"{type(self).__name__} stopped early by its rule ({self.stopped_.reason}) with "
+                f"{study.status()['pending']:,} cells pending: it is fitted on its incomplete CV. "
+                f"Fit again with stop=None to finish it."), stacklevel=2)
         return self
 
     def _select(self, study, plan):
@@ -540,13 +540,14 @@ class BBCRandomizedSearchCV(BBCSearchCV):
         folds and the bootstraps. None (or a ``SeedSequence``/``Generator``): drawn from
         the study's seed, recorded in the store so that a resume draws the same.
     scoring, n_jobs, refit, cv, verbose, pre_dispatch, error_score, return_train_score, \
-n_repeats, dropping, n_bootstraps, confidence_level, store, client, selection
+n_repeats, dropping, n_bootstraps, confidence_level, store, client, selection, stop
         As in :class:`BBCSearchCV`.
 
     Attributes
     ----------
     best_estimator_, best_params_, best_index_, best_score_, bbc_, bbc_f_, cv_results_, \
-n_splits_, refit_time_, multimetric_, study_, n_features_in_, feature_names_in_, classes_
+n_splits_, refit_time_, multimetric_, study_, stopped_, n_features_in_, feature_names_in_, \
+classes_
         As in :class:`BBCSearchCV`.
 
     Examples
@@ -575,7 +576,7 @@ n_splits_, refit_time_, multimetric_, study_, n_features_in_, feature_names_in_,
                  refit=True, cv=None, verbose=0, pre_dispatch="2*n_jobs", random_state=None,
                  error_score=np.nan, return_train_score=False, n_repeats=1, dropping=False,
                  n_bootstraps=1000, confidence_level=0.95, store=None, client=None,
-                 selection="fold_mean"):
+                 selection="fold_mean", stop=None):
         # scikit-learn's rule: __init__ stores its arguments, as they are, and nothing else
         for name, value in locals().items():
             if name != "self":

@@ -94,3 +94,21 @@ def cv_results(search, study):
         out[key] = out[key].copy()
         out[key][failed] = values
     return out
+
+
+def estimate(search, study, plan, opts):
+    """``bbc_`` and ``bbc_f_`` of a fitted ``search``: BBC (on the incomplete CV of a
+    study stopped early) and BBC-F, or BBC-F alone of fold-level scores; one that cannot
+    be made is not set (BBC-F of a stopped study with no configuration complete)."""
+    for name in ("bbc_", "bbc_f_"):
+        if hasattr(search, name):
+            delattr(search, name)
+    stopped = search.stopped_ is not None
+    any_complete = not stopped or study.candidates().size > 0
+    if plan.primary_fitted:  # fold-level scores only: BBC-F on them, no sample BBC
+        if any_complete:
+            search.bbc_f_ = study.bbc_f(fit_scorer=f"test_{plan.primary}", **opts)
+        return
+    search.bbc_ = study.bbc(include_incomplete=stopped, **opts)
+    if any_complete:
+        search.bbc_f_ = study.bbc_f(**opts)

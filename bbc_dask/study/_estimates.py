@@ -18,8 +18,8 @@ from .._doors import door, door_name, owned_by, passing, warn
 from ..chunked import bbc_over_table, refuse_general, use_chunked
 from ..cluster import current_client
 from ..cube import (DONE, DROPPED, FAILED, PENDING, candidates, complete, failure_groups,
-                    fill_untrained, incomplete_cv, ledger_fold_matrix, select_winner,
-                    study_seed, target_of)
+                    fill_untrained, incomplete_cv, incomplete_winner, ledger_fold_matrix,
+                    select_winner, stopped_early, study_seed, target_of)
 from ..exceptions import (InvalidParameterError, LabelsAsScoresWarning, StudyNotReadyError,
                           UndefinedScoreError, UnfinishedStudyWarning)
 from ..metrics import get_metric
@@ -114,6 +114,9 @@ class StudyEstimates:
             what = ("holds the values of the configurations complete so far (a pending cell "
                     "counts as not run)" if so_far else
                     "estimates from the complete configurations only")
+            if so_far and stopped_early(self._cube):
+                what = ("holds the values of its incomplete CV, where its rule stopped it "
+                        "(see Study.stopped_)")
             warn(UnfinishedStudyWarning(
                 f"The study at {self.store!r} is unfinished ({missing}): {door_name()} {what}. "
                 f"Run the study again to finish it."), stacklevel=3)
@@ -243,12 +246,23 @@ class StudyEstimates:
         y, opts = self._chunked_opts(in_memory_bbc, kwargs, self._CHUNKED_KW + ("bootstrap_indices",))
         m = get_metric(self.metric)
         arr, coord = validation.as_predictions(self._cube.predictions(idx), m)
+        # none complete: the bootstraps are drawn and scored alike, and the final winner
+        # is the study's (best_index_ of a stopped study), by its selection
         res = bbc_incomplete(
             m, arr, coord, missing, y, self._cube.folds(), opts["n_bootstraps"],
             opts["confidence_level"],
             opts["random_state"], opts["bootstrap_indices"], opts["pos_label"],
-            opts["block_size"], selection, final)
-        return self._remap(res, idx)
+            opts["block_size"], selection if final.any() else "pooled", final)
+        res = self._remap(res, idx)
+        if final.any():
+            return res
+        best, score = incomplete_winner(self._cube)
+        if best is None:
+            raise UndefinedScoreError(
+                f"The study's metric {self.metric!r} is undefined on the predictions of every "
+                f"configuration trained so far: no winner can be selected.")
+        return dataclasses.replace(res, selected_config=best, naive_estimate=score,
+                                   selection=selection)
 
     @door("Study.bbc_f")
     def bbc_f(self, *, chunked=None, fit_scorer=None, **kwargs):

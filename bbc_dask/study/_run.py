@@ -160,10 +160,12 @@ def run_study(
         Stop early (:class:`bbc_dask.Stop`; a dict of its arguments): once BBC's interval
         on the incomplete CV is at most ``ci_width`` wide (checked as each fold wave
         completes), after ``max_seconds`` of this run, or at ``max_fits`` fitted cells of
-        the study. Tasks in flight finish and are recorded; no model is refit;
-        :attr:`Study.stopped_` says why, and ``Study.bbc(include_incomplete=True)`` is the
-        estimate. Not recorded with the study: a rerun without it (or with a laxer rule)
-        resumes, fitting only what is pending.
+        the study. Tasks in flight finish and are recorded; :attr:`Study.stopped_` says
+        why, and ``Study.bbc(include_incomplete=True)`` is the estimate. The winner
+        refit (``best_index_``) is the incomplete CV's: the best complete configuration,
+        or with none complete the best on the cells each predicted. Not recorded with the
+        study: a rerun without it (or with a laxer rule) resumes, fitting only what is
+        pending, and refits only if its winner changed.
 
     Returns
     -------

@@ -9,8 +9,9 @@ import warnings
 import numpy as np
 
 from .._doors import door, passing
-from ..cube import (DONE, DROPPED, FAILED, PENDING, complete, failure_groups,
-                    ledger_fold_matrix, load_model, open_cube, pooled_scores)
+from ..cube import (DONE, DROPPED, FAILED, PENDING, complete, failure_groups, fitted_cells,
+                    incomplete_scores, ledger_fold_matrix, load_model, open_cube, pooled_scores,
+                    stopped_early)
 from ..exceptions import StoreMismatchError, StudyFileError, StudyNotReadyError
 from ..metrics import metric_of_spec
 from ..stats import fold_means, grid_ranks, split_means
@@ -242,13 +243,14 @@ class Study:
             remaining = 0.0 if pending == 0 else (pending / rate if running and rate > 0 else None)
         return {
             "cells": int(st.size), "done": int((st == DONE).sum()),
-            "models_trained": int(((st == DONE) | (st == FAILED)).sum()), "models_full": int(st.size),
+            "models_trained": fitted_cells(st), "models_full": int(st.size),
             "failed": int((st == FAILED).sum()), "dropped": int((st == DROPPED).sum()),
             "pending": pending, "waves_done": waves, "waves": int(st.shape[2]),
             "active_configs": int(active.sum()),
             "complete_configs": int(complete(st).sum()), "configs": int(st.shape[0]),
             "running": running, "elapsed_s": elapsed, "remaining_s": remaining,
-            "stopped": None if running or self.stopped_ is None else self.stopped_.reason,
+            "stopped": (runs[-1]["stopped"]["reason"] if not running and stopped_early(self._cube, st)
+                        else None),
         }
 
     @property
@@ -259,10 +261,9 @@ class Study:
         interrupted, or had none)."""
         from ..engine import StopRecord
 
-        runs = self._cube.runs
-        if not runs or "stopped" not in runs[-1] or not (self._cube.state() == PENDING).any():
+        if not stopped_early(self._cube):
             return None
-        return StopRecord.from_json(runs[-1]["stopped"])
+        return StopRecord.from_json(self._cube.runs[-1]["stopped"])
 
     @property
     def selection(self):
@@ -292,7 +293,7 @@ class Study:
     def models_trained(self):
         """``(trained, full)``: fits run (done or failed cells) versus the full CVT count."""
         st = self._cube.state()
-        return int(((st == DONE) | (st == FAILED)).sum()), int(st.size)
+        return fitted_cells(st), int(st.size)
 
     @property
     def fit_scorers(self):
@@ -351,6 +352,9 @@ class Study:
         criterion = pooled
         if self.selection == "fold_mean":  # the winner's own means: the same ties
             criterion = mean  # NaN but for complete configurations, as ``splits``
+        if idx.size == 0 and stopped_early(self._cube, st):
+            # stopped before any completed: ranked as its winner was chosen (best_index_)
+            criterion = incomplete_scores(self._cube)
         ft = self._cube.fit_times().reshape(n_cfg, -1)
         sc = np.full(ft.shape, np.nan)
         if self._score_times is not None:
@@ -384,7 +388,12 @@ class Study:
     def best_index_(self):
         """The winner among the :meth:`candidates` by the study's :attr:`selection` (the
         configuration refit); an unfinished study's, from the configurations complete so
-        far, with an :class:`~bbc_dask.exceptions.UnfinishedStudyWarning`."""
+        far, with an :class:`~bbc_dask.exceptions.UnfinishedStudyWarning`. A study stopped
+        by its rule (:attr:`stopped_`) before any configuration completed has its
+        incomplete CV's winner: the best score on the cells each configuration predicted
+        (pooled: the metric on the samples predicted in each repeat, mean over repeats;
+        fold_mean: the mean of the recorded fold scores), as
+        ``bbc(include_incomplete=True).selected_config``; it is the one refit."""
         best = self._estimates.winner()
         self._estimates.warn_unfinished(so_far=True)
         return best
@@ -405,6 +414,8 @@ class Study:
         is ``Study.bbc().naive_estimate`` (warns as :attr:`best_index_`)."""
         best = self._estimates.winner()
         self._estimates.warn_unfinished(so_far=True)
+        if not complete(self._cube.state())[best]:  # a stopped study's: see best_index_
+            return float(incomplete_scores(self._cube)[best])
         if self.selection == "fold_mean":
             return float(fold_means(ledger_fold_matrix(self._cube, np.array([best]))[0])[0])
         return float(pooled_scores(self._cube, np.array([best])).mean())
