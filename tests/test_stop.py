@@ -50,12 +50,59 @@ def test_run_study_refuses_a_bad_stop_before_touching_the_store(tmp_path, stop, 
     assert not (tmp_path / "s.zarr").exists()
 
 
-def test_a_width_rule_is_refused_where_the_cube_would_not_fit_in_memory(tmp_path, dask_config):
-    """The width rule reads the trained configurations' predictions at each check: beyond
-    ``bbc_dask.in-memory-bytes`` it is refused up front, a budget is not."""
+@pytest.mark.parametrize("metric, n_repeats, n_classes, fits, shared", [
+    ("roc_auc", 2, 2, 4 * 6 * 2 + 6 + 2, True),  # configurations 0 and 1 complete
+    ("accuracy", 1, 3, 8, False),  # none complete; counts drawn again by each block's task
+    ("neg_log_loss", 2, 3, 2 * 6 * 2 + 3, True),
+])
+def test_bbc_on_the_incomplete_cv_by_chunks_equals_it_in_memory(
+        tmp_path, client, dask_config, metric, n_repeats, n_classes, fits, shared):
+    """``Study.bbc(include_incomplete=True, chunked=True)``: by configuration blocks of two
+    on the cluster, the same result bit for bit as in memory — distribution, winners,
+    redraws, the final winner — with and without complete configurations, for a ranking,
+    a pointwise and a class-probability metric, with and without repeats."""
+    X, y = make_classification(150, 5, n_informative=3, n_classes=n_classes, flip_y=0.2,
+                               random_state=0)
+    grid = {"C": list(np.geomspace(1e-3, 10, 6))}
+    study = bd.run_study(LogisticRegression(), grid, X, y, store=tmp_path / "s.zarr",
+                         metric=metric, n_splits=5, n_repeats=n_repeats, random_state=0,
+                         client=client, progress=False, stop=bd.Stop(max_fits=fits))
+    assert 0 < study.status()["pending"] and study.candidates().size == (2 if fits > 40 else 0)
+    dask_config({"bbc_dask.chunk-bytes": 150 * n_repeats * 8 * 2} |
+                ({} if shared else {"bbc_dask.counts-bytes": 1}))
+    study = bd.open_study(tmp_path / "s.zarr")
+    study.said_unfinished = True
+    mem = study.bbc(include_incomplete=True, n_bootstraps=200, chunked=False)
+    lazy = study.bbc(include_incomplete=True, n_bootstraps=200, chunked=True)
+    assert lazy == mem
+    assert np.array_equal(lazy.winners, mem.winners) and lazy.n_redrawn == mem.n_redrawn
+    assert lazy.selected_config == mem.selected_config == study.best_index_
+    assert lazy.naive_estimate == mem.naive_estimate == study.best_score_
+
+
+def test_a_width_rule_beyond_memory_checks_by_chunks(tmp_path, client, dask_config):
+    """A cube beyond ``bbc_dask.in-memory-bytes``: the width rule's check goes by the
+    chunked path on the run's cluster, and the run stops by it."""
+    dask_config({"bbc_dask.in-memory-bytes": 1000})
+    X, y = make_classification(120, 5, flip_y=0.3, random_state=0)
+    study = bd.run_study(LogisticRegression(), GRID, X, y, store=tmp_path / "w.zarr",
+                         metric="roc_auc", n_splits=10, random_state=0, client=client,
+                         progress=False, stop=bd.Stop(ci_width=1.0, n_bootstraps=200))
+    rec = study.stopped_
+    assert rec.reason == "ci_width" and 0 <= rec.interval[1] - rec.interval[0] <= 1.0
+    assert (study.state == PENDING).any()
+
+
+def test_a_width_rule_is_refused_where_a_scorers_check_could_not_run(tmp_path, dask_config):
+    """Beyond ``bbc_dask.in-memory-bytes`` the check goes by the chunked path, which takes
+    the registered metrics only: a scikit-learn scorer's own function is refused the width
+    rule up front (not its budgets)."""
+    from sklearn.metrics import make_scorer, matthews_corrcoef
+
     dask_config({"bbc_dask.in-memory-bytes": 1000})
     with pytest.raises(InvalidParameterError) as e:
-        _run(tmp_path / "s.zarr", None, stop=bd.Stop(ci_width=0.1))
+        _run(tmp_path / "s.zarr", None, stop=bd.Stop(ci_width=0.1),
+             metric=make_scorer(matthews_corrcoef))
     assert "'stop' parameter of run_study" in str(e.value)
     assert "bbc_dask.in-memory-bytes (1,000)" in str(e.value)
     assert not (tmp_path / "s.zarr").exists()

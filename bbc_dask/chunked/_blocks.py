@@ -13,11 +13,13 @@ import numpy as np
 
 from .. import _validation
 from ..metrics import Target, get_metric
-from ..stats import SEED_BLOCK, DroppingScorer, fold_matrix, full_scores, plan_counts, select
+from ..stats import (SEED_BLOCK, DroppingScorer, IncompleteScorers, availability_groups,
+                     fold_matrix, full_scores, plan_counts, select)
 from ._task_base import _encode, _load, _root, prepare_inputs
 
 __all__ = ["chunk_fold_matrix", "chunk_pooled", "held", "merge_winners", "prepare_and_score",
-           "prepare_block", "prepare_dropping", "score_block", "score_dropping"]
+           "prepare_and_score_incomplete", "prepare_block", "prepare_dropping",
+           "prepare_incomplete", "score_block", "score_dropping", "score_incomplete"]
 
 
 def prepare_block(part, target, metric, class_coord, sample_block):
@@ -120,6 +122,37 @@ def score_dropping(scorer, groups, redraw=None):
     """``(full (c,), scores (B, c))`` of a configuration block over the seed blocks of
     ``groups`` (counts not kept are drawn here: see :func:`score_block`)."""
     return scorer.full, np.concatenate([scorer.scores(c) for _, c in _counts_of(groups, redraw)])
+
+
+def prepare_incomplete(part, y, have, metric, pos_label, class_coord=None):
+    """The :class:`~bbc_dask.stats.IncompleteScorers` of a block of configurations
+    (every sample), ``have`` (N, c, R) the cells they predicted."""
+    have = np.asarray(have, dtype=bool)
+    arr = np.asarray(_load(part))
+    return IncompleteScorers(arr, y, have, availability_groups(have), metric, pos_label,
+                             class_coord)
+
+
+def score_incomplete(scorers, groups, offset, n_boot, redraw=None):
+    """Each bootstrap's winner in a block, ``(best, config, oob)`` over the seed blocks of
+    ``groups`` (lists of ``(plan, counts)``), bootstraps ``0..n_boot-1``; ``config``
+    global (``offset`` added; -1 where none is defined in bag). Counts not kept are drawn
+    here from ``redraw = (seed, stream, rule)``."""
+    best, cfg, oob = [], [], []
+    for plan, counts in _counts_of(groups, redraw):
+        b, c, o = scorers.winners(counts[: n_boot - plan.k * SEED_BLOCK])
+        best.append(b)
+        cfg.append(np.where(c >= 0, c + offset, -1))
+        oob.append(o)
+    return np.concatenate(best), np.concatenate(cfg), np.concatenate(oob)
+
+
+def prepare_and_score_incomplete(part, y, have, metric, pos_label, groups, offset, n_boot,
+                                 redraw):
+    """:func:`prepare_incomplete` and :func:`score_incomplete` in one task (the counts
+    drawn there), as :func:`~._blocks.prepare_and_score`."""
+    return score_incomplete(prepare_incomplete(part, y, have, metric, pos_label), groups,
+                            offset, n_boot, redraw)
 
 
 def held(value):

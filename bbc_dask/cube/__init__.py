@@ -32,6 +32,7 @@ from ._schema import (
     open_cube,
     to_json,
 )
+from ._incomplete import float_bytes, incomplete_bbc, winner_and_score
 from ._selection import (
     candidates,
     complete,
@@ -79,7 +80,9 @@ __all__ = [
     "complete",
     "create_cube",
     "failure_groups",
+    "float_bytes",
     "fitted_cells",
+    "incomplete_bbc",
     "incomplete_cv",
     "incomplete_scores",
     "incomplete_winner",
@@ -98,4 +101,5 @@ __all__ = [
     "to_json",
     "verify_store",
     "writing",
+    "winner_and_score",
 ]

@@ -59,13 +59,16 @@ def stopped_early(cube, state=None):
     return bool(runs) and "stopped" in runs[-1] and bool((st == PENDING).any())
 
 
-def incomplete_scores(cube):
+def incomplete_scores(cube, selection=None):
     """Each configuration's score on the cells it has predicted, by the study's selection,
     for a study stopped before any configuration completed: ``"pooled"``, the metric on
     the samples predicted in each repeat, mean over repeats (the score BBC on the
     incomplete CV gives it on all its samples); ``"fold_mean"``, the mean of its recorded
-    fold scores. NaN (C,) where a configuration cannot win: failed, dropped, without a
-    prediction in each repeat, or undefined on what it predicted."""
+    fold scores (``selection``, a :class:`~bbc_dask.stats.Selection` or its name: another
+    than the study's). NaN (C,) where a configuration cannot win: failed, dropped,
+    without a prediction in each repeat, or undefined on what it predicted."""
+    from ..stats import Selection
+
     st = cube.state()
     idx, missing, _ = incomplete_cv(cube)
     alive = ~np.isin(st[idx], (FAILED, DROPPED)).any(axis=(1, 2))
@@ -73,7 +76,7 @@ def incomplete_scores(cube):
     out = np.full(st.shape[0], np.nan)
     if idx.size == 0:
         return out
-    if not cube.selection.pooled:
+    if not (cube.selection if selection is None else Selection.of(selection)).pooled:
         done = st[idx] == DONE
         total = np.where(done, cube.fold_scores()[idx], 0.0).sum(axis=(1, 2))
         out[idx] = total / done.sum(axis=(1, 2))
@@ -153,18 +156,21 @@ def _winners_folds(cube, idx):
         return ledger_fold_matrix(cube, idx)[0]
 
 
-def select_winner(cube):
+def select_winner(cube, selection=None):
     """The configuration CVT selects among the :func:`candidates`, by the study's
     ``selection``: the best pooled CV score (mean over repeats, as
     :func:`bbc_dask.naive_cvt` selects) or the best mean of the ledger's fold scores (as
     :func:`bbc_dask.bbc_f` selects), by :func:`bbc_dask.stats.select` — or None
     if none is complete. A study :func:`stopped_early` with none complete has the
     incomplete CV's winner: the best of its :func:`incomplete_scores` (an undefined one
-    competes not), None if none can win."""
+    competes not), None if none can win. ``selection``: another rule than the study's."""
+    from ..stats import Selection
+
+    selection = cube.selection if selection is None else Selection.of(selection)
     idx = np.flatnonzero(candidates(cube))
     if idx.size == 0:
-        return incomplete_winner(cube)[0] if stopped_early(cube) else None
-    best = cube.selection.winner(lambda: pooled_scores(cube, idx).mean(axis=1),
+        return incomplete_winner(cube, selection)[0] if stopped_early(cube) else None
+    best = selection.winner(lambda: pooled_scores(cube, idx).mean(axis=1),
                                  lambda: _winners_folds(cube, idx))
     if best < 0:  # a NaN score: no configuration can be said the best
         from ..exceptions import UndefinedScoreError
@@ -175,13 +181,13 @@ def select_winner(cube):
     return int(idx[best])
 
 
-def incomplete_winner(cube):
+def incomplete_winner(cube, selection=None):
     """``(config, score)``: the best of the :func:`incomplete_scores` by
     :func:`bbc_dask.stats.select`'s rule, an undefined one competing not (as in BBC on the
     incomplete CV), or ``(None, nan)`` where none can win."""
     from ..stats import select
 
-    scores = incomplete_scores(cube)
+    scores = incomplete_scores(cube, selection)
     if np.isnan(scores).all():
         return None, float("nan")
     best = int(select(np.where(np.isnan(scores), -np.inf, scores)))

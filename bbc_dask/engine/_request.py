@@ -25,7 +25,7 @@ from ..stats import SELECTIONS, Dropping, Selection
 from . import _plan as plan
 from ._nested import NestedProtocol
 from ._protocol import KFoldProtocol, SplitsProtocol, as_protocol
-from ._stop import Stop, check_stop_fits_memory
+from ._stop import Stop, check_width_rule
 from .._doors import door_name, warn
 
 __all__ = ["Execution", "Resampling", "Scoring", "Search", "Storage", "StudyData", "StudyRequest"]
@@ -208,7 +208,7 @@ class StudyRequest:
             plan.check_estimator_methods(estimator, grid, metric)
         n_configs = len(grid) if grid is not None else search.n_iter
         execution = dataclasses.replace(execution, stop=Stop.coerce(execution.stop))
-        check_stop_fits_memory(execution.stop, len(y), n_configs, protocol.n_repeats,
+        check_width_rule(execution.stop, metric, len(y), n_configs, protocol.n_repeats,
                                len(target.classes) if metric.needs_class_axis else 1)
         if dropping is not None and n_configs < 2:
             warn(f"dropping has no effect in {door_name()} with a single configuration; "

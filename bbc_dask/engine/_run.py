@@ -331,7 +331,7 @@ class _StudyRun:
         stop, budget = req.execution.stop, None
         if stop is not None:
             budget = Budget(stop, fitted_cells(self.cube.state()), self.started,
-                            lambda: incomplete_bbc(self.cube, req.metric, stop))
+                            lambda: incomplete_bbc(self.cube, client, stop))
         settings = WaveSettings(
             req.execution.progress, cancel_on_exit, self.token,
             stop_if_all_failed=req.protocol.stops_when_all_failed,

@@ -9,6 +9,7 @@ the stopped run left off.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 import time
@@ -144,19 +145,22 @@ class StopRecord:
                    None if d.get("interval") is None else tuple(d["interval"]), d["at"])
 
 
-def check_stop_fits_memory(stop, n_samples, n_configs, n_repeats, n_classes):
-    """Refuse a width rule on a cube the check could not read into memory (at most its
-    ``n_samples`` x ``n_configs`` x ``n_repeats`` x class float64 predictions)."""
-    if stop is None or stop.ci_width is None:
+def check_width_rule(stop, metric, n_samples, n_configs, n_repeats, n_classes):
+    """Refuse a width rule whose check could neither read the cube into memory (at most
+    its ``n_samples`` x ``n_configs`` x ``n_repeats`` x class float64 predictions) nor go
+    by the chunked path, which takes the registered metrics only."""
+    if stop is None or stop.ci_width is None or metric.kind != "general":
         return
     nbytes = n_samples * n_configs * n_repeats * max(1, n_classes) * 8
     if nbytes > tuning.IN_MEMORY_BYTES:
         raise InvalidParameterError.of(
-            "stop", "a rule without ci_width for a study this large",
+            "stop", "a rule without ci_width for a study this large scored by a "
+                    "scikit-learn scorer's own function",
             shown=f"Stop(ci_width={stop.ci_width})",
-            note=f"The width rule reads the trained configurations' predictions into memory "
-                 f"at each check: up to {nbytes:,} bytes as float64, beyond "
-                 f"bbc_dask.in-memory-bytes ({tuning.IN_MEMORY_BYTES:,}).")
+            note=f"The width rule's check reads the trained configurations' predictions, up "
+                 f"to {nbytes:,} bytes as float64: beyond bbc_dask.in-memory-bytes "
+                 f"({tuning.IN_MEMORY_BYTES:,}) it goes by the chunked path, which takes "
+                 f"the registered metrics only.")
 
 
 class Budget:
@@ -271,22 +275,22 @@ def cells(group):
     return sum(int(b.configs.size) for b in group)
 
 
-def incomplete_bbc(cube, metric, stop):
+def incomplete_bbc(cube, client, stop):
     """BBC on the store's incomplete CV, as ``Study.bbc(include_incomplete=True,
     n_bootstraps=stop.n_bootstraps, confidence_level=stop.confidence_level)`` gives it
-    (the study's own seed), or None while no configuration has a prediction in every
-    repeat."""
-    from ..cube import incomplete_cv, study_seed, target_of
-    from ..stats import bbc_incomplete
+    (the study's own seed; on ``client`` by the chunked path beyond
+    ``bbc_dask.in-memory-bytes``), or None while no configuration has a prediction in
+    every repeat."""
+    from ..chunked import use_chunked
+    from ..cube import float_bytes, incomplete_cv, study_seed, target_of
+    from ..cube import incomplete_bbc as of_the_cube
 
-    idx, missing, final = incomplete_cv(cube)
-    if idx.size == 0:
-        return None
-    arr, coord = validation.as_predictions(cube.predictions(idx), metric)
-    y, pos = target_of(cube)
-    return bbc_incomplete(metric, arr, coord, missing, y, cube.folds(), stop.n_bootstraps,
-                          stop.confidence_level, study_seed(cube.spec), None, pos, None,
-                          "pooled", final)
+    chunked = use_chunked(nbytes=lambda: float_bytes(cube, incomplete_cv(cube)[0].size))
+    with client.as_current() if chunked else contextlib.nullcontext():
+        return of_the_cube(cube, n_bootstraps=stop.n_bootstraps,
+                           confidence_level=stop.confidence_level,
+                           random_state=study_seed(cube.spec), pos_label=target_of(cube)[1],
+                           chunked=chunked)
 
 
 def stopped_message(record, state):

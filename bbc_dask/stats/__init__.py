@@ -35,6 +35,7 @@ _MODULES = {
                    "RepeatedHoldoutResult", "delong_interval", "no_information_score",
                    "normal_interval", "percentile_interval", "point632", "t_interval",
                    "clip_interval", "wilson_interval"),
+    "._incomplete": ("BothBags", "IncompleteScorers", "availability_groups", "reference_group"),
     "._inputs": ("prepare_inputs",),
     "._nested": ("OuterEstimate", "ncv_of_matrix", "repeated_holdout_of_matrix"),
     "._selection_ci": ("SelectionCI", "selection_ci"),

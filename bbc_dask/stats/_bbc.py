@@ -24,7 +24,7 @@ from ..exceptions import UndefinedScoreError
 from ..metrics import get_metric
 from ._bbc_f import _bbc_f_matrix, _fold_draws, _inbag_means, bbc_f, fold_means
 from ._bootstrap import SEED_BLOCK, CountBlocks
-from ._dropping import DroppingScorer
+from ._incomplete import BothBags, IncompleteScorers, availability_groups, reference_group
 from ._folds import (_fold_matrix, check_fold_matrix, fold_centers, fold_rows, fold_score_matrix,
                      fold_scores, subset_target)
 from ._inputs import prepare_inputs
@@ -241,18 +241,9 @@ def _bbc_incomplete(m, arr, coord, missing, y, folds, n_bootstraps, confidence_l
         raise UndefinedScoreError(
             f"No configuration of the predictions given to {door_name()} has a prediction in every "
             f"repeat: there is nothing to select among.")
-    pattern = have[:, usable, :].transpose(1, 0, 2).reshape(usable.size, -1)
-    _, inv = np.unique(pattern, axis=0, return_inverse=True)
-    groups = [usable[inv.ravel() == g] for g in range(int(inv.max()) + 1)]
-    scorers = [DroppingScorer(arr[:, g], y, have[:, g[0], :], m.name, pos_label, coord)
-               for g in groups]
-    order = np.argsort(np.concatenate(groups), kind="stable")  # columns in configuration order
-    columns = np.concatenate(groups)[order]
-    ref = scorers[max(range(len(groups)), key=lambda i: (final[groups[i]].any(), have[:, groups[i][0]].sum()))]
-
-    def defined(c):
-        return ref.defined(c) & ref.defined((c == 0).astype(np.int32))
-
+    groups = [usable[g] for g in availability_groups(have[:, usable])]
+    scorers = IncompleteScorers(arr, y, have, groups, m.name, pos_label, coord)
+    defined = BothBags(scorers.scorers[reference_group(have, groups, final)].defined)
     conf, n_boot, root, idx = _common(n_bootstraps, confidence_level, random_state,
                                       bootstrap_indices, n)
     bs = _block_size(block_size, n_boot, arr)
@@ -260,25 +251,16 @@ def _bbc_incomplete(m, arr, coord, missing, y, folds, n_bootstraps, confidence_l
     winners = np.full(n_boot, -1, dtype=np.int64)
     blocks = CountBlocks(root, "bbc", idx, n_boot, n, bs, defined)
     for start, stop, counts in blocks:
-        s = np.concatenate([sc.scores(counts) for sc in scorers], axis=1)[:, order]
-        s = np.where(np.isnan(s), -np.inf, s)  # a configuration undefined in bag competes not
-        w = np.where(np.isfinite(s).any(axis=1), select(s), -1)
-        out = (counts == 0).astype(np.int32)
-        for g, sc in zip(groups, scorers):
-            rows = np.flatnonzero(np.isin(columns[np.maximum(w, 0)], g) & (w >= 0))
-            if rows.size:
-                oob = sc.scores(out[rows])
-                dist[start + rows] = oob[np.arange(rows.size), np.searchsorted(g, columns[w[rows]])]
-        winners[start:stop] = np.where(w >= 0, columns[np.maximum(w, 0)], -1)
+        _, winners[start:stop], dist[start:stop] = scorers.winners(counts)
     if not final.any():  # nothing complete: the best on the samples it predicted
         if selection == "fold_mean":
             raise UndefinedScoreError(
                 f"selection='fold_mean' needs a configuration with every fold predicted; "
                 f"none of the predictions given to {door_name()} has.")
-        full = np.concatenate([sc.full for sc in scorers])[order]
+        full = scorers.full
         sel = select(np.where(np.isnan(full), -np.inf, full))
         return dataclasses.replace(summarise(
-            dist, winners, selected=int(columns[sel]), naive=full[sel], n_redrawn=blocks.n_redrawn,
+            dist, winners, selected=int(scorers.columns[sel]), naive=full[sel], n_redrawn=blocks.n_redrawn,
             method="bbc", metric=m.name, confidence_level=conf), configs=usable)
     # the final winner and its naive score as bbc() gives them on those configurations alone
     keep = np.flatnonzero(final)

@@ -18,7 +18,7 @@ from .._doors import door, door_name, owned_by, passing, warn
 from ..chunked import bbc_over_table, refuse_general, use_chunked
 from ..cluster import current_client
 from ..cube import (DONE, DROPPED, FAILED, PENDING, candidates, complete, failure_groups,
-                    fill_untrained, incomplete_cv, incomplete_winner, ledger_fold_matrix,
+                    fill_untrained, float_bytes, incomplete_bbc, incomplete_cv, ledger_fold_matrix,
                     select_winner, stopped_early, study_seed, target_of)
 from ..exceptions import (InvalidParameterError, LabelsAsScoresWarning, StudyNotReadyError,
                           UndefinedScoreError, UnfinishedStudyWarning)
@@ -26,7 +26,6 @@ from ..metrics import get_metric
 from ..stats import (
     SELECTIONS,
     bbc_f_of_matrix,
-    bbc_incomplete,
     check_fold_matrix,
     fold_score_matrix,
     selection_ci,
@@ -154,11 +153,7 @@ class StudyEstimates:
                                    configs=idx if res.configs is None else idx[res.configs])
 
     def _chunked(self, idx, chunked):
-        def nbytes():  # read only when the choice is automatic
-            shape = self._cube.reader().shape
-            return int(np.prod(shape)) // max(shape[1], 1) * 8 * idx.size
-
-        use = use_chunked(nbytes=nbytes, chunked=chunked)
+        use = use_chunked(nbytes=lambda: float_bytes(self._cube, idx.size), chunked=chunked)
         if use:
             refuse_general(self.metric)
         if use and getattr(self.location, "in_process_only", False):
@@ -200,7 +195,12 @@ class StudyEstimates:
             configurations (a worker's memory does not grow with the number of samples);
             for a ranking metric, configuration chunks holding every sample. None: chunked
             when the complete configurations exceed ``bbc_dask.in-memory-bytes`` (1 GiB as
-            float64). The result is identical either way.
+            float64). The result is identical either way. With ``include_incomplete=True``
+            (every configuration with a prediction in each repeat, each scored on the
+            cells it predicted): configuration chunks holding every sample, each of its
+            cells' groups scored as the BBCD dropping test scores them; its final winner and
+            naive estimate are the study's (:attr:`~bbc_dask.Study.best_index_`,
+            :attr:`~bbc_dask.Study.best_score_`).
         **kwargs
             Passed to :func:`bbc_dask.bbc` (``n_bootstraps``, ``confidence_level``,
             ``random_state``, ...). ``random_state`` defaults to :attr:`seed`, the
@@ -233,36 +233,20 @@ class StudyEstimates:
         return dataclasses.replace(res, method="bbcd") if self.is_bbcd else res
 
     def _bbc_incomplete(self, chunked, selection, kwargs):
-        """BBC over every configuration trained on some fold (see :meth:`bbc`)."""
-        idx, missing, final = incomplete_cv(self._cube)
+        """BBC over every configuration trained on some fold (see :meth:`bbc`): in
+        memory, or by configuration blocks on the cluster — the same numbers."""
+        idx = incomplete_cv(self._cube)[0]
         if idx.size == 0:
             raise StudyNotReadyError(self._none_complete())
-        if chunked or (chunked is None and self._chunked(idx, None)):
-            raise InvalidParameterError.of(
-                "chunked", "False with include_incomplete=True (the trained "
-                "configurations are read into memory)", chunked,
-                note=f"Their predictions exceed bbc_dask.in-memory-bytes "
-                     f"({tuning.IN_MEMORY_BYTES:,} bytes as float64)." if chunked is None else None)
-        y, opts = self._chunked_opts(in_memory_bbc, kwargs, self._CHUNKED_KW + ("bootstrap_indices",))
-        m = get_metric(self.metric)
-        arr, coord = validation.as_predictions(self._cube.predictions(idx), m)
-        # none complete: the bootstraps are drawn and scored alike, and the final winner
-        # is the study's (best_index_ of a stopped study), by its selection
-        res = bbc_incomplete(
-            m, arr, coord, missing, y, self._cube.folds(), opts["n_bootstraps"],
-            opts["confidence_level"],
-            opts["random_state"], opts["bootstrap_indices"], opts["pos_label"],
-            opts["block_size"], selection if final.any() else "pooled", final)
-        res = self._remap(res, idx)
-        if final.any():
-            return res
-        best, score = incomplete_winner(self._cube)
-        if best is None:
-            raise UndefinedScoreError(
-                f"The study's metric {self.metric!r} is undefined on the predictions of every "
-                f"configuration trained so far: no winner can be selected.")
-        return dataclasses.replace(res, selected_config=best, naive_estimate=score,
-                                   selection=selection)
+        use = self._chunked(idx, chunked)
+        if use:
+            with owned_by("Study.bbc(chunked=True)"):  # the keywords the chunked path takes
+                _, opts = self._chunked_opts(in_memory_bbc, kwargs)
+            opts.pop("block_size")  # per-task blocks are the seed blocks
+        else:
+            _, opts = self._chunked_opts(in_memory_bbc, kwargs,
+                                         self._CHUNKED_KW + ("bootstrap_indices",))
+        return incomplete_bbc(self._cube, chunked=use, selection=selection, **opts)
 
     @door("Study.bbc_f")
     def bbc_f(self, *, chunked=None, fit_scorer=None, **kwargs):

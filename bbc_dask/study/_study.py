@@ -10,11 +10,11 @@ import numpy as np
 
 from .._doors import door, passing
 from ..cube import (DONE, DROPPED, FAILED, PENDING, complete, failure_groups, fitted_cells,
-                    incomplete_scores, ledger_fold_matrix, load_model, open_cube, pooled_scores,
-                    stopped_early)
+                    incomplete_scores, load_model, open_cube, pooled_scores, stopped_early,
+                    winner_and_score)
 from ..exceptions import StoreMismatchError, StudyFileError, StudyNotReadyError
 from ..metrics import metric_of_spec
-from ..stats import fold_means, grid_ranks, split_means
+from ..stats import grid_ranks, split_means
 from ._estimates import StudyEstimates, study_seed
 
 __all__ = ["Study", "open_study", "study_of"]
@@ -412,13 +412,9 @@ class Study:
         """The winner's CV score by the study's :attr:`selection` — pooled, or the mean of
         its fold scores (``mean_test_score``): the naive, optimistic CVT estimate, which
         is ``Study.bbc().naive_estimate`` (warns as :attr:`best_index_`)."""
-        best = self._estimates.winner()
+        self._estimates.winner()  # not ready: StudyNotReadyError
         self._estimates.warn_unfinished(so_far=True)
-        if not complete(self._cube.state())[best]:  # a stopped study's: see best_index_
-            return float(incomplete_scores(self._cube)[best])
-        if self.selection == "fold_mean":
-            return float(fold_means(ledger_fold_matrix(self._cube, np.array([best]))[0])[0])
-        return float(pooled_scores(self._cube, np.array([best])).mean())
+        return winner_and_score(self._cube)[1]
 
     @property
     def final_model(self):
