@@ -32,6 +32,7 @@ Run: ``python benchmarks/bench_bbc_cluster.py [--quick] [--limit 400MB (1GB with
 [--skip-speed] [--skip-local] [--skip-study] [--skip-tiles]``.
 """
 import argparse
+import contextlib
 import functools
 import os
 import shutil
@@ -83,14 +84,26 @@ def make_cube(store, n, c, r, metric, seed=0, storage_options=None):
     return y
 
 
+#: With --quick, the clusters kept open from row to row, by (workers, limit, plain): the
+#: smoke run's rows are small, and starting a cluster for each took most of its time.
+_KEPT = None
+
+
 def cluster(workers, limit=None, plain=False):
     """A client of ``workers`` single-threaded local workers (``limit`` bytes each): the
     cluster bbc_dask starts (``bd.make_client``, its workers' malloc thresholds: see
     ``bbc_dask.cluster.WORKER_ENV``), or with ``plain`` a ``LocalCluster`` with
-    distributed's own settings, as a user's cluster would be."""
+    distributed's own settings, as a user's cluster would be. A fresh one for each row,
+    so that its workers' peak memory is the row's own; with --quick, one kept for every
+    row that asks for the same (see :data:`_KEPT`)."""
     opts = dict(n_workers=workers, threads_per_worker=1, dashboard_address=":0")
     if limit is not None:
         opts["memory_limit"] = limit
+    if _KEPT is not None:
+        key = (workers, limit, plain)
+        if key not in _KEPT:
+            _KEPT[key] = Client(**opts) if plain else bd.make_client("local", **opts)
+        return contextlib.nullcontext(_KEPT[key])
     if plain:
         return Client(**opts)  # a LocalCluster of the client's own: closed with it
     return bd.make_client("local", **opts)
@@ -411,6 +424,9 @@ def main():
     big = {("accuracy", 1_000_000, 100): "acc", ("roc_auc", 200_000, 100): "auc"}
     if args.quick:
         big = {("accuracy", 100_000, 20): "acc", ("roc_auc", 50_000, 20): "auc"}
+    global _KEPT
+    if args.quick:
+        _KEPT = {}
     tmp = tempfile.mkdtemp(prefix="bbc_bench_")
     try:
         if not args.skip_speed:
@@ -447,6 +463,8 @@ def main():
         if not args.skip_tiles:
             tiles_scale(tmp, args.limit, B, args.quick)
     finally:
+        for cli in (_KEPT or {}).values():
+            cli.close()
         shutil.rmtree(tmp, ignore_errors=True)
 
 
