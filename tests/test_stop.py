@@ -1,6 +1,8 @@
 """Stopping a study early (``run_study(stop=bd.Stop(...))``): the rule holds, the run stops
 submitting, its tasks in flight are recorded, the store says why, and a rerun without the
 rule resumes and finishes the study as if it had never stopped."""
+import json
+
 import numpy as np
 import pytest
 from sklearn.datasets import make_classification
@@ -265,6 +267,12 @@ def test_the_command_line_stops_by_the_study_files_rule_and_resumes(tmp_path, cl
     assert "on the incomplete CV" in res.output, res.output
     res = CliRunner().invoke(main, ["status", str(tmp_path / "s.zarr"), "--no-estimate"])
     assert res.exit_code == 0 and "stopped early by its rule (max_fits)" in res.output, res.output
+    # a stopped study's numbers are its incomplete CV's, without --partial: said so
+    res = CliRunner().invoke(main, ["estimate", str(tmp_path / "s.zarr"), "--json", "--bootstraps", "50"])
+    assert res.exit_code == 0, res.output
+    assert "stopped early by its rule, max_fits); BBC on the incomplete CV" in res.stderr
+    want = bd.open_study(tmp_path / "s.zarr").bbc(include_incomplete=True, n_bootstraps=50)
+    assert json.loads(res.stdout)["bbc"]["estimate"] == want.estimate
     del spec["stop"]
     f.write_text(yaml.safe_dump(spec))
     res = CliRunner().invoke(main, run)

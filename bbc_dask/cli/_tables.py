@@ -79,14 +79,18 @@ def echo_failures(study, groups=None, err=False):
 
 
 def check_finished(study, partial, what):
-    """Refuse numbers from an unfinished study unless ``--partial`` asked for them; say
-    what is missing either way."""
+    """Refuse numbers from an unfinished study unless ``--partial`` asked for them, or
+    its rule stopped it (``run_study(stop=...)``: its numbers are its incomplete CV's);
+    say what is missing either way."""
     missing = study.unfinished()
     if missing is None:
         return None
-    if not partial:
+    stopped = study.stopped_
+    if not partial and stopped is None:
         raise UserError(f"The study at {study.store} is unfinished ({missing}); run it again to "
                         f"finish it, or pass --partial for {what} so far.")
+    if stopped is not None:
+        missing = f"{missing}; stopped early by its rule, {stopped.reason}"
     if what == "estimates" and study.incomplete_estimable():
         from ..cube import DONE
 
