@@ -9,10 +9,9 @@ from ._schema import DONE, DROPPED, FAILED, PENDING
 from .. import _tuning as tuning
 from .._doors import owned_by
 
-__all__ = ["candidates", "complete", "failure_groups", "fitted_cells", "incomplete_cv", "incomplete_scores",
-           "incomplete_winner",
-           "ledger_fold_matrix", "pooled_scores", "select_winner", "stopped_early", "study_seed",
-           "target_of"]
+__all__ = ["candidates", "complete", "failure_groups", "fitted_cells", "incomplete_cv",
+           "incomplete_scores", "incomplete_winner", "ledger_fold_matrix", "pooled_scores",
+           "select_winner", "stopped_early", "study_seed", "target_of"]
 
 
 def fitted_cells(state):
@@ -82,19 +81,16 @@ def incomplete_scores(cube, selection=None):
         out[idx] = total / done.sum(axis=(1, 2))
         return out
     from ..metrics import get_metric
-    from ..stats import DroppingScorer
+    from ..stats import DroppingScorer, availability_groups
     from .._validation import as_predictions
 
     y, pos = target_of(cube)
     m = get_metric(cube.spec["metric"])
     # configurations that predicted the same cells are scored together (one scorer's
     # masks), a memory-bounded chunk of them at a time: each column's score is its own
-    pattern = (~missing).transpose(1, 0, 2).reshape(idx.size, -1)
-    _, group = np.unique(pattern, axis=0, return_inverse=True)
     per_config = 24 * missing.shape[0] * missing.shape[2] * max(1, len(cube.meta.get("classes") or ()))
     step = max(1, tuning.IN_MEMORY_BYTES // per_config)
-    for g in range(int(group.max()) + 1):
-        members = np.flatnonzero(group.ravel() == g)
+    for members in availability_groups(~missing):
         for lo in range(0, members.size, step):
             part = members[lo:lo + step]
             arr, coord = as_predictions(cube.predictions(idx[part]), m)
@@ -171,7 +167,7 @@ def select_winner(cube, selection=None):
     if idx.size == 0:
         return incomplete_winner(cube, selection)[0] if stopped_early(cube) else None
     best = selection.winner(lambda: pooled_scores(cube, idx).mean(axis=1),
-                                 lambda: _winners_folds(cube, idx))
+                            lambda: _winners_folds(cube, idx))
     if best < 0:  # a NaN score: no configuration can be said the best
         from ..exceptions import UndefinedScoreError
 

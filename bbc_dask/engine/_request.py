@@ -209,7 +209,7 @@ class StudyRequest:
         n_configs = len(grid) if grid is not None else search.n_iter
         execution = dataclasses.replace(execution, stop=Stop.coerce(execution.stop))
         check_width_rule(execution.stop, metric, len(y), n_configs, protocol.n_repeats,
-                               len(target.classes) if metric.needs_class_axis else 1)
+                         len(target.classes) if metric.needs_class_axis else 1)
         if dropping is not None and n_configs < 2:
             warn(f"dropping has no effect in {door_name()} with a single configuration; "
                  f"running plain CVT.", UserWarning, stacklevel=3)
