@@ -12,7 +12,7 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.utils.estimator_checks import check_estimator
 
 import bbc_dask as bd
-from bbc_dask.exceptions import UnfinishedStudyWarning
+from bbc_dask.exceptions import StudyNotReadyError, UnfinishedStudyWarning
 
 
 @pytest.fixture(scope="module")
@@ -111,6 +111,9 @@ def test_a_stopped_search_is_fitted_on_its_incomplete_cv_and_a_refit_completes_i
     with pytest.raises(ValueError, match=r"The 'stop' parameter of BBCSearchCV must be None, "
                                          r"an instance of '\S*Stop' or an instance of 'dict'"):
         _search(stop="fast").fit(X, y)
+    with pytest.raises(StudyNotReadyError, match=r"stop=Stop\(.*max_fits=1.*ended the "
+                                                              r"search before every configuration"):
+        _search(stop={"max_fits": 1}).fit(X, y)
 
 
 def test_bad_input(cancer_frame, client):

@@ -10,7 +10,7 @@ from sklearn.linear_model import LogisticRegression
 
 import bbc_dask as bd
 from bbc_dask.cube import PENDING
-from bbc_dask.exceptions import InvalidParameterError, UnfinishedStudyWarning
+from bbc_dask.exceptions import InvalidParameterError, StudyNotReadyError, UnfinishedStudyWarning
 
 GRID = {"C": [0.01, 0.1, 1.0, 10.0]}
 
@@ -58,11 +58,14 @@ def test_run_study_refuses_a_bad_stop_before_touching_the_store(tmp_path, stop, 
     ("neg_log_loss", 2, 3, 2 * 6 * 2 + 3, True),
 ])
 def test_bbc_on_the_incomplete_cv_by_chunks_equals_it_in_memory(
-        tmp_path, client, dask_config, metric, n_repeats, n_classes, fits, shared):
+        tmp_path, client, dask_config, monkeypatch, metric, n_repeats, n_classes, fits, shared):
     """``Study.bbc(include_incomplete=True, chunked=True)``: by configuration blocks of two
     on the cluster, the same result bit for bit as in memory — distribution, winners,
     redraws, the final winner — with and without complete configurations, for a ranking,
-    a pointwise and a class-probability metric, with and without repeats."""
+    a pointwise and a class-probability metric, with and without repeats; counts drawn
+    in sample blocks of 64 (three) where each block's task draws them again."""
+    import bbc_dask.metrics as M
+
     X, y = make_classification(150, 5, n_informative=3, n_classes=n_classes, flip_y=0.2,
                                random_state=0)
     grid = {"C": list(np.geomspace(1e-3, 10, 6))}
@@ -72,6 +75,8 @@ def test_bbc_on_the_incomplete_cv_by_chunks_equals_it_in_memory(
     assert 0 < study.status()["pending"] and study.candidates().size == (2 if fits > 40 else 0)
     dask_config({"bbc_dask.chunk-bytes": 150 * n_repeats * 8 * 2} |
                 ({} if shared else {"bbc_dask.counts-bytes": 1}))
+    if not shared:  # the plans' multi-block draws and redraws
+        monkeypatch.setattr(M, "SAMPLE_BLOCK", 64)
     study = bd.open_study(tmp_path / "s.zarr")
     study.said_unfinished = True
     mem = study.bbc(include_incomplete=True, n_bootstraps=200, chunked=False)
@@ -197,6 +202,13 @@ def test_a_study_stopped_before_any_configuration_completed_refits_its_incomplet
         assert "Stopped early by its rule (max_fits) after 12 fits" in page
         assert f"<td>{res.estimate:.4f}</td>" in page and "bootstrap_bbc_f.png" not in page
 
+    # completed without a refit: the model saved is the stopped winner's, which (with
+    # this data) the full CV's pooled winner is not; it is refused, not given silently
+    unrefit = _run(store, client, selection=selection, refit=False)
+    assert (unrefit.best_index_ != best) is (selection == "pooled")
+    if selection == "pooled":
+        with pytest.raises(StudyNotReadyError, match="its winner when its rule stopped it"):
+            bd.open_study(store).final_model
     done = _run(store, client, selection=selection)
     whole = _run(tmp_path / "whole.zarr", client, selection=selection)
     assert done.best_index_ == whole.best_index_

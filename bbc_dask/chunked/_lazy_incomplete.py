@@ -37,9 +37,11 @@ def incomplete_over_blocks(blocks, offsets, y, missing, final, *, metric, n_boot
 
     m = get_metric(metric)
     conf, n_boot, seed = _bbc_args(n_bootstraps, confidence_level, random_state)
-    y = np.asarray(y)
+    y = y if isinstance(y, tuple) else np.asarray(y)
     target = _validation.as_target(y, m, pos_label=pos_label)
     have = ~np.asarray(missing, dtype=bool)
+    if not have.any(axis=0).all():  # the in-memory estimate leaves such columns out
+        raise ValueError("every configuration given needs a prediction in each repeat")
     n, n_rep = target.n_samples, have.shape[2]
     groups = availability_groups(have)
     final = np.asarray(final, dtype=bool) & have.all(axis=(0, 2))
@@ -49,6 +51,7 @@ def incomplete_over_blocks(blocks, offsets, y, missing, final, *, metric, n_boot
     plans = _plans(seed, "bbc", n_boot, n, metrics.SAMPLE_BLOCK, rule, keep, None, len(blocks))
     ends = list(offsets[1:]) + [have.shape[1]]
     cells = [have[:, int(lo):int(hi)] for lo, hi in zip(offsets, ends)]
+    y = delayed(y, pure=True)  # one copy in the graph, not one per block's task
     if keep:
         preps = [delayed(carried(prepare_incomplete), pure=True)(b, y, c, m.name, pos_label)
                  for b, c in zip(blocks, cells)]

@@ -38,19 +38,25 @@ def winner_and_score(cube, selection=None):
 
 
 def incomplete_bbc(cube, *, n_bootstraps, confidence_level, random_state, pos_label, chunked,
-                   block_size=None, bootstrap_indices=None, selection=None):
+                   block_size=None, bootstrap_indices=None, selection=None, winner=True):
     """BBC over every configuration with a prediction in each repeat, each scored on the
     cells it predicted, or None while there is none. ``chunked``: by configuration blocks
     holding every sample on the current Dask client (bit for bit the in-memory numbers;
     ``block_size`` and ``bootstrap_indices`` are the in-memory path's). The final winner
     and the naive estimate are the study's (:func:`winner_and_score`, by ``selection``
-    if given): the model it refits. Indices are the study's."""
+    if given): the model it refits; ``winner=False``: not computed (-1 and NaN: the
+    interval alone, as the engine's width rule reads it). Indices are the study's."""
     from ..exceptions import UndefinedScoreError
     from ..metrics import get_metric
 
     idx, missing, final = incomplete_cv(cube)
     if idx.size == 0:
         return None
+    best, naive = winner_and_score(cube, selection) if winner else (-1, float("nan"))
+    if best is None:
+        raise UndefinedScoreError(
+            "No configuration can be selected: every one trained so far failed, was "
+            "dropped, or has its metric undefined on the cells it predicted.")
     y, _ = target_of(cube)
     m = get_metric(cube.spec["metric"])
     if chunked:
@@ -68,11 +74,6 @@ def incomplete_bbc(cube, *, n_bootstraps, confidence_level, random_state, pos_la
         res = bbc_incomplete(m, arr, coord, missing, y, cube.folds(), n_bootstraps,
                              confidence_level, random_state, bootstrap_indices, pos_label,
                              block_size, "pooled", final)
-    best, naive = winner_and_score(cube, selection)
-    if best is None:
-        raise UndefinedScoreError(
-            f"The study's metric {m.name!r} is undefined on the predictions of every "
-            f"configuration trained so far: no winner can be selected.")
     winners = np.where(res.winners >= 0, idx[np.maximum(res.winners, 0)], -1)
     return dataclasses.replace(res, winners=winners, selected_config=best, naive_estimate=naive,
                                configs=idx, selection=selection or cube.selection.name)

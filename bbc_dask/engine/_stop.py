@@ -290,7 +290,7 @@ def incomplete_bbc(cube, client, stop):
         return of_the_cube(cube, n_bootstraps=stop.n_bootstraps,
                            confidence_level=stop.confidence_level,
                            random_state=study_seed(cube.spec), pos_label=target_of(cube)[1],
-                           chunked=chunked)
+                           chunked=chunked, winner=False)  # the rule reads the interval
 
 
 def stopped_message(record, state):

@@ -19,7 +19,8 @@ from .. import _sklearn_compat as compat
 from .. import _validation as validation
 from .._doors import SEARCH_NAMES, by_class, door, warn
 from ._multimetric import fold_level_winner, scoring_plan, split_scores
-from ._search_run import cv_results, estimate, given_client, local_workers, refit_best, search_cv
+from ._search_run import (check_stop, cv_results, estimate, given_client, local_workers,
+                          refit_best, search_cv, stopped_text)
 from ..cluster import shared_client
 from ..engine import Stop
 from ..exceptions import InvalidParameterError, UnfinishedStudyWarning
@@ -300,6 +301,7 @@ class BBCSearchCV(MetaEstimatorMixin, BaseEstimator):
 
             check_classification_targets(y)
         plan = scoring_plan(self, params)  # checked before anything runs
+        check_stop(self, plan)
         if hasattr(X, "columns"):
             self.feature_names_in_ = np.asarray(X.columns, dtype=object)
         elif hasattr(self, "feature_names_in_"):
@@ -340,6 +342,7 @@ class BBCSearchCV(MetaEstimatorMixin, BaseEstimator):
             study = study_of(run_cvt(request))
             self.study_ = study
             self.stopped_ = study.stopped_
+            check_stop(self, plan, study)
             study.said_unfinished = self.stopped_ is not None  # said once, by fit
             self.cv_results_ = cv_results(self, study)
             if plan.multimetric or plan.fitted or self.return_train_score:
@@ -374,10 +377,7 @@ class BBCSearchCV(MetaEstimatorMixin, BaseEstimator):
             study.said_unfinished = False
         warn_failures(study, stacklevel=2)  # fitted: a warning turned into an error leaves it usable
         if self.stopped_ is not None:
-            warn(UnfinishedStudyWarning(
-                f"{type(self).__name__} stopped early by its rule ({self.stopped_.reason}) with "
-                f"{study.status()['pending']:,} cells pending: it is fitted on its incomplete CV. "
-                f"Fit again with stop=None to finish it."), stacklevel=2)
+            warn(UnfinishedStudyWarning(stopped_text(self, study)), stacklevel=2)
         return self
 
     def _select(self, study, plan):

@@ -112,3 +112,31 @@ def estimate(search, study, plan, opts):
     search.bbc_ = study.bbc(include_incomplete=stopped, **opts)
     if any_complete:
         search.bbc_f_ = study.bbc_f(**opts)
+
+
+def check_stop(search, plan, study=None):
+    """Refuse ``stop`` with a refit scorer scored by the fitted fold models (a stopped
+    study's winner is chosen on its predictions); with the fitted ``study``, a rule that
+    ended it before every configuration had a prediction in each repeat (nothing to
+    select or estimate on)."""
+    if search.stop is not None and plan.primary_fitted:
+        raise InvalidParameterError.of(
+            "stop", "None with a refit scorer scored by the fitted fold models (a stopped "
+            "study's winner is chosen on its predictions)", search.stop)
+    if study is not None and search.stopped_ is not None and not study.candidates().size \
+            and not study.incomplete_estimable():
+        from ..exceptions import StudyNotReadyError
+
+        raise StudyNotReadyError(
+            f"stop={search.stopped_.rule!r} ended the search before every configuration had a "
+            f"prediction in each repeat: there is nothing to select or estimate yet; give "
+            f"it a laxer rule.")
+
+
+def stopped_text(search, study):
+    """The warning of a search its rule stopped."""
+    again = ("Fit again with stop=None to finish it" if search.store is not None else
+             "With a store given, a fit again with stop=None would finish it")
+    return (f"{type(search).__name__} stopped early by its rule ({search.stopped_.reason}) "
+            f"with {study.status()['pending']:,} cells pending: it is fitted on its "
+            f"incomplete CV. {again}.")

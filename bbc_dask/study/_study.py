@@ -440,6 +440,12 @@ class Study:
         info = self.final_model_record
         if not info:
             raise StudyNotReadyError(f"The study at {self.store!r} has no final model (refit=False or not finished).")
+        best = self._estimates.winner()
+        if info["config"] != best:  # refit when its rule stopped it; a rerun without refit
+            raise StudyNotReadyError(
+                f"The study at {self.store!r} holds the model of configuration "
+                f"{info['config']}, its winner when its rule stopped it; its winner is now "
+                f"configuration {best}: run it again with refit=True to refit that one.")
         return load_model(self.location, info, trusted)
 
 
