@@ -18,11 +18,12 @@ from ..metrics import get_metric
 from ..stats import BothBags, availability_groups, dropping_rule, reference_group, summarise
 from ._blocks import merge_winners, prepare_and_score_incomplete, prepare_incomplete, score_incomplete
 from ._graph import _attempts, _bbc_args, _keeps_counts, _plans, _tree
-from .._doors import carried
+from .._doors import carried, door
 
 __all__ = ["incomplete_over_blocks"]
 
 
+@door("incomplete_over_blocks")
 def incomplete_over_blocks(blocks, offsets, y, missing, final, *, metric, n_bootstraps,
                            confidence_level, random_state, pos_label):
     """BBC on the incomplete CV of the configurations of ``blocks`` (a study's
@@ -41,7 +42,11 @@ def incomplete_over_blocks(blocks, offsets, y, missing, final, *, metric, n_boot
     target = _validation.as_target(y, m, pos_label=pos_label)
     have = ~np.asarray(missing, dtype=bool)
     if not have.any(axis=0).all():  # the in-memory estimate leaves such columns out
-        raise ValueError("every configuration given needs a prediction in each repeat")
+        from ..exceptions import InvalidParameterError
+
+        raise InvalidParameterError.of(
+            "missing", "a mask leaving every configuration a prediction in each repeat",
+            None, shown="one with a configuration that has none in some repeat")
     n, n_rep = target.n_samples, have.shape[2]
     groups = availability_groups(have)
     final = np.asarray(final, dtype=bool) & have.all(axis=(0, 2))
