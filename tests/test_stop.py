@@ -339,3 +339,42 @@ def test_the_width_rule_holds_on_a_narrow_interval_never_on_one_point():
     rec = budget.record(12)
     assert rec.reason == "ci_width" and rec.fits == 12 and rec.interval == (0.9, 0.95)
     assert StopRecord.from_json(rec.to_json()) == rec
+
+
+def test_a_task_cut_by_max_fits_stops_the_run_at_once():
+    """``max_fits`` cutting a task (a fold's blocks grouped in one) leaves blocks out: the
+    run is stopped right then, not only when a later task finds no fit left — else, the
+    cut blocks being its stage's last, the stage ended as if complete and BBCD tested a
+    wave whose cut cells were never fitted (their predictions NaN)."""
+    from bbc_dask.engine._messages import PlannedBlock
+    from bbc_dask.engine._stop import Budget
+
+    group = [PlannedBlock(1, 0, np.array([c])) for c in range(6)]
+    cut = Budget(bd.Stop(max_fits=9), 6, 0.0, None)
+    kept = cut.cut(group, 0, 0)
+    assert [int(b.configs[0]) for b in kept] == [0, 1, 2] and cut.reason == "max_fits"
+    whole = Budget(bd.Stop(max_fits=12), 6, 0.0, None)  # exactly what is left: no stop
+    assert len(whole.cut(group, 0, 0)) == 6 and whole.reason is None
+    # a block is one stored chunk's configurations, written whole by its task: never cut
+    part = Budget(bd.Stop(max_fits=8), 0, 0.0, None)
+    assert part.cut([PlannedBlock(0, 0, np.arange(10))], 0, 0) is None and part.reason == "max_fits"
+
+
+def test_max_fits_never_splits_a_stored_chunk_and_the_rerun_keeps_every_prediction(
+        tmp_path, client):
+    """Chunks of 4 configurations: ``max_fits=5`` fits the first chunk's 4 and stops
+    before the next chunk's 2 (a task writes its chunk whole: half a chunk fitted now
+    would be blanked by the task of its other half in the rerun, its cells still saying
+    done). The rerun completes the study equal to one never stopped."""
+    kw = dict(configs_per_task=4, n_splits=3, n_repeats=1)
+    grid = {"C": [0.001, 0.01, 0.1, 1.0, 10.0, 100.0]}
+    X, y = _data()
+    opts = dict(metric="roc_auc", random_state=0, client=client, progress=False) | kw
+    study = bd.run_study(LogisticRegression(), grid, X, y, store=tmp_path / "s.zarr",
+                         stop=bd.Stop(max_fits=5), **opts)
+    assert study.n_fits_ == 4 and study.stopped_.reason == "max_fits"
+    assert (study.state[:4, 0, 0] == 1).all() and (study.state[4:, 0, 0] == PENDING).all()
+    done = bd.run_study(LogisticRegression(), grid, X, y, store=tmp_path / "s.zarr", **opts)
+    whole = bd.run_study(LogisticRegression(), grid, X, y, store=tmp_path / "w.zarr", **opts)
+    assert not np.isnan(done.cube["prediction"].values).any()
+    assert np.array_equal(done.cube["prediction"].values, whole.cube["prediction"].values)

@@ -55,7 +55,9 @@ class Stop:
     max_fits : int or None, default=None
         Stop once the study has this many fitted cells (configuration × repeat × fold,
         failed ones included, over all its runs): no task is submitted beyond it, so a
-        rerun with the same rule fits nothing more.
+        rerun with the same rule fits nothing more. Tasks are cut at whole stored chunks
+        (``configs_per_task`` configurations each), so it is at most this many: exactly
+        with chunks of one configuration.
     n_bootstraps : int, default=1000
         B of the width rule's BBC.
     confidence_level : float, default=0.95
@@ -192,19 +194,23 @@ class Budget:
 
     def cut(self, group, fits, in_flight):
         """``group`` (blocks of a task) cut to the fits ``max_fits`` leaves (``fits`` done
-        by this run, ``in_flight`` submitted and not yet recorded); None when none is
-        left."""
+        by this run, ``in_flight`` submitted and not yet recorded), whole blocks only: a
+        block is the configurations of one stored chunk, which its task writes whole
+        (the chunk's other columns NaN), so a block cut in two would have its second
+        part's task blank the first's. None when none is left. A cut that leaves blocks
+        out stops the run then (they may be its stage's last: the stage must not end as
+        if complete)."""
         left = self.fits_left(fits, in_flight)
         if left is None:
             return group
         kept = []
         for block in group:
-            if left <= 0:
+            if block.configs.size > left:
                 break
-            cfgs = block.configs[:left]
-            kept.append(block if cfgs.size == block.configs.size else
-                        dataclasses.replace(block, configs=cfgs))
-            left -= cfgs.size
+            kept.append(block)
+            left -= block.configs.size
+        if len(kept) < len(group):
+            self._stopped("max_fits")
         return kept or None
 
     def out_of_time(self):
