@@ -63,10 +63,10 @@ graph.
 The modules: :mod:`._dispatch` (``bbc_dask.bbc``/``bbc_f``: memory or chunks, the one
 rule), :mod:`._source` (a lazy cube and how it is cut), :mod:`._graph` (seeds,
 plans, chains), :mod:`._lazy_bbc`, :mod:`._lazy_bbc_f`, :mod:`._lazy_dropping`,
-:mod:`._lazy_incomplete` (the graphs), :mod:`._budgets` (what a task may hold) on the client; the tasks the workers
-run — :mod:`._task_base`, :mod:`._blocks` (configuration blocks), :mod:`._sample_sums`,
-:mod:`._tile_sums` — are NumPy and zarr only: importing them loads no Dask. Zarr's block
-rules are :mod:`bbc_dask._zarr`'s, shared with the study's store.
+:mod:`._lazy_incomplete` (the graphs), :mod:`._budgets` (what a task may hold) on the
+client; the tasks the workers run — :mod:`._task_base`, :mod:`._blocks` (configuration
+blocks), :mod:`._sample_sums`, :mod:`._tile_sums` — are NumPy and zarr only: importing
+them loads no Dask. Zarr's block rules are :mod:`bbc_dask._zarr`'s, shared with the study's store.
 """
 from .._zarr import zarr_blocks
 from ._blocks import chunk_pooled, held, merge_winners
@@ -77,5 +77,5 @@ from ._lazy_dropping import lazy_dropping_test
 from ._lazy_incomplete import incomplete_over_blocks
 
 __all__ = ["bbc", "bbc_f", "bbc_over_blocks", "bbc_over_table",
-           "chunk_pooled", "fold_matrix_over_blocks", "held", "incomplete_over_blocks", "is_lazy", "lazy_bbc", "lazy_bbc_f",
-           "lazy_dropping_test", "merge_winners", "refuse_general", "use_chunked", "zarr_blocks"]
+           "chunk_pooled", "fold_matrix_over_blocks", "held", "incomplete_over_blocks", "is_lazy",
+           "lazy_bbc", "lazy_bbc_f", "lazy_dropping_test", "merge_winners", "refuse_general", "use_chunked", "zarr_blocks"]

@@ -32,12 +32,13 @@ from ._schema import (
     open_cube,
     to_json,
 )
-from ._incomplete import float_bytes, incomplete_bbc, winner_and_score
+from ._incomplete import incomplete_bbc, winner_and_score
 from ._selection import (
     candidates,
     complete,
     failure_groups,
     fitted_cells,
+    float_bytes,
     incomplete_cv,
     incomplete_scores,
     incomplete_winner,
@@ -100,6 +101,6 @@ __all__ = [
     "target_of",
     "to_json",
     "verify_store",
-    "writing",
     "winner_and_score",
+    "writing",
 ]

@@ -7,16 +7,10 @@ import dataclasses
 
 import numpy as np
 
-from ._selection import (candidates, incomplete_cv, incomplete_winner, ledger_fold_matrix,
-                         pooled_scores, select_winner, target_of)
+from ._selection import (candidates, float_bytes, incomplete_cv, incomplete_winner,
+                         ledger_fold_matrix, pooled_scores, select_winner, target_of)
 
-__all__ = ["float_bytes", "incomplete_bbc", "winner_and_score"]
-
-
-def float_bytes(cube, n_configs):
-    """Bytes of ``n_configs`` configurations' predictions read as float64."""
-    shape = cube.reader().shape
-    return int(np.prod(shape)) // max(shape[1], 1) * 8 * int(n_configs)
+__all__ = ["incomplete_bbc", "winner_and_score"]
 
 
 def winner_and_score(cube, selection=None):
@@ -42,8 +36,9 @@ def incomplete_bbc(cube, *, n_bootstraps, confidence_level, random_state, pos_la
     """BBC over every configuration with a prediction in each repeat, each scored on the
     cells it predicted, or None while there is none. ``chunked``: by configuration blocks
     holding every sample on the current Dask client (bit for bit the in-memory numbers;
-    ``block_size`` and ``bootstrap_indices`` are the in-memory path's). The final winner
-    and the naive estimate are the study's (:func:`winner_and_score`, by ``selection``
+    ``block_size`` and ``bootstrap_indices`` are the in-memory path's); None: so when
+    their predictions exceed ``bbc_dask.in-memory-bytes``
+    (:func:`~bbc_dask.chunked.use_chunked`). The final winner and the naive estimate are the study's (:func:`winner_and_score`, by ``selection``
     if given): the model it refits; ``winner=False``: not computed (-1 and NaN: the
     interval alone, as the engine's width rule reads it). Indices are the study's."""
     from ..exceptions import UndefinedScoreError
@@ -59,6 +54,10 @@ def incomplete_bbc(cube, *, n_bootstraps, confidence_level, random_state, pos_la
             "dropped, or has its metric undefined on the cells it predicted.")
     y, _ = target_of(cube)
     m = get_metric(cube.spec["metric"])
+    if chunked is None:
+        from ..chunked import use_chunked
+
+        chunked = use_chunked(nbytes=float_bytes(cube, idx.size))
     if chunked:
         from ..chunked import incomplete_over_blocks
 
@@ -73,7 +72,7 @@ def incomplete_bbc(cube, *, n_bootstraps, confidence_level, random_state, pos_la
         arr, coord = as_predictions(cube.predictions(idx), m)
         res = bbc_incomplete(m, arr, coord, missing, y, cube.folds(), n_bootstraps,
                              confidence_level, random_state, bootstrap_indices, pos_label,
-                             block_size, "pooled", final)
+                             block_size, None, final)  # the winner is the study's, above
     winners = np.where(res.winners >= 0, idx[np.maximum(res.winners, 0)], -1)
     return dataclasses.replace(res, winners=winners, selected_config=best, naive_estimate=naive,
                                configs=idx, selection=selection or cube.selection.name)

@@ -9,7 +9,7 @@ from ._schema import DONE, DROPPED, FAILED, PENDING
 from .. import _tuning as tuning
 from .._doors import owned_by
 
-__all__ = ["candidates", "complete", "failure_groups", "fitted_cells", "incomplete_cv",
+__all__ = ["candidates", "complete", "failure_groups", "fitted_cells", "float_bytes", "incomplete_cv",
            "incomplete_scores", "incomplete_winner", "ledger_fold_matrix", "pooled_scores",
            "select_winner", "stopped_early", "study_seed", "target_of"]
 
@@ -17,6 +17,12 @@ __all__ = ["candidates", "complete", "failure_groups", "fitted_cells", "incomple
 def fitted_cells(state):
     """The cells of the ledger's ``state`` fitted so far: done or failed."""
     return int(((state == DONE) | (state == FAILED)).sum())
+
+
+def float_bytes(cube, n_configs):
+    """Bytes of ``n_configs`` configurations' predictions read as float64."""
+    shape = cube.reader().shape
+    return int(np.prod(shape)) // max(shape[1], 1) * 8 * int(n_configs)
 
 
 def complete(state):
@@ -88,8 +94,8 @@ def incomplete_scores(cube, selection=None):
     m = get_metric(cube.spec["metric"])
     # configurations that predicted the same cells are scored together (one scorer's
     # masks), a memory-bounded chunk of them at a time: each column's score is its own
-    per_config = 24 * missing.shape[0] * missing.shape[2] * max(1, len(cube.meta.get("classes") or ()))
-    step = max(1, tuning.IN_MEMORY_BYTES // per_config)
+    # a scorer holds about three copies of its predictions (filled, encoded, prepared)
+    step = max(1, tuning.IN_MEMORY_BYTES // (3 * float_bytes(cube, 1)))
     for members in availability_groups(~missing):
         for lo in range(0, members.size, step):
             part = members[lo:lo + step]

@@ -9,7 +9,6 @@ the stopped run left off.
 """
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import math
 import time
@@ -287,16 +286,14 @@ def incomplete_bbc(cube, client, stop):
     (the study's own seed; on ``client`` by the chunked path beyond
     ``bbc_dask.in-memory-bytes``), or None while no configuration has a prediction in
     every repeat."""
-    from ..chunked import use_chunked
-    from ..cube import float_bytes, incomplete_cv, study_seed, target_of
+    from ..cube import study_seed, target_of
     from ..cube import incomplete_bbc as of_the_cube
 
-    chunked = use_chunked(nbytes=lambda: float_bytes(cube, incomplete_cv(cube)[0].size))
-    with client.as_current() if chunked else contextlib.nullcontext():
+    with client.as_current():  # the chunked path's tasks, if it goes that way
         return of_the_cube(cube, n_bootstraps=stop.n_bootstraps,
                            confidence_level=stop.confidence_level,
                            random_state=study_seed(cube.spec), pos_label=target_of(cube)[1],
-                           chunked=chunked, winner=False)  # the rule reads the interval
+                           chunked=None, winner=False)  # the rule reads the interval
 
 
 def stopped_message(record, state):

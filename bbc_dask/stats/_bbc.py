@@ -230,9 +230,10 @@ def _bbc_incomplete(m, arr, coord, missing, y, folds, n_bootstraps, confidence_l
     """BBC of an incomplete cube (see :func:`bbc`'s ``include_incomplete``): the
     configurations grouped by the cells they predicted, each group scored as the BBCD
     dropping test scores (its availability as masks); ``final`` (C,) bool: the
-    configurations the final winner may be (default: the complete ones)."""
+    configurations the final winner may be (default: the complete ones); ``selection``
+    None: no final winner (-1, naive NaN), the caller's to choose."""
     n, n_cfg, n_rep = missing.shape
-    f = check_selection(selection, folds, n, n_rep)
+    f = None if selection is None else check_selection(selection, folds, n, n_rep)
     have = ~missing
     usable = np.flatnonzero(have.any(axis=0).all(axis=1))  # a prediction in every repeat
     complete = have.all(axis=(0, 2))
@@ -252,6 +253,10 @@ def _bbc_incomplete(m, arr, coord, missing, y, folds, n_bootstraps, confidence_l
     blocks = CountBlocks(root, "bbc", idx, n_boot, n, bs, defined)
     for start, stop, counts in blocks:
         _, winners[start:stop], dist[start:stop] = scorers.winners(counts)
+    if selection is None:  # the caller selects the final winner (a study: its own)
+        return dataclasses.replace(summarise(
+            dist, winners, selected=-1, naive=float("nan"), n_redrawn=blocks.n_redrawn,
+            method="bbc", metric=m.name, confidence_level=conf), configs=usable)
     if not final.any():  # nothing complete: the best on the samples it predicted
         if selection == "fold_mean":
             raise UndefinedScoreError(

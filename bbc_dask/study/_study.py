@@ -412,9 +412,13 @@ class Study:
         """The winner's CV score by the study's :attr:`selection` — pooled, or the mean of
         its fold scores (``mean_test_score``): the naive, optimistic CVT estimate, which
         is ``Study.bbc().naive_estimate`` (warns as :attr:`best_index_`)."""
-        self._estimates.winner()  # not ready: StudyNotReadyError
+        best = None
+        if self.candidates().size or self.stopped_ is not None:  # as best_index_: one exists
+            best, score = winner_and_score(self._cube)
+        if best is None:
+            self._estimates.winner()  # raises StudyNotReadyError, saying why
         self._estimates.warn_unfinished(so_far=True)
-        return winner_and_score(self._cube)[1]
+        return score
 
     @property
     def final_model(self):
