@@ -34,7 +34,11 @@ engine (run_study)     BBCSearchCV         study file
 ``random_state``       ``random_state``    ``random_state``
 ``fit_params``         ``fit(**params)``   (none)
 ``overwrite=True``     (none)              ``--overwrite``
+(the full list)        (the same)          ``bbc-dask --verbose run``
 =====================  ==================  ===================
+
+The full list: ``StoreMismatchError.differences``, which the command line prints with
+``--verbose``.
 
 The command line's other commands say ``--overwrite`` too.
 """
@@ -47,7 +51,7 @@ import sys
 import warnings
 from dataclasses import dataclass
 
-__all__ = ["COMMAND_LINE", "SEARCH_NAMES", "STUDY_FILE", "Door", "by_class", "carried", "current", "door",
+__all__ = ["COMMAND_LINE", "DIFFERENCES", "SEARCH_NAMES", "STUDY_FILE", "Door", "by_class", "carried", "current", "door",
            "door_name", "entered", "owned_by", "passing", "spelled", "the_parameter", "warn"]
 
 
@@ -66,6 +70,10 @@ class Door:
         return dict(self.names).get(name, name)
 
 
+#: Where a refusal's every difference is, in the library's words (the exception's
+#: attribute); the command line prints them with ``--verbose``.
+DIFFERENCES = "the exception's differences"
+
 #: Outside every door: a private function called directly.
 OUTSIDE = Door("bbc_dask")
 
@@ -77,11 +85,11 @@ STUDY_FILE = Door("the study file", (
     ("n_splits", "cv.splits"), ("n_repeats", "cv.repeats"), ("cv", "cv.splitter"),
     ("param_grid", "grid"),
     ("groups", "cv.groups"), ("n_outer", "protocol.n_outer"), ("n_inner", "protocol.n_inner"),
-    ("overwrite=True", "--overwrite")))
+    ("overwrite=True", "--overwrite"), (DIFFERENCES, "bbc-dask --verbose run ...")))
 
 #: The command line's other commands: the function each calls speaks (``coverage``,
 #: ``Study.bbc``, ``verify_store``), in the command line's spelling of its advice.
-COMMAND_LINE = Door(None, (("overwrite=True", "--overwrite"),))
+COMMAND_LINE = Door(None, (("overwrite=True", "--overwrite"), (DIFFERENCES, "bbc-dask --verbose run ...")))
 
 _CURRENT = contextvars.ContextVar("bbc_dask_door", default=None)
 

@@ -133,7 +133,18 @@ class StoreNotFoundError(UserFileNotFoundError):
 
 
 class StoreMismatchError(UserError, ValueError):
-    """The store holds a different study, or no study at all."""
+    """The store holds a different study, or no study at all.
+
+    Attributes
+    ----------
+    differences : list of str
+        Every difference between the stored study and the one given, most telling first
+        (the message shows the first few; ``bbc-dask --verbose`` prints them all).
+    """
+
+    def __init__(self, *args, differences=()):
+        super().__init__(*args)
+        self.differences = list(differences)
 
 
 class OldSchemaError(StoreMismatchError):

@@ -77,6 +77,9 @@ class _Group(click.Group):
                 raise
             msg = str(e).splitlines()[0] if str(e) else type(e).__name__
             click.echo(f"bbc-dask: error: {msg}", err=True)
+            if ctx.obj and ctx.obj.get("verbose"):
+                for line in getattr(e, "differences", ()):  # every one, a line each
+                    click.echo(f"  {line}", err=True)
             ctx.exit(2)
         except BrokenPipeError:
             # the reader left (``| head``): what it read is all it wanted. Standard output
@@ -97,12 +100,15 @@ class _Group(click.Group):
 
 @click.group(cls=_Group)
 @click.option("--debug", is_flag=True, help="Show tracebacks.")
+@click.option("--verbose", is_flag=True,
+              help="Say more of an error: every difference of a store holding another study.")
 @click.version_option(package_name="bbc-dask")
 @click.pass_context
-def main(ctx, debug):
+def main(ctx, debug, verbose):
     """Cross-validation with tuning on Dask, with bias-corrected (BBC) estimates."""
     ctx.ensure_object(dict)
     ctx.obj["debug"] = debug
+    ctx.obj["verbose"] = verbose
     if not debug:
         # A terminal gets this command's own lines; Dask's warnings ("event loop was
         # unresponsive", memory notes) from the scheduler that runs in this process are

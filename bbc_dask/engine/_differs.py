@@ -3,37 +3,76 @@ keys of the two fingerprints (``spec``) that changed, and for the candidates —
 the fingerprint — the grid keys and values."""
 from __future__ import annotations
 
+from .._fingerprint import canonical, readable, same, strip_addresses
+from ._plan import STEP, is_study_file
+
 __all__ = ["spec_differences"]
 
 
-def spec_differences(stored_spec, stored, spec, configurations):
+def spec_differences(stored_spec, stored, spec, configurations, metadata=None):
     """``["key (stored a, given b)", ...]`` between a store's fingerprint ``stored_spec``
     and description of its candidates ``stored`` (None in an older store) and a new
-    study's ``spec`` and ``configurations`` (empty: the same study)."""
+    study's ``spec`` and ``configurations`` (empty: the same study); a study file's grid
+    keys (``metadata``: the resolved study file) as its user wrote them."""
     if "classes" not in stored_spec:
         # a store from before the fingerprint named the classes: compared without them
         # (the run records them, see _Run._open_or_create)
         spec = {k: v for k, v in spec.items() if k != "classes"}
-    diffs = _diff(_defaults(stored_spec), _defaults(spec))
-    if stored is not None and any(d.startswith("candidates ") for d in diffs):
-        # the fingerprint is a hash: say which values changed instead
-        diffs = [d for d in diffs if not d.startswith("candidates ")] + \
-            _candidates_diff(stored, configurations)
+    v1 = "fingerprint" not in stored_spec
+    diffs = _diff(_defaults(stored_spec), _defaults(spec), v1=v1)
+    at = next((i for i, d in enumerate(diffs) if d.startswith("candidates ")), None)
+    if stored is not None and at is not None:
+        # the fingerprint is a hash: say which values changed instead, in its place
+        found = _candidates_diff(_unwrapped(stored, metadata), _unwrapped(configurations, metadata), v1)
+        if not found and not v1:
+            found = ["candidates (a value whose printed form is unchanged: an array's or "
+                     "an object's contents)"]
+        # (an encoding-1 hash of reprs changes with an object's memory address, a column
+        # selector's: with its values the same, addresses aside, nothing differs)
+        diffs[at:at + 1] = found
     return diffs
 
 
-def _diff(stored, new, prefix=""):
+def _diff(stored, new, prefix="", v1=False):
+    """The differences, most telling first: the study's own keys, then the estimator's
+    plain parameters, then those holding estimators or lists (a changed step changes
+    its parent's ``steps`` and the parent too: the step's own parameter says what)."""
     out = []
     for key in sorted(set(stored) | set(new)):
         a, b = stored.get(key), new.get(key)
-        if isinstance(a, dict) and isinstance(b, dict):
-            out += _diff(a, b, prefix + key + ".")
-        elif a != b:
-            out.append(f"{prefix}{key} (stored {_short(a)}, given {_short(b)})")
-    return out
+        if _plain_dict(a) and _plain_dict(b):
+            out += _diff(a, b, prefix + key + ".", v1)
+        elif not _same(a, b, v1):
+            composite = any(isinstance(v, (list, dict)) for v in (a, b))
+            rank = (prefix + key).startswith(("estimator.", "classes.")) + composite
+            out.append((rank, f"{prefix}{key} (stored {_short(a)}, given {_short(b)})"))
+    return out if prefix else [text for _, text in sorted(out, key=lambda r: r[0])]
 
 
-def _candidates_diff(stored, given):
+def _plain_dict(v):
+    """A dict of the spec's own keys (not a value's tagged normal form)."""
+    return isinstance(v, dict) and not any(str(k).startswith("$") for k in v)
+
+
+def _same(a, b, v1=False):
+    """Equal in the fingerprint's canonical encoding (NaN equals NaN, read back from JSON
+    or not); an encoding-1 store's reprs compare without their memory addresses."""
+    if v1:
+        a, b = _unaddressed(a), _unaddressed(b)
+    return same(a, b)
+
+
+def _unaddressed(v):
+    if isinstance(v, str):
+        return strip_addresses(v)
+    if isinstance(v, list):
+        return [_unaddressed(x) for x in v]
+    if isinstance(v, dict):
+        return {k: _unaddressed(x) for k, x in v.items()}
+    return v
+
+
+def _candidates_diff(stored, given, v1=False):
     """What differs between two descriptions of the configurations
     (:meth:`~bbc_dask.engine.Configurations.describe`), by grid key and value."""
     if stored.get("kind") != given.get("kind"):
@@ -43,16 +82,30 @@ def _candidates_diff(stored, given):
         a, b = stored["params"], given["params"]
         if len(a) != len(b):
             return [f"candidates (stored {len(a)} random draws, given {len(b)})"]
-        i = next(i for i, (p, q) in enumerate(zip(a, b)) if p != q)
-        return [f"candidates: draw {i} (stored {_short(a[i])}, given {_short(b[i])})"]
+        i = next((i for i, (p, q) in enumerate(zip(a, b)) if not _same(p, q, v1)), None)
+        return [] if i is None else \
+            [f"candidates: draw {i} (stored {_short(a[i])}, given {_short(b[i])})"]
     a, b = stored["grid"], given["grid"]
     if len(a) != len(b):
         return [f"candidates: the grid's dicts (stored {len(a)}, given {len(b)})"]
     out = []
     for j, (p, q) in enumerate(zip(a, b)):
         where = f"grid[{j}]." if len(a) > 1 else "grid."
-        out += _diff(p, q, "candidates: " + where)
-    return out or ["candidates (the same values, in another order)"]
+        out += [text for _, text in _diff(p, q, "candidates: " + where, v1)]
+    return out
+
+
+def _unwrapped(desc, metadata):
+    """A description of the candidates with a study file's ``model__`` prefix dropped
+    from its grid keys (the names its user wrote)."""
+    if desc.get("kind") != "grid":
+        return desc
+    keys = {k for g in desc["grid"] for k in g}
+    if not keys or not is_study_file(keys, metadata):
+        return desc
+    cut = len(STEP) + 2
+    return {**desc, "grid": [{(k if k == STEP else k[cut:]): v for k, v in g.items()}
+                             for g in desc["grid"]]}
 
 
 def _defaults(spec):
@@ -66,5 +119,4 @@ def _defaults(spec):
 
 
 def _short(v):
-    s = repr(v)
-    return s if len(s) < 80 else s[:77] + "..."
+    return readable(canonical(v))

@@ -15,6 +15,7 @@ from sklearn.model_selection import (
 )
 
 from .. import _validation as validation
+from .._fingerprint import canonical, encode
 from .._random import child_generator
 from ..exceptions import InvalidParameterError
 from ._tasks import configured, method_problem, response_method
@@ -229,9 +230,15 @@ def make_folds(y, groups, n_splits, n_repeats, classification, root):
     return folds
 
 
-def check_estimator_methods(estimator, configs, metric, indices=None):
+def check_estimator_methods(estimator, configs, metric, indices=None, data=None):
     """Raise a ValueError naming the first configuration (of ``indices``, default
-    ``configs.representatives()``) that cannot serve ``metric``."""
+    ``configs.representatives()``) that cannot serve ``metric``. A method that may come
+    with the fit (:func:`~._tasks.may_gain_method`) is looked for on a fit of a few rows
+    of ``data`` (``(X, y, classification)``); without data, or where that fit fails, the
+    study's fits decide."""
+    from ._tasks import may_gain_method
+    from ._xcheck import problem_after_fit
+
     for i in configs.representatives() if indices is None else indices:
         p = configs[i]
         try:
@@ -241,6 +248,8 @@ def check_estimator_methods(estimator, configs, metric, indices=None):
                 "param_grid" if configs.kind == "grid" else "param_distributions", "parameters the estimator takes",
                 shown=f"configuration {i} ({p!r})", note=f"({exc})") from None
         problem = method_problem(est, metric)
+        if problem and may_gain_method(est, metric):
+            problem = None if data is None else problem_after_fit(est, metric, *data)
         if problem:
             raise InvalidParameterError.of(
                 "estimator", f"able to serve the metric {metric.name!r}",
@@ -320,9 +329,34 @@ def describe_classes(estimator, configs):
     return out
 
 
-def describe_estimator(estimator):
+#: The fingerprint's encoding of values (``spec["fingerprint"]``): 2 is the canonical
+#: normal form of :mod:`bbc_dask._fingerprint`; a store without the key was written with 1
+#: (simple values as they are, other values by repr, candidates hashed by repr), which a
+#: resume of such a store reproduces.
+FINGERPRINT = 2
+
+
+def describe_estimator(estimator, version=FINGERPRINT):
+    """The estimator's deep parameters as the fingerprint records them (``version`` 1:
+    as a store without ``spec["fingerprint"]`` recorded them)."""
+    params = sorted(estimator.get_params(deep=True).items())
+    if version >= 2:
+        return {k: canonical(v) for k, v in params}
     return {k: (v if isinstance(v, (str, bool, int, float)) or v is None else repr(v))
-            for k, v in sorted(estimator.get_params(deep=True).items())}
+            for k, v in params}
+
+
+def candidates_digest(configs, version=FINGERPRINT, listed=False):
+    """The fingerprint's digest of the candidates: of their canonical encoding (the grid's
+    dicts of value lists, or the random draws), or as a ``version`` 1 store hashed them
+    (by repr; ``listed``: of every configuration's dict, before lazy planning)."""
+    if listed:
+        return sha(repr([describe_params(p) for p in configs]))
+    if version < 2:
+        return sha(repr(configs.describe()))
+    source = ([dict(sorted(g.items())) for g in configs._source.param_grid]
+              if configs.kind == "grid" else list(configs._source))
+    return sha(encode({"kind": configs.kind, "source": source}))
 
 
 def sha(text):

@@ -31,7 +31,7 @@ from ._phases import Phases
 from ._stop import Budget, incomplete_bbc, stopped_message
 from ._tasks import refit
 from ._waves import run_waves, submit_with_data
-from .._doors import spelled, the_parameter, warn
+from .._doors import DIFFERENCES, spelled, the_parameter, warn
 
 __all__ = ["CVTRun", "run_cvt"]
 
@@ -71,6 +71,10 @@ def run_cvt(request):
     """Run or resume the study of a :class:`~bbc_dask.engine.StudyRequest` in its store,
     under the run lock, and refit the winner. Returns a :class:`CVTRun`."""
     return _StudyRun(request).run()
+
+
+#: How many of the differences a store holding another study names in its message.
+SHOWN_DIFFERENCES = 5
 
 
 class _StudyRun:
@@ -227,25 +231,46 @@ class _StudyRun:
         self.configs, kind = plan.candidates(search.param_grid, search.param_distributions,
                                              search.n_iter, self.root)
         if kind == "random":
-            plan.check_estimator_methods(req.estimator, self.configs, req.metric)
-        # stores made before lazy planning fingerprinted the list of parameter dicts
-        spec = self._spec(kind, legacy=existing is not None and existing.listed_params is not None)
+            plan.check_estimator_methods(req.estimator, self.configs, req.metric,
+                                         data=(req.data.X, req.data.y, req.metric.is_classification))
+        # a store keeps the fingerprint's encoding it was written with (stores made before
+        # lazy planning fingerprinted the list of parameter dicts)
+        spec = self._spec(kind, version=plan.FINGERPRINT if existing is None
+                          else existing.spec.get("fingerprint", 1),
+                          listed=existing is not None and existing.listed_params is not None)
         if existing is not None:
             diffs = spec_differences(existing.spec, existing.configurations, spec,
-                                     self.configs.describe())
+                                     self.configs.describe(), self.request.metadata)
             if diffs:
-                hint = ""
-                if any(d.startswith("dropping.test_last_wave (stored False") for d in diffs):
-                    hint = (" A BBCD study stored before test_last_wave existed did not test "
-                            "after its last wave: resume it with Dropping(test_last_wave=False) "
-                            "(a study file: dropping: {test_last_wave: false}).")
-                raise StoreMismatchError(
-                    f"The store {self.loc.url!r} holds a different study; refusing to mix them. "
-                    f"What differs: {'; '.join(diffs)}. Use another store, or {spelled('overwrite=True')} to "
-                    f"replace it.{hint}")
+                raise self._mismatch(existing, diffs)
         return spec
 
-    def _spec(self, search, legacy=False):
+    def _mismatch(self, existing, diffs):
+        """The refusal of a store holding another study: the two studies' names (a study
+        file's), then the first few differences, most telling first (a new estimator
+        changes dozens of keys: :func:`spec_differences` orders them); all of them in the
+        exception's ``differences``."""
+        names = [(m or {}).get("name") if isinstance(m, dict) else None
+                 for m in (existing.metadata, self.request.metadata)]
+        who = "a different study"
+        if any(names):
+            who = (f"the study {names[0]!r}, not {names[1]!r}" if names[0] != names[1]
+                   else f"another study named {names[0]!r}")
+        shown = "; ".join(diffs[:SHOWN_DIFFERENCES])
+        more = len(diffs) - SHOWN_DIFFERENCES
+        if more > 0:
+            shown += f"; and {more} more (all of them: {spelled(DIFFERENCES)})"
+        hint = ""
+        if any(d.startswith("dropping.test_last_wave (stored False") for d in diffs):
+            hint = (" A BBCD study stored before test_last_wave existed did not test "
+                    "after its last wave: resume it with Dropping(test_last_wave=False) "
+                    "(a study file: dropping: {test_last_wave: false}).")
+        return StoreMismatchError(
+            f"The store {self.loc.url!r} holds {who}; refusing to mix them. "
+            f"What differs: {shown}. Use another store, or "
+            f"{spelled('overwrite=True')} to replace it.{hint}", differences=diffs)
+
+    def _spec(self, search, version=plan.FINGERPRINT, listed=False):
         from ..cube import to_json
 
         req = self.request
@@ -275,10 +300,11 @@ class _StudyRun:
             # scores of the fitted fold models (BBCSearchCV's scorers the stored
             # predictions cannot give): recorded only in a study that has them
             **({} if fit_scoring is None else {"fit_scorers": fit_scoring.describe()}),
-            "estimator": plan.describe_estimator(req.estimator),
+            # how the values below are encoded: recorded from version 2 on
+            **({} if version < 2 else {"fingerprint": version}),
+            "estimator": plan.describe_estimator(req.estimator, version),
             "classes": plan.describe_classes(req.estimator, self.configs),
-            "candidates": plan.sha(repr([plan.describe_params(p) for p in self.configs] if legacy
-                                        else self.configs.describe())),
+            "candidates": plan.candidates_digest(self.configs, version, listed),
             "dropping": None if dropping is None else {
                 "alpha": dropping.alpha, "n_bootstraps": dropping.n_bootstraps,
                 "min_predictions": dropping.min_predictions,
