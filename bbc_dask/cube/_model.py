@@ -13,8 +13,9 @@ Whoever can replace the model file can rewrite that list too. So a load trusts e
 * the classes that a study listed when it saved the model, if the record is signed with
   this user's key (an HMAC-SHA256 under ``~/.config/bbc_dask/trust.key``, or the file
   named by ``BBC_DASK_TRUST_KEY``, made on first use with mode 0600: the store never
-  holds it) and the file matches the recorded SHA-256; even then only classes that are
-  scikit-learn estimators (subclasses of ``BaseEstimator``) under their own name;
+  holds it) and the file matches the recorded SHA-256; even then only classes under
+  their own name, and the two functions scikit-learn's estimators keep in their state
+  whatever the user chose (:data:`STATE_FUNCTIONS`);
 * whatever the caller names in ``trusted=`` — the only way a function, or a class of a
   model saved by someone else, is trusted.
 """
@@ -71,6 +72,20 @@ def _signature(key, digest, classes):
     return hmac.new(key, msg, hashlib.sha256).hexdigest()
 
 
+#: Functions that scikit-learn's own estimators keep in their fitted state, whatever the
+#: user chose: ``HistGradientBoosting*`` with categorical features keeps
+#: ``functools.partial(check_array, ...)`` in its preprocessor. Named one by one, never by
+#: module; trusted as the classes are, only in a record this user's key signed (a
+#: ``partial`` calls nothing but a trusted function: skops checks each in the file).
+STATE_FUNCTIONS = frozenset({"functools.partial", "sklearn.utils.validation.check_array"})
+
+
+def _vouched(name):
+    """Whether a signed record may vouch for ``name``: an estimator's class (or a class of
+    its state), or one of :data:`STATE_FUNCTIONS`."""
+    return name in STATE_FUNCTIONS or _model_class(name) is not None
+
+
 def _model_class(name):
     """The class ``name`` names, or None (a function, a missing name, or a class of the
     standard library or ``__main__``). Used only for names this user's own saved model
@@ -103,7 +118,7 @@ def save_model(location, model):
     except RecursionError:
         data = sio.dumps(_without_requests(model))
     extra = sio.get_untrusted_types(data=data)
-    classes = sorted(t for t in extra if _model_class(t) is not None)
+    classes = sorted(t for t in extra if _vouched(t))
     digest = hashlib.sha256(data).hexdigest()
     location.write_bytes(MODEL_FILE, data)
     return {"file": MODEL_FILE, "sha256": digest, "classes": classes,
@@ -149,7 +164,7 @@ def _signed_classes(record, digest):
         return []
     if not hmac.compare_digest(_signature(key, digest, classes), sig):
         return []
-    return [c for c in classes if _model_class(c) is not None]
+    return [c for c in classes if _vouched(c)]
 
 
 def load_model(location, record, trusted=None):

@@ -205,7 +205,8 @@ class StudyRequest:
         routing = bool(fit_params) and sklearn.get_config()["enable_metadata_routing"]
         grid = plan.check_search(search.param_grid, search.param_distributions, search.n_iter)
         if grid is not None:  # random draws are checked once the seed is known
-            plan.check_estimator_methods(estimator, grid, metric)
+            plan.check_estimator_methods(estimator, grid, metric,
+                                         data=(X, y, metric.is_classification))
         n_configs = len(grid) if grid is not None else search.n_iter
         execution = dataclasses.replace(execution, stop=Stop.coerce(execution.stop))
         check_width_rule(execution.stop, metric, len(y), n_configs, protocol.n_repeats,

@@ -57,11 +57,17 @@ def response_method(estimator, metric):
     return None
 
 
-def method_problem(est, metric):
-    """Why ``est`` cannot give what ``metric`` needs, or None."""
+def method_problem(est, metric, unfitted=False):
+    """Why ``est`` cannot give what ``metric`` needs, or None. ``unfitted``: only what
+    fitting cannot change. A method may come with the fit, as scikit-learn's scorers find
+    it on the fitted estimator: a ``StackingClassifier``'s ``predict`` is its fitted final
+    estimator's; so, on an unfitted estimator, a method its class defines but the instance
+    does not offer yet is no problem."""
     from sklearn.base import is_classifier
 
-    if response_method(est, metric) is None:
+    if unfitted and may_gain_method(est, metric):
+        pass
+    elif response_method(est, metric) is None:
         need = " or ".join(metric.response) if metric.response else {
             "scores": "decision_function or predict_proba", "proba": "predict_proba"}.get(
             metric.prediction, "predict")
@@ -69,6 +75,14 @@ def method_problem(est, metric):
     if metric.is_classification and not is_classifier(est):
         return f"is not a classifier, and the metric {metric.name!r} is for classification"
     return None
+
+
+def may_gain_method(est, metric):
+    """Whether ``est`` lacks every method ``metric`` takes but its class defines one (a
+    method available only under a condition, scikit-learn's ``available_if``), which a fit
+    may meet."""
+    order = response_order(metric)
+    return response_method(est, metric) is None and any(hasattr(type(est), n) for n in order)
 
 
 def take_rows(X, idx):
@@ -274,13 +288,17 @@ def fit_predict_block(estimator, params_block, X_train, y_train, X_test, scoring
         t0 = time.perf_counter()
         try:
             est = configured(estimator, params)
-            problem = method_problem(est, m)
+            problem = method_problem(est, m, unfitted=True)
             if problem:
                 raise TypeError(f"The estimator {problem}.")
             fitted, X_pred = _fit_shared(est, X_train, y_train, X_test,
                                          *(fit or ({}, False)), whole=scores is not None)
             t1 = time.perf_counter()
-            values[:, j] = _response(fitted, response_method(est, m), X_pred, scoring.classes,
+            # chosen on the fitted estimator, as scikit-learn's scorers choose it
+            method = response_method(fitted, m)
+            if method is None:
+                raise TypeError(f"The fitted estimator {method_problem(fitted, m)}.")
+            values[:, j] = _response(fitted, method, X_pred, scoring.classes,
                                      scoring.pos_code, scoring.n_classes_axis)
             if scores is not None:
                 scores[j] = fit_scoring.score(est, X_train, y_train, X_test)

@@ -17,7 +17,7 @@ import warnings
 import numpy as np
 
 from ..exceptions import InvalidParameterError
-from ._tasks import configured, take_rows
+from ._tasks import configured, method_problem, take_rows
 
 #: Configurations fit on the slice, at most (spread over the representatives).
 MAX_TRIED = 24
@@ -132,3 +132,17 @@ def check_columns(estimator, configs, X, y, classification):
                f"{'s' if len(reps) > 1 else ''} tried on {len(rows)} rows failed; "
                f"configuration {i}: {type(exc).__name__}: {first})"),
         note=f"{fix[0].upper()}{fix[1:]}.")
+
+
+def problem_after_fit(est, metric, X, y, classification):
+    """Why ``est``, fitted on a few rows of ``X`` (a few of each class), cannot give what
+    ``metric`` needs; None where it can, or where that fit fails (the slice may be too
+    small for it, or X not what it takes: the study's fits decide)."""
+    rows = _slice(X, y, classification, {})
+    with warnings.catch_warnings():  # a toy fit's warnings would only mislead
+        warnings.simplefilter("ignore")
+        try:
+            fitted = est.fit(take_rows(X, rows), np.asarray(y)[rows])
+        except Exception:  # noqa: BLE001 - any estimator's own error: not this check's
+            return None
+    return method_problem(fitted, metric)
