@@ -212,3 +212,16 @@ cluster: {{kind: local, n_workers: 1, processes: false}}
     listed = [line.strip() for line in loud.output.splitlines() if line.startswith("  ")]
     assert sorted(listed) == ["candidates: grid.logisticregression__C (stored [1.0], given [0.5, 2.0])",
                               "metric (stored 'roc_auc', given 'accuracy')"]
+
+
+def test_a_search_with_an_imputer_and_a_store_fits_twice(tmp_path, client):
+    """BBCSearchCV(store=...) of a SimpleImputer pipeline fitted twice: the second fit
+    resumes the stored study (nothing fitted again) and selects the same model."""
+    X, y = _data()
+    X = np.nan_to_num(X)  # the search's own handling of NaN is tested with the drop-ins
+    est = make_pipeline(SimpleImputer(), StandardScaler(), LogisticRegression(max_iter=2000))
+    searches = [bd.BBCSearchCV(est, {"logisticregression__C": [0.1, 1.0]}, scoring="roc_auc", cv=3,
+                               store=tmp_path / "search.zarr", client=client, random_state=0).fit(X, y)
+                for _ in range(2)]
+    assert searches[0].best_params_ == searches[1].best_params_
+    assert searches[1].study_.n_fits_ == 0
