@@ -46,7 +46,7 @@ import os
 
 import numpy as np
 
-from .._described import build_search, build_step, file_error, grid_values
+from .._described import build_pipeline, build_search, build_step, file_error, grid_values
 from ..exceptions import InvalidParameterError, StudyFileError
 from . import _schema
 from ._columns import select_features
@@ -224,7 +224,8 @@ def _resolve_data(data, base):
 
 def _resolve_entry(e, where):
     """A grid entry with its estimator built (the classes checked, the parameters
-    accepted) and its grid's names tried on it."""
+    accepted, every nested estimator and ColumnTransformer form built) and its grid's
+    names tried on it."""
     grid = e.get("grid") or {}
     if "estimator" in e:
         step = {"estimator": e["estimator"], "params": e.get("params") or {}}
@@ -234,9 +235,7 @@ def _resolve_entry(e, where):
         norm = [{"estimator": st, "params": {}} if isinstance(st, str)
                 else {"estimator": st["estimator"], "params": st.get("params") or {}}
                 for st in e["pipeline"]]
-        from sklearn.pipeline import make_pipeline
-
-        est = make_pipeline(*[build_step(st, f"{where}.pipeline[{i}]") for i, st in enumerate(norm)])
+        est = build_pipeline(norm, f"{where}.pipeline")
         out = {"pipeline": norm, "grid": grid}
     try:  # the grid's names exist (set_params checks them)
         est.set_params(**{k: v[0] for k, v in grid_values(grid, where).items()})
