@@ -46,10 +46,10 @@ import os
 
 import numpy as np
 
-from .._described import build_pipeline, build_search, build_step, file_error, grid_values
+from .._described import build_entry, build_pipeline, build_search, build_step, file_error, grid_values
 from ..exceptions import InvalidParameterError, StudyFileError
 from . import _schema
-from ._columns import select_features
+from ._columns import check_encoded, select_features
 
 __all__ = ["DEMO", "StudyFileError", "build_search", "load_data", "load_study_file"]
 
@@ -285,7 +285,19 @@ def build_cv(resolved, folds=None):
 
 def load_data(resolved):
     """``(X, y, groups)`` of the resolved study file's ``data``, and the fold ids when ``cv.column`` names
-    a column of them; errors name the key."""
+    a column of them; errors name the key. A CSV/Parquet file's X is its DataFrame of
+    feature columns as read (strings and missing values kept); its string columns, and the
+    columns a ColumnTransformer selects, are checked against each grid entry's estimator
+    (:func:`._columns.check_encoded`) before anything runs."""
+    loaded = _read_data(resolved)
+    d = resolved["data"]
+    entries = [(f"grid[{i}]", build_entry(e, f"grid[{i}]"), grid_values(e.get("grid") or {}, f"grid[{i}]"))
+               for i, e in enumerate(resolved["grid"])]
+    check_encoded(loaded[0], entries, d.get("path"))
+    return loaded
+
+
+def _read_data(resolved):
     d = resolved["data"]
     gcol = resolved["cv"].get("groups")
     if "sklearn" in d:
