@@ -4,6 +4,7 @@ them. In-process: each refusal is one line naming the key, before any cluster st
 categorical example study file runs from the command line on the suite's shared cluster."""
 import math
 import os
+import re
 
 import numpy as np
 import pandas as pd
@@ -415,3 +416,78 @@ def test_the_categorical_example_study_file_resumes(tmp_path, client):
     again = CliRunner().invoke(main, args)
     assert again.exit_code == 0, again.output
     assert bd.open_study(tmp_path / "cat.zarr").status()["done"] == 40
+
+
+def test_the_docs_categorical_study_file_resolves_and_loads():
+    """docs/usage.md's categorical study file, on the example's data: the whole resolution
+    and the string columns' check, as the command line does before any cluster."""
+    import yaml
+
+    with open(os.path.join(os.path.dirname(EXAMPLES), "..", "docs", "usage.md"), encoding="utf-8") as f:
+        text = f.read()
+    block = text.split("<!-- categorical study file: resolved by tests/test_studyfile_composed.py -->\n```\n")[1]
+    raw = yaml.safe_load(block.split("```")[0])
+    X, y, _ = load_data(resolve_study_file(raw, base=EXAMPLES))
+    assert X.shape == (240, 6) and set(y) == {"no", "yes"}
+
+
+def test_the_schemas_composed_classes_are_the_codes():
+    """Every class whose parameters the schema gives a form is one the code builds so, by
+    the same parameter, and each of the code's is named in the schema."""
+    import importlib
+
+    from bbc_dask._composed import special_params
+    from bbc_dask.cli._schema import schema
+
+    named = {}
+    for rule in schema()["$defs"]["composed"]["allOf"]:
+        est = rule["if"]["properties"]["estimator"]
+        for path in est.get("enum", [est.get("const")]):
+            named[path] = set(rule["then"]["properties"]["params"]["properties"])
+    for path, params in named.items():
+        module, _, name = path.rpartition(".")
+        assert set(special_params(getattr(importlib.import_module(module), name))) == params, path
+    import sklearn.compose
+    import sklearn.ensemble
+    import sklearn.pipeline
+
+    for module in (sklearn.compose, sklearn.ensemble, sklearn.pipeline):
+        for name in module.__all__:
+            cls = getattr(module, name)
+            if isinstance(cls, type) and special_params(cls):
+                assert f"{module.__name__}.{name}" in named, name
+
+
+@pytest.mark.parametrize("entry, match", [
+    (_entry([["x", {"estimator": "numpy.save", "params": {"file": "{marker}", "arr": [1]}}, [0]]]),
+     r"transformers\[0\]\[1\]\.estimator: numpy\.save is not a scikit-learn estimator class"),
+    (_entry([["x", "subprocess.Popen", [0]]], remainder="drop"),
+     r"transformers\[0\]\[1\]\.estimator: subprocess\.Popen is not a scikit-learn estimator class"),
+    (_entry([["x", "drop", [0]]], remainder={"pipeline": [{"estimator": "numpy.save", "params": {
+        "file": "{marker}", "arr": [1]}}]}),
+     r"remainder\.pipeline\[0\]\.estimator: numpy\.save is not"),
+    ({"estimator": "sklearn.ensemble.StackingClassifier", "params": {"estimators": [
+        ["a", {"estimator": "numpy.save", "params": {"file": "{marker}", "arr": [1]}}]]}},
+     r"estimators\[0\]\[1\]\.estimator: numpy\.save is not"),
+    ({"estimator": "sklearn.ensemble.BaggingClassifier", "params": {"estimator": {"pipeline": [
+        {"estimator": "numpy.save", "params": {"file": "{marker}", "arr": [1]}}]}}},
+     r"params\.estimator\.pipeline\[0\]\.estimator: numpy\.save is not"),
+])
+def test_a_composed_study_file_calls_only_estimator_classes(tmp_path, entry, match):
+    """The new forms keep the study file's rule: nothing but an estimator class is called
+    (numpy.save would write CALLED.npy), and the column selector is no import path."""
+    import json
+
+    import yaml
+    from click.testing import CliRunner
+
+    from bbc_dask.cli import main
+
+    marker = tmp_path / "CALLED"
+    entry = json.loads(json.dumps(entry).replace("{marker}", str(marker)))
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump({"data": {"sklearn": "breast_cancer"}, "grid": [entry],
+                                                     "store": "s.zarr"}))
+    res = CliRunner().invoke(main, ["run", str(tmp_path / "s.yaml"), "--no-progress"])
+    assert res.exit_code == 2 and len(res.output.strip().splitlines()) == 1, res.output
+    assert re.search(match, res.output), res.output
+    assert not list(tmp_path.glob("CALLED*")) and not (tmp_path / "s.zarr").exists()
