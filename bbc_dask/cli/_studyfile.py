@@ -19,6 +19,17 @@ this module checks what a schema cannot say. A study file::
           - sklearn.preprocessing.StandardScaler
           - {estimator: sklearn.svm.SVC, params: {probability: false}}
         grid: {svc__C: [0.1, 1.0]}        # names as in make_pipeline
+      - pipeline:                         # string columns: encoded in a ColumnTransformer
+          - estimator: sklearn.compose.ColumnTransformer
+            params:
+              transformers:               # {name, transformer, columns} or [name, transformer, columns]
+                - name: numbers
+                  transformer: {pipeline: [sklearn.impute.SimpleImputer, sklearn.preprocessing.StandardScaler]}
+                  columns: {dtype_include: number}     # a selector: make_column_selector's arguments
+                - [strings, {estimator: sklearn.preprocessing.OneHotEncoder}, [plan, region]]
+              remainder: drop             # or passthrough, or a transformer
+          - sklearn.linear_model.LogisticRegression
+        grid: {columntransformer__strings__min_frequency: [null, 5]}
     cv: {splits: 5, repeats: 1}  # or {splitter: GroupKFold, params: {n_splits: 5}}, or
                                  # {column: fold} (your own fold ids, a column of data.path)
     metric: roc_auc
@@ -39,6 +50,17 @@ this module checks what a schema cannot say. A study file::
 Every entry becomes configurations of one search: the study's estimator is a one-step
 pipeline whose ``model`` step is set per configuration (``{"model": [est], "model__C":
 [...]}``), as a list of grids in scikit-learn.
+
+A value that is an estimator is ``{estimator, params}`` or ``{pipeline: [steps]}``
+(``make_pipeline``), in ``params`` at any depth or in a ``grid`` list
+(:mod:`bbc_dask._described`); a ColumnTransformer's ``transformers`` (names left out of
+every one: ``make_column_transformer``'s), its ``remainder``, the column selectors and the
+``[name, estimator]`` lists of Pipeline, FeatureUnion and the ensembles have their forms
+(:mod:`bbc_dask._composed`). The data is read as it is (a DataFrame, strings and missing
+values kept); a string column is a feature when every grid entry encodes it, else refused
+naming it (:func:`._columns.check_encoded`). Everything here is checked when the study
+file is read and its data loaded, before any cluster starts: a study file builds nothing
+but estimator classes and ``make_column_selector`` (by its own key).
 """
 from __future__ import annotations
 
