@@ -1,8 +1,12 @@
 """Estimators from their description in a study file: an import path, ``params`` and a
-``grid`` per entry (``{estimator: ..., params: ...}`` for a value that is itself an
-estimator). Only scikit-learn estimator classes are built — a class with ``fit`` and
-``get_params``, found outside the standard library and never in a ``__main__`` — and
-nothing is called before that check. The command line builds a study file's search with
+``grid`` per entry; a value that is itself an estimator is ``{estimator: ..., params:
+...}`` or ``{pipeline: [steps]}`` (``make_pipeline``), at any depth of the parameters and
+inside lists, and a ColumnTransformer's transformers and the named estimators of a
+Pipeline, FeatureUnion or ensemble have their forms (:mod:`._composed`). Only scikit-learn
+estimator classes are built — a class with ``fit`` and ``get_params``, found outside the
+standard library and never in a ``__main__`` — and nothing is called before that check;
+the one other type a study file builds is ``make_column_selector``, by its own key, never
+by an import path. The command line builds a study file's search with
 it, and :class:`bbc_dask.Study` the parameters of a store the command line wrote (its
 stored study file), so that ``best_params_`` holds estimators, not their repr."""
 from __future__ import annotations
@@ -12,7 +16,8 @@ import sys
 
 from .exceptions import StudyFileError
 
-__all__ = ["build_search", "build_step", "file_error", "grid_values"]
+__all__ = ["build_described", "build_entry", "build_pipeline", "build_search", "build_step", "file_error",
+           "grid_values", "is_described", "shown", "transforms"]
 
 
 def file_error(key, msg):
@@ -48,30 +53,118 @@ def _estimator_class(path, where):
     return cls
 
 
-def _is_nested(v):
-    return isinstance(v, dict) and "estimator" in v
+def is_described(v):
+    return isinstance(v, dict) and ("estimator" in v or "pipeline" in v)
 
 
 def _value(v, where):
-    """A parameter value: a nested ``{estimator, params}`` mapping becomes an estimator
-    (checked the same way), anything else is used as written."""
-    if _is_nested(v):
-        bad = sorted(set(v) - {"estimator", "params"})
-        if bad:
-            raise file_error(f"{where}.{bad[0]}", "unknown key (allowed: estimator, params)")
-        return build_step({"estimator": v["estimator"], "params": v.get("params", {}) or {}}, where)
+    """A parameter value: an estimator's description (``{estimator, params}``, or
+    ``{pipeline: [steps]}`` for ``make_pipeline``) is built, checked the same way; a list
+    is read item by item, and one of the form ``[name, estimator]`` or ``[name, estimator,
+    columns]`` is a tuple (scikit-learn's named estimators: ``StackingClassifier``'s
+    ``estimators``, a ``FeatureUnion``'s ``transformer_list``); anything else is used as
+    written."""
+    if is_described(v):
+        return build_described(v, where)
+    if isinstance(v, list):
+        items = [_value(x, f"{where}[{i}]") for i, x in enumerate(v)]
+        named = len(items) in (2, 3) and isinstance(items[0], str) and _is_estimator(items[1])
+        return tuple(items) if named else items
     return v
 
 
+def _is_estimator(v):
+    return callable(getattr(v, "fit", None)) and callable(getattr(v, "get_params", None))
+
+
+def build_described(v, where):
+    """``{estimator, params}`` or ``{pipeline: [steps]}``, built."""
+    if "estimator" in v and "pipeline" in v:
+        raise file_error(where, "give exactly one of 'estimator' or 'pipeline'")
+    allowed = ("estimator", "params") if "estimator" in v else ("pipeline",)
+    bad = sorted(set(v) - set(allowed), key=str)
+    if bad:
+        raise file_error(f"{where}.{bad[0]}", f"unknown key (allowed: {', '.join(allowed)})")
+    if "estimator" in v:
+        return build_step({"estimator": v["estimator"], "params": v.get("params", {}) or {}}, where)
+    return build_pipeline(v["pipeline"], f"{where}.pipeline")
+
+
+def _pipeline_step(st, where):
+    """A step of a ``pipeline:`` list: an import path, ``{estimator, params}`` or
+    ``{pipeline: [...]}``."""
+    if isinstance(st, str):
+        return build_step({"estimator": st, "params": {}}, where)
+    if not is_described(st):
+        raise file_error(where, f"expected an import path, {{estimator, params}} or "
+                                f"{{pipeline: [...]}}, got {shown(st)}")
+    return build_described(st, where)
+
+
+def build_pipeline(steps, where):
+    """``make_pipeline`` of a ``pipeline:`` list (its steps named as make_pipeline names
+    them); every step but the last must transform, as a Pipeline requires when it fits."""
+    from sklearn.pipeline import make_pipeline
+
+    if not isinstance(steps, list) or not steps:
+        raise file_error(where, f"expected a non-empty list of steps, got {shown(steps)}")
+    built = [_pipeline_step(st, f"{where}[{i}]") for i, st in enumerate(steps)]
+    for i, est in enumerate(built[:-1]):
+        if not transforms(est):
+            raise file_error(f"{where}[{i}]", f"{type(est).__name__} is not a transformer (it has "
+                                              f"no transform): only a pipeline's last step may be")
+    return make_pipeline(*built)
+
+
+def transforms(est):
+    return callable(getattr(est, "transform", None)) or callable(getattr(est, "fit_transform", None))
+
+
+def shown(v, limit=120):
+    text = repr(v)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def build_step(step, where):
+    """The estimator of ``{estimator: import path, params: {...}}``: the class checked
+    before anything is called, then each parameter's value built (:func:`_value`; a
+    ColumnTransformer's ``transformers`` and ``remainder``, and the named estimators of a
+    Pipeline, FeatureUnion or ensemble, by :mod:`._composed`), and a
+    parameter written as a mapping or a list checked against the class's own parameter
+    constraints (as its ``fit`` would check them), so that a mapping that is not an
+    estimator, where the class takes one, is refused now rather than by every fit."""
     cls = _estimator_class(step["estimator"], where)
     if not isinstance(step["params"], dict):
         raise file_error(f"{where}.params", f"expected a mapping, got {step['params']!r}")
-    params = {k: _value(v, f"{where}.params.{k}") for k, v in step["params"].items()}
+    from . import _composed as composed
+
+    special = composed.special_params(cls)
+    params = {k: special[k](v, f"{where}.params.{k}") if k in special else _value(v, f"{where}.params.{k}")
+              for k, v in step["params"].items()}
+    _check_constraints(cls, {k: params[k] for k, v in step["params"].items()
+                             if isinstance(v, (dict, list)) and k not in special}, f"{where}.params")
     try:
-        return cls(**params)
+        est = cls(**params)
     except TypeError as e:
         raise file_error(f"{where}.params", str(e)) from None
+    if special:
+        composed.check_names(est, f"{where}.params")
+    return est
+
+
+def _check_constraints(cls, params, where):
+    """``params`` against ``cls``'s parameter constraints (scikit-learn's; a class without
+    them is left to its ``fit``)."""
+    from . import _sklearn_compat as compat
+
+    constraints = compat.parameter_constraints(cls)
+    if not params or not constraints:
+        return
+    try:
+        compat.validate_parameter_constraints(constraints, params, caller_name=cls.__name__)
+    except compat.SklearnInvalidParameterError as e:
+        key = next((k for k in params if f"'{k}' parameter" in str(e)), None)
+        raise file_error(f"{where}.{key}" if key else where, str(e)) from None
 
 
 def grid_values(grid, where):
@@ -80,12 +173,11 @@ def grid_values(grid, where):
             for k, vals in grid.items()}
 
 
-def _build_entry(entry):
+def build_entry(entry, where="grid"):
+    """The estimator of a resolved grid entry (``{estimator, params}`` or ``{pipeline}``)."""
     if "estimator" in entry:
-        return build_step(entry, "grid")
-    from sklearn.pipeline import make_pipeline
-
-    return make_pipeline(*[build_step(s, "grid") for s in entry["pipeline"]])
+        return build_step(entry, where)
+    return build_pipeline(entry["pipeline"], f"{where}.pipeline")
 
 
 def build_search(resolved):
@@ -94,8 +186,8 @@ def build_search(resolved):
     from sklearn.pipeline import Pipeline
 
     grids = []
-    for entry in resolved["grid"]:
-        est = _build_entry(entry)
-        grid = grid_values(entry["grid"], "grid")
+    for i, entry in enumerate(resolved["grid"]):
+        est = build_entry(entry, f"grid[{i}]")
+        grid = grid_values(entry["grid"], f"grid[{i}]")
         grids.append({"model": [est]} | {f"model__{k}": v for k, v in grid.items()})
-    return Pipeline([("model", _build_entry(resolved["grid"][0]))]), grids
+    return Pipeline([("model", build_entry(resolved["grid"][0], "grid[0]"))]), grids

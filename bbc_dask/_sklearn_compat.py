@@ -42,6 +42,7 @@ def __getattr__(name):
 
 __all__ = ["REGRESSION_METRIC_MODULES", "BaseScorer", "HasMethods", "Interval", "MultimetricScorer", "Scorer",
            "SklearnInvalidParameterError", "StrOptions", "check_method_params", "is_function_scorer",
+           "parameter_constraints",
            "response_methods", "routing_enabled", "score_func", "score_kwargs", "score_sign",
            "validate_parameter_constraints"]
 
@@ -49,6 +50,13 @@ __all__ = ["REGRESSION_METRIC_MODULES", "BaseScorer", "HasMethods", "Interval", 
 #: The modules of scikit-learn's regression metrics (a scorer's function from one of them
 #: scores a regressor).
 REGRESSION_METRIC_MODULES = ("sklearn.metrics._regression",)
+
+
+def parameter_constraints(cls):
+    """The constraints an estimator class checks its parameters against when it fits
+    (scikit-learn's ``_parameter_constraints``), or None for a class without them."""
+    constraints = getattr(cls, "_parameter_constraints", None)
+    return constraints if isinstance(constraints, dict) else None
 
 
 def is_function_scorer(obj):

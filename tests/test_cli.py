@@ -216,7 +216,7 @@ def test_csv_data_with_groups_and_npz(tmp_path):
 def test_example_study_files_validate():
     from bbc_dask.cli._studyfile import build_search, load_study_file
 
-    for name in ("breast_cancer.yaml", "diabetes_bbcd.yaml"):
+    for name in ("breast_cancer.yaml", "diabetes_bbcd.yaml", "csv_categorical.yaml"):
         spec = load_study_file(os.path.join(ROOT, "examples", "studies", name))
         est, grid = build_search(spec)
         assert len(grid) == len(spec["grid"])

@@ -19,6 +19,17 @@ this module checks what a schema cannot say. A study file::
           - sklearn.preprocessing.StandardScaler
           - {estimator: sklearn.svm.SVC, params: {probability: false}}
         grid: {svc__C: [0.1, 1.0]}        # names as in make_pipeline
+      - pipeline:                         # string columns: encoded in a ColumnTransformer
+          - estimator: sklearn.compose.ColumnTransformer
+            params:
+              transformers:               # {name, transformer, columns} or [name, transformer, columns]
+                - name: numbers
+                  transformer: {pipeline: [sklearn.impute.SimpleImputer, sklearn.preprocessing.StandardScaler]}
+                  columns: {dtype_include: number}     # a selector: make_column_selector's arguments
+                - [strings, {estimator: sklearn.preprocessing.OneHotEncoder}, [plan, region]]
+              remainder: drop             # or passthrough, or a transformer
+          - sklearn.linear_model.LogisticRegression
+        grid: {columntransformer__strings__min_frequency: [null, 5]}
     cv: {splits: 5, repeats: 1}  # or {splitter: GroupKFold, params: {n_splits: 5}}, or
                                  # {column: fold} (your own fold ids, a column of data.path)
     metric: roc_auc
@@ -39,6 +50,17 @@ this module checks what a schema cannot say. A study file::
 Every entry becomes configurations of one search: the study's estimator is a one-step
 pipeline whose ``model`` step is set per configuration (``{"model": [est], "model__C":
 [...]}``), as a list of grids in scikit-learn.
+
+A value that is an estimator is ``{estimator, params}`` or ``{pipeline: [steps]}``
+(``make_pipeline``), in ``params`` at any depth or in a ``grid`` list
+(:mod:`bbc_dask._described`); a ColumnTransformer's ``transformers`` (names left out of
+every one: ``make_column_transformer``'s), its ``remainder``, the column selectors and the
+``[name, estimator]`` lists of Pipeline, FeatureUnion and the ensembles have their forms
+(:mod:`bbc_dask._composed`). The data is read as it is (a DataFrame, strings and missing
+values kept); a string column is a feature when every grid entry encodes it, else refused
+naming it (:func:`._columns.check_encoded`). Everything here is checked when the study
+file is read and its data loaded, before any cluster starts: a study file builds nothing
+but estimator classes and ``make_column_selector`` (by its own key).
 """
 from __future__ import annotations
 
@@ -46,10 +68,10 @@ import os
 
 import numpy as np
 
-from .._described import build_search, build_step, file_error, grid_values
+from .._described import build_entry, build_pipeline, build_search, build_step, file_error, grid_values
 from ..exceptions import InvalidParameterError, StudyFileError
 from . import _schema
-from ._columns import select_features
+from ._columns import check_encoded, select_features
 
 __all__ = ["DEMO", "StudyFileError", "build_search", "load_data", "load_study_file"]
 
@@ -224,7 +246,8 @@ def _resolve_data(data, base):
 
 def _resolve_entry(e, where):
     """A grid entry with its estimator built (the classes checked, the parameters
-    accepted) and its grid's names tried on it."""
+    accepted, every nested estimator and ColumnTransformer form built) and its grid's
+    names tried on it."""
     grid = e.get("grid") or {}
     if "estimator" in e:
         step = {"estimator": e["estimator"], "params": e.get("params") or {}}
@@ -234,9 +257,7 @@ def _resolve_entry(e, where):
         norm = [{"estimator": st, "params": {}} if isinstance(st, str)
                 else {"estimator": st["estimator"], "params": st.get("params") or {}}
                 for st in e["pipeline"]]
-        from sklearn.pipeline import make_pipeline
-
-        est = make_pipeline(*[build_step(st, f"{where}.pipeline[{i}]") for i, st in enumerate(norm)])
+        est = build_pipeline(norm, f"{where}.pipeline")
         out = {"pipeline": norm, "grid": grid}
     try:  # the grid's names exist (set_params checks them)
         est.set_params(**{k: v[0] for k, v in grid_values(grid, where).items()})
@@ -286,7 +307,19 @@ def build_cv(resolved, folds=None):
 
 def load_data(resolved):
     """``(X, y, groups)`` of the resolved study file's ``data``, and the fold ids when ``cv.column`` names
-    a column of them; errors name the key."""
+    a column of them; errors name the key. A CSV/Parquet file's X is its DataFrame of
+    feature columns as read (strings and missing values kept); its string columns, and the
+    columns a ColumnTransformer selects, are checked against each grid entry's estimator
+    (:func:`._columns.check_encoded`) before anything runs."""
+    loaded = _read_data(resolved)
+    d = resolved["data"]
+    entries = [(f"grid[{i}]", build_entry(e, f"grid[{i}]"), grid_values(e.get("grid") or {}, f"grid[{i}]"))
+               for i, e in enumerate(resolved["grid"])]
+    check_encoded(loaded[0], entries, d.get("path"))
+    return loaded
+
+
+def _read_data(resolved):
     d = resolved["data"]
     gcol = resolved["cv"].get("groups")
     if "sklearn" in d:
