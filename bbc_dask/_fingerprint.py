@@ -40,7 +40,7 @@ import types
 
 import numpy as np
 
-__all__ = ["canonical", "encode", "readable", "same", "strip_addresses"]
+__all__ = ["canonical", "encode", "readable", "same", "same_described", "strip_addresses"]
 
 _TAG = "$"
 
@@ -159,6 +159,23 @@ def strip_addresses(text):
     """``text`` without the memory addresses that default reprs hold (``<X object at
     0x7f...>``): they differ between processes for the same value."""
     return _ADDRESS.sub("", text)
+
+
+def same_described(a, b):
+    """Whether two descriptions that hold values by their repr (a store's description of
+    its candidates, an encoding-1 fingerprint) describe the same values: compared as
+    :func:`same` does, the memory addresses in their reprs left out."""
+    return same(_unaddressed(a), _unaddressed(b))
+
+
+def _unaddressed(v):
+    if isinstance(v, str):
+        return strip_addresses(v)
+    if isinstance(v, (list, tuple)):
+        return [_unaddressed(x) for x in v]
+    if isinstance(v, dict):
+        return {k: _unaddressed(x) for k, x in v.items()}
+    return v
 
 
 def readable(form, limit=80):

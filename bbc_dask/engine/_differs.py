@@ -3,7 +3,7 @@ keys of the two fingerprints (``spec``) that changed, and for the candidates —
 the fingerprint — the grid keys and values."""
 from __future__ import annotations
 
-from .._fingerprint import canonical, readable, same, strip_addresses
+from .._fingerprint import canonical, readable, same, same_described
 from ._plan import STEP, is_study_file
 
 __all__ = ["spec_differences"]
@@ -57,19 +57,7 @@ def _plain_dict(v):
 def _same(a, b, v1=False):
     """Equal in the fingerprint's canonical encoding (NaN equals NaN, read back from JSON
     or not); an encoding-1 store's reprs compare without their memory addresses."""
-    if v1:
-        a, b = _unaddressed(a), _unaddressed(b)
-    return same(a, b)
-
-
-def _unaddressed(v):
-    if isinstance(v, str):
-        return strip_addresses(v)
-    if isinstance(v, list):
-        return [_unaddressed(x) for x in v]
-    if isinstance(v, dict):
-        return {k: _unaddressed(x) for k, x in v.items()}
-    return v
+    return same_described(a, b) if v1 else same(a, b)
 
 
 def _candidates_diff(stored, given, v1=False):

@@ -157,13 +157,15 @@ class Study:
         from sklearn.model_selection import ParameterGrid
 
         from .._described import build_search
+        from .._fingerprint import same_described
         from ..engine import Configurations
 
         try:
             rebuilt = Configurations("grid", ParameterGrid(build_search(resolved)[1]))
         except (StudyFileError, KeyError, TypeError, ValueError):
             return None  # a class this environment lacks: the stored description
-        return rebuilt if rebuilt.describe() == desc else None
+        # reprs hold memory addresses (a column selector's) and NaN is not equal to itself
+        return rebuilt if same_described(rebuilt.describe(), desc) else None
 
     @property
     def params(self):
