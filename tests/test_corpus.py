@@ -235,3 +235,17 @@ def test_a_method_that_comes_with_the_fit_is_looked_for_after_it(tmp_path, clien
         bd.run_study(SVC(), {"C": [1.0]}, X, y, store=tmp_path / "svc.zarr", metric="neg_log_loss",
                      n_splits=2, random_state=0, client=client, progress=False)
     assert not (tmp_path / "svc.zarr").exists()
+
+
+def test_what_no_fit_changes_is_refused_before_the_run(tmp_path, client):
+    """A regressor's pipeline for a classification metric is refused up front (a fit of a
+    few rows on string labels would fail, but no fit makes a regressor a classifier)."""
+    from sklearn.linear_model import LinearRegression
+
+    X, y = _data("classifier")
+    for est, key in ((LinearRegression(), "fit_intercept"),
+                     (make_pipeline(StandardScaler(), LinearRegression()), "linearregression__fit_intercept")):
+        with pytest.raises(ValueError, match=r"must be able to serve the metric 'roc_auc'"):
+            bd.run_study(est, {key: [True, False]}, X, y, store=tmp_path / "r.zarr", metric="roc_auc",
+                         n_splits=2, random_state=0, client=client, progress=False)
+        assert not (tmp_path / "r.zarr").exists()

@@ -230,6 +230,10 @@ def make_folds(y, groups, n_splits, n_repeats, classification, root):
     return folds
 
 
+#: Fits of a few rows, at most, that look for a method that may come with the fit.
+MAX_FITS_TRIED = 8
+
+
 def check_estimator_methods(estimator, configs, metric, indices=None, data=None):
     """Raise a ValueError naming the first configuration (of ``indices``, default
     ``configs.representatives()``) that cannot serve ``metric``. A method that may come
@@ -239,6 +243,7 @@ def check_estimator_methods(estimator, configs, metric, indices=None, data=None)
     from ._tasks import may_gain_method
     from ._xcheck import problem_after_fit
 
+    tried = 0
     for i in configs.representatives() if indices is None else indices:
         p = configs[i]
         try:
@@ -247,9 +252,13 @@ def check_estimator_methods(estimator, configs, metric, indices=None, data=None)
             raise InvalidParameterError.of(
                 "param_grid" if configs.kind == "grid" else "param_distributions", "parameters the estimator takes",
                 shown=f"configuration {i} ({p!r})", note=f"({exc})") from None
-        problem = method_problem(est, metric)
-        if problem and may_gain_method(est, metric):
-            problem = None if data is None else problem_after_fit(est, metric, *data)
+        # first what no fit changes (a regressor for a classification metric, a method
+        # its class lacks), then a method that may come with the fit, on a few rows
+        problem = method_problem(est, metric, unfitted=True)
+        if problem is None and may_gain_method(est, metric) and data is not None \
+                and tried < MAX_FITS_TRIED:
+            tried += 1
+            problem = problem_after_fit(est, metric, *data)
         if problem:
             raise InvalidParameterError.of(
                 "estimator", f"able to serve the metric {metric.name!r}",
@@ -354,7 +363,8 @@ def candidates_digest(configs, version=FINGERPRINT, listed=False):
         return sha(repr([describe_params(p) for p in configs]))
     if version < 2:
         return sha(repr(configs.describe()))
-    source = ([dict(sorted(g.items())) for g in configs._source.param_grid]
+    # a key's values as a list, given as a tuple or a list (they are the same candidates)
+    source = ([{k: list(v) for k, v in sorted(g.items())} for g in configs._source.param_grid]
               if configs.kind == "grid" else list(configs._source))
     return sha(encode({"kind": configs.kind, "source": source}))
 

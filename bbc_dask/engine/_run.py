@@ -17,7 +17,7 @@ from .. import _dask_logs as dask_logs
 from .. import _validation as validation
 from .._random import as_seed_sequence, entropy_of
 from .._signals import signals_as_interrupts
-from ._differs import spec_differences
+from ._differs import blind_parameters, spec_differences
 from ..cube import PENDING, fitted_cells, settle_ledger
 from ..exceptions import (
     OldSchemaError,
@@ -243,6 +243,14 @@ class _StudyRun:
                                      self.configs.describe(), self.request.metadata)
             if diffs:
                 raise self._mismatch(existing, diffs)
+            blind = blind_parameters(existing.spec)
+            if blind:
+                shown = ", ".join(blind[:3]) + (f" and {len(blind) - 3} more" if len(blind) > 3 else "")
+                warn(f"The store {self.loc.url!r} was written before studies recorded every "
+                     f"value in full: {shown} were recorded by a repr naming an object's "
+                     f"class alone, so a change of their settings would not be seen. Resume "
+                     f"only with the same settings (or {spelled('overwrite=True')} to start "
+                     f"afresh).", UserWarning, stacklevel=2)
         return spec
 
     def _mismatch(self, existing, diffs):

@@ -78,11 +78,17 @@ def method_problem(est, metric, unfitted=False):
 
 
 def may_gain_method(est, metric):
-    """Whether ``est`` lacks every method ``metric`` takes but its class defines one (a
-    method available only under a condition, scikit-learn's ``available_if``), which a fit
-    may meet."""
-    order = response_order(metric)
-    return response_method(est, metric) is None and any(hasattr(type(est), n) for n in order)
+    """Whether ``est`` lacks every method ``metric`` takes but the class that would give
+    it (a pipeline's final step's) defines one: a method available only under a condition
+    (scikit-learn's ``available_if``), which a fit may meet."""
+    if response_method(est, metric) is not None:
+        return False
+    final = est
+    while isinstance(getattr(final, "steps", None), list) and final.steps:  # a Pipeline
+        final = final.steps[-1][1]
+    if final is None or isinstance(final, str):  # "passthrough"
+        return False
+    return any(hasattr(type(final), n) for n in response_order(metric))
 
 
 def take_rows(X, idx):
