@@ -17,7 +17,7 @@ import sys
 from .exceptions import StudyFileError
 
 __all__ = ["build_described", "build_entry", "build_pipeline", "build_search", "build_step", "file_error",
-           "grid_values", "is_described", "shown", "transforms"]
+           "grid_values", "is_described", "refuse_cache", "shown", "transforms"]
 
 
 def file_error(key, msg):
@@ -136,6 +136,7 @@ def build_step(step, where):
     cls = _estimator_class(step["estimator"], where)
     if not isinstance(step["params"], dict):
         raise file_error(f"{where}.params", f"expected a mapping, got {step['params']!r}")
+    refuse_cache(step["params"].get("memory"), f"{where}.params.memory")
     from . import _composed as composed
 
     special = composed.special_params(cls)
@@ -150,6 +151,21 @@ def build_step(step, where):
     if special:
         composed.check_names(est, f"{where}.params")
     return est
+
+
+#: The parameter through which an estimator caches with joblib (Pipeline,
+#: FeatureAgglomeration, AgglomerativeClustering, and any other named so).
+CACHE_PARAM = "memory"
+
+
+def refuse_cache(value, where):
+    """Refuse a cache directory (``memory``) other than null: joblib's cache writes pickles
+    there and loads them back, on the driver and on every worker, so a study file naming
+    a directory would run whatever pickle was planted in it."""
+    if value is not None:
+        raise file_error(where, f"a study file sets no cache directory (got {shown(value, 200)}): "
+                                f"joblib's cache writes pickles there and loads them back, so a "
+                                f"file planted there would run code; leave it null")
 
 
 def _check_constraints(cls, params, where):
@@ -169,6 +185,10 @@ def _check_constraints(cls, params, where):
 
 def grid_values(grid, where):
     """A grid's lists with nested estimator mappings built (one fresh object each)."""
+    for k, vals in grid.items():
+        if k.rpartition("__")[2] == CACHE_PARAM:
+            for i, v in enumerate(vals):
+                refuse_cache(v, f"{where}.grid.{k}[{i}]")
     return {k: [_value(v, f"{where}.grid.{k}[{i}]") for i, v in enumerate(vals)]
             for k, vals in grid.items()}
 

@@ -212,6 +212,62 @@ def test_a_study_file_calls_only_estimator_classes(tmp_path, entry, match):
     assert not (tmp_path / "s.zarr").exists()
 
 
+LR = "sklearn.linear_model.LogisticRegression"
+
+
+@pytest.mark.parametrize("entry, match", [
+    ({"estimator": "sklearn.pipeline.Pipeline",
+      "params": {"steps": [["scale", "sklearn.preprocessing.StandardScaler"], ["lr", LR]], "memory": "{cache}"},
+      "grid": {"lr__C": [0.1, 1.0]}},
+     r"grid\[0\]\.params\.memory: a study file sets no cache directory \(got '.*cache'\): joblib's cache "
+     r"writes pickles there and loads them back, so a file planted there would run code; leave it null$"),
+    ({"pipeline": ["sklearn.preprocessing.StandardScaler", LR], "grid": {"memory": [None, "{cache}"]}},
+     r"grid\[0\]\.grid\.memory\[1\]: a study file sets no cache directory"),
+    ({"pipeline": [{"estimator": "sklearn.cluster.FeatureAgglomeration", "params": {"memory": "{cache}"}}, LR]},
+     r"grid\[0\]\.pipeline\[0\]\.params\.memory: a study file sets no cache directory"),
+    ({"estimator": "sklearn.cluster.AgglomerativeClustering", "params": {"memory": "{cache}"}},
+     r"grid\[0\]\.params\.memory: a study file sets no cache directory"),
+    ({"pipeline": [{"estimator": "sklearn.pipeline.Pipeline", "params": {
+        "steps": [["scale", "sklearn.preprocessing.StandardScaler"]]}}, LR],
+      "grid": {"pipeline__memory": ["{cache}"]}},
+     r"grid\[0\]\.grid\.pipeline__memory\[0\]: a study file sets no cache directory"),
+    ({"estimator": "sklearn.ensemble.BaggingClassifier", "grid": {"estimator": [
+        {"estimator": "sklearn.pipeline.Pipeline", "params": {"steps": [["lr", LR]], "memory": "{cache}"}}]}},
+     r"grid\[0\]\.grid\.estimator\[0\]\.params\.memory: a study file sets no cache directory"),
+])
+def test_a_study_file_sets_no_joblib_cache(tmp_path, entry, match):
+    """joblib's Memory pickles into its directory and unpickles from it on the driver and
+    every worker: a study file naming one could make them load a planted pickle."""
+    cache = tmp_path / "joblib_cache"
+    entry = json.loads(json.dumps(entry).replace("{cache}", str(cache)))
+    res = _run_cli("run", _study_file(tmp_path, entry), "--no-progress")
+    assert res.exit_code == 2 and len(res.output.strip().splitlines()) == 1, res.output
+    import re
+
+    assert re.search(match, res.output), res.output
+    assert not cache.exists() and not (tmp_path / "s.zarr").exists()
+
+
+def test_a_stored_study_file_with_a_cache_is_refused_when_rebuilt(tmp_path):
+    """``Study.params`` rebuilds a store's configurations from its stored study file (no
+    schema on that way): the same refusal; null, the default, is accepted everywhere."""
+    from bbc_dask._described import build_search
+    from bbc_dask.exceptions import StudyFileError
+
+    cache = tmp_path / "joblib_cache"
+    entry = {"estimator": "sklearn.pipeline.Pipeline", "params": {"steps": [["lr", LR]], "memory": str(cache)},
+             "grid": {"lr__C": [1.0]}}
+    with pytest.raises(StudyFileError, match=r"^study file: grid\[0\]\.params\.memory: a study file sets no "):
+        build_search({"grid": [entry]})
+    with pytest.raises(StudyFileError, match=r"^study file: grid\[0\]\.grid\.lr__memory\[0\]: "):
+        build_search({"grid": [{"pipeline": [{"estimator": "sklearn.pipeline.Pipeline", "params": {
+            "steps": [["lr", LR]]}}], "grid": {"lr__memory": [str(cache)]}}]})
+    est, grids = build_search({"grid": [dict(entry, params=dict(entry["params"], memory=None),
+                                             grid={"memory": [None], "lr__C": [1.0]})]})
+    assert est.named_steps["model"].memory is None and grids[0]["model__memory"] == [None]
+    assert not cache.exists()
+
+
 def test_nested_estimators_in_a_study_file(tmp_path):
     from bbc_dask.cli._studyfile import build_search, load_study_file
 
