@@ -5,19 +5,24 @@ inside lists, and a ColumnTransformer's transformers and the named estimators of
 Pipeline, FeatureUnion or ensemble have their forms (:mod:`._composed`). Only scikit-learn
 estimator classes are built — a class with ``fit`` and ``get_params``, found outside the
 standard library and never in a ``__main__`` — and nothing is called before that check;
-the one other type a study file builds is ``make_column_selector``, by its own key, never
+a module found only in the current directory or the study file's (unless PYTHONPATH
+lists it) is not even imported, since importing runs its code; no joblib cache
+directory (``memory``) is set, since joblib loads pickles back from it; the one other type a study file builds is ``make_column_selector``, by its own key, never
 by an import path. The command line builds a study file's search with
 it, and :class:`bbc_dask.Study` the parameters of a store the command line wrote (its
 stored study file), so that ``best_params_`` holds estimators, not their repr."""
 from __future__ import annotations
 
 import importlib
+import os
 import sys
+from contextlib import contextmanager
+from contextvars import ContextVar
 
 from .exceptions import StudyFileError
 
 __all__ = ["build_described", "build_entry", "build_pipeline", "build_search", "build_step", "file_error",
-           "grid_values", "is_described", "refuse_cache", "shown", "transforms"]
+           "grid_values", "is_described", "reading", "refuse_cache", "shown", "transforms"]
 
 
 def file_error(key, msg):
@@ -42,6 +47,7 @@ def _estimator_class(path, where):
         # importing a package's __main__ runs its command line
         raise file_error(f"{where}.estimator", f"{path} is not a scikit-learn estimator class (an "
                    f"import path may not name __main__ or other dunder modules)")
+    _check_found(mod.split(".")[0], path, f"{where}.estimator")
     try:
         cls = getattr(importlib.import_module(mod), name)
     except (ImportError, AttributeError):
@@ -51,6 +57,105 @@ def _estimator_class(path, where):
         raise file_error(f"{where}.estimator", f"{path} is not a scikit-learn estimator class (a "
                    f"class with fit and get_params)")
     return cls
+
+
+#: The directory of the study file being read (:func:`reading`): a module found there
+#: is not imported unless PYTHONPATH names it.
+_STUDY_DIR = ContextVar("bbc_dask_study_dir", default=None)
+
+
+@contextmanager
+def reading(base):
+    """Build estimators of the study file in the directory ``base``."""
+    token = _STUDY_DIR.set(base)
+    try:
+        yield
+    finally:
+        _STUDY_DIR.reset(token)
+
+
+def _real(p):
+    return os.path.normcase(os.path.realpath(p or os.curdir))
+
+
+def _untrusted():
+    """``{directory: how it is said}``: the current directory and the study file's, less
+    those PYTHONPATH lists (where the user chose to import from)."""
+    out = {}
+    base = _STUDY_DIR.get()
+    if base is not None:
+        out[_real(base)] = "the study file's directory"
+    try:
+        out[_real(os.getcwd())] = "the current directory"
+    except OSError:  # a current directory deleted under us: nothing is found through it
+        pass
+    for entry in os.environ.get("PYTHONPATH", "").split(os.pathsep):
+        if entry:
+            out.pop(_real(entry), None)
+    return out
+
+
+def _locations(spec):
+    """``[(file or package directory, the directory it was found in)]`` of a top-level
+    module's spec: a module's file, a package's directory, each portion of a namespace
+    package; none for a module not from a file (built in, frozen)."""
+    if spec.submodule_search_locations is not None and not (spec.origin and spec.has_location):
+        return [(p, os.path.dirname(p)) for p in spec.submodule_search_locations]  # a namespace package
+    if not (spec.origin and spec.has_location):
+        return []
+    if spec.submodule_search_locations is not None:  # a package: pkg/__init__.py
+        package = os.path.dirname(spec.origin)
+        return [(package, os.path.dirname(package))]
+    return [(spec.origin, os.path.dirname(spec.origin))]
+
+
+def _found_elsewhere(top, untrusted):
+    """The spec the import system finds for ``top`` with the untrusted directories (and
+    ``''``) taken off ``sys.path``, its other finders (an editable install's) asked as
+    they are; None if none finds it."""
+    import importlib.machinery
+
+    path = [p for p in sys.path if isinstance(p, str) and _real(p) not in untrusted]
+    for finder in sys.meta_path:
+        try:
+            if finder is importlib.machinery.PathFinder:
+                spec = finder.find_spec(top, path)
+            else:
+                spec = finder.find_spec(top, None)
+        except Exception:  # noqa: BLE001 - a third-party finder's failure of any kind: not found there
+            continue
+        if spec is not None:
+            return spec
+    return None
+
+
+def _check_found(top, path, where):
+    """Refuse to import ``top`` (the top-level module of the import path ``path``) when it
+    is found only in the current directory or the study file's: importing runs a module's
+    code before the class is checked, and a study file, or a store holding one, must not
+    make a Jupyter kernel or ``python -c`` (whose ``sys.path`` holds ``''``) run a file
+    planted beside it. ``find_spec`` of a top-level name locates it without running
+    anything; a module of an installed distribution, or in a directory PYTHONPATH lists,
+    is imported as before."""
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec(top)
+    except (ImportError, ValueError):
+        spec = None
+    if spec is None:
+        raise file_error(where, f"cannot import {path!r}")
+    untrusted = _untrusted()
+    planted = [(loc, untrusted[_real(d)]) for loc, d in _locations(spec) if _real(d) in untrusted]
+    if not planted:
+        return
+    other = _found_elsewhere(top, untrusted)
+    elsewhere = {_real(loc) for loc, _ in _locations(other)} if other is not None else set()
+    for loc, said in planted:
+        if _real(loc) not in elsewhere:
+            raise file_error(where, f"module {top!r} (of {path}) is found in {said} "
+                                    f"({os.path.dirname(loc)}), which a study file does not import "
+                                    f"from: install it, or put its directory on PYTHONPATH")
 
 
 def is_described(v):

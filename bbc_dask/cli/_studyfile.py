@@ -68,7 +68,7 @@ import os
 
 import numpy as np
 
-from .._described import build_entry, build_pipeline, build_search, build_step, file_error, grid_values
+from .._described import build_entry, build_pipeline, build_search, build_step, file_error, grid_values, reading
 from ..exceptions import InvalidParameterError, StudyFileError
 from . import _schema
 from ._columns import check_encoded, select_features
@@ -150,8 +150,9 @@ def resolve_study_file(raw, base="."):
 
     default = _schema.default
     name = str(raw.get("name", default("name")))
-    resolved = {"name": name, "data": _resolve_data(raw["data"], base),
-                "grid": [_resolve_entry(e, f"grid[{i}]") for i, e in enumerate(raw["grid"])]}
+    resolved = {"name": name, "data": _resolve_data(raw["data"], base)}
+    with reading(base):  # a module beside the study file is not imported from there
+        resolved["grid"] = [_resolve_entry(e, f"grid[{i}]") for i, e in enumerate(raw["grid"])]
     resolved["cv"] = _resolve_cv(raw.get("cv") or {}, resolved["data"])
     resolved["metric"] = _check_metric(raw.get("metric", default("metric")))
     drop = raw.get("dropping", default("dropping"))
