@@ -275,27 +275,102 @@ def refuse_cache(value, where):
 
 def _check_constraints(cls, params, where):
     """``params`` against ``cls``'s parameter constraints (scikit-learn's; a class without
-    them is left to its ``fit``)."""
+    them is left to its ``fit``), each error under ``where.<name>``."""
+    for name, value in params.items():
+        _check_value(cls, name, value, f"{where}.{name}")
+
+
+def _check_value(cls, name, value, where):
+    """``value`` of ``cls``'s parameter ``name`` against the class's constraints; the
+    error is scikit-learn's, on one line (the repr of a pipeline it holds is not)."""
     from . import _sklearn_compat as compat
 
     constraints = compat.parameter_constraints(cls)
-    if not params or not constraints:
+    if not constraints or name not in constraints:
         return
     try:
-        compat.validate_parameter_constraints(constraints, params, caller_name=cls.__name__)
+        compat.validate_parameter_constraints(constraints, {name: value}, caller_name=cls.__name__)
     except compat.SklearnInvalidParameterError as e:
-        key = next((k for k in params if f"'{k}' parameter" in str(e)), None)
-        raise file_error(f"{where}.{key}" if key else where, str(e)) from None
+        raise file_error(where, " ".join(str(e).split())) from None
 
 
-def grid_values(grid, where):
-    """A grid's lists with nested estimator mappings built (one fresh object each)."""
-    for k, vals in grid.items():
-        if k.rpartition("__")[2] == CACHE_PARAM:
-            for i, v in enumerate(vals):
-                refuse_cache(v, f"{where}.grid.{k}[{i}]")
-    return {k: [_value(v, f"{where}.grid.{k}[{i}]") for i, v in enumerate(vals)]
-            for k, vals in grid.items()}
+def grid_values(grid, where, est):
+    """A grid entry's lists of values, built (one fresh object each) as a fixed parameter's
+    value is where the key points, and checked before any cluster starts.
+
+    Each key is a parameter of ``est`` (the entry's estimator as built: its
+    ``get_params(deep=True)``), or of every value of another key of the grid that it
+    extends (``estimator`` and ``estimator__C``); a key that is neither is refused with
+    the closest name. Its values are built by the owner's form of the parameter (a
+    ColumnTransformer's ``transformers`` and ``remainder``, and a transformer or step
+    tuned by its name, by :mod:`._composed`; any other parameter as :func:`_value`
+    builds it, a mapping or list checked against the owner's parameter constraints), and
+    a joblib cache directory (``memory``) is refused.
+
+    Parameters
+    ----------
+    grid : dict
+        The entry's ``grid``: parameter name -> list of values as written.
+    where : str
+        The entry's key (``grid[0]``).
+    est : estimator
+        The entry's estimator, built from its ``params`` or ``pipeline``.
+    """
+    from . import _composed as composed
+
+    deep = est.get_params(deep=True)
+    built = {}
+    for key in sorted(grid, key=lambda k: k.count("__")):  # a key's tuned owner first
+        at = f"{where}.grid.{key}"
+        owners, param = _owners(key, grid, built, deep, est, where)
+        if param == CACHE_PARAM and all(param in o.get_params(deep=False) for o in owners):
+            for i, v in enumerate(grid[key]):
+                refuse_cache(v, f"{at}[{i}]")
+        build = composed.grid_builder(owners[0], param)
+        values = []
+        for i, v in enumerate(grid[key]):
+            if build is not None:
+                values.append(build(v, f"{at}[{i}]"))
+                continue
+            values.append(_value(v, f"{at}[{i}]"))
+            if isinstance(v, (dict, list)):  # as the fixed parameters are checked
+                for owner in owners:
+                    _check_value(type(owner), param, values[-1], f"{at}[{i}]")
+        built[key] = values
+    return {k: built[k] for k in grid}
+
+
+def _owners(key, grid, built, deep, est, where):
+    """``(owners, name)``: the estimators whose parameter ``name`` the grid's ``key`` sets
+    (one, or each value of the grid's key it extends, already in ``built``)."""
+    parts = key.split("__")
+    for n in range(len(parts) - 1, 0, -1):
+        tuned = "__".join(parts[:n])
+        if tuned not in grid:
+            continue
+        rest, owners = "__".join(parts[n:]), []
+        for i, value in enumerate(built[tuned]):
+            params = value.get_params(deep=True) if _is_estimator(value) else {}
+            if rest not in params:
+                near = [f"{tuned}__{m}" for m in _closest(rest, params)]
+                raise file_error(f"{where}.grid.{key}", f"not a parameter of {where}.grid.{tuned}[{i}] "
+                                                        f"({shown(value, 60)}){_did_you_mean(near)}")
+            owners.append(params[rest.rpartition("__")[0]] if "__" in rest else value)
+        return owners, parts[-1]
+    if key not in deep:
+        raise file_error(f"{where}.grid.{key}", f"not a parameter of this entry's estimator"
+                                                f"{_did_you_mean(_closest(key, deep))}")
+    return [deep[key.rpartition("__")[0]] if "__" in key else est], parts[-1]
+
+
+def _closest(name, names):
+    import difflib
+
+    return difflib.get_close_matches(name, list(names), n=1)
+
+
+def _did_you_mean(matches):
+    return f" (did you mean {matches[0]}?)" if matches else ""
 
 
 def build_entry(entry, where="grid"):
@@ -313,6 +388,6 @@ def build_search(resolved):
     grids = []
     for i, entry in enumerate(resolved["grid"]):
         est = build_entry(entry, f"grid[{i}]")
-        grid = grid_values(entry["grid"], f"grid[{i}]")
+        grid = grid_values(entry.get("grid") or {}, f"grid[{i}]", est)
         grids.append({"model": [est]} | {f"model__{k}": v for k, v in grid.items()})
     return Pipeline([("model", build_entry(resolved["grid"][0], "grid[0]"))]), grids

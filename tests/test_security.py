@@ -260,9 +260,9 @@ def test_a_stored_study_file_with_a_cache_is_refused_when_rebuilt(tmp_path):
              "grid": {"lr__C": [1.0]}}
     with pytest.raises(StudyFileError, match=r"^study file: grid\[0\]\.params\.memory: a study file sets no "):
         build_search({"grid": [entry]})
-    with pytest.raises(StudyFileError, match=r"^study file: grid\[0\]\.grid\.lr__memory\[0\]: "):
+    with pytest.raises(StudyFileError, match=r"^study file: grid\[0\]\.grid\.pipeline__memory\[0\]: "):
         build_search({"grid": [{"pipeline": [{"estimator": "sklearn.pipeline.Pipeline", "params": {
-            "steps": [["lr", LR]]}}], "grid": {"lr__memory": [str(cache)]}}]})
+            "steps": [["lr", LR]]}}], "grid": {"pipeline__memory": [str(cache)]}}]})
     est, grids = build_search({"grid": [dict(entry, params=dict(entry["params"], memory=None),
                                              grid={"memory": [None], "lr__C": [1.0]})]})
     assert est.named_steps["model"].memory is None and grids[0]["model__memory"] == [None]
