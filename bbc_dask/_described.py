@@ -7,10 +7,11 @@ estimator classes are built — a class with ``fit`` and ``get_params``, found o
 standard library and never in a ``__main__`` — and nothing is called before that check;
 a module found only in the current directory or the study file's (unless PYTHONPATH
 lists it) is not even imported, since importing runs its code; no joblib cache
-directory (``memory``) is set, since joblib loads pickles back from it; the one other type a study file builds is ``make_column_selector``, by its own key, never
-by an import path. The command line builds a study file's search with
-it, and :class:`bbc_dask.Study` the parameters of a store the command line wrote (its
-stored study file), so that ``best_params_`` holds estimators, not their repr."""
+directory (``memory``) is set, since joblib loads pickles back from it. The one other
+type a study file builds is ``make_column_selector``, by its own key, never by an import
+path. The command line builds a study file's search with it, and :class:`bbc_dask.Study`
+the parameters of a store the command line wrote (its stored study file), so that
+``best_params_`` holds estimators, not their repr."""
 from __future__ import annotations
 
 import importlib
@@ -326,7 +327,7 @@ def grid_values(grid, where, est):
         if param == CACHE_PARAM and all(param in o.get_params(deep=False) for o in owners):
             for i, v in enumerate(grid[key]):
                 refuse_cache(v, f"{at}[{i}]")
-        build = composed.grid_builder(owners[0], param)
+        build = composed.grid_builder(owners[0], param) if owners else None
         values = []
         for i, v in enumerate(grid[key]):
             if build is not None:

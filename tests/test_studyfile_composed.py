@@ -273,7 +273,8 @@ G = r"^study file: grid\[0\]\.grid\."
      G + r"logisticregresion__C: not a parameter of this entry's estimator \(did you mean "
          r"logisticregression__C\?\)$"),
     ({"columntransformer__nmu": ["drop"]},
-     G + r"columntransformer__nmu: not a parameter of this entry's estimator \(did you mean columntransformer__num\?\)$"),
+     G + r"columntransformer__nmu: not a parameter of this entry's estimator \(did you mean "
+         r"columntransformer__num\?\)$"),
     ({"zzzzzzzz": [1]}, G + r"zzzzzzzz: not a parameter of this entry's estimator$"),
     ({"columntransformer__num": ["passthrough", "sklearn.preprocessing.StandardScaler"],
       "columntransformer__num__with_mean": [True]},
