@@ -21,8 +21,8 @@ import re
 
 from ._described import build_described, build_step, file_error, is_described, shown, transforms
 
-__all__ = ["check_names", "column_transformers", "named_estimators", "selector", "special_params",
-           "transformer"]
+__all__ = ["check_names", "column_transformers", "grid_builder", "named_estimators", "selector",
+           "special_params", "transformer"]
 
 #: What a composed estimator takes in place of an estimator (scikit-learn's words).
 SPECIFIERS = ("drop", "passthrough")
@@ -196,15 +196,46 @@ def column_transformers(items, where):
     return list(built)
 
 
+def grid_builder(owner, param):
+    """How a grid builds its values for ``param`` of ``owner`` (an estimator the entry
+    holds), as a fixed parameter's are built: ``builder(value, where)``, or None for a
+    parameter of no form of this module (:func:`bbc_dask._described.grid_values` builds
+    those). A ColumnTransformer's ``transformers`` and ``remainder`` and the named lists
+    have their forms (a named list's names checked as :func:`check_names` does); a
+    transformer, step or estimator tuned by its name is built as its list's items are (a
+    ColumnTransformer's and FeatureUnion's transformers and a Pipeline's steps but the
+    last must transform)."""
+    special = special_params(type(owner))
+    if param in special:
+        build = special[param]
+        if param not in NAMED:
+            return build
+        own = owner.get_params(deep=False)
+        return lambda v, where: _check_listed(build(v, where), own, type(owner).__name__, where)
+    own = owner.get_params(deep=False)
+    listed = next((p for p in NAMED if p in own), None)
+    names = [item[0] for item in own[listed] or []] if listed is not None else []
+    if param not in names:
+        return None
+    if listed in ("transformers", "transformer_list") or listed == "steps" and param != names[-1]:
+        return transformer
+    return _estimator
+
+
 def check_names(est, where):
     """The names of a composed estimator's named list (:data:`NAMED`, under ``where``) as
     its ``fit`` requires them: unique, without ``__``, none a parameter of the class."""
     own = est.get_params(deep=False)
     param = next((p for p in NAMED if p in own), None)
-    if param is None:
-        return
-    where, seen = f"{where}.{param}", set()
-    for i, (name, *_) in enumerate(own[param]):
+    if param is not None:
+        _check_listed(own[param], own, type(est).__name__, f"{where}.{param}")
+
+
+def _check_listed(items, own, cls_name, where):
+    """:func:`check_names` of the list ``items`` at ``where`` (``own``: the class's
+    parameters); returns ``items``."""
+    seen = set()
+    for i, (name, *_) in enumerate(items):
         if name in seen:
             raise file_error(f"{where}[{i}]", f"the name {name!r} is given twice")
         if "__" in name:
@@ -212,5 +243,6 @@ def check_names(est, where):
                                               f"the grid's parameter names)")
         if name in own:
             raise file_error(f"{where}[{i}]", f"the name {name!r} is a parameter of "
-                                              f"{type(est).__name__}: choose another")
+                                              f"{cls_name}: choose another")
         seen.add(name)
+    return items

@@ -1,5 +1,6 @@
 """Opening someone else's store or study file never runs their code."""
 import json
+import os
 
 import numpy as np
 import pytest
@@ -210,6 +211,171 @@ def test_a_study_file_calls_only_estimator_classes(tmp_path, entry, match):
     assert re.search(match, res.output), res.output
     assert not list(tmp_path.glob("CALLED*"))  # numpy.save would have written CALLED.npy
     assert not (tmp_path / "s.zarr").exists()
+
+
+LR = "sklearn.linear_model.LogisticRegression"
+
+
+@pytest.mark.parametrize("entry, match", [
+    ({"estimator": "sklearn.pipeline.Pipeline",
+      "params": {"steps": [["scale", "sklearn.preprocessing.StandardScaler"], ["lr", LR]], "memory": "{cache}"},
+      "grid": {"lr__C": [0.1, 1.0]}},
+     r"grid\[0\]\.params\.memory: a study file sets no cache directory \(got '.*cache'\): joblib's cache "
+     r"writes pickles there and loads them back, so a file planted there would run code; leave it null$"),
+    ({"pipeline": ["sklearn.preprocessing.StandardScaler", LR], "grid": {"memory": [None, "{cache}"]}},
+     r"grid\[0\]\.grid\.memory\[1\]: a study file sets no cache directory"),
+    ({"pipeline": [{"estimator": "sklearn.cluster.FeatureAgglomeration", "params": {"memory": "{cache}"}}, LR]},
+     r"grid\[0\]\.pipeline\[0\]\.params\.memory: a study file sets no cache directory"),
+    ({"estimator": "sklearn.cluster.AgglomerativeClustering", "params": {"memory": "{cache}"}},
+     r"grid\[0\]\.params\.memory: a study file sets no cache directory"),
+    ({"pipeline": [{"estimator": "sklearn.pipeline.Pipeline", "params": {
+        "steps": [["scale", "sklearn.preprocessing.StandardScaler"]]}}, LR],
+      "grid": {"pipeline__memory": ["{cache}"]}},
+     r"grid\[0\]\.grid\.pipeline__memory\[0\]: a study file sets no cache directory"),
+    ({"estimator": "sklearn.ensemble.BaggingClassifier", "grid": {"estimator": [
+        {"estimator": "sklearn.pipeline.Pipeline", "params": {"steps": [["lr", LR]], "memory": "{cache}"}}]}},
+     r"grid\[0\]\.grid\.estimator\[0\]\.params\.memory: a study file sets no cache directory"),
+])
+def test_a_study_file_sets_no_joblib_cache(tmp_path, entry, match):
+    """joblib's Memory pickles into its directory and unpickles from it on the driver and
+    every worker: a study file naming one could make them load a planted pickle."""
+    cache = tmp_path / "joblib_cache"
+    entry = json.loads(json.dumps(entry).replace("{cache}", str(cache)))
+    res = _run_cli("run", _study_file(tmp_path, entry), "--no-progress")
+    assert res.exit_code == 2 and len(res.output.strip().splitlines()) == 1, res.output
+    import re
+
+    assert re.search(match, res.output), res.output
+    assert not cache.exists() and not (tmp_path / "s.zarr").exists()
+
+
+def test_a_stored_study_file_with_a_cache_is_refused_when_rebuilt(tmp_path):
+    """``Study.params`` rebuilds a store's configurations from its stored study file (no
+    schema on that way): the same refusal; null, the default, is accepted everywhere."""
+    from bbc_dask._described import build_search
+    from bbc_dask.exceptions import StudyFileError
+
+    cache = tmp_path / "joblib_cache"
+    entry = {"estimator": "sklearn.pipeline.Pipeline", "params": {"steps": [["lr", LR]], "memory": str(cache)},
+             "grid": {"lr__C": [1.0]}}
+    with pytest.raises(StudyFileError, match=r"^study file: grid\[0\]\.params\.memory: a study file sets no "):
+        build_search({"grid": [entry]})
+    with pytest.raises(StudyFileError, match=r"^study file: grid\[0\]\.grid\.pipeline__memory\[0\]: "):
+        build_search({"grid": [{"pipeline": [{"estimator": "sklearn.pipeline.Pipeline", "params": {
+            "steps": [["lr", LR]]}}], "grid": {"pipeline__memory": [str(cache)]}}]})
+    est, grids = build_search({"grid": [dict(entry, params=dict(entry["params"], memory=None),
+                                             grid={"memory": [None], "lr__C": [1.0]})]})
+    assert est.named_steps["model"].memory is None and grids[0]["model__memory"] == [None]
+    assert not cache.exists()
+
+
+def _plant(directory, name, marker, package=False):
+    """A module whose top-level code leaves ``marker`` behind, holding a real estimator
+    class (so only where it was found can refuse it)."""
+    code = (f"import pathlib\npathlib.Path({str(marker)!r}).write_text('module code ran on import')\n"
+            "from sklearn.linear_model import LogisticRegression\n\n\n"
+            "class Estimator(LogisticRegression):\n    pass\n")
+    directory.mkdir(exist_ok=True)
+    if package:
+        (directory / name).mkdir()
+        (directory / name / "__init__.py").write_text(code)
+    else:
+        (directory / f"{name}.py").write_text(code)
+
+
+@pytest.fixture
+def planted(tmp_path, monkeypatch):
+    """``(here, files, marker)``: the current directory (on ``sys.path`` as ``''``, as
+    under ``python -c`` and Jupyter) and a study file's directory, both empty; the names
+    planted there are forgotten afterwards."""
+    import importlib
+    import sys
+
+    here, files = tmp_path / "here", tmp_path / "files"
+    here.mkdir()
+    files.mkdir()
+    monkeypatch.chdir(here)
+    monkeypatch.syspath_prepend("")
+    monkeypatch.delenv("PYTHONPATH", raising=False)
+    yield here, files, tmp_path / "IMPORTED_AND_RAN"
+    for name in [m for m in sys.modules if m.startswith("planted_")]:
+        del sys.modules[name]
+    importlib.invalidate_caches()
+
+
+def _study_in(files, estimator):
+    path = files / "study.yaml"
+    path.write_text(f"data: {{sklearn: breast_cancer}}\ngrid:\n  - estimator: {estimator}\nstore: s.zarr\n")
+    return path
+
+
+@pytest.mark.parametrize("where, package", [("here", False), ("here", True), ("files", False)])
+def test_a_study_file_does_not_import_a_module_planted_beside_it(planted, monkeypatch, where, package):
+    """Importing runs a module's top-level code before its class can be checked: a module
+    found only in the current directory, or in the study file's (here put on sys.path as
+    ``python files/run.py`` does), is refused without being imported."""
+    from bbc_dask.cli._studyfile import load_study_file
+    from bbc_dask.exceptions import StudyFileError
+
+    here, files, marker = planted
+    name = f"planted_{where}_{int(package)}"
+    _plant(here if where == "here" else files, name, marker, package)
+    if where == "files":
+        monkeypatch.syspath_prepend(str(files))
+    said = {"here": f"the current directory \\({here}\\)", "files": f"the study file's directory \\({files}\\)"}
+    with pytest.raises(StudyFileError, match=rf"^study file: grid\[0\]\.estimator: module '{name}' \(of "
+                                             rf"{name}\.Estimator\) is found in {said[where]}, which a study "
+                                             rf"file does not import from: install it, or put its directory "
+                                             rf"on PYTHONPATH$"):
+        load_study_file(_study_in(files, f"{name}.Estimator"))
+    assert not marker.exists()
+    # named in PYTHONPATH, the user's own choice: imported as before
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(["/nonexistent", str(here if where == "here" else files)]))
+    resolved = load_study_file(_study_in(files, f"{name}.Estimator"))
+    assert resolved["grid"][0]["estimator"] == f"{name}.Estimator" and marker.exists()
+
+
+def test_the_command_line_and_a_stored_study_file_refuse_it_too(planted):
+    """In-process (CliRunner, as a notebook would call main) and ``Study.params``, which
+    rebuilds a store's configurations from its stored study file: refused, nothing run."""
+    from bbc_dask._described import build_search
+    from bbc_dask.exceptions import StudyFileError
+
+    here, files, marker = planted
+    _plant(here, "planted_cli", marker)
+    res = _run_cli("run", _study_in(files, "planted_cli.Estimator"), "--no-progress")
+    assert res.exit_code == 2 and len(res.output.strip().splitlines()) == 1, res.output
+    assert "module 'planted_cli' (of planted_cli.Estimator) is found in the current directory" in res.output
+    with pytest.raises(StudyFileError, match=r"module 'planted_cli' .* is found in the current directory"):
+        build_search({"grid": [{"estimator": "sklearn.ensemble.BaggingClassifier", "params": {}, "grid": {
+            "estimator": [{"estimator": "planted_cli.Estimator"}]}}]})
+    assert not marker.exists() and not (files / "s.zarr").exists()
+
+
+def test_an_installed_module_in_the_current_directory_is_imported(planted, monkeypatch):
+    """An editable install whose files are in the current directory (its finder maps the
+    name to them) is found there through ``''`` and through its finder: imported; so are
+    the suite's own estimators (``tests/`` on sys.path through pytest's pythonpath)."""
+    import importlib.abc
+    import importlib.util
+    import sys
+
+    from bbc_dask.cli._studyfile import resolve_study_file
+
+    here, _, marker = planted
+    _plant(here, "planted_installed", marker)
+
+    class Editable(importlib.abc.MetaPathFinder):
+        def find_spec(self, fullname, path=None, target=None):
+            if fullname == "planted_installed":
+                return importlib.util.spec_from_file_location(fullname, here / "planted_installed.py")
+            return None
+
+    monkeypatch.setattr(sys, "meta_path", [*sys.meta_path, Editable()])
+    got = resolve_study_file({"data": {"sklearn": "iris"}, "grid": [{"estimator": "planted_installed.Estimator"}]})
+    assert got["grid"][0]["estimator"] == "planted_installed.Estimator" and marker.exists()
+    monkeypatch.chdir(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    resolve_study_file({"data": {"sklearn": "iris"}, "grid": [{"estimator": "_estimators.Sleepy"}]})
 
 
 def test_nested_estimators_in_a_study_file(tmp_path):

@@ -195,6 +195,116 @@ def test_the_code_refuses_what_the_schema_does_not_see():
         build_step({"estimator": "sklearn.compose.make_column_selector", "params": {}}, "x")
 
 
+# ------------------------------------------------------------------------- the grid
+
+def _grid_of(entry):
+    """The entry's grid values as the command line builds them (``model__`` taken off)."""
+    from bbc_dask._described import build_search
+
+    resolved = resolve_study_file({"data": {"sklearn": "iris"}, "grid": [entry]})
+    return {k[len("model__"):]: v for k, v in build_search(resolved)[1][0].items() if k != "model"}
+
+
+def test_a_grid_value_is_built_as_the_parameter_it_sets_takes_it():
+    """A grid's value is an estimator, a transformer or a selector exactly where a fixed
+    parameter's would be: the owner of the key (``get_params(deep=True)``) and its form."""
+    got = _grid_of(_entry([["num", NUMBERS, ["a"]], ["cat", OHE, ["b"]]], grid={
+        "columntransformer__remainder": ["passthrough", "sklearn.preprocessing.StandardScaler"],
+        "columntransformer__num": ["sklearn.preprocessing.StandardScaler", "drop",
+                                   {"pipeline": ["sklearn.impute.SimpleImputer"]}],
+        "columntransformer__transformers": [
+            [["cat", "sklearn.preprocessing.OneHotEncoder", {"dtype_include": "object"}]],
+            [{"name": "cat", "transformer": OHE, "columns": ["b"]}, ["num", "passthrough", [0, 1]]],
+            [{"transformer": "sklearn.preprocessing.OrdinalEncoder", "columns": "b"}]],
+        "logisticregression__class_weight": [None, {"0": 2}]}))
+    assert _canon(got["columntransformer__remainder"]) == _canon(["passthrough", StandardScaler()])
+    assert _canon(got["columntransformer__num"]) == _canon([StandardScaler(), "drop", make_pipeline(SimpleImputer())])
+    assert _canon(got["columntransformer__transformers"]) == _canon([
+        [("cat", OneHotEncoder(), make_column_selector(dtype_include="object"))],
+        [("cat", OneHotEncoder(handle_unknown="ignore"), ["b"]), ("num", "passthrough", [0, 1])],
+        [("ordinalencoder", OrdinalEncoder(), "b")]])
+    assert got["logisticregression__class_weight"] == [None, {"0": 2}]  # a mapping that is no estimator
+    # a pipeline's step by its name: a transformer but for the last, which may be any estimator
+    got = _grid_of({"pipeline": ["sklearn.preprocessing.StandardScaler", LR], "grid": {
+        "standardscaler": ["passthrough", "sklearn.preprocessing.MinMaxScaler"],
+        "logisticregression": ["sklearn.svm.SVC", {"estimator": LR, "params": {"C": 0.5}}]}})
+    assert [type(v).__name__ for v in got["standardscaler"][1:]] == ["MinMaxScaler"]
+    assert repr(got["logisticregression"]) == repr([SVC(), LogisticRegression(C=0.5)])
+    # a key below another key of the grid: a parameter of each of that key's values
+    got = _grid_of({"estimator": "sklearn.ensemble.BaggingClassifier", "grid": {
+        "estimator": [{"estimator": "sklearn.svm.SVC"}, {"estimator": LR}], "estimator__C": [0.5, 1.0]}})
+    assert got["estimator__C"] == [0.5, 1.0]
+
+
+def test_a_selector_tuned_in_a_grid_is_followed_through_the_data(tmp_path):
+    """The reviewer's g.yaml: a selector mapping in a tuned ``transformers`` crashed the
+    string-column check ("'<=' not supported between 'int' and 'dict'")."""
+    _csv(tmp_path)
+    tuned = _entry([["strings", OHE, ["city", "plan"]]], grid={"columntransformer__transformers": [
+        [["strings", OHE, {"dtype_exclude": "number"}], ["numbers", NUMBERS, {"dtype_include": "number"}]],
+        [{"name": "strings", "transformer": OHE, "columns": ["city", "plan"]}]]})
+    X, _, _ = _load(tmp_path, tuned)
+    assert list(X.columns) == ["age", "income", "city", "plan"]
+    with pytest.raises(StudyFileError, match=r"^study file: grid\[0\]: ColumnTransformer transformer 'strings' "
+                                             r"selects 'town', which is not a feature column"):
+        _load(tmp_path, _entry([["strings", OHE, ["city", "plan"]]], grid={"columntransformer__transformers": [
+            [{"name": "strings", "transformer": OHE, "columns": ["town"]}]]}))
+
+
+G = r"^study file: grid\[0\]\.grid\."
+
+
+@pytest.mark.parametrize("grid, pattern", [
+    ({"columntransformer__remainder": ["passthrough", "passthru"]},
+     G + r"columntransformer__remainder\[1\]: expected drop, passthrough, an import path, \{estimator, params\} "
+         r"or \{pipeline: \[\.\.\.\]\}, got 'passthru'$"),
+    ({"columntransformer__remainder": [LR]},
+     G + r"columntransformer__remainder\[0\]: LogisticRegression is not a transformer \(it has no transform\)$"),
+    ({"columntransformer__num": ["sklearn.preprocessing.StandardScaler", LR]},
+     G + r"columntransformer__num\[1\]: LogisticRegression is not a transformer"),
+    ({"columntransformer__transformers": [[["num", "drop", {"dtype_includ": "object"}]]]},
+     G + r"columntransformer__transformers\[0\]\[0\]\[2\]\.dtype_includ: unknown key of a column selector"),
+    ({"columntransformer__transformers": [[["num", "drop", [0]], ["num", "passthrough", [1]]]]},
+     G + r"columntransformer__transformers\[0\]\[1\]: the name 'num' is given twice$"),
+    ({"columntransformer__transformers": [[{"name": "num", "transformer": "drop", "cols": [0]}]]},
+     G + r"columntransformer__transformers\[0\]\[0\]\.cols: unknown key \(allowed: name, transformer, columns\)$"),
+    ({"standardscaler": [LR]}, G + r"standardscaler\[0\]: LogisticRegression is not a transformer"),
+    ({"logisticregression__C": [1.0], "logisticregresion__C": [0.1, 1.0]},
+     G + r"logisticregresion__C: not a parameter of this entry's estimator \(did you mean "
+         r"logisticregression__C\?\)$"),
+    ({"columntransformer__nmu": ["drop"]},
+     G + r"columntransformer__nmu: not a parameter of this entry's estimator \(did you mean "
+         r"columntransformer__num\?\)$"),
+    ({"zzzzzzzz": [1]}, G + r"zzzzzzzz: not a parameter of this entry's estimator$"),
+    ({"columntransformer__num": ["passthrough", "sklearn.preprocessing.StandardScaler"],
+      "columntransformer__num__with_mean": [True]},
+     G + r"columntransformer__num__with_mean: not a parameter of grid\[0\]\.grid\.columntransformer__num\[0\] "
+         r"\('passthrough'\)$"),
+])
+def test_a_grid_is_checked_as_its_keys_owners_take_it(grid, pattern):
+    """Every value refused where its fixed form would be, and a key that is no parameter
+    in one line with the closest name (the whole pipeline's repr, cut inside, was the
+    first line of scikit-learn's error); all when the file is read."""
+    entry = {"pipeline": [{"estimator": CT, "params": {"transformers": [["num", "passthrough", [0]]]}},
+                          "sklearn.preprocessing.StandardScaler", LR], "grid": grid}
+    _refused(entry, pattern)
+
+
+def test_a_grid_value_is_checked_against_its_owners_constraints():
+    """As a fixed parameter written as a mapping is (BaggingClassifier's estimator must
+    predict); on one line though scikit-learn's message holds the value's repr."""
+    _refused({"estimator": "sklearn.ensemble.BaggingClassifier", "grid": {"estimator": [
+        {"estimator": LR}, {"pipeline": ["sklearn.impute.SimpleImputer", "sklearn.preprocessing.StandardScaler"]}]}},
+        r"^study file: grid\[0\]\.grid\.estimator\[1\]: The 'estimator' parameter of BaggingClassifier must be "
+        r"an object implementing 'fit' and 'predict' or None\. Got Pipeline\(steps=\[\('simpleimputer', "
+        r"SimpleImputer\(\)\), \('standardscaler', StandardScaler\(\)\)\]\) instead\.$")
+    _refused({"estimator": "sklearn.ensemble.BaggingClassifier", "grid": {
+        "estimator": [{"estimator": "sklearn.svm.SVC"}, {"estimator": "sklearn.tree.DecisionTreeClassifier"}],
+        "estimator__C": [1.0]}},
+        r"^study file: grid\[0\]\.grid\.estimator__C: not a parameter of grid\[0\]\.grid\.estimator\[1\] "
+        r"\(DecisionTreeClassifier\(\)\)$")
+
+
 # --------------------------------------------------------------------- string columns
 
 def _csv(tmp_path):
@@ -333,11 +443,16 @@ def test_a_string_column_is_refused_before_any_cluster_starts(tmp_path, monkeypa
     import yaml
 
     for entry, said in [({"estimator": LR}, "columns 'city', 'plan' hold strings"),
-                        (_entry([["num", {"estimater": "x"}, ["age"]]]), "give exactly one of 'estimator'")]:
+                        (_entry([["num", {"estimater": "x"}, ["age"]]]), "give exactly one of 'estimator'"),
+                        (_entry([["s", OHE, ["city", "plan"]]], grid={"columntransformer__remainder": [
+                            "passthrough", LR]}), "remainder[1]: LogisticRegression is not a transformer"),
+                        (_entry([["s", OHE, ["city", "plan"]]], grid={"logisticregresion__C": [0.1]}),
+                         "(did you mean logisticregression__C?)")]:
         (tmp_path / "s.yaml").write_text(yaml.safe_dump(
             {"data": {"path": "d.csv", "target": "label"}, "grid": [entry], "store": "s.zarr"}))
         got = CliRunner().invoke(main, ["run", str(tmp_path / "s.yaml"), "--no-progress"])
         assert got.exit_code == 2 and said in got.output and "a cluster was started" not in got.output, got.output
+        assert len(got.output.strip().splitlines()) == 1, got.output
         assert not (tmp_path / "s.zarr").exists()
 
 

@@ -52,8 +52,9 @@ pipeline whose ``model`` step is set per configuration (``{"model": [est], "mode
 [...]}``), as a list of grids in scikit-learn.
 
 A value that is an estimator is ``{estimator, params}`` or ``{pipeline: [steps]}``
-(``make_pipeline``), in ``params`` at any depth or in a ``grid`` list
-(:mod:`bbc_dask._described`); a ColumnTransformer's ``transformers`` (names left out of
+(``make_pipeline``), in ``params`` at any depth or in a ``grid`` list, where a grid's value
+takes the form of the parameter its key sets and every key is a parameter of the entry's
+estimator (:mod:`bbc_dask._described`); a ColumnTransformer's ``transformers`` (names left out of
 every one: ``make_column_transformer``'s), its ``remainder``, the column selectors and the
 ``[name, estimator]`` lists of Pipeline, FeatureUnion and the ensembles have their forms
 (:mod:`bbc_dask._composed`). The data is read as it is (a DataFrame, strings and missing
@@ -68,7 +69,7 @@ import os
 
 import numpy as np
 
-from .._described import build_entry, build_pipeline, build_search, build_step, file_error, grid_values
+from .._described import build_entry, build_pipeline, build_search, build_step, file_error, grid_values, reading
 from ..exceptions import InvalidParameterError, StudyFileError
 from . import _schema
 from ._columns import check_encoded, select_features
@@ -150,8 +151,9 @@ def resolve_study_file(raw, base="."):
 
     default = _schema.default
     name = str(raw.get("name", default("name")))
-    resolved = {"name": name, "data": _resolve_data(raw["data"], base),
-                "grid": [_resolve_entry(e, f"grid[{i}]") for i, e in enumerate(raw["grid"])]}
+    resolved = {"name": name, "data": _resolve_data(raw["data"], base)}
+    with reading(base):  # a module beside the study file is not imported from there
+        resolved["grid"] = [_resolve_entry(e, f"grid[{i}]") for i, e in enumerate(raw["grid"])]
     resolved["cv"] = _resolve_cv(raw.get("cv") or {}, resolved["data"])
     resolved["metric"] = _check_metric(raw.get("metric", default("metric")))
     drop = raw.get("dropping", default("dropping"))
@@ -247,7 +249,7 @@ def _resolve_data(data, base):
 def _resolve_entry(e, where):
     """A grid entry with its estimator built (the classes checked, the parameters
     accepted, every nested estimator and ColumnTransformer form built) and its grid's
-    names tried on it."""
+    keys and values checked on it (:func:`bbc_dask._described.grid_values`)."""
     grid = e.get("grid") or {}
     if "estimator" in e:
         step = {"estimator": e["estimator"], "params": e.get("params") or {}}
@@ -259,10 +261,7 @@ def _resolve_entry(e, where):
                 for st in e["pipeline"]]
         est = build_pipeline(norm, f"{where}.pipeline")
         out = {"pipeline": norm, "grid": grid}
-    try:  # the grid's names exist (set_params checks them)
-        est.set_params(**{k: v[0] for k, v in grid_values(grid, where).items()})
-    except (ValueError, TypeError) as exc:
-        raise file_error(f"{where}.grid", f"{exc}") from None
+    grid_values(grid, where, est)  # its keys are the estimator's, its values built and checked
     return out
 
 
@@ -313,8 +312,10 @@ def load_data(resolved):
     (:func:`._columns.check_encoded`) before anything runs."""
     loaded = _read_data(resolved)
     d = resolved["data"]
-    entries = [(f"grid[{i}]", build_entry(e, f"grid[{i}]"), grid_values(e.get("grid") or {}, f"grid[{i}]"))
-               for i, e in enumerate(resolved["grid"])]
+    entries = []
+    for i, e in enumerate(resolved["grid"]):
+        est = build_entry(e, f"grid[{i}]")
+        entries.append((f"grid[{i}]", est, grid_values(e.get("grid") or {}, f"grid[{i}]", est)))
     check_encoded(loaded[0], entries, d.get("path"))
     return loaded
 
