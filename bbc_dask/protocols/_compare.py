@@ -298,8 +298,8 @@ def _comparison(rows, metric, level, chosen=None):
 
 def _interrupted(exc, partial, out_dir, talk):
     """The :class:`ComparisonInterrupted` of an interrupt ``exc``, its partial table
-    written to ``out_dir`` first (a second signal meanwhile waits for the write, unless
-    it comes twice: a file is never left half-written by the first)."""
+    written to ``out_dir`` first (a signal meanwhile waits for the write to end, so the
+    files are not left half-written; a second one acts at once)."""
     from .._signals import deferred_interrupts
 
     if out_dir is not None:
