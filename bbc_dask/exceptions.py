@@ -18,6 +18,7 @@ __all__ = [
     "BBCDaskError",
     "InvalidParameterError",
     "BoundAboveObservedWarning",
+    "ComparisonInterrupted",
     "LabelsAsScoresWarning",
     "OldSchemaError",
     "SchedulerUnreachableError",
@@ -198,3 +199,14 @@ class StudyInterrupted(KeyboardInterrupt):
 
     def __str__(self):
         return self.message
+
+
+class ComparisonInterrupted(StudyInterrupted):
+    """:func:`bbc_dask.compare` stopped by SIGINT (Ctrl-C) or SIGTERM: ``partial`` is the
+    :class:`~bbc_dask.protocols.Comparison` of the protocols that had finished (its
+    ``partial`` flag set, ``not_run`` naming the others). The stores keep the CVT and
+    nested CV fits, so the same call again resumes them."""
+
+    def __init__(self, message, signum=signal.SIGINT, partial=None):
+        super().__init__(message, signum)
+        self.partial = partial

@@ -4,6 +4,7 @@ import os
 import time
 import uuid
 
+from sklearn.ensemble import HistGradientBoostingClassifier
 from sklearn.linear_model import LogisticRegression
 from sklearn.preprocessing import StandardScaler
 
@@ -147,3 +148,19 @@ def fits_by_process(gate):
             pid = int(name.split("-")[1])
             out[pid] = out.get(pid, 0) + 1
     return out
+
+
+class FitsRecorded(HistGradientBoostingClassifier):
+    """A HistGradientBoostingClassifier that leaves, per fit, a file in the directory
+    ``record`` named by the fitting process's id and holding its ``OMP_NUM_THREADS``
+    ("" if unset): where a protocol's fits ran, and under which OpenMP thread limit
+    (distributed's nannies start their workers with 1)."""
+
+    def __init__(self, record="", max_iter=10, max_depth=None, random_state=0):
+        super().__init__(max_iter=max_iter, max_depth=max_depth, random_state=random_state)
+        self.record = record
+
+    def fit(self, X, y, sample_weight=None):
+        with open(os.path.join(self.record, f"{os.getpid()}-{uuid.uuid4().hex}"), "w") as f:
+            f.write(os.environ.get("OMP_NUM_THREADS", ""))
+        return super().fit(X, y, sample_weight=sample_weight)

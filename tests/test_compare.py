@@ -169,3 +169,177 @@ def test_the_command_line_compares_a_study_file(tmp_path, client):
     assert (tmp_path / "cmp" / "comparison.png").exists()
     bad = cli("compare", f, "--out", tmp_path / "c2", "--protocols", "cvt,nope", check=False)
     assert bad.returncode == 2 and "'protocols' parameter of compare" in bad.stderr
+
+
+def test_every_fit_of_the_holdout_runs_on_the_cluster_with_a_workers_threads(tmp_path, client, data):
+    """holdout's tuned fit ran in the calling process, at OpenMP's thread per core: on a
+    busy machine HistGradientBoosting's fits there cost ~30x the same fits in a worker
+    (benchmarks/bench_compare.py). Now each of its fits runs in a worker process, under
+    the workers' limit of one OpenMP thread."""
+    import os
+
+    import _estimators
+
+    X, y = data
+    record = tmp_path / "fits"
+    record.mkdir()
+    res = bd.compare(_estimators.FitsRecorded(record=str(record)), {"max_depth": [2, 3]}, X, y,
+                     store=tmp_path / "s", metric="roc_auc", n_splits=3, n_inner=2,
+                     protocols=["holdout"], random_state=5, client=client, progress=False)
+    fits = [(f.name.split("-")[0], f.read_text()) for f in record.iterdir()]
+    assert len(fits) == res.rows[0]["models_trained"] == 2 * 2 + 1
+    workers = {str(pid) for pid in client.run(os.getpid).values()}
+    assert {pid for pid, _ in fits} <= workers, (fits, workers)  # none in this process
+    assert {limit for _, limit in fits} == {"1"}
+
+
+def _study_file(tmp_path, data):
+    import yaml
+
+    X, y = data
+    np.savez(tmp_path / "data.npz", X=X, y=y)
+    spec = {"name": "cmp", "data": {"path": "data.npz"},
+            "grid": [{"estimator": "sklearn.ensemble.HistGradientBoostingClassifier",
+                      "params": {"max_iter": 10, "random_state": 0},
+                      "grid": {"max_depth": [2, 3]}}],
+            "cv": {"splits": 3}, "metric": "roc_auc", "random_state": 3}
+    f = tmp_path / "study.yaml"
+    f.write_text(yaml.safe_dump(spec))
+    return f
+
+
+def test_the_command_line_says_which_protocol_runs_and_how_far_it_is(tmp_path, client, data):
+    import re
+
+    from click.testing import CliRunner
+
+    from bbc_dask.cli import main
+
+    f = _study_file(tmp_path, data)
+    res = CliRunner().invoke(main, ["compare", str(f), "--out", str(tmp_path / "cmp"),
+                                    "--scheduler", client.scheduler.address, "--protocols",
+                                    "cvt,bbc,holdout,repeated_holdout", "--holdout-repeats", "2"])
+    assert res.exit_code == 0, res.output
+    err = res.stderr
+    said = [line for line in err.splitlines() if line.startswith("bbc_dask: compare")]
+    assert said[0] == ("bbc_dask: compare 1/3, CVT: 2 configurations x 3 folds; TT, BBC-CV "
+                       "and BBC-F share its fits"), err
+    assert re.fullmatch(r"bbc_dask: compare 1/3, CVT done in [\d.]+ s: CVT \(naive\) 0\.\d{4}, "
+                        r"BBC-CV 0\.\d{4}", said[1]), said
+    assert said[2] == ("bbc_dask: compare 2/3, holdout: test_size=0.3; 1 split x 5 models "
+                       "(GridSearchCV of 2 configurations, cv=2, and its refit)"), said
+    assert re.fullmatch(r"bbc_dask: compare 2/3, holdout done in [\d.]+ s: holdout 0\.\d{4}",
+                        said[3]), said
+    assert said[4].startswith("bbc_dask: compare 3/3, repeated holdout: test_size=0.3; 2 splits "
+                              "x 5 models"), said
+    assert len(said) == 6 and said[5].startswith("bbc_dask: compare 3/3, repeated holdout done")
+    # the protocols' own bars: the study's waves, and the holdout family's splits
+    assert "wave" in err and re.search(r"repeated_holdout: 100%.*2/2", err), err
+    assert re.search(r"holdout: 100%.*1/1 .*split", err), err
+    assert "BBC-CV" in res.stdout and "partial" not in res.stdout
+
+
+def test_an_interrupted_comparison_shows_and_writes_what_finished(tmp_path, client, data,
+                                                                   monkeypatch):
+    """SIGTERM (as Ctrl-C) during repeated holdout: the rows of CVT, BBC-CV and holdout
+    are printed and written, marked partial, and the command exits as interrupted. The
+    interrupt is raised where the protocol runs (a real signal: the next test)."""
+    import json
+    import signal
+
+    from click.testing import CliRunner
+
+    from bbc_dask.cli import main
+    from bbc_dask.exceptions import ComparisonInterrupted, StudyInterrupted
+
+    def interrupted(*args, **kwargs):
+        raise StudyInterrupted("interrupted", signal.SIGTERM)
+
+    monkeypatch.setattr("bbc_dask.protocols._holdout.repeated_holdout", interrupted)
+    f = _study_file(tmp_path, data)
+    out = tmp_path / "cmp"
+    res = CliRunner().invoke(main, ["compare", str(f), "--out", str(out), "--scheduler",
+                                    client.scheduler.address, "--protocols",
+                                    "cvt,bbc,holdout,repeated_holdout,bootstrap", "--no-progress"])
+    assert res.exit_code == 143, res.output
+    assert res.stderr.strip().splitlines()[-1] == "interrupted", res.stderr
+    assert "bbc_dask: compare" not in res.stderr  # --no-progress: nothing while it runs
+    table = res.stdout.splitlines()
+    assert [line.split("  ")[0] for line in table[1:4]] == ["CVT (naive)", "BBC-CV", "holdout"]
+    assert table[-1] == "(partial: interrupted before repeated holdout, bootstrap finished)"
+    got = json.loads((out / "comparison.json").read_text())
+    assert got["partial"] is True and got["not_run"] == ["repeated holdout", "bootstrap"]
+    assert [r["protocol"] for r in got["rows"]] == ["CVT (naive)", "BBC-CV", "holdout"]
+    page = (out / "comparison.html").read_text()
+    assert "Protocols compared (partial)" in page and ">holdout<" in page
+    assert ">repeated holdout<" not in page
+    # bd.compare: the exception carries the table, and names what ran
+    X, y = data
+    with pytest.raises(ComparisonInterrupted) as e:
+        bd.compare(LogisticRegression(), GRID, X, y, store=tmp_path / "s", metric="roc_auc",
+                   n_splits=3, n_inner=2, protocols=["cvt", "repeated_holdout"],
+                   random_state=5, client=client, progress=False)
+    assert e.value.exit_code == 143 and e.value.partial.partial
+    assert [r["protocol"] for r in e.value.partial.rows] == ["CVT (naive)"]
+    assert e.value.partial.not_run == ("repeated holdout",)
+    assert str(e.value).startswith("interrupted during repeated holdout: 1 of 2 protocols "
+                                   "finished"), str(e.value)
+
+
+# slow (10 s on a busy machine, a command-line process: ~8 s of it until holdout's first
+# fit): CI runs it every time; the partial table itself is in the default suite (above)
+@pytest.mark.slow
+def test_ctrl_c_prints_the_partial_table_and_exits_as_interrupted(tmp_path, client, data):
+    """A real SIGINT to a ``bbc-dask compare`` process, sent while holdout's first fit is
+    held (the CVT stage's 6 fits done): the CVT rows printed and written, marked
+    partial, then the interrupted exit (130)."""
+    import json
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    import yaml
+
+    from _helpers import wait_until
+
+    X, y = data
+    np.savez(tmp_path / "data.npz", X=X, y=y)
+    gate = tmp_path / "gate"
+    gate.mkdir()
+    (gate / "hold").touch()
+    spec = {"name": "cmp", "data": {"path": "data.npz"},
+            "grid": [{"estimator": "_estimators.Gated",
+                      "params": {"gate": str(gate), "after": 2 * 3, "nap": 0.0},
+                      "grid": {"C": [0.1, 1.0]}}],
+            "cv": {"splits": 3}, "metric": "roc_auc", "random_state": 3}
+    (tmp_path / "study.yaml").write_text(yaml.safe_dump(spec))
+    out = tmp_path / "cmp"
+    tests = os.path.dirname(os.path.abspath(__file__))
+    proc = subprocess.Popen(
+        [os.path.join(os.path.dirname(sys.executable), "bbc-dask"), "compare",
+         str(tmp_path / "study.yaml"), "--out", str(out), "--scheduler",
+         client.scheduler.address, "--protocols", "cvt,bbc,holdout", "--no-progress"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+        env=dict(os.environ, PYTHONPATH=tests),
+        # SIGINT as a terminal's foreground process has it (a background job's is ignored)
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        wait_until(lambda: proc.poll() is not None or (gate / "blocked").exists(), 180,
+                   "holdout's first fit")
+        assert proc.poll() is None, proc.communicate()
+        proc.send_signal(signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=120)
+    finally:
+        (gate / "hold").unlink(missing_ok=True)  # the held fit ends
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, stderr
+    assert stderr.strip().splitlines()[-1] == "interrupted", stderr
+    table = stdout.splitlines()
+    assert [line.split("  ")[0] for line in table[1:3]] == ["CVT (naive)", "BBC-CV"], stdout
+    assert table[-1] == "(partial: interrupted before holdout finished)", stdout
+    got = json.loads((out / "comparison.json").read_text())
+    assert got["partial"] is True and got["not_run"] == ["holdout"]
+    assert [r["protocol"] for r in got["rows"]] == ["CVT (naive)", "BBC-CV"]
+    assert "Protocols compared (partial)" in (out / "comparison.html").read_text()

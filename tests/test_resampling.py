@@ -84,6 +84,13 @@ def test_holdout_is_the_first_split_of_repeated_holdout_and_unstratified_is_plai
                               random_state=5, client=client, progress=False)
     np.testing.assert_array_equal(one.test_idx, rep.splits[0][1])
     assert abs(one.estimate - rep.scores[0]) < TOL
+    # fitted as a task on a cluster (compare's way): the same split, fit and interval
+    there = bd.holdout(_lr(), X, y, metric="accuracy", test_size=0.3, random_state=5,
+                       client=client, progress=False)
+    np.testing.assert_array_equal(there.test_idx, one.test_idx)
+    assert (there.estimate, tuple(there.ci)) == (one.estimate, tuple(one.ci))
+    with pytest.raises(InvalidParameterError, match="'client' parameter of holdout"):
+        bd.holdout(_lr(), X, y, metric="accuracy", test_size=0.3, random_state=5, client=3)
     free = bd.holdout(_lr(), X, y, metric="accuracy", test_size=0.3, random_state=5,
                       stratify=False)
     assert len(free.test_idx) == 18 and len(free.train_idx) == 42

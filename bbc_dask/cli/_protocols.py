@@ -7,7 +7,7 @@ import os
 import click
 
 from .. import _json as strict_json
-from ..exceptions import StudyFileError
+from ..exceptions import ComparisonInterrupted, StudyFileError
 from ._commands import _client, main
 
 __all__ = ["compare"]
@@ -26,13 +26,18 @@ __all__ = ["compare"]
 @click.option("--holdout-repeats", type=click.IntRange(min=2), default=10, show_default=True)
 @click.option("--bootstrap-rounds", type=click.IntRange(min=2), default=50, show_default=True)
 @click.option("--scheduler", default=None, help="Address of an existing Dask scheduler.")
-@click.option("--no-progress", is_flag=True)
+@click.option("--no-progress", is_flag=True,
+              help="Say nothing while it runs (by default: a line as each protocol starts "
+                   "and ends, and their progress bars, on stderr).")
 def compare(study_file, out_dir, protocols, test_size, holdout_repeats, bootstrap_rounds,
             scheduler, no_progress):
     """Run the papers' protocols on STUDY_FILE's data and grid — naive CVT, TT, BBC-CV,
     BBC-F, nested CV (the study file's protocol.n_outer/n_inner, else cv.splits and one
     fewer), holdout, repeated holdout, the .632+ bootstrap — and write one table and plot
-    of estimate, interval, models trained, fit seconds and wall time."""
+    of estimate, interval, models trained, fit seconds and wall time.
+
+    Ctrl-C (or SIGTERM) prints the table of the protocols that had finished and writes it
+    where the full one goes, marked partial; the same command again resumes the stores."""
     from ..protocols import compare as run_compare
     from . import _studyfile as studyfile
 
@@ -45,16 +50,31 @@ def compare(study_file, out_dir, protocols, test_size, holdout_repeats, bootstra
                              "family splits samples)")
     estimator, grid = studyfile.build_search(resolved)
     nested = resolved.get("protocol") or {}
-    res = run_compare(
-        estimator, grid, X, y, store=os.path.join(out_dir, "stores"), metric=resolved["metric"],
-        n_splits=resolved["cv"]["splits"], n_outer=nested.get("n_outer"),
-        n_inner=nested.get("n_inner"), test_size=test_size, holdout_repeats=holdout_repeats,
-        n_bootstraps=bootstrap_rounds, confidence_level=resolved.get("confidence", 0.95),
-        protocols=None if protocols is None else [p.strip() for p in protocols.split(",")],
-        random_state=resolved["random_state"], client=_client(resolved, scheduler),
-        progress=not no_progress, out_dir=out_dir)
-    with open(os.path.join(out_dir, "comparison.json"), "w") as f:
-        strict_json.dump({"metric": res.metric, "confidence_level": res.confidence_level,
-                   "rows": res.rows}, f, indent=2)
+    try:
+        res = run_compare(
+            estimator, grid, X, y, store=os.path.join(out_dir, "stores"),
+            metric=resolved["metric"], n_splits=resolved["cv"]["splits"],
+            n_outer=nested.get("n_outer"), n_inner=nested.get("n_inner"), test_size=test_size,
+            holdout_repeats=holdout_repeats, n_bootstraps=bootstrap_rounds,
+            confidence_level=resolved.get("confidence", 0.95),
+            protocols=None if protocols is None else [p.strip() for p in protocols.split(",")],
+            random_state=resolved["random_state"], client=_client(resolved, scheduler),
+            progress=not no_progress, out_dir=out_dir)
+    except ComparisonInterrupted as e:
+        # what finished is the user's: shown and written, then the interrupt's exit
+        from .._signals import deferred_interrupts
+
+        with deferred_interrupts():
+            _write_json(e.partial, out_dir)
+            click.echo(e.partial.summary())
+            click.echo(f"partial report: {os.path.join(out_dir, 'comparison.html')}; run the "
+                       f"same command to finish it (the stores resume)", err=True)
+        raise
+    _write_json(res, out_dir)
     click.echo(res.summary())
     click.echo(f"report: {os.path.join(out_dir, 'comparison.html')}")
+
+
+def _write_json(comparison, out_dir):
+    with open(os.path.join(out_dir, "comparison.json"), "w") as f:
+        strict_json.dump(comparison.to_dict(), f, indent=2)

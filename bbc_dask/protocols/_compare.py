@@ -17,12 +17,14 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
+import signal
+import sys
 import time
 
 import numpy as np
 
 from .. import _validation as validation
-from ..exceptions import InvalidParameterError
+from ..exceptions import ComparisonInterrupted, InvalidParameterError
 from ..stats import ArrayEquality
 from .._doors import door
 
@@ -54,11 +56,20 @@ class Comparison(ArrayEquality):
         the CVT rows share the study's fits and add their own bootstrap time), ``note``.
     metric : str
     confidence_level : float
+    partial : bool
+        True for the table of an interrupted comparison
+        (:class:`~bbc_dask.exceptions.ComparisonInterrupted`'s ``partial``): the rows of
+        the protocols that had finished.
+    not_run : tuple of str
+        The labels of the protocols asked for that have no row (an interrupted
+        comparison's).
     """
 
     rows: list
     metric: str
     confidence_level: float
+    partial: bool = False
+    not_run: tuple = ()
 
     def to_frame(self):
         """The table as a pandas DataFrame."""
@@ -67,7 +78,19 @@ class Comparison(ArrayEquality):
         return pd.DataFrame(self.rows).set_index("protocol")
 
     def __repr__(self):
-        return f"Comparison(metric={self.metric!r}, protocols={[r['protocol'] for r in self.rows]})"
+        partial = ", partial=True" if self.partial else ""
+        return (f"Comparison(metric={self.metric!r}, protocols="
+                f"{[r['protocol'] for r in self.rows]}{partial})")
+
+    def to_dict(self):
+        """JSON-ready (NaN where a row has no value: write it with strict JSON, as null)."""
+        return {"metric": self.metric, "confidence_level": self.confidence_level,
+                "partial": self.partial, "not_run": list(self.not_run),
+                "rows": [dict(r) for r in self.rows]}
+
+    def _partial_note(self):
+        return (f"partial: interrupted before {', '.join(self.not_run) or 'the end'} "
+                f"finished" if self.partial else "")
 
     def summary(self):
         """The table as text."""
@@ -84,6 +107,8 @@ class Comparison(ArrayEquality):
         lines.append(f"({self.metric}; {self.confidence_level:.0%} intervals; 'config' is the "
                      f"configuration a row estimates, 'naive CV' its own CV score, which the "
                      f"row corrects; blank where each outer fold or split selects its own)")
+        if self.partial:
+            lines.append(f"({self._partial_note()})")
         return "\n".join(lines)
 
     def plot(self):
@@ -100,8 +125,9 @@ class Comparison(ArrayEquality):
         lo = np.array([r["ci_low"] for r in rows])
         hi = np.array([r["ci_high"] for r in rows])
         has = ~np.isnan(lo)
-        ax.errorbar(est[has], pos[has], xerr=[est[has] - lo[has], hi[has] - est[has]], fmt="o",
-                    capsize=3, label=f"estimate, {self.confidence_level:.0%} interval")
+        if has.any():
+            ax.errorbar(est[has], pos[has], xerr=[est[has] - lo[has], hi[has] - est[has]],
+                        fmt="o", capsize=3, label=f"estimate, {self.confidence_level:.0%} interval")
         ax.plot(est[~has], pos[~has], "o", color="C1", label="estimate (no interval)")
         naive = np.array([r.get("naive", math.nan) for r in rows])
         shown = ~np.isnan(naive)
@@ -110,7 +136,8 @@ class Comparison(ArrayEquality):
         ax.set_yticks(pos, labels)
         ax.set_ylabel("protocol")
         ax.set_xlabel(f"{self.metric} ({self.confidence_level:.0%} interval)")
-        ax.set_title("Estimate of the selected model")
+        ax.set_title("Estimate of the selected model"
+                     + (" (partial: interrupted)" if self.partial else ""))
         cost.barh(pos, [max(1, r["models_trained"]) for r in rows])
         cost.set_xscale("log")
         cost.set_xlim(left=1)
@@ -140,7 +167,8 @@ class Comparison(ArrayEquality):
         page = f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>bbc_dask: protocols compared</title>
 {STYLE}</head><body>
-<h1>Protocols compared</h1>
+<h1>Protocols compared{" (partial)" if self.partial else ""}</h1>
+{f"<p><b>{html.escape(self._partial_note())}</b>: the table holds the protocols that had finished; run the comparison again to complete it.</p>" if self.partial else ""}
 <p>Metric <b>{html.escape(self.metric)}</b>; {self.confidence_level:.0%} intervals. Every
 protocol tunes the same grid on the same data and estimates the model it selects: CVT's
 naive estimate is optimistic (the winner's curse); TT, BBC-CV and BBC-F correct it from the
@@ -192,13 +220,23 @@ def compare(estimator, param_grid, X, y, *, store, metric, n_splits=10, n_outer=
     random_state : int
         Every protocol's seed.
     client, progress
-        As :func:`bbc_dask.run_study`'s; one client serves every protocol.
+        As :func:`bbc_dask.run_study`'s; one client serves every protocol, and every
+        protocol's fits run on it (holdout's too). ``progress``: a line on stderr as each
+        protocol starts (what it fits) and ends (its estimates), and the protocols'
+        progress bars.
     out_dir : str or path, optional
         Where :meth:`Comparison.write_report` writes the table and plot.
 
     Returns
     -------
     Comparison
+
+    Raises
+    ------
+    ComparisonInterrupted
+        On SIGINT (Ctrl-C) or SIGTERM: its ``partial`` is the table of the protocols that
+        had finished (also written to ``out_dir``, marked partial). The same call again
+        resumes the CVT and nested CV stores.
     """
     keys = [k for k, _ in PROTOCOLS]
     chosen = keys if protocols is None else list(protocols)
@@ -225,21 +263,88 @@ def compare(estimator, param_grid, X, y, *, store, metric, n_splits=10, n_outer=
     from ..cluster import resolve_client
 
     c, owned = resolve_client(client)
+    rows = []  # each protocol's rows, appended as it finishes: an interrupt keeps them
+    talk = _Talk(progress, chosen)
     try:
-        rows = _run(chosen, estimator, param_grid, X, y, store, metric, n_splits, n_outer,
-                    n_inner, test_size, holdout_repeats, n_bootstraps, bootstrap_method,
-                    confidence_level, random_state, c, progress)
+        _run(chosen, estimator, param_grid, X, y, store, metric, n_splits, n_outer, n_inner,
+             test_size, holdout_repeats, n_bootstraps, bootstrap_method, confidence_level,
+             random_state, c, progress, rows, talk)
+    except KeyboardInterrupt as e:  # Ctrl-C, or SIGTERM's StudyInterrupted
+        raise _interrupted(e, _comparison(rows, m.name, confidence_level, chosen), out_dir,
+                           talk) from None
     finally:
         if owned:
             from ..cluster import close_client
 
             close_client(c, close_cluster=True)
-    label = dict(PROTOCOLS)
-    rows = [dict(r, protocol=label[r.pop("key")]) for r in rows]
-    out = Comparison(rows, m.name, confidence_level)
+    out = _comparison(rows, m.name, confidence_level)
     if out_dir is not None:
         out.write_report(out_dir)
     return out
+
+
+def _comparison(rows, metric, level, chosen=None):
+    """The :class:`Comparison` of ``rows`` (keyed); given the ``chosen`` keys, a partial
+    one naming those without a row."""
+    label = dict(PROTOCOLS)
+    out = [{**{k: v for k, v in r.items() if k != "key"}, "protocol": label[r["key"]]}
+           for r in rows]
+    if chosen is None:
+        return Comparison(out, metric, level)
+    done = {r["key"] for r in rows}
+    return Comparison(out, metric, level, partial=True,
+                      not_run=tuple(label[k] for k, _ in PROTOCOLS if k in chosen and k not in done))
+
+
+def _interrupted(exc, partial, out_dir, talk):
+    """The :class:`ComparisonInterrupted` of an interrupt ``exc``, its partial table
+    written to ``out_dir`` first (a signal meanwhile waits for the write to end, so the
+    files are not left half-written; a second one acts at once)."""
+    from .._signals import deferred_interrupts
+
+    if out_dir is not None:
+        with deferred_interrupts():
+            partial.write_report(out_dir)
+    during = f" during {talk.current}" if talk.current else ""
+    return ComparisonInterrupted(
+        f"interrupted{during}: {len(talk.finished)} of {len(talk.stages)} protocols finished "
+        f"(the exception's partial holds their table); run compare again with the same "
+        f"arguments to resume its stores", getattr(exc, "signum", signal.SIGINT), partial)
+
+
+class _Talk:
+    """What compare says on stderr (with ``progress``): which protocol starts and what it
+    fits, and as it ends its estimates; it also knows which one runs (for an
+    interrupt's message)."""
+
+    def __init__(self, on, chosen):
+        self.on = on
+        self.stages = [s for s in ("CVT", "NCV", "holdout", "repeated holdout", "bootstrap")
+                       if _STAGE_KEYS[s] & set(chosen)]
+        self.finished = []
+        self.current = None
+        self._t = 0.0
+
+    def start(self, stage, what):
+        self.current, self._t = stage, time.perf_counter()
+        self._say(f"{stage}: {what}")
+
+    def done(self, rows):
+        label = dict(PROTOCOLS)
+        self._say(f"{self.current} done in {time.perf_counter() - self._t:.1f} s: "
+                  + ", ".join(f"{label[r['key']]} {r['estimate']:.4f}" for r in rows))
+        self.finished.append(self.current)
+        self.current = None
+
+    def _say(self, text):
+        if self.on:
+            n = len(self.finished) + 1
+            print(f"bbc_dask: compare {n}/{len(self.stages)}, {text}", file=sys.stderr, flush=True)
+
+
+#: The protocols each stage of a comparison runs (CVT's fits serve four rows).
+_STAGE_KEYS = {"CVT": {"cvt", "tt", "bbc", "bbc_f"}, "NCV": {"ncv"}, "holdout": {"holdout"},
+               "repeated holdout": {"repeated_holdout"}, "bootstrap": {"bootstrap"}}
 
 
 def _check_before_running(chosen, estimator, X, y, m, n_splits, n_outer, n_inner, test_size,
@@ -270,26 +375,33 @@ def _row(key, estimate, ci, models, fit_s, wall_s, note="", config=None, naive=m
 
 
 def _run(chosen, estimator, grid, X, y, store, metric, n_splits, n_outer, n_inner, test_size,
-         holdout_repeats, n_bootstraps, method, level, seed, client, progress):
-    rows = []
+         holdout_repeats, n_bootstraps, method, level, seed, client, progress, rows, talk):
+    """Each chosen protocol in turn, its rows appended to ``rows`` as it finishes."""
     os.makedirs(store, exist_ok=True)
-    if {"cvt", "tt", "bbc", "bbc_f"} & set(chosen):
-        rows += _cvt_rows(chosen, estimator, grid, X, y, os.path.join(store, "cvt.zarr"), metric,
-                          n_splits, level, seed, client, progress)
+    if _STAGE_KEYS["CVT"] & set(chosen):
+        from sklearn.model_selection import ParameterGrid
+
+        talk.start("CVT", f"{len(ParameterGrid(grid))} configurations x {n_splits} folds; "
+                          f"TT, BBC-CV and BBC-F share its fits")
+        got = _cvt_rows(chosen, estimator, grid, X, y, os.path.join(store, "cvt.zarr"), metric,
+                        n_splits, level, seed, client, progress)
+        rows += got
+        talk.done(got)
     if "ncv" in chosen:
         from ._nested_cv import nested_cv
 
+        talk.start("NCV", f"{n_outer} outer x {n_inner} inner folds")
         res = nested_cv(estimator, grid, X, y, store=os.path.join(store, "nested.zarr"),
                         metric=metric, n_outer=n_outer, n_inner=n_inner, random_state=seed,
                         client=client, progress=progress, confidence_level=level)
         rows.append(_row("ncv", res.estimate, None, res.models_trained, res.fit_seconds,
                          res.wall_seconds, f"{n_outer} outer x {n_inner} inner folds; no "
                          f"interval (one repeat)"))
+        talk.done(rows[-1:])
     family = [k for k in ("holdout", "repeated_holdout", "bootstrap") if k in chosen]
     if family:
-        rows += _holdout_rows(family, estimator, grid, X, y, metric, n_inner, test_size,
-                              holdout_repeats, n_bootstraps, method, level, seed, client, progress)
-    return rows
+        _holdout_rows(family, estimator, grid, X, y, metric, n_inner, test_size, holdout_repeats,
+                      n_bootstraps, method, level, seed, client, progress, rows, talk)
 
 
 def _cvt_rows(chosen, estimator, grid, X, y, store, metric, n_splits, level, seed, client, progress):
@@ -334,7 +446,7 @@ def _cvt_rows(chosen, estimator, grid, X, y, store, metric, n_splits, level, see
 
 
 def _holdout_rows(family, estimator, grid, X, y, metric, n_inner, test_size, repeats,
-                  n_bootstraps, method, level, seed, client, progress):
+                  n_bootstraps, method, level, seed, client, progress, rows, talk):
     from sklearn.model_selection import GridSearchCV, ParameterGrid
 
     from ._holdout import bootstrap_estimate, holdout, repeated_holdout
@@ -350,14 +462,23 @@ def _holdout_rows(family, estimator, grid, X, y, metric, n_inner, test_size, rep
     tuned = GridSearchCV(estimator, grid, cv=inner, scoring=_scorer(m), refit=True)
     per_fit = len(ParameterGrid(grid)) * n_inner + 1  # GridSearchCV's fits per fit of it
     tuning = f"tuned inside: GridSearchCV({len(ParameterGrid(grid))} configurations, cv={n_inner})"
-    rows = []
+
+    def what(fits, unit):
+        return (f"{fits} {unit}{'s' * (fits > 1)} x {per_fit} models (GridSearchCV of "
+                f"{len(ParameterGrid(grid))} configurations, cv={n_inner}, and its refit)")
+
     if "holdout" in family:
+        talk.start("holdout", f"test_size={test_size}; " + what(1, "split"))
         t = time.perf_counter()
+        # on the cluster, as every other protocol's fits: fitted here, a model's OpenMP
+        # threads (HistGradientBoosting's, a thread per core) contend with a busy machine
         r = holdout(tuned, X, y, metric=metric, test_size=test_size, confidence=level,
-                    random_state=seed)
+                    random_state=seed, client=client, progress=progress)
         rows.append(_row("holdout", r.estimate, r.ci, r.models_trained * per_fit, r.fit_seconds,
                          time.perf_counter() - t, f"test_size={test_size}; {tuning}"))
+        talk.done(rows[-1:])
     if "repeated_holdout" in family:
+        talk.start("repeated holdout", f"test_size={test_size}; " + what(repeats, "split"))
         t = time.perf_counter()
         r = repeated_holdout(tuned, X, y, metric=metric, n_repeats=repeats, test_size=test_size,
                              confidence=level, random_state=seed, client=client, progress=progress)
@@ -365,7 +486,9 @@ def _holdout_rows(family, estimator, grid, X, y, metric, n_inner, test_size, rep
                          r.fit_seconds, time.perf_counter() - t,
                          f"{repeats} x test_size={test_size}; the t interval ignores that the "
                          f"training sets overlap (too narrow); {tuning}"))
+        talk.done(rows[-1:])
     if "bootstrap" in family:
+        talk.start("bootstrap", f"{method}; " + what(n_bootstraps, "round"))
         t = time.perf_counter()
         r = bootstrap_estimate(tuned, X, y, metric=metric, n_bootstraps=n_bootstraps,
                                method=method, random_state=seed, client=client, progress=progress)
@@ -374,7 +497,7 @@ def _holdout_rows(family, estimator, grid, X, y, metric, n_inner, test_size, rep
                          f"{method}, {n_bootstraps} rounds; {tuning} (on a bootstrap sample "
                          f"copies of a row can fall in both an inner training and test fold, "
                          f"which favours configurations that overfit)"))
-    return rows
+        talk.done(rows[-1:])
 
 
 def _scorer(m):

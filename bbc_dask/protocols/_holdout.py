@@ -188,6 +188,11 @@ def holdout_task(estimator, splits, scoring, X, y, keep=False):
     return out
 
 
+def holdout_kept_task(estimator, splits, scoring, X, y):
+    """:func:`holdout_task` keeping the test predictions (holdout's interval needs them)."""
+    return holdout_task(estimator, splits, scoring, X, y, keep=True)
+
+
 def bootstrap_task(estimator, rounds, scoring, with_gamma, X, y):
     """Each round (in-bag positions) fitted and its model scored on all rows: the
     out-of-bag rows, the in-bag rows with their counts, and (``with_gamma``) γ.
@@ -234,12 +239,14 @@ def _groups(items, client):
     return [items[i:i + size] for i in range(0, len(items), size)]
 
 
-def run_tasks(c, progress, fn, groups, X, y, estimator, *args, label):
+def run_tasks(c, progress, fn, groups, X, y, estimator, *args, label, unit):
     """``[fn(estimator, group, *args, X, y)]`` for each group, on the client ``c``, in
     order; X and y are shipped once, as tasks holding them (not scattered: scattered data
     is gone with the worker that held it, and every task needing it would be cancelled;
     a task's result is computed again on another worker). ``label``: the progress bar's,
-    the protocol's name; each task speaks in the user's door (:class:`carried`)."""
+    the protocol's name; it counts the groups' items (``unit``: "split", "round"), not
+    the tasks, so that it says how far the protocol is in its own terms. Each task speaks
+    in the user's door (:class:`carried`)."""
     from distributed import as_completed
 
     from ..chunked import held
@@ -247,17 +254,18 @@ def run_tasks(c, progress, fn, groups, X, y, estimator, *args, label):
     X_f, y_f = (c.submit(held, a, pure=False) for a in (X, y))
     futures = [c.submit(carried(fn), estimator, g, *args, X_f, y_f, pure=False, retries=3)
                for g in groups]
+    size = {f.key: len(g) for f, g in zip(futures, groups)}
     bar = None
     if progress:
         from tqdm.auto import tqdm
 
-        bar = tqdm(total=len(futures), unit="task", desc=label, file=sys.stderr,
+        bar = tqdm(total=sum(size.values()), unit=unit, desc=label, file=sys.stderr,
                    dynamic_ncols=True, mininterval=0.5)
     try:
         for fut in as_completed(futures):
             fut.result()  # the first error is raised here
             if bar is not None:
-                bar.update(1)
+                bar.update(size[fut.key])
     except BaseException:
         c.cancel(futures)
         raise
@@ -270,7 +278,7 @@ def run_tasks(c, progress, fn, groups, X, y, estimator, *args, label):
 # ---------------------------------------------------------------------- public functions
 @door("holdout")
 def holdout(estimator, X, y, *, metric, test_size, confidence=0.95, random_state,
-            stratify=True, ci_method=None):
+            stratify=True, ci_method=None, client=None, progress=True):
     """Performance of ``estimator`` fitted once on a training part and scored on the
     held-out rest, with a confidence interval.
 
@@ -293,6 +301,14 @@ def holdout(estimator, X, y, *, metric, test_size, confidence=0.95, random_state
         The interval (see Notes); None: the metric's default. ``"wilson"`` and
         ``"normal"`` are accuracy's, ``"delong"`` binary ROC AUC's; ``"bootstrap"`` any
         metric's.
+    client : distributed.Client, str, dict or None, default=None
+        None: the fit runs in this process, with its libraries' threads as they are
+        (OpenMP and BLAS at a thread per core by default). Else as
+        :func:`repeated_holdout`'s: the fit is one Dask task on that cluster, with a
+        worker's thread limits (distributed's nannies start their workers with
+        ``OMP_NUM_THREADS=1``, the other protocols' fits run so).
+    progress : bool, default=True
+        With a client: a progress bar of the task on stderr.
 
     Returns
     -------
@@ -310,7 +326,8 @@ def holdout(estimator, X, y, *, metric, test_size, confidence=0.95, random_state
     DeLong's (Sun & Xu's placements, clipped to [0, 1]); any other metric, the
     percentile interval of 2000 bootstrap resamples of the test set (the fitted model
     fixed; resamples where the metric is undefined are left out). Each ignores the
-    variance from the training set. The fit runs in this process.
+    variance from the training set. The fit runs in this process unless ``client`` is
+    given.
 
     Examples
     --------
@@ -330,8 +347,13 @@ def holdout(estimator, X, y, *, metric, test_size, confidence=0.95, random_state
     if ci_method is not None:
         validation.check_one_of(ci_method, "ci_method", _HOLDOUT_CI.get(m.name, ()) + ("bootstrap",))
     root = as_seed_sequence(random_state)
+    _run_iv(client, progress)
     train, test = holdout_splits(target.n_samples, test_size, strata, root, 1)[0]
-    outcome = holdout_task(estimator, [(train, test)], scoring, X, y, keep=True)[0]
+    if client is None:
+        outcome = holdout_kept_task(estimator, [(train, test)], scoring, X, y)[0]
+    else:
+        outcome = _run_grouped(client, progress, holdout_kept_task, lambda c: [[(train, test)]],
+                               X, y, estimator, scoring, label="holdout", unit="split")[0][0]
     score, fit, values = outcome.score, outcome.fit_time, outcome.values
     if not np.isfinite(score):
         raise UndefinedScoreError(
@@ -440,7 +462,7 @@ def repeated_holdout(estimator, X, y, *, metric, n_repeats, test_size, confidenc
         return _groups(splits, c)
 
     parts = _run_grouped(client, progress, holdout_task, run, X, y, estimator, scoring,
-                         label="repeated_holdout")
+                         label="repeated_holdout", unit="split")
     flat = [item for part in parts for item in part]
     scores = np.array([o.score for o in flat])
     stats = _stats()
@@ -451,13 +473,14 @@ def repeated_holdout(estimator, X, y, *, metric, n_repeats, test_size, confidenc
         float(sum(o.fit_time for o in flat)), time.perf_counter() - t0, clipped)
 
 
-def _run_grouped(client, progress, fn, make_groups, X, y, estimator, *args, label):
+def _run_grouped(client, progress, fn, make_groups, X, y, estimator, *args, label, unit):
     """``run_tasks`` whose groups are cut once the client (and its thread count) is known."""
     from ..cluster import close_client
 
     c, owned = _open_client(client, progress)
     try:
-        return run_tasks(c, progress, fn, make_groups(c), X, y, estimator, *args, label=label)
+        return run_tasks(c, progress, fn, make_groups(c), X, y, estimator, *args, label=label,
+                         unit=unit)
     finally:
         if owned:
             close_client(c, close_cluster=client is None or isinstance(client, dict))
@@ -534,7 +557,8 @@ def bootstrap_estimate(estimator, X, y, *, metric, n_bootstraps, method, random_
         return _groups(list(indices), c)
 
     parts = _run_grouped(client, progress, bootstrap_task, make_groups, X, y,
-                         estimator, scoring, method == ".632+", label="bootstrap_estimate")
+                         estimator, scoring, method == ".632+", label="bootstrap_estimate",
+                         unit="round")
     oob, resub, gamma, fit = np.concatenate(parts, axis=1)
     per_round, rate = stats.point632(oob, resub, method, gamma)
     plus = method == ".632+"
