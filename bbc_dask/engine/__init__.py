@@ -38,6 +38,7 @@ _WHERE = {
     "configured": ("._tasks", "configured"),
     "fit_predict_block": ("._tasks", "fit_predict_block"),
     "method_problem": ("._tasks", "method_problem"),
+    "problem_before_run": ("._xcheck", "problem_before_run"),
     "refit": ("._tasks", "refit"),
     "submit_with_data": ("._waves", "submit_with_data"),
     "take_rows": ("._tasks", "take_rows"),

@@ -241,7 +241,7 @@ def check_estimator_methods(estimator, configs, metric, indices=None, data=None)
     of ``data`` (``(X, y, classification)``); without data, or where that fit fails, the
     study's fits decide."""
     from ._tasks import may_gain_method
-    from ._xcheck import problem_after_fit
+    from ._xcheck import problem_before_run
 
     tried = 0
     for i in configs.representatives() if indices is None else indices:
@@ -252,13 +252,9 @@ def check_estimator_methods(estimator, configs, metric, indices=None, data=None)
             raise InvalidParameterError.of(
                 "param_grid" if configs.kind == "grid" else "param_distributions", "parameters the estimator takes",
                 shown=f"configuration {i} ({p!r})", note=f"({exc})") from None
-        # first what no fit changes (a regressor for a classification metric, a method
-        # its class lacks), then a method that may come with the fit, on a few rows
-        problem = method_problem(est, metric, unfitted=True)
-        if problem is None and may_gain_method(est, metric) and data is not None \
-                and tried < MAX_FITS_TRIED:
-            tried += 1
-            problem = problem_after_fit(est, metric, *data)
+        fit = data is not None and tried < MAX_FITS_TRIED and may_gain_method(est, metric)
+        tried += fit
+        problem = problem_before_run(est, metric, *(data or (None, None, None)), fit=fit)
         if problem:
             raise InvalidParameterError.of(
                 "estimator", f"able to serve the metric {metric.name!r}",

@@ -146,3 +146,17 @@ def problem_after_fit(est, metric, X, y, classification):
         except Exception:  # noqa: BLE001 - any estimator's own error: not this check's
             return None
     return method_problem(fitted, metric)
+
+
+def problem_before_run(est, metric, X, y, classification, fit=True):
+    """Why the configured ``est`` cannot serve ``metric``, said before any task: first what
+    no fit changes (a regressor for a classification metric, a method its class lacks),
+    then, with ``fit``, a method that may come with the fit (:func:`~._tasks.
+    may_gain_method`) looked for on a fit of a few rows (:func:`problem_after_fit`).
+    None: no problem, or none that can be told before the fits."""
+    from ._tasks import may_gain_method
+
+    problem = method_problem(est, metric, unfitted=True)
+    if problem is None and fit and may_gain_method(est, metric):
+        problem = problem_after_fit(est, metric, X, y, classification)
+    return problem

@@ -41,14 +41,16 @@ def _common_iv(estimator, X, y, metric):
     cell)."""
     from sklearn.base import clone
 
-    from ..engine import TaskScoring, method_problem
+    from ..engine import TaskScoring, problem_before_run
     from ..metrics import SAMPLE_BLOCK, get_metric
 
     m = _registered(get_metric(metric))
     X = validation.check_X(X)
     target, *_ = validation.check_cv_data(estimator, X, y, None, m, None, None, math.nan, None,
                                           kfold=False)
-    problem = method_problem(clone(estimator), m)
+    # as a study checks it: a method that comes with the fit (a StackingClassifier's) is
+    # looked for on a fit of a few rows
+    problem = problem_before_run(clone(estimator), m, X, y, m.is_classification)
     if problem:
         raise InvalidParameterError.of("estimator", f"an estimator that can be scored "
                                        f"by {m.name!r}", shown=f"{type(estimator).__name__}, which {problem}")
