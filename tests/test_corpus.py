@@ -230,7 +230,7 @@ def test_a_method_that_comes_with_the_fit_is_looked_for_after_it(tmp_path, clien
     study = bd.run_study(stack, {"cv": [2, 3]}, X, y, store=tmp_path / "s.zarr", metric="neg_log_loss",
                          n_splits=2, random_state=0, client=client, progress=False, refit=False)
     assert not study.errors and np.isfinite(study.cube["prediction"].values).all()
-    assert np.isfinite(bd.holdout(stack, X, y, metric="neg_log_loss", random_state=0).estimate)
+    assert np.isfinite(bd.holdout(stack, X, y, metric="neg_log_loss", test_size=0.3, random_state=0).estimate)
     with pytest.raises(ValueError, match=r"configuration 0 \(\{'C': 1.0\}\), has no predict_proba, "
                                          r"which the metric 'neg_log_loss' needs"):
         bd.run_study(SVC(), {"C": [1.0]}, X, y, store=tmp_path / "svc.zarr", metric="neg_log_loss",
