@@ -1,0 +1,97 @@
+"""What each test file costs: a pytest plugin (``pytest -p _cost``, ``make test-cost``).
+
+At the end of the run it prints, per test file, the wall seconds and the CPU seconds its
+tests took — this process's, its children's (reaped: a cluster closed, a command that
+exited) and those of its live descendants (the workers of a cluster a session fixture
+keeps) — sorted by CPU, with the totals. A fixture's start is charged to the first test
+that asks for it; a shared cluster's work to the test that gave it.
+
+CPU seconds are steadier than wall time on a shared machine, so they are what the suite's
+budget is written in. ``BBC_TEST_COST=path.json`` also writes the table as JSON.
+"""
+import json
+import os
+import resource
+import time
+
+import pytest
+
+_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def _descendants_cpu(root):
+    """CPU seconds of the live descendants of ``root`` (their own and their reaped
+    children's), read from /proc; 0 where there is none."""
+    try:
+        pids = [int(p) for p in os.listdir("/proc") if p.isdigit()]
+    except OSError:
+        return 0.0
+    parent, cpu = {}, {}
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as f:
+                stat = f.read().decode(errors="replace")
+        except OSError:
+            continue
+        fields = stat[stat.rfind(")") + 2:].split()  # after the command's name
+        parent[pid] = int(fields[1])
+        cpu[pid] = sum(int(v) for v in fields[11:15]) / _TICKS  # utime stime cutime cstime
+    total, stack = 0.0, [root]
+    children = {}
+    for pid, ppid in parent.items():
+        children.setdefault(ppid, []).append(pid)
+    while stack:
+        for child in children.get(stack.pop(), ()):
+            total += cpu.get(child, 0.0)
+            stack.append(child)
+    return total
+
+
+def _cpu():
+    me = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+            + _descendants_cpu(os.getpid()))
+
+
+class _Cost:
+    def __init__(self):
+        self.files = {}
+        self.start = None
+
+    def _add(self, item, wall, cpu):
+        path = item.nodeid.split("::")[0]
+        entry = self.files.setdefault(path, {"tests": 0, "wall": 0.0, "cpu": 0.0})
+        entry["wall"] += wall
+        entry["cpu"] += cpu
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_protocol(self, item, nextitem):
+        if self.start is None:
+            self.start = (time.perf_counter(), _cpu())
+        t0, c0 = time.perf_counter(), _cpu()
+        yield
+        self._add(item, time.perf_counter() - t0, _cpu() - c0)
+        self.files[item.nodeid.split("::")[0]]["tests"] += 1
+
+    def pytest_terminal_summary(self, terminalreporter):
+        if self.start is None:
+            return
+        wall, cpu = time.perf_counter() - self.start[0], _cpu() - self.start[1]
+        rows = sorted(self.files.items(), key=lambda kv: -kv[1]["cpu"])
+        tr = terminalreporter
+        tr.section("cost per test file (CPU: this process, its children and descendants)")
+        tr.write_line(f"{'file':<44} {'tests':>6} {'wall s':>9} {'CPU s':>9}")
+        for path, e in rows:
+            tr.write_line(f"{path:<44} {e['tests']:>6} {e['wall']:>9.1f} {e['cpu']:>9.1f}")
+        n = sum(e["tests"] for e in self.files.values())
+        tr.write_line(f"{'total (from the first test to the last)':<44} {n:>6} {wall:>9.1f} {cpu:>9.1f}")
+        out = os.environ.get("BBC_TEST_COST")
+        if out:
+            with open(out, "w") as f:
+                json.dump({"files": self.files, "total": {"tests": n, "wall": wall, "cpu": cpu}},
+                          f, indent=1, sort_keys=True)
+
+
+def pytest_configure(config):
+    config.pluginmanager.register(_Cost(), "bbc_dask_test_cost")
