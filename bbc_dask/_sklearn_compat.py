@@ -27,6 +27,10 @@ _NAMES = {
                                        "validate_parameter_constraints"),
     "routing_enabled": ("sklearn.utils.metadata_routing", "_routing_enabled"),
     "check_method_params": ("sklearn.utils.validation", "_check_method_params"),
+    "safe_indexing": ("sklearn.utils", "_safe_indexing"),
+    "safe_split": ("sklearn.utils.metaestimators", "_safe_split"),
+    "raise_for_params": ("sklearn.utils.metadata_routing", "_raise_for_params"),
+    "search_estimator_has": ("sklearn.model_selection._search", "_search_estimator_has"),
 }
 
 
@@ -40,8 +44,10 @@ def __getattr__(name):
     return value
 
 
-__all__ = ["REGRESSION_METRIC_MODULES", "BaseScorer", "HasMethods", "Interval", "MultimetricScorer", "Scorer",
+__all__ = ["REGRESSION_METRIC_MODULES", "accepts_sample_weight", "param_columns",
+           "search_scores_with_sample_weight", "BaseScorer", "HasMethods", "Interval", "MultimetricScorer", "Scorer",
            "SklearnInvalidParameterError", "StrOptions", "check_method_params", "is_function_scorer",
+           "raise_for_params", "safe_indexing", "safe_split", "search_estimator_has",
            "response_methods", "routing_enabled", "score_func", "score_kwargs", "score_sign",
            "validate_parameter_constraints"]
 
@@ -75,3 +81,36 @@ def response_methods(scorer):
     """The estimator methods the scorer asks for, in order of preference (a tuple)."""
     rm = scorer._response_method
     return (rm,) if isinstance(rm, str) else tuple(rm)
+
+
+def accepts_sample_weight(scorer):
+    """Whether a scikit-learn scorer takes ``sample_weight`` (its own answer)."""
+    return scorer._accept_sample_weight()
+
+
+def search_scores_with_sample_weight():
+    """Whether this scikit-learn's searches give a fit's ``sample_weight`` to the scorers
+    that take it when metadata routing is off (1.7 on; 1.6 gives it to ``fit`` alone)."""
+    from sklearn.model_selection._search import BaseSearchCV
+
+    return hasattr(BaseSearchCV, "_check_scorers_accept_sample_weight")
+
+
+def param_columns(params):
+    """``[("param_<name>", masked array), ...]`` of a search's candidates, as
+    ``GridSearchCV.cv_results_`` holds them: scikit-learn's own
+    ``_yield_masked_array_for_each_param`` (a column per parameter, in order of first
+    appearance, masked where a candidate has no such parameter, typed as NumPy infers the
+    values — float64, int64, bool — and object for strings, sequences, estimators or
+    mixed values)."""
+    from sklearn.model_selection import _search
+
+    made = getattr(_search, "_yield_masked_array_for_each_param", None)
+    if made is not None:
+        return list(made(list(params)))
+    import numpy as np  # a scikit-learn without it (none supported): object columns
+
+    keys = list(dict.fromkeys(k for p in params for k in p))
+    return [(f"param_{k}", np.ma.masked_array([p.get(k) for p in params],
+                                              mask=[k not in p for p in params], dtype=object))
+            for k in keys]

@@ -34,7 +34,7 @@ _WHERE = {
     "run_cvt": ("._run", "run_cvt"),
     "score_fold": ("._tasks", "_fold_scores"),
     "fold_target": ("._tasks", "_fold_target"),
-    "FitScoring": ("._tasks", "FitScoring"),
+    "FitScoring": ("._fit_scoring", "FitScoring"),
     "configured": ("._tasks", "configured"),
     "fit_predict_block": ("._tasks", "fit_predict_block"),
     "method_problem": ("._tasks", "method_problem"),

@@ -100,11 +100,14 @@ class WaveSettings:
 @_frozen
 class Raised:
     """``error_score="raise"``: configuration ``index`` of the block raised ``text``
-    (its traceback ``traceback``)."""
+    (its traceback ``traceback``); ``error`` the exception itself where it survives a
+    pickle round trip (the driver raises the study's error from it, so that a door can
+    raise the estimator's own, as ``GridSearchCV`` does), else None."""
 
     index: int
     text: str
     traceback: str
+    error: object = None
 
 
 @_frozen

@@ -54,7 +54,8 @@ class DataDigests:
 
 @dataclasses.dataclass(frozen=True)
 class StudyData:
-    """The data as the tasks index them: ``y`` by position, ``target`` its encoding for
+    """The data as the tasks index them: ``X`` and ``y`` as the door gave them (rows by
+    position: :func:`~._tasks.take_rows`), ``target`` y's encoding for
     the metric, ``digests`` the fingerprints (X, y, groups) recorded in the spec,
     ``fit_params`` the parameters every fit takes (sliced to its training rows as
     scikit-learn's search slices them), ``fit_routing`` whether scikit-learn's metadata
@@ -63,7 +64,7 @@ class StudyData:
     any)."""
 
     X: object
-    y: np.ndarray
+    y: object
     groups: np.ndarray | None
     target: Target
     digests: DataDigests
@@ -171,7 +172,10 @@ class StudyRequest:
         if metric.kind == "general":
             metric, pos_label = _general(metric, estimator, pos_label)
         X = validation.check_X(X)
-        y = y if y is None else np.asarray(y)  # the tasks index it by position
+        # the fits take y as given (a list, a Series), as scikit-learn's searches give it;
+        # the study's checks, folds and encoded target read it as an array
+        given_y = y
+        y = y if y is None else np.asarray(y)
         target, n_splits, n_repeats, groups = validation.check_cv_data(
             estimator, X, y, groups, metric, n_splits, n_repeats, error_score, pos_label,
             kfold=cv is None and nested is None)
@@ -215,7 +219,7 @@ class StudyRequest:
                  f"running plain CVT.", UserWarning, stacklevel=3)
         return cls(
             estimator=estimator, search=dataclasses.replace(search, grid=grid),
-            data=StudyData(X, y, groups, target,
+            data=StudyData(X, y if isinstance(given_y, np.ndarray) else given_y, groups, target,
                            DataDigests(*plan.data_digest(X, np.asarray(y), groups)),
                            fit_params, routing, plan.params_digest(fit_params, routing),
                            fit_scoring),

@@ -10,24 +10,48 @@ from numbers import Integral
 import numpy as np
 from sklearn.base import clone, is_classifier
 
+from .. import _validation as validation
 from ..cluster import current_client
 from ..exceptions import InvalidParameterError
 from .._doors import warn
 
-__all__ = ["cv_results", "given_client", "local_workers", "refit_best", "search_cv"]
+__all__ = ["checked_data", "chosen_index", "cv_results", "given_client", "local_workers",
+           "refit_best", "run_raising", "search_cv"]
 
 
-def search_cv(search, y, groups):
+def search_cv(search, X, y, groups):
     """``cv`` as ``GridSearchCV`` reads it: None is 5 folds, an int is scikit-learn's
     unshuffled ``check_cv`` splitter — unless the folds are grouped or repeated,
-    which the study's own folds do (an int below 2 is the study's to refuse)."""
-    cv = 5 if search.cv is None else search.cv
-    if (isinstance(cv, Integral) and not isinstance(cv, bool) and cv >= 2
-            and groups is None and search.n_repeats == 1):
-        from sklearn.model_selection import check_cv
+    which the study's own folds do (an int below 2 is the study's to refuse). A splitter
+    or an iterable of pairs is split here as ``GridSearchCV`` splits it, so that its own
+    errors (a group splitter without ``groups``) and ``GridSearchCV``'s (no split; a
+    splitter whose ``get_n_splits`` disagrees with its ``split``) are said as it says
+    them; an iterable is read once (a generator is consumed), its pairs passed on."""
+    from sklearn.model_selection import check_cv
 
-        return check_cv(cv, y, classifier=is_classifier(search.estimator))
-    return cv
+    cv = 5 if search.cv is None else search.cv
+    classifier = is_classifier(search.estimator)
+    if isinstance(cv, Integral) and not isinstance(cv, bool):
+        if cv >= 2 and groups is None and search.n_repeats == 1:
+            return check_cv(cv, y, classifier=classifier)
+        return cv
+    if isinstance(cv, str) or not (hasattr(cv, "split") or hasattr(cv, "__iter__")):
+        return cv  # the study says what it takes
+    splitter = hasattr(cv, "split") and hasattr(cv, "get_n_splits")
+    checked = check_cv(cv, y, classifier=classifier)
+    n_splits = checked.get_n_splits(X, y, groups)
+    splits = list(checked.split(X, y, groups))
+    if len(splits) != n_splits:
+        raise InvalidParameterError.of(
+            "cv", "a splitter whose split gives get_n_splits splits", cv,
+            note=f"(cv.split and cv.get_n_splits return inconsistent results. Expected "
+                 f"{n_splits} splits, got {len(splits)})")
+    if not splits:
+        raise InvalidParameterError.of(
+            "cv", "a splitter or an iterable that gives at least one split", cv,
+            note="(No fits were performed. Was the CV iterator empty? Were there no "
+                 "candidates?)")
+    return cv if splitter else splits
 
 
 def given_client(search):
@@ -72,13 +96,17 @@ def refit_best(search, study, request, X, y):
 
 
 def cv_results(search, study):
-    """The study's ``cv_results_``; with a number as ``error_score``, the failed
+    """The study's ``cv_results_`` (``GridSearchCV``'s keys; with ``selection="pooled"``,
+    the criterion ``rank_test_score`` ranks, ``pooled_test_score``, too); with a number as
+    ``error_score``, the failed
     fits' split scores are that number (and their configurations' mean and std count
     it), as in ``GridSearchCV``. The ranks stay the study's: failed last."""
     from ..cube import FAILED
     from ..stats import split_means
 
     out = dict(study.cv_results_)
+    if search.selection != "pooled":  # GridSearchCV's keys: the pooled score ranks nothing
+        del out["pooled_test_score"]
     es = search.error_score
     st = study.state
     failed = np.flatnonzero(np.any(st == FAILED, axis=(1, 2)))
@@ -140,3 +168,69 @@ def stopped_text(search, study):
     return (f"{type(search).__name__} stopped early by its rule ({search.stopped_.reason}) "
             f"with {study.status()['pending']:,} cells pending: it is fitted on its "
             f"incomplete CV. {again}.")
+
+
+def run_raising(search, run_cvt, request):
+    """``run_cvt(request)``; with ``error_score="raise"``, the estimator's own error
+    raised (``GridSearchCV``'s), its configuration, split and worker traceback in its
+    note, where it reached this process whole."""
+    from ..exceptions import StudyError
+
+    try:
+        return run_cvt(request)
+    except StudyError as exc:
+        cause = exc.__cause__
+        if cause is None or not isinstance(search.error_score, str):
+            raise
+        cause.add_note(f"{type(search).__name__}: {exc}")
+        raise cause from None
+
+
+def checked_data(search, X, y):
+    """``(X, y)`` as ``GridSearchCV`` takes them (``indexable``: same length, kept as
+    given — an array of any shape, a list, a DataFrame, a sparse matrix as CSR; NaN is
+    the estimator's business), y one target: a column ``(n, 1)`` is used as 1-d with
+    scikit-learn's DataConversionWarning; classification targets checked."""
+    import scipy.sparse as sp
+    from sklearn.utils import get_tags
+    from sklearn.utils.validation import check_array, column_or_1d, indexable
+
+    validation.require_y(y)
+    if not (hasattr(X, "iloc") or isinstance(X, (list, tuple)) or sp.issparse(X)):
+        # an array (or what becomes one): numeric unless the estimator takes strings,
+        # as scikit-learn's estimators check it (an object array of dicts is refused
+        # here, not by every fit); any shape, any value (NaN is the estimator's business)
+        X = check_array(X, dtype=None if get_tags(search.estimator).input_tags.string
+                        else "numeric", ensure_all_finite=False, ensure_2d=False,
+                        allow_nd=True, ensure_min_samples=2, input_name="X")
+    shape = np.asarray(y).shape
+    if len(shape) == 2 and shape[1] == 1:
+        y = column_or_1d(y, warn=True)
+    elif len(shape) != 1:
+        raise InvalidParameterError.of(
+            "y", "one target of shape (n_samples,)", shown=f"an array of shape {shape}",
+            note="A study scores one target's predictions per sample (multi-output "
+                 "targets: one search per output, or MultiOutputClassifier/Regressor "
+                 "inside one).")
+    X, y = indexable(X, y)
+    if is_classifier(search.estimator):
+        from sklearn.utils.multiclass import check_classification_targets
+
+        check_classification_targets(np.asarray(y))
+    return X, y
+
+
+def chosen_index(search, index):
+    """The index a callable ``refit`` returned, checked as ``GridSearchCV`` does (a
+    TypeError if not an integer, an IndexError if out of range; its words said too)."""
+    from ..exceptions import InvalidIndexError
+
+    n = len(search.cv_results_["params"])
+    expected = f"a callable that returns an integer index of cv_results_['params'] (0 to {n - 1})"
+    if isinstance(index, bool) or not isinstance(index, Integral):
+        raise InvalidParameterError.of("refit", expected, shown=f"one that returned {index!r}",
+                                       note="(best_index_ returned is not an integer)")
+    if not 0 <= index < n:
+        raise InvalidIndexError.of("refit", expected, shown=f"one that returned {index!r}",
+                                   note="(best_index_ index out of range)")
+    return int(index)
