@@ -44,7 +44,8 @@ def __getattr__(name):
     return value
 
 
-__all__ = ["REGRESSION_METRIC_MODULES", "accepts_sample_weight", "param_columns",
+__all__ = ["REGRESSION_METRIC_MODULES", "accepts_sample_weight", "callback_support_mixin",
+           "init_callback_context", "param_columns", "supports_callbacks", "with_callbacks",
            "search_scores_with_sample_weight", "BaseScorer", "HasMethods", "Interval", "MultimetricScorer", "Scorer",
            "SklearnInvalidParameterError", "StrOptions", "check_method_params", "is_function_scorer",
            "raise_for_params", "safe_indexing", "safe_split", "search_estimator_has",
@@ -114,3 +115,41 @@ def param_columns(params):
     return [(f"param_{k}", np.ma.masked_array([p.get(k) for p in params],
                                               mask=[k not in p for p in params], dtype=object))
             for k in keys]
+
+
+def _callback_module():
+    try:
+        import sklearn.callback as module
+    except ImportError:  # scikit-learn before 1.9: no callbacks
+        return None
+    return module
+
+
+class _NoCallbacks:
+    """The base a search has where scikit-learn has no callbacks (before 1.9)."""
+
+
+def callback_support_mixin():
+    """scikit-learn's ``CallbackSupportMixin`` (``set_callbacks``), or an empty base
+    where this scikit-learn has none."""
+    module = _callback_module()
+    return _NoCallbacks if module is None else module.CallbackSupportMixin
+
+
+def supports_callbacks(estimator):
+    """Whether this scikit-learn has callbacks and ``estimator`` takes them."""
+    module = _callback_module()
+    return module is not None and isinstance(estimator, module.CallbackSupportMixin)
+
+
+def with_callbacks(method):
+    """scikit-learn's ``with_callbacks`` decorator (every callback set up by the method
+    torn down after it), or ``method`` itself before 1.9."""
+    module = _callback_module()
+    return method if module is None else module.with_callbacks(method)
+
+
+def init_callback_context(estimator, **kwargs):
+    """The root callback context of a fit of ``estimator`` (its callbacks set up):
+    ``CallbackSupportMixin._init_callback_context``."""
+    return estimator._init_callback_context(**kwargs)

@@ -311,3 +311,39 @@ def test_numpy_sums_are_the_kernels(which, monkeypatch):
             numpy_side = run()
         for a, b in zip(kernel, numpy_side):
             np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("refit, store", [(True, False), (False, False), (True, True)])
+def test_callbacks_report_gridsearchcvs_tasks(client, tmp_path, refit, store):
+    """scikit-learn's callbacks (1.9 on): the hooks GridSearchCV calls — one setup and
+    teardown, a begin and an end per task of its tree (root, search, candidate-split
+    evaluations, refit), every one of the non-propagated callback's with the search as the
+    estimator and the training rows' sample_weight — and the auto-propagated callback's
+    of each fitted estimator's own iterations, reported from the workers."""
+    pytest.importorskip("sklearn.callback")
+    from sklearn.callback.tests._utils import (MaxIterEstimator, RecordingAutoPropagatedCallback,
+                                               RecordingCallback)
+    from sklearn.datasets import make_regression
+
+    X, y = make_regression(40, 3, noise=1.0, random_state=0)
+    w = np.arange(1, 41) % 4 + 1.0
+    grid = {"max_iter": [1, 2, 3]}
+    counts = {}
+    for name, cls in (("theirs", GridSearchCV), ("ours", bd.BBCSearchCV)):
+        callbacks = [RecordingCallback(), RecordingAutoPropagatedCallback()]
+        extra = {} if cls is GridSearchCV else dict(
+            n_bootstraps=20, client=client, store=str(tmp_path / "s.zarr") if store else None)
+        search = cls(MaxIterEstimator(), grid, cv=4, scoring="r2", refit=refit, **extra)
+        search.set_callbacks(*callbacks).fit(X, y, sample_weight=w)
+        counts[name] = [{h: cb.count_hooks(h) for h in ("setup", "on_fit_task_begin",
+                                                         "on_fit_task_end", "teardown")}
+                        for cb in callbacks]
+        if cls is bd.BBCSearchCV:
+            plain = callbacks[0].record
+            assert all(entry["estimator"] is search for entry in plain)
+            evaluations = [e for e in plain if e["context"].task_name == "candidate-split-evaluation"]
+            assert len(evaluations) == 2 * 3 * 4
+            for entry in evaluations:
+                assert len(entry["kwargs"]["metadata"]["sample_weight"]) == 30  # its training rows
+    assert counts["ours"] == counts["theirs"]
+    assert counts["ours"][1]["on_fit_task_begin"] > counts["ours"][0]["on_fit_task_begin"]

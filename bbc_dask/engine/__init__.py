@@ -35,6 +35,7 @@ _WHERE = {
     "score_fold": ("._tasks", "_fold_scores"),
     "fold_target": ("._tasks", "_fold_target"),
     "FitScoring": ("._fit_scoring", "FitScoring"),
+    "FitCallbacks": ("._callbacks", "FitCallbacks"),
     "configured": ("._tasks", "configured"),
     "fit_predict_block": ("._tasks", "fit_predict_block"),
     "method_problem": ("._tasks", "method_problem"),

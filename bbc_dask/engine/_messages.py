@@ -52,11 +52,13 @@ class ShippedFit:
     fit parameters (one row per sample where an array: each task slices its training
     rows), ``routing`` whether scikit-learn's metadata routing was on where they were
     given, ``scoring`` the fitted models' scorers (a
-    :class:`~bbc_dask.engine.FitScoring`) or None."""
+    :class:`~bbc_dask.engine.FitScoring`) or None, ``callbacks`` scikit-learn's callback
+    contexts (a :class:`~bbc_dask.engine.FitCallbacks`) or None."""
 
     params: dict
     routing: bool
     scoring: object = None
+    callbacks: object = None
 
 
 @_frozen

@@ -60,8 +60,9 @@ class StudyData:
     ``fit_params`` the parameters every fit takes (sliced to its training rows as
     scikit-learn's search slices them), ``fit_routing`` whether scikit-learn's metadata
     routing was on where they were given (the fits run with the same setting: a Pipeline
-    routes ``sample_weight`` only then) and ``fit_digest`` their fingerprint (None without
-    any)."""
+    routes ``sample_weight`` only then), ``fit_digest`` their fingerprint (None without
+    any), ``fit_scoring`` the fitted models' scorers and ``fit_callbacks`` scikit-learn's
+    callback contexts (neither is part of the fingerprint's data)."""
 
     X: object
     y: object
@@ -72,15 +73,18 @@ class StudyData:
     fit_routing: bool = False
     fit_digest: str | None = None
     fit_scoring: object = None
+    fit_callbacks: object = None
 
     def shipped(self):
         """What every fit takes beyond X and y: a :class:`~._messages.ShippedFit` (its
-        scoring a :class:`~bbc_dask.engine.FitScoring` or None), or None without either."""
-        if not self.fit_params and self.fit_scoring is None:
+        scoring a :class:`~bbc_dask.engine.FitScoring` or None, its callbacks a
+        :class:`~bbc_dask.engine.FitCallbacks` or None), or None without any."""
+        if not self.fit_params and self.fit_scoring is None and self.fit_callbacks is None:
             return None
         from ._messages import ShippedFit
 
-        return ShippedFit(self.fit_params, self.fit_routing, self.fit_scoring)
+        return ShippedFit(self.fit_params, self.fit_routing, self.fit_scoring,
+                          self.fit_callbacks)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -18,6 +18,7 @@ from sklearn.base import clone
 from .. import _sklearn_compat as compat
 from .. import _tuning as tuning
 from ..exceptions import StoreFullError, StoreLockedError
+from ._callbacks import FitCallbacks
 from ._fit_warnings import collected_warnings
 from ._messages import BlockFits, BlockOutcome, OuterOutcome, Raised, StoreProblem, TaskOutcome
 
@@ -277,7 +278,7 @@ def _fit(est, X, y, fit_params, routing):
 
 
 def fit_predict_block(estimator, params_block, X_train, y_train, X_test, scoring, fit=None,
-                      fit_scoring=None, pairwise=None):
+                      fit_scoring=None, pairwise=None, contexts=None):
     """Fit each configuration of the block on ``X_train, y_train`` (with ``fit`` =
     ``(parameters already sliced to the training rows, metadata routing on)``, or None)
     and predict ``X_test``, as ``scoring`` (a :class:`~._messages.TaskScoring`) says; with
@@ -290,6 +291,9 @@ def fit_predict_block(estimator, params_block, X_train, y_train, X_test, scoring
     that cannot give what the metric needs fails like one that raises. ``pairwise``:
     whether the split was cut as a square kernel's (:func:`is_pairwise`; None: not
     checked); a configuration whose own tag says otherwise fails, as its X would be wrong.
+    ``contexts``: scikit-learn's callback context of each configuration's fit (or None),
+    whose auto-propagated callbacks the fit propagates to the estimator (see
+    :mod:`._callbacks`); the whole estimator is then fitted, as ``GridSearchCV`` fits it.
 
     Returns a :class:`~._messages.BlockFits` (only ``raised`` when ``error_score ==
     "raise"`` and a configuration failed).
@@ -317,8 +321,11 @@ def fit_predict_block(estimator, params_block, X_train, y_train, X_test, scoring
                     "The estimator's pairwise tag (a precomputed kernel or distance matrix "
                     "as X) differs from the grid's first configuration's in its block: "
                     "search such configurations in separate searches.")
-            fitted, X_pred = _fit_shared(est, X_train, y_train, X_test,
-                                         *(fit or ({}, False)), whole=scores is not None)
+            ctx = None if contexts is None else contexts[j]
+            with FitCallbacks.around(est, ctx):
+                fitted, X_pred = _fit_shared(est, X_train, y_train, X_test,
+                                             *(fit or ({}, False)),
+                                             whole=scores is not None or contexts is not None)
             t1 = time.perf_counter()
             values[:, j] = _response(fitted, response_method(est, m), X_pred, scoring.classes,
                                      scoring.pos_code, scoring.n_classes_axis)
@@ -418,16 +425,20 @@ def _train_params(X, shipped, folds, r, k, y_test=None):
     return fit, scoring
 
 
-def _fit_block(estimator, params_block, X, y, folds, scoring, r, k, shipped=None):
-    """Fit and predict one block on (repeat ``r``, fold ``k``) and score its fold: the
-    ledger's :class:`~._messages.BlockOutcome` and the predictions (or the block's
-    :class:`~._messages.Raised` and None)."""
+def _fit_block(estimator, params_block, X, y, folds, scoring, r, k, shipped=None, configs=None):
+    """Fit and predict one block (configurations ``configs``) on (repeat ``r``, fold
+    ``k``) and score its fold: the ledger's :class:`~._messages.BlockOutcome` and the
+    predictions (or the block's :class:`~._messages.Raised` and None)."""
     first = configured(estimator, params_block[0]) if params_block else estimator
     pairwise = is_pairwise(first)
     X_train, y_train, X_test, y_test, test = _split(X, y, folds, r, k,
                                                     first if pairwise else None)
+    callbacks = None if shipped is None else shipped.callbacks
+    contexts = None if callbacks is None or configs is None else \
+        [callbacks.context(int(c), r, k) for c in configs]
     res = fit_predict_block(estimator, params_block, X_train, y_train, X_test, scoring,
-                            *_train_params(X, shipped, folds, r, k, y_test), pairwise=pairwise)
+                            *_train_params(X, shipped, folds, r, k, y_test), pairwise=pairwise,
+                            contexts=contexts)
     if res.raised is not None:
         return res.raised, None
     t0 = time.perf_counter()
@@ -476,7 +487,8 @@ def _fit_write_blocks(estimator, params_blocks, X, y, folds, scoring, writer, r,
     parts, writes = [], []
     for params, place in zip(params_blocks, placements):
         _unless_leaving()
-        res, values = _fit_block(estimator, params, X, y, folds, scoring, r, k, shipped)
+        res, values = _fit_block(estimator, params, X, y, folds, scoring, r, k, shipped,
+                                 place.first + np.asarray(place.columns))
         if values is None:  # error_score="raise": the study stops; nothing is written
             return TaskOutcome(raised=res, raised_block=len(parts))
         parts.append(res)
@@ -528,7 +540,9 @@ def refit(estimator, params, X, y, shipped=None):
     t0 = time.perf_counter()
     fit = (shipped.params, shipped.routing) if shipped is not None else ({}, False)
     model = configured(estimator, params)
-    _fit(model, X, y, *fit)  # the estimator, whatever its fit returns (GridSearchCV's)
+    callbacks = None if shipped is None else shipped.callbacks
+    with FitCallbacks.around(model, None if callbacks is None else callbacks.refit):
+        _fit(model, X, y, *fit)  # the estimator, whatever its fit returns (GridSearchCV's)
     return model, time.perf_counter() - t0
 
 

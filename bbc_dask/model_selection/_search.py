@@ -18,6 +18,7 @@ from sklearn.utils.validation import check_is_fitted
 from .. import _sklearn_compat as compat
 from .. import _validation as validation
 from .._doors import SEARCH_NAMES, by_class, door, warn
+from ._callbacks import SearchCallbacks, managed
 from ._multimetric import fold_level_winner, scoring_plan, split_scores
 from ._search_run import (check_stop, checked_data, chosen_index, cv_results, estimate,
                           given_client, local_workers, refit_best, run_raising, search_cv,
@@ -36,7 +37,7 @@ def _delegate(name):
     return compat.search_estimator_has(name)
 
 
-class BBCSearchCV(MetaEstimatorMixin, BaseEstimator):
+class BBCSearchCV(MetaEstimatorMixin, compat.callback_support_mixin(), BaseEstimator):
     """Grid search cross-validated on Dask, with a bias-corrected estimate of the
     selected model's performance.
 
@@ -259,6 +260,7 @@ class BBCSearchCV(MetaEstimatorMixin, BaseEstimator):
         return tags
 
     @door(by_class, SEARCH_NAMES)
+    @managed
     def fit(self, X, y=None, groups=None, **params):
         """Cross-validate every configuration, refit the winner, estimate with BBC/BBC-F.
 
@@ -312,10 +314,12 @@ class BBCSearchCV(MetaEstimatorMixin, BaseEstimator):
                                 stop=self.stop),
             dropping=self.dropping or None, random_state=self.random_state,
             fit_params=plan.fit_params)
+        callbacks = SearchCallbacks.of(self, request, X, y, params)
+        if callbacks is not None:  # their contexts go with the fits
+            request = dataclasses.replace(request, data=dataclasses.replace(
+                request.data, fit_callbacks=callbacks.shipped))
         scope = contextlib.ExitStack()
         if request.execution.client is None:  # checked: now the cluster, warm if it was
-            import dataclasses
-
             shared = shared_client(local_workers(self))
             request = dataclasses.replace(request, execution=dataclasses.replace(
                 request.execution, client=shared))
@@ -332,6 +336,8 @@ class BBCSearchCV(MetaEstimatorMixin, BaseEstimator):
             if plan.multimetric or plan.fitted or self.return_train_score:
                 self.cv_results_ = split_scores(self, study, plan)
             self._select(study, plan)
+            if callbacks is not None:
+                callbacks.evaluated(study)
             self.scorer_ = ({k: check_scoring(self.estimator, scoring=v) for k, v in plan.scorers.items()}
                             if plan.multimetric else check_scoring(self.estimator, scoring=self.scoring))
             # random_state None: the study's own recorded seed, so that bbc_ equals what
@@ -355,6 +361,10 @@ class BBCSearchCV(MetaEstimatorMixin, BaseEstimator):
                 for name in ("best_estimator_", "refit_time_"):
                     if hasattr(self, name):
                         delattr(self, name)
+            if callbacks is not None:
+                if self.refit:
+                    callbacks.refitted(study.params[self.best_index_])
+                callbacks.ended()
             if hasattr(getattr(self, "best_estimator_", None), "feature_names_in_"):
                 self.feature_names_in_ = self.best_estimator_.feature_names_in_
             study.said_unfinished = False
