@@ -45,7 +45,7 @@ def __getattr__(name):
 
 
 __all__ = ["REGRESSION_METRIC_MODULES", "accepts_sample_weight", "callback_support_mixin",
-           "init_callback_context", "param_columns", "supports_callbacks", "with_callbacks",
+           "inconsistent_splits", "init_callback_context", "param_columns", "visual_block", "supports_callbacks", "with_callbacks",
            "search_scores_with_sample_weight", "BaseScorer", "HasMethods", "Interval", "MultimetricScorer", "Scorer",
            "SklearnInvalidParameterError", "StrOptions", "check_method_params", "is_function_scorer",
            "raise_for_params", "safe_indexing", "safe_split", "search_estimator_has",
@@ -153,3 +153,22 @@ def init_callback_context(estimator, **kwargs):
     """The root callback context of a fit of ``estimator`` (its callbacks set up):
     ``CallbackSupportMixin._init_callback_context``."""
     return estimator._init_callback_context(**kwargs)
+
+
+def visual_block(search):
+    """The HTML diagram's block of a search, as scikit-learn draws its own searches':
+    ``best_estimator_`` once refit, else ``estimator`` (``BaseSearchCV._sk_visual_block_``)."""
+    from sklearn.model_selection._search import BaseSearchCV
+
+    return BaseSearchCV._sk_visual_block_(search)
+
+
+def inconsistent_splits(expected, got):
+    """``GridSearchCV``'s words for a splitter whose ``split`` disagrees with its
+    ``get_n_splits`` (1.7 changed "returned" to "return")."""
+    import sklearn
+
+    major, minor = (int(p) for p in sklearn.__version__.split(".")[:2])
+    verb = "returned" if (major, minor) < (1, 7) else "return"
+    return (f"cv.split and cv.get_n_splits {verb} inconsistent results. Expected {expected} "
+            f"splits, got {got}")

@@ -451,3 +451,27 @@ def test_multimetric_scoring_as_grid_search(scaled_cancer, client):
         with pytest.raises(ValueError, match=match):
             bd.BBCSearchCV(LogisticRegression(), grid, cv=splits, scoring=scoring, refit=refit,
                            client="tcp://127.0.0.1:1").fit(X, y)
+
+
+class _Hooked(LogisticRegression):
+    """A classifier whose fit takes a callable, as libraries' fit callbacks do."""
+
+    def fit(self, X, y, hook=None):
+        assert callable(hook) and hook() == "called"
+        return super().fit(X, y)
+
+
+def test_a_local_function_as_a_fit_parameter(scaled_cancer, client):
+    """A fit parameter pickle cannot name (a local function) reaches every fit and the
+    refit (Dask ships it by cloudpickle; the study fingerprints it by Dask's token), as in
+    GridSearchCV."""
+    X, y, splits = scaled_cancer
+
+    def hook():
+        return "called"
+
+    est = bd.BBCSearchCV(_Hooked(), {"C": [0.1, 1.0]}, cv=splits, n_bootstraps=20,
+                         random_state=0).fit(X, y, hook=hook)
+    gs = GridSearchCV(_Hooked(), {"C": [0.1, 1.0]}, cv=splits).fit(X, y, hook=hook)
+    assert est.best_index_ == gs.best_index_
+    np.testing.assert_allclose(est.best_estimator_.coef_, gs.best_estimator_.coef_)

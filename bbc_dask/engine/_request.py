@@ -225,12 +225,27 @@ class StudyRequest:
             estimator=estimator, search=dataclasses.replace(search, grid=grid),
             data=StudyData(X, y if isinstance(given_y, np.ndarray) else given_y, groups, target,
                            DataDigests(*plan.data_digest(X, np.asarray(y), groups)),
-                           fit_params, routing, plan.params_digest(fit_params, routing),
+                           fit_params, routing, _fit_digest(fit_params, routing),
                            fit_scoring),
             protocol=protocol, metric=metric, location=location,
             execution=execution, dropping=dropping, selection=Selection.of(scoring.selection),
             error_score=error_score,
             random_state=random_state, metadata=metadata)
+
+
+def _fit_digest(fit_params, routing):
+    """The fingerprint of the fit parameters: the plan's (a hash of their pickle); for a
+    value pickle cannot name (a local function, as a library's callback parameter), Dask's
+    token of them — such parameters could not be used before, so no store holds the
+    other fingerprint."""
+    import pickle
+
+    try:
+        return plan.params_digest(fit_params, routing)
+    except (pickle.PicklingError, AttributeError, TypeError):
+        from dask.base import tokenize
+
+        return "token-" + tokenize(dict(sorted(fit_params.items())), bool(routing))
 
 
 def _general(metric, estimator, pos_label):

@@ -340,7 +340,7 @@ def fit_predict_block(estimator, params_block, X_train, y_train, X_test, scoring
             failed[j] = True
             errors[j] = text
         fit_time[j] = time.perf_counter() - t0
-    score_time[failed] = np.nan
+    score_time[failed] = 0.0
     if scores is not None:
         scores[failed] = np.nan
     return BlockFits(values, fit_time, score_time, failed, tuple(errors), scores)
@@ -445,8 +445,11 @@ def _fit_block(estimator, params_block, X, y, folds, scoring, r, k, shipped=None
     fold_score = _fold_scores(res.values, res.failed,
                               _fold_target(y_test, scoring.classes, scoring.pos_code),
                               scoring.metric, test, folds.shape[0], scoring.sample_block)
-    # a block is scored at once: each cell its share (GridSearchCV's holds its scorer's call)
-    score_time = res.score_time + (time.perf_counter() - t0) / max(1, len(params_block))
+    # a block is scored at once: each cell its share (GridSearchCV's holds its scorer's
+    # call); a failed fit scored nothing (0, as GridSearchCV's: its fit time is the time
+    # until it failed)
+    score_time = np.where(res.failed, 0.0,
+                          res.score_time + (time.perf_counter() - t0) / max(1, len(params_block)))
     return BlockOutcome(res.fit_time, res.fit_time - res.score_time, score_time, res.failed,
                         res.errors, fold_score, res.fit_score), res.values
 

@@ -14,7 +14,7 @@ import numpy as np
 
 from .. import _sklearn_compat as compat
 
-__all__ = ["SearchCallbacks"]
+__all__ = ["SearchCallbacks", "managed"]
 
 
 class SearchCallbacks:
@@ -108,5 +108,12 @@ class SearchCallbacks:
 
 def managed(method):
     """``fit`` run so that every callback set up is torn down, whatever happens
-    (scikit-learn's ``with_callbacks``; the method itself where callbacks do not exist)."""
-    return compat.with_callbacks(method)
+    (scikit-learn's ``with_callbacks``; the method itself where callbacks do not exist).
+    Its wrapper is not counted by a warning's ``stacklevel``: warnings point at the user's
+    line."""
+    from .._doors import passing
+
+    wrapped = compat.with_callbacks(method)
+    if wrapped is not method:
+        passing(wrapped)
+    return wrapped

@@ -172,8 +172,11 @@ def scoring_plan(search, params, y=None):
     from ..metrics import get_metric
 
     scorers, multimetric = ordered_scorers(search)
-    for v in scorers.values():  # a name or scorer the study cannot score: said in our words
-        if v is not None and not _is_plain_callable(v):
+    requesting = {k for k, v in scorers.items() if compat.is_function_scorer(v) and any(
+        r is not None and r is not False
+        for r in get_routing_for_object(v).score.requests.values())}
+    for k, v in scorers.items():  # a name or scorer the study cannot score: said in our words
+        if v is not None and not _is_plain_callable(v) and k not in requesting:
             get_metric(v, name="scoring")
     # then GridSearchCV's check: an estimator without score needs a scoring
     callables = {k: check_scoring(search.estimator, scoring=v) for k, v in scorers.items()}
@@ -188,9 +191,7 @@ def scoring_plan(search, params, y=None):
         fit_params = dict(params)
         score_params, weighted = _weighted_scoring(search, callables, params)
     # a scorer asking for metadata (sample_weight) is called by the fitted models, with it
-    asking = {k for k, v in scorers.items() if compat.is_function_scorer(v) and any(
-        r is not None and r is not False
-        for r in get_routing_for_object(v).score.requests.values())} | set(weighted)
+    asking = requesting | set(weighted)
     # the estimator's own score, when it is not the accuracy or R² of its predictions
     own = {k for k, v in scorers.items() if v is None and not own_score_is_metric(search.estimator)}
     metrics = {k: get_metric(v, name="scoring") for k, v in scorers.items()
@@ -274,17 +275,14 @@ def fold_level_winner(study, plan, cv_results):
 
 def default_metric(search, y=None):
     """The metric of the estimator's own score: ``"accuracy"`` for a classifier,
-    ``"r2"`` for a regressor. For another estimator (duck-typed, without
-    ``_estimator_type``) whose ``score`` is then called on the fitted fold models,
-    the study stores what its ``predict`` gives, as labels where ``y`` is a
-    classification target and as values otherwise."""
+    ``"r2"`` for a regressor. Another estimator (a clusterer, a duck-typed one without
+    ``_estimator_type``) is selected by its own ``score``, called on the fitted fold
+    models; the study stores what its ``predict`` gives as values where ``y`` is numeric
+    (whatever they are: a cluster's id), as labels of y's classes otherwise."""
     from sklearn.base import is_classifier, is_regressor
 
     if is_classifier(search.estimator):
         return "accuracy"
     if is_regressor(search.estimator) or y is None:
         return "r2"
-    from sklearn.utils.multiclass import type_of_target
-
-    kind = type_of_target(np.asarray(y), input_name="y")
-    return "accuracy" if kind in ("binary", "multiclass") else "r2"
+    return "r2" if np.asarray(y).dtype.kind in "iufb" else "accuracy"

@@ -21,8 +21,8 @@ from .._doors import SEARCH_NAMES, by_class, door, warn
 from ._callbacks import SearchCallbacks, managed
 from ._multimetric import fold_level_winner, scoring_plan, split_scores
 from ._search_run import (check_stop, checked_data, chosen_index, cv_results, estimate,
-                          given_client, local_workers, refit_best, run_raising, search_cv,
-                          stopped_text)
+                          given_client, local_workers, refit_best, run_raising, say_fits,
+                          say_fitting, search_cv, stopped_text, warn_as_gridsearchcv)
 from ..cluster import shared_client
 from ..engine import Stop
 from ..exceptions import InvalidParameterError, UnfinishedStudyWarning
@@ -233,6 +233,9 @@ class BBCSearchCV(MetaEstimatorMixin, compat.callback_support_mixin(), BaseEstim
             if name != "self":
                 setattr(self, name, value)
 
+    def _sk_visual_block_(self):
+        return compat.visual_block(self)  # the HTML diagram: GridSearchCV's
+
     @property
     def _estimator_type(self):
         return getattr(self.estimator, "_estimator_type", None)
@@ -283,7 +286,6 @@ class BBCSearchCV(MetaEstimatorMixin, compat.callback_support_mixin(), BaseEstim
         self
         """
         from ..engine import Execution, Resampling, Scoring, Search, Storage, StudyRequest, run_cvt
-        from .._run_warnings import warn_failures
         from ..study import study_of
 
         self._check_parameters()
@@ -318,6 +320,7 @@ class BBCSearchCV(MetaEstimatorMixin, compat.callback_support_mixin(), BaseEstim
         if callbacks is not None:  # their contexts go with the fits
             request = dataclasses.replace(request, data=dataclasses.replace(
                 request.data, fit_callbacks=callbacks.shipped))
+        say_fitting(self, request)
         scope = contextlib.ExitStack()
         if request.execution.client is None:  # checked: now the cluster, warm if it was
             shared = shared_client(local_workers(self))
@@ -345,11 +348,12 @@ class BBCSearchCV(MetaEstimatorMixin, compat.callback_support_mixin(), BaseEstim
             opts = dict(n_bootstraps=self.n_bootstraps, confidence_level=self.confidence_level)
             if self.random_state is not None:
                 opts["random_state"] = self.random_state
-            estimate(self, study, plan, opts)
+            unestimated = estimate(self, study, plan, opts)
             # every (repeat, fold) is a split column, as RepeatedStratifiedKFold's are in
             # GridSearchCV
             self.n_splits_ = int(request.protocol.n_splits * request.protocol.n_repeats)
             self.multimetric_ = plan.multimetric
+            say_fits(self, study)
             if self.refit and self._refit_here(plan):
                 # the store's final model (if any) is the study's own winner's; this choice
                 # is the callable's, or a fold-level scorer's, or the study keeps no model
@@ -368,7 +372,7 @@ class BBCSearchCV(MetaEstimatorMixin, compat.callback_support_mixin(), BaseEstim
             if hasattr(getattr(self, "best_estimator_", None), "feature_names_in_"):
                 self.feature_names_in_ = self.best_estimator_.feature_names_in_
             study.said_unfinished = False
-        warn_failures(study, stacklevel=2)  # fitted: a warning turned into an error leaves it usable
+        warn_as_gridsearchcv(self, study, stacklevel=2, note=unestimated)  # fitted: a warning turned into an error leaves it usable
         if self.stopped_ is not None:
             warn(UnfinishedStudyWarning(stopped_text(self, study)), stacklevel=2)
         return self

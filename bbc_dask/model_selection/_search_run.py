@@ -10,13 +10,15 @@ from numbers import Integral
 import numpy as np
 from sklearn.base import clone, is_classifier
 
+from .. import _sklearn_compat as compat
 from .. import _validation as validation
 from ..cluster import current_client
 from ..exceptions import InvalidParameterError
 from .._doors import warn
 
 __all__ = ["checked_data", "chosen_index", "cv_results", "given_client", "local_workers",
-           "refit_best", "run_raising", "search_cv"]
+           "refit_best", "run_raising", "say_fits", "say_fitting", "search_cv",
+           "warn_as_gridsearchcv"]
 
 
 def search_cv(search, X, y, groups):
@@ -38,14 +40,20 @@ def search_cv(search, X, y, groups):
     if isinstance(cv, str) or not (hasattr(cv, "split") or hasattr(cv, "__iter__")):
         return cv  # the study says what it takes
     splitter = hasattr(cv, "split") and hasattr(cv, "get_n_splits")
-    checked = check_cv(cv, y, classifier=classifier)
+    if splitter:  # split a copy: the study splits the splitter itself (once: a splitter
+        import copy  # may split only once), and records its name
+
+        try:
+            probe = copy.deepcopy(cv)
+        except Exception:  # noqa: BLE001 - a splitter that cannot be copied: the study's checks
+            return cv
+    checked = check_cv(probe if splitter else cv, y, classifier=classifier)
     n_splits = checked.get_n_splits(X, y, groups)
     splits = list(checked.split(X, y, groups))
     if len(splits) != n_splits:
         raise InvalidParameterError.of(
             "cv", "a splitter whose split gives get_n_splits splits", cv,
-            note=f"(cv.split and cv.get_n_splits return inconsistent results. Expected "
-                 f"{n_splits} splits, got {len(splits)})")
+            note=f"({compat.inconsistent_splits(n_splits, len(splits))})")
     if not splits:
         raise InvalidParameterError.of(
             "cv", "a splitter or an iterable that gives at least one split", cv,
@@ -127,7 +135,11 @@ def cv_results(search, study):
 def estimate(search, study, plan, opts):
     """``bbc_`` and ``bbc_f_`` of a fitted ``search``: BBC (on the incomplete CV of a
     study stopped early) and BBC-F, or BBC-F alone of fold-level scores; one that cannot
-    be made is not set (BBC-F of a stopped study with no configuration complete)."""
+    be made is not set (BBC-F of a stopped study with no configuration complete; BBC-F of
+    fold-level scores some of which are not finite, as GridSearchCV ranks them last:
+    returned is then the sentence that says so, else None)."""
+    from ..exceptions import UndefinedScoreError
+
     for name in ("bbc_", "bbc_f_"):
         if hasattr(search, name):
             delattr(search, name)
@@ -135,11 +147,15 @@ def estimate(search, study, plan, opts):
     any_complete = not stopped or study.candidates().size > 0
     if plan.primary_fitted:  # fold-level scores only: BBC-F on them, no sample BBC
         if any_complete:
-            search.bbc_f_ = study.bbc_f(fit_scorer=f"test_{plan.primary}", **opts)
-        return
+            try:
+                search.bbc_f_ = study.bbc_f(fit_scorer=f"test_{plan.primary}", **opts)
+            except UndefinedScoreError as exc:
+                return f"bbc_f_ is not set: {exc}"
+        return None
     search.bbc_ = study.bbc(include_incomplete=stopped, **opts)
     if any_complete:
         search.bbc_f_ = study.bbc_f(**opts)
+    return None
 
 
 def check_stop(search, plan, study=None):
@@ -234,3 +250,98 @@ def chosen_index(search, index):
         raise InvalidIndexError.of("refit", expected, shown=f"one that returned {index!r}",
                                    note="(best_index_ index out of range)")
     return int(index)
+
+
+def warn_as_gridsearchcv(search, study, stacklevel, note=None):
+    """The warnings ``GridSearchCV`` gives after its fits, in its words: the fits' own
+    warnings (each once, counted), a ``FitFailedWarning`` when some fits failed (how many
+    of the fits run, the score they get, their errors grouped: each configuration's first
+    error, counted by its failed fits), and a UserWarning per side whose mean scores are
+    not all finite (the test side's with ``note``, what the search could not estimate)."""
+    from collections import Counter
+
+    from sklearn.exceptions import FitFailedWarning
+
+    from .._run_warnings import warn_fit_warnings
+    from ..cube import DONE, FAILED
+
+    warn_fit_warnings(study.fit_warnings_, stacklevel + 1)
+    state = study.state
+    failed = state == FAILED
+    n_failed, n_fits = int(failed.sum()), int((failed | (state == DONE)).sum())
+    if n_failed:
+        by_error = Counter()
+        for c, text in study.errors.items():
+            by_error[text] += int(failed[c].sum())
+        delimiter = "-" * 80 + "\n"
+        summary = "\n".join(f"{delimiter}{n} fits failed with the following error:\n{error}"
+                            for error, n in by_error.most_common())
+        warn(f"\n{n_failed} fits failed out of a total of {n_fits}.\n"
+             "The score on these train-test partitions for these parameters will be set to "
+             f"{search.error_score}.\nIf these failures are not expected, you can try to debug "
+             f"them by setting error_score='raise'.\n{type(search).__name__}: a configuration "
+             "with a failed fit is never selected and takes no part in bbc_ and bbc_f_.\n\n"
+             f"Below are more details about the failures:\n{summary}", FitFailedWarning,
+             stacklevel=stacklevel + 1)
+    # a search stopped by its rule has NaN means where cells are pending: its own warning
+    # says so (UnfinishedStudyWarning)
+    stopped = getattr(search, "stopped_", None) is not None
+    for key, means in search.cv_results_.items():
+        if key.startswith(("mean_test_", "mean_train_")) and not stopped and \
+                not np.all(np.isfinite(means)):
+            side = key.split("_")[1]
+            warn(f"One or more of the {side} scores are non-finite: {means}" + (
+                f" {type(search).__name__}: {note}" if note and side == "test" else ""),
+                 UserWarning, stacklevel=stacklevel + 1)
+            note = None if side == "test" else note
+    if note:  # no mean said it: said alone
+        warn(f"{type(search).__name__}: {note}", UserWarning, stacklevel=stacklevel + 1)
+
+
+def say_fitting(search, request):
+    """``GridSearchCV``'s first line at ``verbose > 0``: folds, candidates, fits."""
+    if search.verbose > 0:
+        n_splits = request.protocol.n_splits * request.protocol.n_repeats
+        search_ = request.search
+        n_configs = len(search_.grid) if search_.grid is not None else search_.n_iter
+        print(f"Fitting {n_splits} folds for each of {n_configs} candidates, totalling "
+              f"{n_splits * n_configs} fits")
+
+
+def say_fits(search, study):
+    """``GridSearchCV``'s line per fit at ``verbose > 1`` (the configuration; above 2 the
+    split and its scores; above 9 the candidate too), for the fits the study ran, in the
+    grid's order once they are all done (the workers print nothing)."""
+    from joblib import logger
+
+    from ..cube import DONE, FAILED
+
+    v, res = search.verbose, search.cv_results_
+    if v <= 1:
+        return
+    n_cfg, n = len(res["params"]), search.n_splits_
+    state = study.state.reshape(n_cfg, -1)
+    times = np.asarray(study.cube["fit_time"].values, dtype=float).reshape(n_cfg, -1)
+    names = sorted(search.scorer_) if search.multimetric_ else None
+    train = search.return_train_score
+    for c, params in enumerate(res["params"]):
+        shown = ", ".join(f"{k}={params[k]}" for k in sorted(params))
+        for i in range(n):
+            if state[c, i] not in (DONE, FAILED):
+                continue
+            progress = (f" {i + 1}/{n}" if v > 2 else "") + (f"; {c + 1}/{n_cfg}" if v > 9 else "")
+            result = shown + (";" if shown else "")
+            if v > 2:
+                if names:
+                    for name in names:
+                        result += f" {name}: (" + (
+                            f"train={res[f'split{i}_train_{name}'][c]:.3f}, " if train else "") + \
+                            f"test={res[f'split{i}_test_{name}'][c]:.3f})"
+                elif train:
+                    result += (f", score=(train={res[f'split{i}_train_score'][c]:.3f}, "
+                               f"test={res[f'split{i}_test_score'][c]:.3f})")
+                else:
+                    result += f", score={res[f'split{i}_test_score'][c]:.3f}"
+            result += f" total time={logger.short_format_time(times[c, i])}"
+            end = f"[CV{progress}] END "
+            print(end + "." * (80 - len(end) - len(result)) + result)
