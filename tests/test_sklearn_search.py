@@ -19,7 +19,7 @@ list stays true. The list is keyed by test name (a name alone: all its parameter
 ``[id]``: that case); a test this scikit-learn's file does not have is simply absent.
 
 scikit-learn's tests are marked slow: they fit ~400 searches (each a study on the process's
-warm local cluster), ~150 CPU-seconds on a 2-core machine — too much for the default suite's
+warm local cluster), ~130 CPU-seconds on a 2-core machine (workers included) — too much for the default suite's
 budget. :func:`test_the_differences_are_documented` runs in the default suite.
 """
 import ast
@@ -89,7 +89,6 @@ DIFFERENCES = {
     "test_grid_search_allows_nans": LABELS_OF_Y,
     **{f"test_search_callbacks_no_propagation[search{i}-{refit}]": LABELS_OF_Y
        for i in (0, 1) for refit in (True, False)},
-    "test_search_callbacks_receive_sample_weight": LABELS_OF_Y,
     "test_search_callbacks_with_partial_fit_failures": LABELS_OF_Y,
     "test_cv_results_dtype_issue_29074": NEEDS_PREDICT,
     "test_custom_run_search": EXTRA_ATTRIBUTES,
