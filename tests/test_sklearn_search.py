@@ -18,9 +18,10 @@ GridSearchCV"). They run as strict xfails: one that starts passing fails the sui
 list stays true. The list is keyed by test name (a name alone: all its parameters; with
 ``[id]``: that case); a test this scikit-learn's file does not have is simply absent.
 
-scikit-learn's tests are marked slow: they fit ~400 searches (each a study on the process's
-warm local cluster), ~130 CPU-seconds on a 2-core machine (workers included) — too much for the default suite's
-budget. :func:`test_the_differences_are_documented` runs in the default suite.
+scikit-learn's tests are marked slow: they fit hundreds of searches (each a study on the
+process's warm local cluster), 132 CPU-seconds on a 2-core machine, workers included — too
+much for the default suite's budget (1,000 in all). :func:`test_the_differences_are_documented`
+runs in the default suite.
 """
 import ast
 import os
