@@ -19,7 +19,7 @@ list stays true. The list is keyed by test name (a name alone: all its parameter
 ``[id]``: that case); a test this scikit-learn's file does not have is simply absent.
 
 scikit-learn's tests are marked slow: they fit hundreds of searches (each a study on the
-process's warm local cluster), 132 CPU-seconds on a 2-core machine, workers included — too
+process's warm local cluster), 134 CPU-seconds on a 2-core machine, workers included — too
 much for the default suite's budget (1,000 in all). :func:`test_the_differences_are_documented`
 runs in the default suite.
 """
@@ -65,9 +65,6 @@ SCORER_RAISES = ("a scorer that raises fails its cell, as a fit that raises (the
                  "the search raises.")
 SCORER_COPIES = ("scorers run in Dask's workers, on copies: what a scorer records of its "
                  "calls (the test's registry of routed metadata) stays in the workers.")
-DICT_CALLABLE = ("a callable scoring that returns a dict (several scores whose names are "
-                 "known only once it is called) is not supported: the study declares its "
-                 "scorers before the first fit. Give scoring={name: callable, ...}.")
 EMPTY_GRID = ("a grid with no parameter ({}) is refused: a study selects among "
               "configurations (the engine's search check).")
 XT_KEYWORD = ("inverse_transform(Xt=...), deprecated in scikit-learn 1.5 and gone in 1.7, is "
@@ -97,10 +94,6 @@ DIFFERENCES = {
     "test_callable_multimetric_clf_all_fits_fail": ALL_FAILED,
     "test_unsupported_sample_weight_scorer": SCORER_RAISES,
     "test_multi_metric_search_forwards_metadata": SCORER_COPIES,
-    "test_callable_multimetric_confusion_matrix": DICT_CALLABLE,
-    "test_callable_multimetric_same_as_list_of_strings": DICT_CALLABLE,
-    "test_callable_multimetric_error_on_invalid_key": DICT_CALLABLE,
-    "test_callable_multimetric_error_failing_clf": DICT_CALLABLE,
     "test_predict_proba_disabled": EMPTY_GRID,
     "test_inverse_transform_Xt_deprecation": XT_KEYWORD,
 }

@@ -62,9 +62,15 @@ MULTIMETRIC_REFIT = ("For multi-metric scoring, the parameter refit must be set 
                      "metric.")
 
 
-def ordered_scorers(search):
-    """``({key: scoring}, multimetric)``, the refit scorer first; ``refit`` checked."""
+def ordered_scorers(search, keys=None):
+    """``({key: scoring}, multimetric)``, the refit scorer first; ``refit`` checked.
+    ``keys``: the names of the scores a callable ``scoring`` returns as a dict
+    (:func:`~._dict_scoring.probe_keys`), each then scored by its own scorer."""
     sc = search.scoring
+    if keys is not None:
+        from ._dict_scoring import DictScore
+
+        sc = {k: DictScore(search.scoring, k) for k in keys}
     if sc is None or isinstance(sc, str) or callable(sc):
         # any true refit refits the one scorer (GridSearchCV's rule: refit="accuracy"
         # with scoring="accuracy" is refit=True)
@@ -161,9 +167,9 @@ def _weighted_scoring(search, callables, params):
     return ({"sample_weight": sw}, taking) if taking else ({}, ())
 
 
-def scoring_plan(search, params, y=None):
+def scoring_plan(search, params, y=None, keys=None):
     """The :class:`ScoringPlan` of ``search.fit(X, y, **params)``, checked before
-    anything runs (see the module docstring)."""
+    anything runs (see the module docstring); ``keys`` as :func:`ordered_scorers`'."""
     import sklearn
     from sklearn.metrics import check_scoring
     from sklearn.utils.metadata_routing import get_routing_for_object
@@ -171,7 +177,7 @@ def scoring_plan(search, params, y=None):
     from ..engine import FitScoring, stored_as
     from ..metrics import get_metric
 
-    scorers, multimetric = ordered_scorers(search)
+    scorers, multimetric = ordered_scorers(search, keys)
     requesting = {k for k, v in scorers.items() if compat.is_function_scorer(v) and any(
         r is not None and r is not False
         for r in get_routing_for_object(v).score.requests.values())}

@@ -10,19 +10,20 @@ import weakref
 from numbers import Integral, Real
 
 import numpy as np
-from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone, is_classifier
+from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone
 from sklearn.metrics import check_scoring
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
 from .. import _sklearn_compat as compat
-from .. import _validation as validation
 from .._doors import SEARCH_NAMES, by_class, door, warn
 from ._callbacks import SearchCallbacks, managed
+from ._dict_scoring import probe_keys
 from ._multimetric import fold_level_winner, scoring_plan, split_scores
-from ._search_run import (check_stop, checked_data, chosen_index, cv_results, estimate,
-                          given_client, local_workers, refit_best, run_raising, say_fits,
-                          say_fitting, search_cv, stopped_text, warn_as_gridsearchcv)
+from ._search_run import (check_parameters, check_stop, checked_data, chosen_index,
+                          cv_results, estimate, given_client, local_workers, refit_best,
+                          run_raising, say_fits, say_fitting, search_cv, stopped_text,
+                          warn_as_gridsearchcv)
 from ..cluster import shared_client
 from ..engine import Stop
 from ..exceptions import InvalidParameterError, UnfinishedStudyWarning
@@ -288,12 +289,14 @@ class BBCSearchCV(MetaEstimatorMixin, compat.callback_support_mixin(), BaseEstim
         from ..engine import Execution, Resampling, Scoring, Search, Storage, StudyRequest, run_cvt
         from ..study import study_of
 
-        self._check_parameters()
+        check_parameters(self)
         plan = scoring_plan(self, params, y)  # checked before anything runs
         check_stop(self, plan)
         X, y = checked_data(self, X, y)
-        for name in ("feature_names_in_", "classes_", "n_features_in_"):
-            self.__dict__.pop(name, None)  # a fit before this version's set them
+        keys = probe_keys(self, X, y, plan.fit_params)  # a callable's dict of scores
+        if keys is not None:
+            plan = scoring_plan(self, params, y, keys)
+        self.__dict__.pop("feature_names_in_", None)  # an earlier fit's
         store, overwrite = self.store, False
         if store is None:
             tmp = tempfile.mkdtemp(prefix="bbc_dask_")
@@ -446,16 +449,6 @@ class BBCSearchCV(MetaEstimatorMixin, compat.callback_support_mixin(), BaseEstim
             estimator=self.estimator, method_mapping=MethodMapping().add(caller="fit", callee="fit")
         ).add(scorer=scorer, method_mapping=MethodMapping().add(
             caller="score", callee="score").add(caller="fit", callee="score"))
-
-    def _check_parameters(self):
-        """Every constructor parameter against :attr:`_parameter_constraints`, as an
-        :class:`~bbc_dask.exceptions.InvalidParameterError` in scikit-learn's wording."""
-        try:
-            compat.validate_parameter_constraints(self._parameter_constraints,
-                                           self.get_params(deep=False),
-                                           caller_name=type(self).__name__)
-        except compat.SklearnInvalidParameterError as exc:
-            raise validation.worded_elsewhere(str(exc)) from None
 
     def _check(self, X=None):
         check_is_fitted(self)

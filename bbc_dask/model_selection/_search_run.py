@@ -16,9 +16,9 @@ from ..cluster import current_client
 from ..exceptions import InvalidParameterError
 from .._doors import warn
 
-__all__ = ["checked_data", "chosen_index", "cv_results", "given_client", "local_workers",
-           "refit_best", "run_raising", "say_fits", "say_fitting", "search_cv",
-           "warn_as_gridsearchcv"]
+__all__ = ["check_parameters", "checked_data", "chosen_index", "cv_results", "given_client",
+           "local_workers", "refit_best", "run_raising", "say_fits", "say_fitting",
+           "search_cv", "warn_as_gridsearchcv"]
 
 
 def search_cv(search, X, y, groups):
@@ -345,3 +345,14 @@ def say_fits(search, study):
             result += f" total time={logger.short_format_time(times[c, i])}"
             end = f"[CV{progress}] END "
             print(end + "." * (80 - len(end) - len(result)) + result)
+
+
+def check_parameters(search):
+    """Every constructor parameter against :attr:`_parameter_constraints`, as an
+    :class:`~bbc_dask.exceptions.InvalidParameterError` in scikit-learn's wording."""
+    try:
+        compat.validate_parameter_constraints(search._parameter_constraints,
+                                              search.get_params(deep=False),
+                                              caller_name=type(search).__name__)
+    except compat.SklearnInvalidParameterError as exc:
+        raise validation.worded_elsewhere(str(exc)) from None
