@@ -475,3 +475,29 @@ def test_a_local_function_as_a_fit_parameter(scaled_cancer, client):
     gs = GridSearchCV(_Hooked(), {"C": [0.1, 1.0]}, cv=splits).fit(X, y, hook=hook)
     assert est.best_index_ == gs.best_index_
     np.testing.assert_allclose(est.best_estimator_.coef_, gs.best_estimator_.coef_)
+
+
+def test_scoring_none_is_the_estimators_own_score(client):
+    """scoring=None is GridSearchCV's estimator.score: scikit-learn's accuracy or R² of
+    predict (KNeighborsClassifier's documented override of it too) is scored on the stored
+    predictions (bbc_ set); another score (PoissonRegressor's D² of its deviance) is called
+    on each fold's fitted model (bbc_f_ alone) — GridSearchCV's scores and winner either way."""
+    from sklearn.datasets import make_classification
+    from sklearn.linear_model import PoissonRegressor
+    from sklearn.neighbors import KNeighborsClassifier
+
+    X, y = make_classification(120, 5, random_state=0)
+    knn = bd.BBCSearchCV(KNeighborsClassifier(), {"n_neighbors": [3, 9]}, cv=3, n_bootstraps=20,
+                         random_state=0).fit(X, y)
+    theirs = GridSearchCV(KNeighborsClassifier(), {"n_neighbors": [3, 9]}, cv=3).fit(X, y)
+    np.testing.assert_array_equal(knn.cv_results_["mean_test_score"], theirs.cv_results_["mean_test_score"])
+    assert knn.study_.metric == "accuracy" and hasattr(knn, "bbc_")
+    rng = np.random.default_rng(0)
+    counts = rng.poisson(np.exp(0.3 * X[:, 0] + 0.2 * X[:, 1]))
+    ours = bd.BBCSearchCV(PoissonRegressor(), {"alpha": [0.01, 1.0]}, cv=3, n_bootstraps=20,
+                          random_state=0).fit(X, counts)
+    theirs = GridSearchCV(PoissonRegressor(), {"alpha": [0.01, 1.0]}, cv=3).fit(X, counts)
+    np.testing.assert_allclose(ours.cv_results_["mean_test_score"],
+                               theirs.cv_results_["mean_test_score"], rtol=1e-12)
+    assert ours.best_index_ == theirs.best_index_ and not hasattr(ours, "bbc_")
+    assert ours.bbc_f_.selected_config == ours.best_index_

@@ -127,9 +127,18 @@ def own_score_is_metric(estimator):
     while isinstance(est, Pipeline) and defined(type(est)) is defined(None, Pipeline):
         est = est.steps[-1][1]
     own = defined(type(est))
+    if getattr(own, "__module__", "").startswith("sklearn.") and \
+            getattr(own, "__qualname__", None) in _MIXIN_SCORES:
+        return is_classifier(estimator) or is_regressor(estimator)
     if is_classifier(estimator):
         return own is defined(None, ClassifierMixin)
     return is_regressor(estimator) and own is defined(None, RegressorMixin)
+
+
+#: scikit-learn's own ``score`` overrides that are the mixin's accuracy or R² of
+#: ``predict`` (they add a docstring, or take X=None for a leave-one-out or dummy score)
+_MIXIN_SCORES = frozenset({"KNeighborsClassifier.score", "RadiusNeighborsClassifier.score",
+                           "DummyClassifier.score", "DummyRegressor.score"})
 
 
 def _accepts_sample_weight(scorer):
