@@ -347,3 +347,59 @@ def test_callbacks_report_gridsearchcvs_tasks(client, tmp_path, refit, store):
                 assert len(entry["kwargs"]["metadata"]["sample_weight"]) == 30  # its training rows
     assert counts["ours"] == counts["theirs"]
     assert counts["ours"][1]["on_fit_task_begin"] > counts["ours"][0]["on_fit_task_begin"]
+
+
+def test_inputs_reach_the_estimator_as_gridsearchcv_gives_them(client):
+    """X and y as GridSearchCV passes them to the fits: a list stays a list, a 4-d array
+    keeps its shape, scikit-learn's MockDataFrame and a pandas Series stay themselves."""
+    import pandas as pd
+    from sklearn.utils._mocking import CheckingClassifier, MockDataFrame
+
+    X = np.arange(200, dtype=float).reshape(20, 10)
+    y = np.array([0, 1] * 10)
+    cases = [
+        (X.tolist(), y, dict(check_X=lambda x: isinstance(x, list))),
+        (X.reshape(20, 5, 2, 1), y, dict(check_X=lambda x: x.shape[1:] == (5, 2, 1))),
+        (MockDataFrame(X), MockDataFrame(y), dict(check_X=lambda x: isinstance(x, MockDataFrame),
+                                                  check_y=lambda v: isinstance(v, MockDataFrame))),
+        (X, pd.Series(y), dict(check_y=lambda v: isinstance(v, pd.Series))),
+    ]
+    for Xc, yc, checks in cases:
+        est = CheckingClassifier(**checks, methods_to_check=["fit"])
+        search = bd.BBCSearchCV(est, {"foo_param": [0, 1]}, cv=2, error_score="raise",
+                                n_bootstraps=20, client=client).fit(Xc, yc)
+        assert search.best_index_ == GridSearchCV(est, {"foo_param": [0, 1]}, cv=2).fit(
+            Xc, yc).best_index_
+
+
+def test_a_precomputed_kernel_is_cut_as_gridsearchcv_cuts_it(cancer_standardised, client):
+    """The pairwise tag is delegated, and each fold's kernel is its training samples'
+    columns (scikit-learn's _safe_split): GridSearchCV's scores."""
+    X, y = cancer_standardised
+    K = X @ X.T
+    grid = {"C": [0.01, 1.0]}
+    ours = bd.BBCSearchCV(SVC(kernel="precomputed"), grid, cv=FOLDS, n_bootstraps=20,
+                          client=client).fit(K, y)
+    theirs = GridSearchCV(SVC(kernel="precomputed"), grid, cv=FOLDS).fit(K, y)
+    assert ours.__sklearn_tags__().input_tags.pairwise
+    _same_search(ours, theirs)
+
+
+def test_score_takes_metadata_with_routing_as_gridsearchcv(cancer_standardised, client):
+    """score(X, y, **params): routed to the scorer with metadata routing on, refused
+    without it in GridSearchCV's words."""
+    import sklearn
+    from sklearn.metrics import accuracy_score, make_scorer
+
+    X, y = cancer_standardised
+    w = np.linspace(0.5, 2.0, len(y))
+    search = bd.BBCSearchCV(LogisticRegression(), {"C": [0.1, 1.0]}, cv=3, n_bootstraps=20,
+                            client=client).fit(X, y)
+    with pytest.raises(ValueError, match="is only supported if enable_metadata_routing=True"):
+        search.score(X, y, sample_weight=w)
+    with sklearn.config_context(enable_metadata_routing=True):
+        scorer = make_scorer(accuracy_score).set_score_request(sample_weight=True)
+        search = bd.BBCSearchCV(LogisticRegression(), {"C": [0.1, 1.0]}, cv=3, scoring=scorer,
+                                n_bootstraps=20, client=client).fit(X, y)
+        assert search.score(X, y, sample_weight=w) == pytest.approx(
+            accuracy_score(y, search.predict(X), sample_weight=w))
