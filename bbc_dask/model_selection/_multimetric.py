@@ -211,6 +211,15 @@ def scoring_plan(search, params, y=None, keys=None):
     own = {k for k, v in scorers.items() if v is None and not own_score_is_metric(search.estimator)}
     metrics = {k: get_metric(v, name="scoring") for k, v in scorers.items()
                if v is not None and not _is_plain_callable(v) and k not in asking}
+    # a label score of an estimator that is no classifier: its predict need not give y's
+    # labels (the cube stores y's class codes), so it is called on the fitted models, as
+    # GridSearchCV calls it
+    from sklearn.base import is_classifier
+
+    if not is_classifier(search.estimator):
+        asking |= {k for k, m in metrics.items()
+                   if m.is_classification and m.prediction == "labels"}
+        metrics = {k: m for k, m in metrics.items() if k not in asking}
 
     def takes_params(key):
         return key in asking or (routing and bool(score_params) and
