@@ -57,6 +57,8 @@ $(MIN_VENV)/.test: $(UV) pyproject.toml
 test-sklearn-min: $(MIN_VENV)/.test
 	$(MIN_VENV)/bin/python -c "import sklearn; print('scikit-learn', sklearn.__version__)"
 	$(MIN_VENV)/bin/python -m pytest -m "not slow" $(SKLEARN_TESTS) $(PYTEST_ARGS)
+	# scikit-learn's own search tests of that version, with the searches swapped in (slow)
+	$(MIN_VENV)/bin/python -m pytest tests/test_sklearn_search.py $(PYTEST_ARGS)
 
 # with the benchmarks' peers (mlxtend); the other benchmarks run as python benchmarks/X.py
 $(VENV)/.bench: $(UV) pyproject.toml

@@ -508,20 +508,42 @@ def plain(v):
 
 
 def check_X(X):
-    """X as the tasks index it: DataFrames kept (column names matter to pipelines), sparse
-    kept, anything else a 2-d array (scikit-learn's checks and messages; NaN allowed —
-    whether the estimator takes it is its business)."""
+    """X as the tasks index it, as scikit-learn's searches take it (``indexable``): a
+    DataFrame (or any container with ``iloc``: rows by position), an array of any number of
+    dimensions, a list (a text pipeline's documents) and a CSR/CSC matrix are kept as they
+    are (another sparse format becomes CSR); anything else becomes an array. NaN and inf
+    are allowed — whether the estimator takes them is its business, as in ``GridSearchCV``.
+    At least two samples."""
+    import scipy.sparse as sp
     from sklearn.utils.validation import check_array
 
     if X is None:
         raise InvalidParameterError(f"{the_parameter('X')} is required. Got None.")
-    if hasattr(X, "iloc"):
-        return X
     try:
-        return check_array(X, accept_sparse=("csr", "csc"), dtype=None,
-                           ensure_all_finite=False, ensure_min_samples=2, input_name="X")
+        if sp.issparse(X):
+            X = check_array(X, accept_sparse=("csr", "csc"), dtype=None,
+                            ensure_all_finite=False, ensure_min_samples=2, input_name="X")
+        elif not hasattr(X, "iloc") and not isinstance(X, (np.ndarray, list, tuple)):
+            X = np.asarray(X)
+        n = _n_samples(X)
     except (TypeError, ValueError) as e:  # scikit-learn's words, said as ours
         raise InvalidParameterError(f"{the_parameter('X')} is invalid: {e}") from None
+    if n is None:
+        raise InvalidParameterError(f"{the_parameter('X')} is invalid: a 0-d array "
+                                    f"({X!r}) holds no samples.")
+    if n < 2:
+        raise InvalidParameterError(
+            f"{the_parameter('X')} is invalid: it has {n} sample(s), a minimum of 2 is required.")
+    return X
+
+
+def _n_samples(X):
+    """The number of samples (rows) of X; None for a 0-d array (a TypeError from
+    ``len`` for an object without length)."""
+    shape = getattr(X, "shape", None)
+    if shape is not None and not callable(shape):
+        return int(shape[0]) if len(shape) else None
+    return len(X)
 
 
 def check_cv_data(estimator, X, y, groups, metric, n_splits, n_repeats, error_score, pos_label,
@@ -540,7 +562,7 @@ def check_cv_data(estimator, X, y, groups, metric, n_splits, n_repeats, error_sc
             f"The metric {metric.name!r} is not supported by {door_name()}: scikit-learn has no "
             f"survival estimators; compute risk scores yourself and call bbc_dask.bbc."
         )
-    n = X.shape[0] if hasattr(X, "shape") else len(X)
+    n = _n_samples(X) or 0
     y_arr = np.asarray(y)
     if y_arr.ndim != 1:
         raise InvalidParameterError(f"{the_parameter('y')} must be 1-dimensional. Got shape {y_arr.shape}.")

@@ -16,6 +16,7 @@ from ._doors import current
 __all__ = [
     "AllConfigurationsFailedError",
     "BBCDaskError",
+    "InvalidIndexError",
     "InvalidParameterError",
     "BoundAboveObservedWarning",
     "ComparisonInterrupted",
@@ -77,6 +78,11 @@ class InvalidParameterError(UserError, ValueError, TypeError):
         return cls(f"The {door.spelled(name)!r} parameter of {door.name} must be {expected}. "
                    f"Got {shown} "
                    f"instead." + (f" {note}" if note else ""))
+
+
+class InvalidIndexError(InvalidParameterError, IndexError):
+    """An index out of range returned by a callable the user gave (``refit``): also an
+    ``IndexError``, as scikit-learn's searches raise."""
 
 
 class LabelsAsScoresWarning(BBCDaskError, UserWarning):

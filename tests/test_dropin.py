@@ -129,6 +129,111 @@ def test_n_jobs_and_pre_dispatch_as_gridsearchcv(cancer, client):
         bd.BBCSearchCV(est, grid, n_jobs="two", client=client).fit(X, y)
 
 
+def _with_holes(kind="array"):
+    """200 x 6 binary data with X[::17, 3] missing, as an array, a DataFrame or CSR."""
+    from scipy import sparse
+    from sklearn.datasets import make_classification
+
+    X, y = make_classification(200, 6, n_informative=3, random_state=0)
+    X[::17, 3] = np.nan
+    if kind == "frame":
+        import pandas as pd
+
+        X = pd.DataFrame(X, columns=[f"f{i}" for i in range(6)])
+    elif kind == "sparse":
+        X = sparse.csr_matrix(X)
+    return X, y
+
+
+@pytest.mark.parametrize("kind, store", [("array", False), ("array", True), ("frame", False),
+                                         ("sparse", False)])
+def test_missing_values_a_pipeline_imputes_are_taken(client, tmp_path, kind, store):
+    """X with NaN goes to the estimator as GridSearchCV gives it: a pipeline that imputes
+    fits, with or without a store, whatever the container; the same search."""
+    from sklearn.impute import SimpleImputer
+    from sklearn.pipeline import make_pipeline
+
+    X, y = _with_holes(kind)
+    pipe = make_pipeline(SimpleImputer(), StandardScaler(with_mean=kind != "sparse"),
+                         LogisticRegression())
+    grid = {"logisticregression__C": [0.01, 0.1, 1.0]}
+    theirs = GridSearchCV(pipe, grid, cv=FOLDS).fit(X, y)
+    ours = bd.BBCSearchCV(pipe, grid, cv=FOLDS, n_bootstraps=50, random_state=0, client=client,
+                          store=str(tmp_path / "s.zarr") if store else None).fit(X, y)
+    _same_search(ours, theirs)
+    np.testing.assert_array_equal(ours.predict(X), theirs.predict(X))
+    assert np.isfinite(ours.bbc_.estimate)
+
+
+def test_missing_values_histgradientboosting(client):
+    """An estimator that takes NaN itself: HistGradientBoostingClassifier on X with holes,
+    GridSearchCV's search."""
+    from sklearn.ensemble import HistGradientBoostingClassifier
+
+    X, y = _with_holes()
+    grid = {"max_iter": [10, 30], "learning_rate": [0.1, 0.3]}
+    est = HistGradientBoostingClassifier(random_state=0)
+    theirs = GridSearchCV(est, grid, cv=FOLDS).fit(X, y)
+    ours = bd.BBCSearchCV(est, grid, cv=FOLDS, n_bootstraps=50, random_state=0,
+                          client=client).fit(X, y)
+    _same_search(ours, theirs)
+
+
+def test_an_estimator_that_refuses_missing_values_fails_as_under_gridsearchcv(client):
+    """A configuration whose estimator cannot take NaN fails as its fit does under
+    GridSearchCV: recorded (NaN scores, ranked last, never selected) with error_score a
+    number; its own error raised with error_score="raise", its configuration named; and
+    when no configuration takes the column, a one-line error before any fit."""
+    from sklearn.ensemble import HistGradientBoostingClassifier
+
+    X, y = _with_holes()
+    pipe = Pipeline([("clf", LogisticRegression())])
+    grid = {"clf": [LogisticRegression(), HistGradientBoostingClassifier(max_iter=10)]}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the failed fits are said (FitFailedWarning)
+        theirs = GridSearchCV(pipe, grid, cv=FOLDS).fit(X, y)
+        ours = bd.BBCSearchCV(pipe, grid, cv=FOLDS, n_bootstraps=50, random_state=0,
+                              client=client).fit(X, y)
+    assert np.isnan(ours.cv_results_["mean_test_score"][0])
+    assert ours.best_index_ == theirs.best_index_ == 1
+    np.testing.assert_array_equal(ours.cv_results_["rank_test_score"], [2, 1])
+    np.testing.assert_allclose(ours.cv_results_["mean_test_score"][1],
+                               theirs.cv_results_["mean_test_score"][1], rtol=0, atol=1e-15)
+    with pytest.raises(ValueError, match="Input X contains NaN") as raised:
+        bd.BBCSearchCV(pipe, grid, cv=FOLDS, error_score="raise", client=client).fit(X, y)
+    assert "Configuration 0 ({'clf': LogisticRegression()})" in "".join(raised.value.__notes__)
+    with pytest.raises(ValueError, match=r"missing values in column 3 .*configuration 0: "
+                                         r"ValueError: Input X contains NaN"):
+        bd.BBCSearchCV(LogisticRegression(), {"C": [0.1, 1]}, cv=FOLDS, client=client).fit(X, y)
+
+
+def test_param_columns_typed_as_gridsearchcvs(client):
+    """cv_results_["param_*"]: scikit-learn's masked arrays, typed as its search types them
+    (float64, int64, object for strings and estimators), masked where a dict of the grid
+    has no such parameter."""
+    from sklearn.datasets import make_classification
+
+    X, y = make_classification(90, 4, random_state=0)
+    grids = [
+        (SVC(), [{"kernel": ["rbf"], "C": [1.0, 10.0], "gamma": [0.1, 1]},
+                 {"kernel": ["poly"], "degree": [1, 2]}]),
+        (Pipeline([("sc", StandardScaler()), ("clf", LogisticRegression())]),
+         [{"clf": [LogisticRegression()], "clf__C": [0.1, 1.0]},
+          {"clf": [SVC()], "sc": [StandardScaler(), "passthrough"]}]),
+    ]
+    for est, grid in grids:
+        theirs = GridSearchCV(est, grid, cv=3).fit(X, y).cv_results_
+        ours = bd.BBCSearchCV(est, grid, cv=3, n_bootstraps=20, client=client).fit(X, y).cv_results_
+        keys = [k for k in theirs if k.startswith("param_")]
+        assert keys == [k for k in ours if k.startswith("param_")]
+        for k in keys:
+            assert type(ours[k]) is np.ma.MaskedArray, k
+            assert ours[k].dtype == theirs[k].dtype, (k, ours[k].dtype, theirs[k].dtype)
+            np.testing.assert_array_equal(np.ma.getmaskarray(ours[k]), np.ma.getmaskarray(theirs[k]))
+            assert [repr(v) for v in ours[k].compressed()] == [repr(v) for v in theirs[k].compressed()]
+        assert ours["param_C" if "param_C" in ours else "param_clf__C"].dtype == np.float64
+
+
 SCRIPT = textwrap.dedent("""
     import numpy as np
     from distributed import default_client
@@ -206,3 +311,95 @@ def test_numpy_sums_are_the_kernels(which, monkeypatch):
             numpy_side = run()
         for a, b in zip(kernel, numpy_side):
             np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("refit, store", [(True, False), (False, False), (True, True)])
+def test_callbacks_report_gridsearchcvs_tasks(client, tmp_path, refit, store):
+    """scikit-learn's callbacks (1.9 on): the hooks GridSearchCV calls — one setup and
+    teardown, a begin and an end per task of its tree (root, search, candidate-split
+    evaluations, refit), every one of the non-propagated callback's with the search as the
+    estimator and the training rows' sample_weight — and the auto-propagated callback's
+    of each fitted estimator's own iterations, reported from the workers."""
+    pytest.importorskip("sklearn.callback")
+    from sklearn.callback.tests._utils import (MaxIterEstimator, RecordingAutoPropagatedCallback,
+                                               RecordingCallback)
+    from sklearn.datasets import make_regression
+
+    X, y = make_regression(40, 3, noise=1.0, random_state=0)
+    w = np.arange(1, 41) % 4 + 1.0
+    grid = {"max_iter": [1, 2, 3]}
+    counts = {}
+    for name, cls in (("theirs", GridSearchCV), ("ours", bd.BBCSearchCV)):
+        callbacks = [RecordingCallback(), RecordingAutoPropagatedCallback()]
+        extra = {} if cls is GridSearchCV else dict(
+            n_bootstraps=20, client=client, store=str(tmp_path / "s.zarr") if store else None)
+        search = cls(MaxIterEstimator(), grid, cv=4, scoring="r2", refit=refit, **extra)
+        search.set_callbacks(*callbacks).fit(X, y, sample_weight=w)
+        counts[name] = [{h: cb.count_hooks(h) for h in ("setup", "on_fit_task_begin",
+                                                         "on_fit_task_end", "teardown")}
+                        for cb in callbacks]
+        if cls is bd.BBCSearchCV:
+            plain = callbacks[0].record
+            assert all(entry["estimator"] is search for entry in plain)
+            evaluations = [e for e in plain if e["context"].task_name == "candidate-split-evaluation"]
+            assert len(evaluations) == 2 * 3 * 4
+            for entry in evaluations:
+                assert len(entry["kwargs"]["metadata"]["sample_weight"]) == 30  # its training rows
+    assert counts["ours"] == counts["theirs"]
+    assert counts["ours"][1]["on_fit_task_begin"] > counts["ours"][0]["on_fit_task_begin"]
+
+
+def test_inputs_reach_the_estimator_as_gridsearchcv_gives_them(client):
+    """X and y as GridSearchCV passes them to the fits: a list stays a list, a 4-d array
+    keeps its shape, scikit-learn's MockDataFrame and a pandas Series stay themselves."""
+    import pandas as pd
+    from sklearn.utils._mocking import CheckingClassifier, MockDataFrame
+
+    X = np.arange(200, dtype=float).reshape(20, 10)
+    y = np.array([0, 1] * 10)
+    cases = [
+        (X.tolist(), y, dict(check_X=lambda x: isinstance(x, list))),
+        (X.reshape(20, 5, 2, 1), y, dict(check_X=lambda x: x.shape[1:] == (5, 2, 1))),
+        (MockDataFrame(X), MockDataFrame(y), dict(check_X=lambda x: isinstance(x, MockDataFrame),
+                                                  check_y=lambda v: isinstance(v, MockDataFrame))),
+        (X, pd.Series(y), dict(check_y=lambda v: isinstance(v, pd.Series))),
+    ]
+    for Xc, yc, checks in cases:
+        est = CheckingClassifier(**checks, methods_to_check=["fit"])
+        search = bd.BBCSearchCV(est, {"foo_param": [0, 1]}, cv=2, error_score="raise",
+                                n_bootstraps=20, client=client).fit(Xc, yc)
+        assert search.best_index_ == GridSearchCV(est, {"foo_param": [0, 1]}, cv=2).fit(
+            Xc, yc).best_index_
+
+
+def test_a_precomputed_kernel_is_cut_as_gridsearchcv_cuts_it(cancer_standardised, client):
+    """The pairwise tag is delegated, and each fold's kernel is its training samples'
+    columns (scikit-learn's _safe_split): GridSearchCV's scores."""
+    X, y = cancer_standardised
+    K = X @ X.T
+    grid = {"C": [0.01, 1.0]}
+    ours = bd.BBCSearchCV(SVC(kernel="precomputed"), grid, cv=FOLDS, n_bootstraps=20,
+                          client=client).fit(K, y)
+    theirs = GridSearchCV(SVC(kernel="precomputed"), grid, cv=FOLDS).fit(K, y)
+    assert ours.__sklearn_tags__().input_tags.pairwise
+    _same_search(ours, theirs)
+
+
+def test_score_takes_metadata_with_routing_as_gridsearchcv(cancer_standardised, client):
+    """score(X, y, **params): routed to the scorer with metadata routing on, refused
+    without it in GridSearchCV's words."""
+    import sklearn
+    from sklearn.metrics import accuracy_score, make_scorer
+
+    X, y = cancer_standardised
+    w = np.linspace(0.5, 2.0, len(y))
+    search = bd.BBCSearchCV(LogisticRegression(), {"C": [0.1, 1.0]}, cv=3, n_bootstraps=20,
+                            client=client).fit(X, y)
+    with pytest.raises(ValueError, match="is only supported if enable_metadata_routing=True"):
+        search.score(X, y, sample_weight=w)
+    with sklearn.config_context(enable_metadata_routing=True):
+        scorer = make_scorer(accuracy_score).set_score_request(sample_weight=True)
+        search = bd.BBCSearchCV(LogisticRegression(), {"C": [0.1, 1.0]}, cv=3, scoring=scorer,
+                                n_bootstraps=20, client=client).fit(X, y)
+        assert search.score(X, y, sample_weight=w) == pytest.approx(
+            accuracy_score(y, search.predict(X), sample_weight=w))

@@ -159,9 +159,15 @@ def test_bbcsearchcv_default_scoring_is_the_estimators_own(regression_and_multic
     assert clf.study_.metric == "accuracy" and len(clf.classes_) == 3
     assert clf.score(Xm, ym) == pytest.approx(clf.best_estimator_.score(Xm, ym))
     from sklearn.cluster import KMeans
+    from sklearn.model_selection import GridSearchCV
 
-    with pytest.raises(ValueError, match="'scoring' parameter of BBCSearchCV must be given"):
-        bd.BBCSearchCV(KMeans(n_init=2), {"n_clusters": [2, 3]}, cv=3, client=client).fit(Xm, ym)
+    # neither a classifier nor a regressor: its own score selects, as in GridSearchCV
+    grid = {"n_clusters": [2, 3, 4]}
+    km = bd.BBCSearchCV(KMeans(n_init=2, random_state=0), grid, cv=3, n_bootstraps=50,
+                        client=client).fit(Xm, ym)
+    gs = GridSearchCV(KMeans(n_init=2, random_state=0), grid, cv=3).fit(Xm, ym)
+    assert km.best_index_ == gs.best_index_ and not hasattr(km, "bbc_")
+    np.testing.assert_allclose(km.cv_results_["mean_test_score"], gs.cv_results_["mean_test_score"])
 
 
 def test_every_way_of_asking_gives_the_same_estimate(tmp_path, client):

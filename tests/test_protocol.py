@@ -124,7 +124,8 @@ def test_bbcsearchcv_takes_a_splitter(tmp_path, data):
     (dict(cv=KFold(3), n_repeats=2), r"'cv' parameter of BBCSearchCV must be None when 'n_repeats' is given"),
     (dict(selection="best"), r"'selection' parameter of BBCSearchCV must be a str among"),
     (dict(error_score="nope"), r"'error_score' parameter of BBCSearchCV must be a str among \{'raise'\}"),
-    (dict(refit="yes"), r"'refit' parameter of BBCSearchCV must be a bool or a callable"),
+    (dict(scoring=["accuracy", "f1"], refit="yes"),
+     r"'refit' parameter of BBCSearchCV must be one of the scoring keys"),
     (dict(dropping=3), r"'dropping' parameter of BBCSearchCV must be"),
 ])
 def test_bbcsearchcv_bad_argument_fails_before_any_fit(tmp_path, data, params, why):

@@ -180,23 +180,26 @@ def _unweighted_accuracy(est, X, y):
 
 
 def test_cv_results_and_sample_weight_as_grid_search(scaled_cancer, client, capfd):
-    """Same folds, same fits: GridSearchCV's cv_results_ keys and shapes (plus
-    pooled_test_score), its split scores where sample_weight changes every model, the
-    refit on all rows with all weights, n_splits_ = the split columns; silent."""
+    """Same folds, same fits: GridSearchCV's cv_results_ keys and shapes, its split
+    scores where sample_weight changes every model (and weights the default scorer's
+    scores where this scikit-learn's GridSearchCV weights them: 1.7 on), the refit on all
+    rows with all weights, n_splits_ = the split columns; silent."""
+    from bbc_dask import _sklearn_compat as compat
+
     X, y, splits = scaled_cancer
     w = np.linspace(0.1, 3.0, len(y))
     grid = {"C": [0.01, 0.1, 1.0]}
     est = bd.BBCSearchCV(LogisticRegression(), grid, cv=splits, n_bootstraps=20,
                          random_state=0).fit(X, y, sample_weight=w)
     assert capfd.readouterr().err == ""  # verbose=0
+    gs = GridSearchCV(LogisticRegression(), grid, cv=splits).fit(X, y, sample_weight=w)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the callable scorer takes no sample_weight: said
-        gs = GridSearchCV(LogisticRegression(), grid, cv=splits,
-                          scoring=_unweighted_accuracy).fit(X, y, sample_weight=w)
         plain = GridSearchCV(LogisticRegression(), grid, cv=splits,
                              scoring=_unweighted_accuracy).fit(X, y)
-    assert set(est.cv_results_) - set(gs.cv_results_) == {"pooled_test_score"}
-    assert not set(gs.cv_results_) - set(est.cv_results_)
+    assert set(est.cv_results_) == set(gs.cv_results_)
+    # weighted scores are the fitted models' (fold-level): BBC-F alone estimates them
+    assert hasattr(est, "bbc_") is not compat.search_scores_with_sample_weight()
     for key, value in gs.cv_results_.items():
         assert np.shape(est.cv_results_[key]) == np.shape(value), key
     for i in range(3):
@@ -314,6 +317,8 @@ def test_best_score_follows_the_selection_rule(client):
             for sel in ("pooled", "fold_mean")}
     res = runs["pooled"].cv_results_
     assert np.argmax(res["pooled_test_score"]) != np.argmax(res["mean_test_score"])
+    # GridSearchCV's rule keeps GridSearchCV's keys: the pooled score only where it ranks
+    assert "pooled_test_score" not in runs["fold_mean"].cv_results_
     for sel, key in (("pooled", "pooled_test_score"), ("fold_mean", "mean_test_score")):
         est = runs[sel]
         assert est.best_index_ == np.argmax(est.cv_results_[key])
@@ -334,7 +339,7 @@ def test_randomized_search(scaled_cancer, client):
     est = bd.BBCRandomizedSearchCV(LogisticRegression(), dist, n_iter=4, cv=splits,
                                    n_bootstraps=20, random_state=0).fit(X, y)
     rs = RandomizedSearchCV(LogisticRegression(), dist, n_iter=4, cv=splits, random_state=0).fit(X, y)
-    assert set(est.cv_results_) - set(rs.cv_results_) == {"pooled_test_score"}
+    assert set(est.cv_results_) == set(rs.cv_results_)
     for key, value in rs.cv_results_.items():
         assert np.shape(est.cv_results_[key]) == np.shape(value), key
     assert len({p["C"] for p in est.cv_results_["params"]}) == 4
@@ -412,8 +417,7 @@ def test_multimetric_scoring_as_grid_search(scaled_cancer, client):
     est = bd.BBCSearchCV(LogisticRegression(), grid, cv=splits, scoring=scoring, refit="f1",
                          selection="fold_mean", n_bootstraps=20, random_state=0).fit(X, y)
     gs = GridSearchCV(LogisticRegression(), grid, cv=splits, scoring=scoring, refit="f1").fit(X, y)
-    assert set(est.cv_results_) - set(gs.cv_results_) == {"pooled_test_f1"}
-    assert not set(gs.cv_results_) - set(est.cv_results_)
+    assert set(est.cv_results_) == set(gs.cv_results_)
     for name in scoring:
         for i in range(3):
             np.testing.assert_allclose(est.cv_results_[f"split{i}_test_{name}"],
@@ -447,3 +451,53 @@ def test_multimetric_scoring_as_grid_search(scaled_cancer, client):
         with pytest.raises(ValueError, match=match):
             bd.BBCSearchCV(LogisticRegression(), grid, cv=splits, scoring=scoring, refit=refit,
                            client="tcp://127.0.0.1:1").fit(X, y)
+
+
+class _Hooked(LogisticRegression):
+    """A classifier whose fit takes a callable, as libraries' fit callbacks do."""
+
+    def fit(self, X, y, hook=None):
+        assert callable(hook) and hook() == "called"
+        return super().fit(X, y)
+
+
+def test_a_local_function_as_a_fit_parameter(scaled_cancer, client):
+    """A fit parameter pickle cannot name (a local function) reaches every fit and the
+    refit (Dask ships it by cloudpickle; the study fingerprints it by Dask's token), as in
+    GridSearchCV."""
+    X, y, splits = scaled_cancer
+
+    def hook():
+        return "called"
+
+    est = bd.BBCSearchCV(_Hooked(), {"C": [0.1, 1.0]}, cv=splits, n_bootstraps=20,
+                         random_state=0).fit(X, y, hook=hook)
+    gs = GridSearchCV(_Hooked(), {"C": [0.1, 1.0]}, cv=splits).fit(X, y, hook=hook)
+    assert est.best_index_ == gs.best_index_
+    np.testing.assert_allclose(est.best_estimator_.coef_, gs.best_estimator_.coef_)
+
+
+def test_scoring_none_is_the_estimators_own_score(client):
+    """scoring=None is GridSearchCV's estimator.score: scikit-learn's accuracy or R² of
+    predict (KNeighborsClassifier's documented override of it too) is scored on the stored
+    predictions (bbc_ set); another score (PoissonRegressor's D² of its deviance) is called
+    on each fold's fitted model (bbc_f_ alone) — GridSearchCV's scores and winner either way."""
+    from sklearn.datasets import make_classification
+    from sklearn.linear_model import PoissonRegressor
+    from sklearn.neighbors import KNeighborsClassifier
+
+    X, y = make_classification(120, 5, random_state=0)
+    knn = bd.BBCSearchCV(KNeighborsClassifier(), {"n_neighbors": [3, 9]}, cv=3, n_bootstraps=20,
+                         random_state=0).fit(X, y)
+    theirs = GridSearchCV(KNeighborsClassifier(), {"n_neighbors": [3, 9]}, cv=3).fit(X, y)
+    np.testing.assert_array_equal(knn.cv_results_["mean_test_score"], theirs.cv_results_["mean_test_score"])
+    assert knn.study_.metric == "accuracy" and hasattr(knn, "bbc_")
+    rng = np.random.default_rng(0)
+    counts = rng.poisson(np.exp(0.3 * X[:, 0] + 0.2 * X[:, 1]))
+    ours = bd.BBCSearchCV(PoissonRegressor(), {"alpha": [0.01, 1.0]}, cv=3, n_bootstraps=20,
+                          random_state=0).fit(X, counts)
+    theirs = GridSearchCV(PoissonRegressor(), {"alpha": [0.01, 1.0]}, cv=3).fit(X, counts)
+    np.testing.assert_allclose(ours.cv_results_["mean_test_score"],
+                               theirs.cv_results_["mean_test_score"], rtol=1e-12)
+    assert ours.best_index_ == theirs.best_index_ and not hasattr(ours, "bbc_")
+    assert ours.bbc_f_.selected_config == ours.best_index_

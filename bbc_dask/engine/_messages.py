@@ -52,11 +52,13 @@ class ShippedFit:
     fit parameters (one row per sample where an array: each task slices its training
     rows), ``routing`` whether scikit-learn's metadata routing was on where they were
     given, ``scoring`` the fitted models' scorers (a
-    :class:`~bbc_dask.engine.FitScoring`) or None."""
+    :class:`~bbc_dask.engine.FitScoring`) or None, ``callbacks`` scikit-learn's callback
+    contexts (a :class:`~bbc_dask.engine.FitCallbacks`) or None."""
 
     params: dict
     routing: bool
     scoring: object = None
+    callbacks: object = None
 
 
 @_frozen
@@ -100,11 +102,14 @@ class WaveSettings:
 @_frozen
 class Raised:
     """``error_score="raise"``: configuration ``index`` of the block raised ``text``
-    (its traceback ``traceback``)."""
+    (its traceback ``traceback``); ``error`` the exception itself where it survives a
+    pickle round trip (the driver raises the study's error from it, so that a door can
+    raise the estimator's own, as ``GridSearchCV`` does), else None."""
 
     index: int
     text: str
     traceback: str
+    error: object = None
 
 
 @_frozen

@@ -101,6 +101,7 @@ class NestedProtocol(Protocol):
     def _folds(self, y, groups, classification, root):
         from ._plan import make_folds
 
+        y = np.asarray(y)  # the target as given to the fits (a list, a Series): by position
         outer = self.outer_folds(y, groups, classification, root)
         out = np.full((len(y), self.n_repeats), -1, dtype=np.int64)
         for r in range(self.outer_repeats):
@@ -126,7 +127,7 @@ class NestedProtocol(Protocol):
     def outer_folds(self, y, groups, classification, root):
         from ._plan import make_folds
 
-        return make_folds(y, groups, self.n_outer, self.outer_repeats, classification,
+        return make_folds(np.asarray(y), groups, self.n_outer, self.outer_repeats, classification,
                           child_seed(root, "nested-outer"))
 
     def describe(self):

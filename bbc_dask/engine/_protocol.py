@@ -140,7 +140,8 @@ class KFoldProtocol(Protocol):
         """Fold ids ``(N, R)``."""
         from ._plan import make_folds
 
-        return make_folds(y, groups, self.n_splits, self.n_repeats, classification, root)
+        return make_folds(np.asarray(y), groups, self.n_splits, self.n_repeats, classification,
+                          root)
 
     def describe(self):
         """What the study's spec records beside ``n_splits`` and ``n_repeats``: nothing

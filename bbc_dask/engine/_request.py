@@ -54,16 +54,18 @@ class DataDigests:
 
 @dataclasses.dataclass(frozen=True)
 class StudyData:
-    """The data as the tasks index them: ``y`` by position, ``target`` its encoding for
+    """The data as the tasks index them: ``X`` and ``y`` as the door gave them (rows by
+    position: :func:`~._tasks.take_rows`), ``target`` y's encoding for
     the metric, ``digests`` the fingerprints (X, y, groups) recorded in the spec,
     ``fit_params`` the parameters every fit takes (sliced to its training rows as
     scikit-learn's search slices them), ``fit_routing`` whether scikit-learn's metadata
     routing was on where they were given (the fits run with the same setting: a Pipeline
-    routes ``sample_weight`` only then) and ``fit_digest`` their fingerprint (None without
-    any)."""
+    routes ``sample_weight`` only then), ``fit_digest`` their fingerprint (None without
+    any), ``fit_scoring`` the fitted models' scorers and ``fit_callbacks`` scikit-learn's
+    callback contexts (neither is part of the fingerprint's data)."""
 
     X: object
-    y: np.ndarray
+    y: object
     groups: np.ndarray | None
     target: Target
     digests: DataDigests
@@ -71,15 +73,18 @@ class StudyData:
     fit_routing: bool = False
     fit_digest: str | None = None
     fit_scoring: object = None
+    fit_callbacks: object = None
 
     def shipped(self):
         """What every fit takes beyond X and y: a :class:`~._messages.ShippedFit` (its
-        scoring a :class:`~bbc_dask.engine.FitScoring` or None), or None without either."""
-        if not self.fit_params and self.fit_scoring is None:
+        scoring a :class:`~bbc_dask.engine.FitScoring` or None, its callbacks a
+        :class:`~bbc_dask.engine.FitCallbacks` or None), or None without any."""
+        if not self.fit_params and self.fit_scoring is None and self.fit_callbacks is None:
             return None
         from ._messages import ShippedFit
 
-        return ShippedFit(self.fit_params, self.fit_routing, self.fit_scoring)
+        return ShippedFit(self.fit_params, self.fit_routing, self.fit_scoring,
+                          self.fit_callbacks)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -171,7 +176,10 @@ class StudyRequest:
         if metric.kind == "general":
             metric, pos_label = _general(metric, estimator, pos_label)
         X = validation.check_X(X)
-        y = y if y is None else np.asarray(y)  # the tasks index it by position
+        # the fits take y as given (a list, a Series), as scikit-learn's searches give it;
+        # the study's checks, folds and encoded target read it as an array
+        given_y = y
+        y = y if y is None else np.asarray(y)
         target, n_splits, n_repeats, groups = validation.check_cv_data(
             estimator, X, y, groups, metric, n_splits, n_repeats, error_score, pos_label,
             kfold=cv is None and nested is None)
@@ -216,14 +224,29 @@ class StudyRequest:
                  f"running plain CVT.", UserWarning, stacklevel=3)
         return cls(
             estimator=estimator, search=dataclasses.replace(search, grid=grid),
-            data=StudyData(X, y, groups, target,
+            data=StudyData(X, y if isinstance(given_y, np.ndarray) else given_y, groups, target,
                            DataDigests(*plan.data_digest(X, np.asarray(y), groups)),
-                           fit_params, routing, plan.params_digest(fit_params, routing),
+                           fit_params, routing, _fit_digest(fit_params, routing),
                            fit_scoring),
             protocol=protocol, metric=metric, location=location,
             execution=execution, dropping=dropping, selection=Selection.of(scoring.selection),
             error_score=error_score,
             random_state=random_state, metadata=metadata)
+
+
+def _fit_digest(fit_params, routing):
+    """The fingerprint of the fit parameters: the plan's (a hash of their pickle); for a
+    value pickle cannot name (a local function, as a library's callback parameter), Dask's
+    token of them — such parameters could not be used before, so no store holds the
+    other fingerprint."""
+    import pickle
+
+    try:
+        return plan.params_digest(fit_params, routing)
+    except (pickle.PicklingError, AttributeError, TypeError):
+        from dask.base import tokenize
+
+        return "token-" + tokenize(dict(sorted(fit_params.items())), bool(routing))
 
 
 def _general(metric, estimator, pos_label):

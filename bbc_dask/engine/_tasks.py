@@ -18,10 +18,11 @@ from sklearn.base import clone
 from .. import _sklearn_compat as compat
 from .. import _tuning as tuning
 from ..exceptions import StoreFullError, StoreLockedError
+from ._callbacks import FitCallbacks
 from ._fit_warnings import collected_warnings
 from ._messages import BlockFits, BlockOutcome, OuterOutcome, Raised, StoreProblem, TaskOutcome
 
-__all__ = ["FitScoring", "fit_outer", "fit_predict_block", "fit_write_blocks", "method_problem", "refit",
+__all__ = ["fit_outer", "fit_predict_block", "fit_write_blocks", "method_problem", "refit",
            "response_method", "warm_up"]
 
 
@@ -72,8 +73,12 @@ def method_problem(est, metric, unfitted=False):
             "scores": "decision_function or predict_proba", "proba": "predict_proba"}.get(
             metric.prediction, "predict")
         return f"has no {need}, which the metric {metric.name!r} needs"
-    if metric.is_classification and not is_classifier(est):
-        return f"is not a classifier, and the metric {metric.name!r} is for classification"
+    # labels from predict are scored against y's classes whatever the estimator is (as
+    # scikit-learn scores an outlier detector's or a duck-typed classifier's); scores and
+    # probabilities are read by the classes a classifier learnt
+    if metric.is_classification and not is_classifier(est) and \
+            response_method(est, metric) != "predict":
+        return f"is not a classifier, and the metric {metric.name!r} reads a classifier's scores"
     return None
 
 
@@ -92,11 +97,33 @@ def may_gain_method(est, metric):
 
 
 def take_rows(X, idx):
-    """The rows ``idx`` of ``X`` or ``y``: by position for a DataFrame or Series, by
-    NumPy indexing for an array (the one row indexer of the package's fits)."""
+    """The rows ``idx`` of ``X`` or ``y``: by position for a DataFrame or Series (or any
+    container with ``iloc``), by NumPy indexing for an array or a sparse matrix, a list
+    of those items for a list (scikit-learn's ``_safe_indexing``: what its searches give
+    the estimator) — the one row indexer of the package's fits."""
     if hasattr(X, "iloc"):
         return X.iloc[idx]
-    return X[idx]
+    if isinstance(X, np.ndarray) or hasattr(X, "tocsr"):
+        return X[idx]
+    return compat.safe_indexing(X, idx)
+
+
+def n_rows(X):
+    """The number of rows of ``X`` (an array, a sparse matrix, a DataFrame or a list)."""
+    shape = getattr(X, "shape", None)
+    return int(shape[0]) if shape is not None and not callable(shape) else len(X)
+
+
+def is_pairwise(estimator):
+    """Whether ``estimator`` takes a precomputed kernel or distance matrix (its
+    ``pairwise`` tag): its training set is then the rows *and* columns of the training
+    samples, its test set the test rows' columns of them, as scikit-learn splits it."""
+    from sklearn.utils import get_tags
+
+    try:
+        return bool(get_tags(estimator).input_tags.pairwise)
+    except (AttributeError, TypeError, ValueError):  # an estimator without tags
+        return False
 
 
 def _response(est, method, X_test, classes, pos_code, n_classes_axis):
@@ -144,11 +171,13 @@ def _per_class(decision, est_classes, classes):
 _SPLITS = threading.local()
 
 
-def _split(X, y, folds, r, k):
+def _split(X, y, folds, r, k, pairwise=None):
     """(X_train, y_train, X_test, y_test, test) of repeat ``r``, fold ``k`` (``test``
     the test rows, in increasing order: the fold's slot order); the last one of this
-    thread reused when X, y and the folds are the same objects."""
-    key = (r, k)
+    thread reused when X, y, the folds and ``pairwise`` are the same. ``pairwise``: an
+    estimator whose X is a square kernel or distance matrix (:func:`is_pairwise`), which
+    scikit-learn's ``_safe_split`` cuts to the training samples' columns."""
+    key = (r, k, pairwise is not None)
     last = getattr(_SPLITS, "last", None)
     if last is not None and last[0] == key and all(ref() is obj for ref, obj in
                                                    zip(last[1], (X, y, folds))):
@@ -157,7 +186,12 @@ def _split(X, y, folds, r, k):
     # trained on the other folds of the repeat: a sample with id -1 is in none of them
     # (nested CV's inner partitions leave the outer test set out of training and testing)
     train = np.flatnonzero((folds[:, r] != k) & (folds[:, r] >= 0))
-    out = (take_rows(X, train), take_rows(y, train), take_rows(X, test), take_rows(y, test), test)
+    if pairwise is not None:
+        out = (compat.safe_split(pairwise, X, None, train)[0], take_rows(y, train),
+               compat.safe_split(pairwise, X, None, test, train)[0], take_rows(y, test), test)
+    else:
+        out = (take_rows(X, train), take_rows(y, train), take_rows(X, test), take_rows(y, test),
+               test)
     _SPLITS.last = None
     # Only numpy arrays are kept, read-only: an estimator that writes into its input
     # (copy=False) must not change the next task's data. Read-only inputs are what
@@ -264,7 +298,7 @@ def _fit(est, X, y, fit_params, routing):
 
 
 def fit_predict_block(estimator, params_block, X_train, y_train, X_test, scoring, fit=None,
-                      fit_scoring=None):
+                      fit_scoring=None, pairwise=None, contexts=None):
     """Fit each configuration of the block on ``X_train, y_train`` (with ``fit`` =
     ``(parameters already sliced to the training rows, metadata routing on)``, or None)
     and predict ``X_test``, as ``scoring`` (a :class:`~._messages.TaskScoring`) says; with
@@ -274,7 +308,12 @@ def fit_predict_block(estimator, params_block, X_train, y_train, X_test, scoring
 
     The response method (``decision_function``, ``predict_proba`` or ``predict``) is
     chosen here per configured estimator, as scikit-learn's scorers do; a configuration
-    that cannot give what the metric needs fails like one that raises.
+    that cannot give what the metric needs fails like one that raises. ``pairwise``:
+    whether the split was cut as a square kernel's (:func:`is_pairwise`; None: not
+    checked); a configuration whose own tag says otherwise fails, as its X would be wrong.
+    ``contexts``: scikit-learn's callback context of each configuration's fit (or None),
+    whose auto-propagated callbacks the fit propagates to the estimator (see
+    :mod:`._callbacks`); the whole estimator is then fitted, as ``GridSearchCV`` fits it.
 
     Returns a :class:`~._messages.BlockFits` (only ``raised`` when ``error_score ==
     "raise"`` and a configuration failed).
@@ -283,7 +322,7 @@ def fit_predict_block(estimator, params_block, X_train, y_train, X_test, scoring
 
     m = get_metric(scoring.metric)
     n_block = len(params_block)
-    shape = (X_test.shape[0], n_block) + ((scoring.n_classes_axis,) if scoring.n_classes_axis else ())
+    shape = (n_rows(X_test), n_block) + ((scoring.n_classes_axis,) if scoring.n_classes_axis else ())
     values = np.full(shape, np.nan)
     fit_time = np.full(n_block, np.nan)
     score_time = np.full(n_block, np.nan)
@@ -297,8 +336,16 @@ def fit_predict_block(estimator, params_block, X_train, y_train, X_test, scoring
             problem = method_problem(est, m, unfitted=True)
             if problem:
                 raise TypeError(f"The estimator {problem}.")
-            fitted, X_pred = _fit_shared(est, X_train, y_train, X_test,
-                                         *(fit or ({}, False)), whole=scores is not None)
+            if pairwise is not None and is_pairwise(est) != pairwise:
+                raise ValueError(
+                    "The estimator's pairwise tag (a precomputed kernel or distance matrix "
+                    "as X) differs from the grid's first configuration's in its block: "
+                    "search such configurations in separate searches.")
+            ctx = None if contexts is None else contexts[j]
+            with FitCallbacks.around(est, ctx):
+                fitted, X_pred = _fit_shared(est, X_train, y_train, X_test,
+                                             *(fit or ({}, False)),
+                                             whole=scores is not None or contexts is not None)
             t1 = time.perf_counter()
             # chosen on the fitted estimator, as scikit-learn's scorers choose it
             method = response_method(fitted, m)
@@ -312,77 +359,27 @@ def fit_predict_block(estimator, params_block, X_train, y_train, X_test, scoring
         except Exception as exc:  # scikit-learn's error_score semantics
             text = f"{type(exc).__name__}: {exc}".strip()  # the class's name, not its module
             if isinstance(scoring.error_score, str) and scoring.error_score == "raise":
-                return BlockFits(raised=Raised(j, text, traceback.format_exc()))
+                return BlockFits(raised=Raised(j, text, traceback.format_exc(), _shippable(exc)))
             values[:, j] = np.nan
             failed[j] = True
             errors[j] = text
         fit_time[j] = time.perf_counter() - t0
-    score_time[failed] = np.nan
+    score_time[failed] = 0.0
     if scores is not None:
         scores[failed] = np.nan
     return BlockFits(values, fit_time, score_time, failed, tuple(errors), scores)
 
 
-class FitScoring:
-    """The scores a study computes with each fold's fitted model: scikit-learn scorers
-    ``scorer(estimator, X, y, **params)``, as ``GridSearchCV`` calls them, on the test
-    rows (``test``: ``{name: scorer}``) and on the training rows (``train``: for
-    ``return_train_score``), with the scorers' own parameters (``params``: metadata routed
-    to them, one row per sample, sliced per split by :meth:`sliced`; ``routing`` whether
-    scikit-learn's metadata routing was on, as the scorers must run with it). Columns of
-    ``fit_score``: ``test_<name>`` then ``train_<name>`` (:attr:`labels`)."""
+def _shippable(exc):
+    """``exc`` without its traceback if it survives a pickle round trip (an exception
+    whose class takes other arguments than its message may not), else None."""
+    import pickle
 
-    def __init__(self, test, train, params=None, routing=False):
-        self.test, self.train = dict(test), dict(train)
-        self.params, self.routing = dict(params or {}), bool(routing)
-        self.y_test = self.test_params = self.train_params = None
-
-    @property
-    def labels(self):
-        return tuple(f"test_{k}" for k in self.test) + tuple(f"train_{k}" for k in self.train)
-
-    @property
-    def width(self):
-        return len(self.test) + len(self.train)
-
-    def describe(self):
-        """The store's record of the scorers (JSON): each label with its scorer (a name,
-        a ``make_scorer``'s repr, a function by module and name): part of the study's
-        identity, as the fit parameters are."""
-        from ..metrics import scorer_name
-
-        def text(sc):
-            if isinstance(sc, str):
-                return sc
-            if compat.is_function_scorer(sc):
-                return scorer_name(sc)
-            return f"{getattr(sc, '__module__', '?')}.{getattr(sc, '__qualname__', repr(sc))}"
-
-        return [{"label": label, "scorer": text(sc)} for label, sc in zip(
-            self.labels, list(self.test.values()) + list(self.train.values()))]
-
-    def sliced(self, X, y_test, train, test):
-        """A copy for one split: its test target and the parameters of its rows."""
-        out = FitScoring(self.test, self.train, self.params, self.routing)
-        out.y_test = y_test
-        out.train_params = compat.check_method_params(X, self.params, train)
-        out.test_params = compat.check_method_params(X, self.params, test)
-        return out
-
-    def score(self, est, X_train, y_train, X_test):
-        """The scores of the fitted ``est`` in :attr:`labels` order; a scorer's error
-        is raised (the configuration fails)."""
-        import sklearn
-
-        out = []
-        with sklearn.config_context(enable_metadata_routing=self.routing):
-            for scorers, X, y, params in ((self.test, X_test, self.y_test, self.test_params),
-                                          (self.train, X_train, y_train, self.train_params)):
-                if scorers:  # one call: the scorers share the estimator's predictions
-                    got = compat.MultimetricScorer(scorers=scorers, raise_exc=True)(
-                        est, X, y, **(params or {}))
-                    out += [float(got[k]) for k in scorers]
-        return out
+    try:
+        pickle.loads(pickle.dumps(exc))
+    except Exception:  # noqa: BLE001 - any failure: the text alone travels
+        return None
+    return exc.with_traceback(None)
 
 
 def _fold_target(y_test, classes, pos_code):
@@ -452,21 +449,31 @@ def _train_params(X, shipped, folds, r, k, y_test=None):
     return fit, scoring
 
 
-def _fit_block(estimator, params_block, X, y, folds, scoring, r, k, shipped=None):
-    """Fit and predict one block on (repeat ``r``, fold ``k``) and score its fold: the
-    ledger's :class:`~._messages.BlockOutcome` and the predictions (or the block's
-    :class:`~._messages.Raised` and None)."""
-    X_train, y_train, X_test, y_test, test = _split(X, y, folds, r, k)
+def _fit_block(estimator, params_block, X, y, folds, scoring, r, k, shipped=None, configs=None):
+    """Fit and predict one block (configurations ``configs``) on (repeat ``r``, fold
+    ``k``) and score its fold: the ledger's :class:`~._messages.BlockOutcome` and the
+    predictions (or the block's :class:`~._messages.Raised` and None)."""
+    first = configured(estimator, params_block[0]) if params_block else estimator
+    pairwise = is_pairwise(first)
+    X_train, y_train, X_test, y_test, test = _split(X, y, folds, r, k,
+                                                    first if pairwise else None)
+    callbacks = None if shipped is None else shipped.callbacks
+    contexts = None if callbacks is None or configs is None else \
+        [callbacks.context(int(c), r, k) for c in configs]
     res = fit_predict_block(estimator, params_block, X_train, y_train, X_test, scoring,
-                            *_train_params(X, shipped, folds, r, k, y_test))
+                            *_train_params(X, shipped, folds, r, k, y_test), pairwise=pairwise,
+                            contexts=contexts)
     if res.raised is not None:
         return res.raised, None
     t0 = time.perf_counter()
     fold_score = _fold_scores(res.values, res.failed,
                               _fold_target(y_test, scoring.classes, scoring.pos_code),
                               scoring.metric, test, folds.shape[0], scoring.sample_block)
-    # a block is scored at once: each cell its share (GridSearchCV's holds its scorer's call)
-    score_time = res.score_time + (time.perf_counter() - t0) / max(1, len(params_block))
+    # a block is scored at once: each cell its share (GridSearchCV's holds its scorer's
+    # call); a failed fit scored nothing (0, as GridSearchCV's: its fit time is the time
+    # until it failed)
+    score_time = np.where(res.failed, 0.0,
+                          res.score_time + (time.perf_counter() - t0) / max(1, len(params_block)))
     return BlockOutcome(res.fit_time, res.fit_time - res.score_time, score_time, res.failed,
                         res.errors, fold_score, res.fit_score), res.values
 
@@ -507,7 +514,8 @@ def _fit_write_blocks(estimator, params_blocks, X, y, folds, scoring, writer, r,
     parts, writes = [], []
     for params, place in zip(params_blocks, placements):
         _unless_leaving()
-        res, values = _fit_block(estimator, params, X, y, folds, scoring, r, k, shipped)
+        res, values = _fit_block(estimator, params, X, y, folds, scoring, r, k, shipped,
+                                 place.first + np.asarray(place.columns))
         if values is None:  # error_score="raise": the study stops; nothing is written
             return TaskOutcome(raised=res, raised_block=len(parts))
         parts.append(res)
@@ -558,7 +566,10 @@ def refit(estimator, params, X, y, shipped=None):
     fit took."""
     t0 = time.perf_counter()
     fit = (shipped.params, shipped.routing) if shipped is not None else ({}, False)
-    model = _fit(configured(estimator, params), X, y, *fit)
+    model = configured(estimator, params)
+    callbacks = None if shipped is None else shipped.callbacks
+    with FitCallbacks.around(model, None if callbacks is None else callbacks.refit):
+        _fit(model, X, y, *fit)  # the estimator, whatever its fit returns (GridSearchCV's)
     return model, time.perf_counter() - t0
 
 
@@ -566,8 +577,13 @@ def fit_outer(estimator, params, train, test, scoring, X, y):
     """Nested CV's outer step: fit the configuration an outer fold's inner CV selected
     on the outer training rows ``train``, predict the outer test rows ``test`` and score
     them as a fold of the study is scored: an :class:`~._messages.OuterOutcome`."""
-    res = fit_predict_block(estimator, [params], take_rows(X, train), take_rows(y, train),
-                            take_rows(X, test), scoring)
+    est = configured(estimator, params)
+    if is_pairwise(est):
+        X_train, X_test = (compat.safe_split(est, X, None, train)[0],
+                           compat.safe_split(est, X, None, test, train)[0])
+    else:
+        X_train, X_test = take_rows(X, train), take_rows(X, test)
+    res = fit_predict_block(estimator, [params], X_train, take_rows(y, train), X_test, scoring)
     if res.raised is not None:
         return OuterOutcome(raised=res.raised)
     score = _fold_scores(res.values, res.failed,

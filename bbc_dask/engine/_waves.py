@@ -522,7 +522,7 @@ class _Executor:
             raise StudyError(
                 f"Configuration {c} ({self.configs[c]!r}) raised on repeat {r}, fold {k} "
                 f"(error_score='raise'): {res.raised.text}\n{res.raised.traceback}"
-            )
+            ) from res.raised.error
         groups.observe(res.elapsed, len(group), sum(float(np.nansum(p.fit_time)) for p in res.parts))
 
     def _record(self, task, res):

@@ -42,6 +42,8 @@ def column_problems(X):
     """``{"strings": [columns], "missing values": [columns]}`` of the problems X has (empty
     dict: none), columns by name for a DataFrame, by position otherwise."""
     if hasattr(X, "iloc"):
+        if not (hasattr(X, "columns") and hasattr(X, "dtypes") and hasattr(X, "isna")):
+            return {}  # a container of rows that is not a DataFrame: the estimator decides
         names = list(X.columns)
         text = [n for n, dt in zip(names, X.dtypes) if dt.kind not in "biufcmMb"]
         missing = [n for n, bad in zip(names, np.asarray(X.isna().any(axis=0))) if bad]

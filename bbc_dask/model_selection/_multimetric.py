@@ -22,6 +22,7 @@ each sample's prediction, which a callable does not give.
 from __future__ import annotations
 
 import dataclasses
+import inspect
 
 import numpy as np
 
@@ -53,14 +54,26 @@ class ScoringPlan:
         return self.primary in self.fitted
 
 
-def ordered_scorers(search):
-    """``({key: scoring}, multimetric)``, the refit scorer first; ``refit`` checked."""
+#: ``GridSearchCV``'s words for a ``refit`` that names no scorer of several (said too, so
+#: that a script matching them matches ours).
+MULTIMETRIC_REFIT = ("For multi-metric scoring, the parameter refit must be set to a scorer "
+                     "key or a callable to refit an estimator with the best parameter setting "
+                     "on the whole data and make the best_* attributes available for that "
+                     "metric.")
+
+
+def ordered_scorers(search, keys=None):
+    """``({key: scoring}, multimetric)``, the refit scorer first; ``refit`` checked.
+    ``keys``: the names of the scores a callable ``scoring`` returns as a dict
+    (:func:`~._dict_scoring.probe_keys`), each then scored by its own scorer."""
     sc = search.scoring
+    if keys is not None:
+        from ._dict_scoring import DictScore
+
+        sc = {k: DictScore(search.scoring, k) for k in keys}
     if sc is None or isinstance(sc, str) or callable(sc):
-        if isinstance(search.refit, str):  # a key names one of several scorers
-            raise InvalidParameterError.of(
-                "refit", "a bool or a callable (a scorer's key only with multimetric "
-                "scoring)", search.refit)
+        # any true refit refits the one scorer (GridSearchCV's rule: refit="accuracy"
+        # with scoring="accuracy" is refit=True)
         return {"score": sc}, False
     if isinstance(sc, dict):
         names = list(sc)
@@ -78,12 +91,13 @@ def ordered_scorers(search):
         if search.refit not in scorers:
             raise InvalidParameterError.of(
                 "refit", f"one of the scoring keys {names}, a callable or False "
-                f"with multimetric scoring", search.refit)
+                f"with multimetric scoring", search.refit, note=MULTIMETRIC_REFIT)
         first = search.refit
     elif search.refit is True:
         raise InvalidParameterError.of(
             "refit", f"one of the scoring keys {names}, a callable or False with "
-            f"multimetric scoring (the key says which scorer selects)", True)
+            f"multimetric scoring (the key says which scorer selects)", True,
+            note=MULTIMETRIC_REFIT)
     else:
         first = names[0]
     return {first: scorers[first]} | {k: v for k, v in scorers.items() if k != first}, True
@@ -95,9 +109,76 @@ def _is_plain_callable(scoring):
         not compat.is_function_scorer(scoring)
 
 
-def scoring_plan(search, params):
+def own_score_is_metric(estimator):
+    """Whether ``estimator.score`` is scikit-learn's own accuracy (a classifier's
+    ``ClassifierMixin.score``) or R² (a regressor's ``RegressorMixin.score``) of its
+    ``predict`` — through a ``Pipeline`` to its final step — so that the study can score
+    it on the stored predictions. Any other ``score`` (an estimator's own rule) is called
+    on each fold's fitted model, as ``GridSearchCV`` calls it."""
+    from sklearn.base import ClassifierMixin, RegressorMixin, is_classifier, is_regressor
+    from sklearn.pipeline import Pipeline
+
+    def defined(cls, owner=None):
+        # the class attribute itself (Pipeline.score is an available_if descriptor, which
+        # makes a new function on each read)
+        return inspect.getattr_static(cls, "score", None) if owner is None else vars(owner)["score"]
+
+    est = estimator
+    while isinstance(est, Pipeline) and defined(type(est)) is defined(None, Pipeline):
+        est = est.steps[-1][1]
+    own = defined(type(est))
+    if getattr(own, "__module__", "").startswith("sklearn.") and \
+            getattr(own, "__qualname__", None) in _MIXIN_SCORES:
+        return is_classifier(estimator) or is_regressor(estimator)
+    if is_classifier(estimator):
+        return own is defined(None, ClassifierMixin)
+    return is_regressor(estimator) and own is defined(None, RegressorMixin)
+
+
+#: scikit-learn's own ``score`` overrides that are the mixin's accuracy or R² of
+#: ``predict`` (they add a docstring, or take X=None for a leave-one-out or dummy score)
+_MIXIN_SCORES = frozenset({"KNeighborsClassifier.score", "RadiusNeighborsClassifier.score",
+                           "DummyClassifier.score", "DummyRegressor.score"})
+
+
+def _accepts_sample_weight(scorer):
+    """Whether a scorer (or a plain callable) takes ``sample_weight``, as scikit-learn
+    asks it."""
+    from inspect import signature
+
+    if hasattr(scorer, "_accept_sample_weight"):
+        return bool(compat.accepts_sample_weight(scorer))
+    try:
+        return "sample_weight" in signature(scorer).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+def _weighted_scoring(search, callables, params):
+    """The scorers' ``sample_weight`` as ``GridSearchCV`` forwards it without metadata
+    routing (scikit-learn 1.7 on): ``({"sample_weight": w}, keys that take it)`` when
+    ``params`` has one and some scorer accepts it (the others said in a warning, in
+    scikit-learn's words), else ``({}, ())``."""
+    sw = params.get("sample_weight")
+    if sw is None or not compat.search_scores_with_sample_weight():
+        return {}, ()
+    accept = {k: _accepts_sample_weight(v) for k, v in callables.items()}
+    multimetric = not (len(callables) == 1 and "score" in callables)
+    for key, ok in accept.items():
+        if not ok:
+            scorer = f"{key}={callables[key]}" if multimetric else f"{callables[key]}"
+            from .._doors import warn
+
+            warn(f"The scoring {scorer} does not support sample_weight, which may lead to "
+                 f"statistically incorrect results when fitting {search} with "
+                 "sample_weight. ", UserWarning, stacklevel=4)
+    taking = tuple(k for k, ok in accept.items() if ok)
+    return ({"sample_weight": sw}, taking) if taking else ({}, ())
+
+
+def scoring_plan(search, params, y=None, keys=None):
     """The :class:`ScoringPlan` of ``search.fit(X, y, **params)``, checked before
-    anything runs (see the module docstring)."""
+    anything runs (see the module docstring); ``keys`` as :func:`ordered_scorers`'."""
     import sklearn
     from sklearn.metrics import check_scoring
     from sklearn.utils.metadata_routing import get_routing_for_object
@@ -105,9 +186,17 @@ def scoring_plan(search, params):
     from ..engine import FitScoring, stored_as
     from ..metrics import get_metric
 
-    scorers, multimetric = ordered_scorers(search)
+    scorers, multimetric = ordered_scorers(search, keys)
+    requesting = {k for k, v in scorers.items() if compat.is_function_scorer(v) and any(
+        r is not None and r is not False
+        for r in get_routing_for_object(v).score.requests.values())}
+    for k, v in scorers.items():  # a name or scorer the study cannot score: said in our words
+        if v is not None and not _is_plain_callable(v) and k not in requesting:
+            get_metric(v, name="scoring")
+    # then GridSearchCV's check: an estimator without score needs a scoring
+    callables = {k: check_scoring(search.estimator, scoring=v) for k, v in scorers.items()}
     routing = compat.routing_enabled()
-    score_params = {}
+    score_params, weighted = {}, ()
     if routing:
         from sklearn.utils.metadata_routing import process_routing
 
@@ -115,24 +204,35 @@ def scoring_plan(search, params):
         fit_params, score_params = dict(routed.estimator.fit), dict(routed.scorer.score)
     else:
         fit_params = dict(params)
+        score_params, weighted = _weighted_scoring(search, callables, params)
     # a scorer asking for metadata (sample_weight) is called by the fitted models, with it
-    asking = {k for k, v in scorers.items() if compat.is_function_scorer(v) and any(
-        r is not None and r is not False
-        for r in get_routing_for_object(v).score.requests.values())}
+    asking = requesting | set(weighted)
+    # the estimator's own score, when it is not the accuracy or R² of its predictions
+    own = {k for k, v in scorers.items() if v is None and not own_score_is_metric(search.estimator)}
     metrics = {k: get_metric(v, name="scoring") for k, v in scorers.items()
                if v is not None and not _is_plain_callable(v) and k not in asking}
-    callables = {k: check_scoring(search.estimator, scoring=v) for k, v in scorers.items()}
+    # a label score of an estimator that is no classifier: its predict need not give y's
+    # labels (the cube stores y's class codes), so it is called on the fitted models, as
+    # GridSearchCV calls it
+    from sklearn.base import is_classifier
+
+    if not is_classifier(search.estimator):
+        asking |= {k for k, m in metrics.items()
+                   if m.is_classification and m.prediction == "labels"}
+        metrics = {k: m for k, m in metrics.items() if k not in asking}
 
     def takes_params(key):
-        return key in asking or (bool(score_params) and not _is_plain_callable(scorers[key]) and
+        return key in asking or (routing and bool(score_params) and
+                                 not _is_plain_callable(scorers[key]) and
                                  bool(get_routing_for_object(callables[key]).consumes(
                                      "score", list(score_params))))
 
     first = next(iter(scorers))
-    primary_stored = scorers[first] is None or (first in metrics and not takes_params(first))
+    primary_stored = first not in own and not takes_params(first) and (
+        scorers[first] is None or first in metrics)
     # else the study stores the predictions of the estimator's own score
     metric = scorers[first] if primary_stored and scorers[first] is not None else \
-        search._default_metric()
+        default_metric(search, y)
     want = stored_as(get_metric(metric, name="scoring"))
     fitted = tuple(k for k in scorers if (k == first and not primary_stored) or (
         k != first and (k not in metrics or takes_params(k) or stored_as(metrics[k]) != want)))
@@ -150,8 +250,8 @@ def scoring_plan(search, params):
 
 def split_scores(search, study, plan):
     """``cv_results_`` with every scorer's keys, as ``GridSearchCV``'s: the study's own for
-    the study's metric (and ``pooled_test_<key>``), the others per split from the stored
-    predictions or the fitted models' scores (complete configurations and trained folds;
+    the study's metric (and ``pooled_test_<key>`` with ``selection="pooled"``), the others
+    per split from the stored predictions or the fitted models' scores (complete configurations and trained folds;
     NaN for the others; a failed fit's split score is ``error_score`` when a number),
     ``rank_test_<key>`` by the mean; with ``return_train_score``, ``split{i}_train_<key>``,
     ``mean_train_<key>``, ``std_train_<key>``."""
@@ -196,3 +296,17 @@ def fold_level_winner(study, plan, cv_results):
     key = f"mean_test_{plan.primary}" if plan.multimetric else "mean_test_score"
     return int(idx[ranking(cv_results[key][idx])[0]])
 
+
+def default_metric(search, y=None):
+    """The metric of the estimator's own score: ``"accuracy"`` for a classifier,
+    ``"r2"`` for a regressor. Another estimator (a clusterer, a duck-typed one without
+    ``_estimator_type``) is selected by its own ``score``, called on the fitted fold
+    models; the study stores what its ``predict`` gives as values where ``y`` is numeric
+    (whatever they are: a cluster's id), as labels of y's classes otherwise."""
+    from sklearn.base import is_classifier, is_regressor
+
+    if is_classifier(search.estimator):
+        return "accuracy"
+    if is_regressor(search.estimator) or y is None:
+        return "r2"
+    return "r2" if np.asarray(y).dtype.kind in "iufb" else "accuracy"

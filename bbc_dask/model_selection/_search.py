@@ -10,17 +10,20 @@ import weakref
 from numbers import Integral, Real
 
 import numpy as np
-from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone, is_classifier
+from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone
 from sklearn.metrics import check_scoring
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
 from .. import _sklearn_compat as compat
-from .. import _validation as validation
 from .._doors import SEARCH_NAMES, by_class, door, warn
+from ._callbacks import SearchCallbacks, managed
+from ._dict_scoring import probe_keys
 from ._multimetric import fold_level_winner, scoring_plan, split_scores
-from ._search_run import (check_stop, cv_results, estimate, given_client, local_workers,
-                          refit_best, search_cv, stopped_text)
+from ._search_run import (check_parameters, check_stop, checked_data, chosen_index,
+                          cv_results, estimate, given_client, local_workers, refit_best,
+                          run_raising, say_fits, say_fitting, search_cv, stopped_text,
+                          warn_as_gridsearchcv)
 from ..cluster import shared_client
 from ..engine import Stop
 from ..exceptions import InvalidParameterError, UnfinishedStudyWarning
@@ -30,17 +33,12 @@ __all__ = ["BBCRandomizedSearchCV", "BBCSearchCV"]
 
 
 def _delegate(name):
-    def check(self):
-        if not self.refit:
-            raise AttributeError(f"{name!r} is not available when refit=False.")
-        if hasattr(self, "best_estimator_"):
-            return hasattr(self.best_estimator_, name)
-        return hasattr(self.estimator, name)
-
-    return check
+    """``available_if``'s check of a method of ``best_estimator_``: scikit-learn's own
+    (with ``refit=False``, or an estimator without it, the same AttributeError)."""
+    return compat.search_estimator_has(name)
 
 
-class BBCSearchCV(MetaEstimatorMixin, BaseEstimator):
+class BBCSearchCV(MetaEstimatorMixin, compat.callback_support_mixin(), BaseEstimator):
     """Grid search cross-validated on Dask, with a bias-corrected estimate of the
     selected model's performance.
 
@@ -236,6 +234,9 @@ class BBCSearchCV(MetaEstimatorMixin, BaseEstimator):
             if name != "self":
                 setattr(self, name, value)
 
+    def _sk_visual_block_(self):
+        return compat.visual_block(self)  # the HTML diagram: GridSearchCV's
+
     @property
     def _estimator_type(self):
         return getattr(self.estimator, "_estimator_type", None)
@@ -245,8 +246,10 @@ class BBCSearchCV(MetaEstimatorMixin, BaseEstimator):
         # target), so neither multilabel nor multi-output targets, whatever the base
         # estimator's own tags say (trees, forests and k-NN take 2-D y).
 
+        from sklearn.utils import get_tags
+
         tags = super().__sklearn_tags__()
-        sub = self.estimator.__sklearn_tags__()
+        sub = get_tags(self.estimator)
         tags.estimator_type = sub.estimator_type
         tags.target_tags.required = True
         tags.target_tags.multi_output = False
@@ -255,11 +258,14 @@ class BBCSearchCV(MetaEstimatorMixin, BaseEstimator):
         if sub.regressor_tags is not None:
             tags.regressor_tags = sub.regressor_tags
         tags.input_tags.sparse = sub.input_tags.sparse
+        # a precomputed kernel or distance matrix: cross-validation cuts its columns too
+        tags.input_tags.pairwise = sub.input_tags.pairwise
         tags.input_tags.allow_nan = sub.input_tags.allow_nan
         return tags
 
     @door(by_class, SEARCH_NAMES)
-    def fit(self, X, y, groups=None, **params):
+    @managed
+    def fit(self, X, y=None, groups=None, **params):
         """Cross-validate every configuration, refit the winner, estimate with BBC/BBC-F.
 
         Parameters
@@ -281,31 +287,16 @@ class BBCSearchCV(MetaEstimatorMixin, BaseEstimator):
         self
         """
         from ..engine import Execution, Resampling, Scoring, Search, Storage, StudyRequest, run_cvt
-        from .._run_warnings import warn_failures
         from ..study import study_of
 
-        self._check_parameters()
-        validation.require_y(y)
-        if not hasattr(X, "iloc"):  # DataFrames go through as they are (column names)
-            from sklearn.utils.validation import check_array
-
-            tags = self.estimator.__sklearn_tags__().input_tags
-            X = check_array(X, accept_sparse=("csr", "csc"), ensure_min_samples=2,
-                            dtype=None if tags.string else "numeric",
-                            ensure_all_finite=not tags.allow_nan, input_name="X")
-        from sklearn.utils.validation import column_or_1d
-
-        y = column_or_1d(y, warn=True)  # a (N, 1) column is used with a DataConversionWarning
-        if is_classifier(self.estimator):
-            from sklearn.utils.multiclass import check_classification_targets
-
-            check_classification_targets(y)
-        plan = scoring_plan(self, params)  # checked before anything runs
+        check_parameters(self)
+        plan = scoring_plan(self, params, y)  # checked before anything runs
         check_stop(self, plan)
-        if hasattr(X, "columns"):
-            self.feature_names_in_ = np.asarray(X.columns, dtype=object)
-        elif hasattr(self, "feature_names_in_"):
-            del self.feature_names_in_
+        X, y = checked_data(self, X, y)
+        keys = probe_keys(self, X, y, plan.fit_params)  # a callable's dict of scores
+        if keys is not None:
+            plan = scoring_plan(self, params, y, keys)
+        self.__dict__.pop("feature_names_in_", None)  # an earlier fit's
         store, overwrite = self.store, False
         if store is None:
             tmp = tempfile.mkdtemp(prefix="bbc_dask_")
@@ -318,7 +309,7 @@ class BBCSearchCV(MetaEstimatorMixin, BaseEstimator):
             clone(self.estimator), X, y, search=Search(param_grid, param_distributions, n_iter),
             scoring=Scoring(plan.metric, None, error_score, self.selection, plan.fit_scoring),
             storage=Storage(store),
-            resampling=Resampling(n_repeats=self.n_repeats, cv=search_cv(self, y, groups),
+            resampling=Resampling(n_repeats=self.n_repeats, cv=search_cv(self, X, y, groups),
                                   groups=groups),
             # a callable's choice (or a fold-level scorer's) is known from cv_results_
             # only: refit here, below
@@ -328,10 +319,13 @@ class BBCSearchCV(MetaEstimatorMixin, BaseEstimator):
                                 stop=self.stop),
             dropping=self.dropping or None, random_state=self.random_state,
             fit_params=plan.fit_params)
+        callbacks = SearchCallbacks.of(self, request, X, y, params)
+        if callbacks is not None:  # their contexts go with the fits
+            request = dataclasses.replace(request, data=dataclasses.replace(
+                request.data, fit_callbacks=callbacks.shipped))
+        say_fitting(self, request)
         scope = contextlib.ExitStack()
         if request.execution.client is None:  # checked: now the cluster, warm if it was
-            import dataclasses
-
             shared = shared_client(local_workers(self))
             request = dataclasses.replace(request, execution=dataclasses.replace(
                 request.execution, client=shared))
@@ -339,7 +333,7 @@ class BBCSearchCV(MetaEstimatorMixin, BaseEstimator):
             # the default client
             scope.enter_context(shared.as_current())
         with scope:
-            study = study_of(run_cvt(request))
+            study = study_of(run_raising(self, run_cvt, request))
             self.study_ = study
             self.stopped_ = study.stopped_
             check_stop(self, plan, study)
@@ -348,6 +342,8 @@ class BBCSearchCV(MetaEstimatorMixin, BaseEstimator):
             if plan.multimetric or plan.fitted or self.return_train_score:
                 self.cv_results_ = split_scores(self, study, plan)
             self._select(study, plan)
+            if callbacks is not None:
+                callbacks.evaluated(study)
             self.scorer_ = ({k: check_scoring(self.estimator, scoring=v) for k, v in plan.scorers.items()}
                             if plan.multimetric else check_scoring(self.estimator, scoring=self.scoring))
             # random_state None: the study's own recorded seed, so that bbc_ equals what
@@ -355,14 +351,12 @@ class BBCSearchCV(MetaEstimatorMixin, BaseEstimator):
             opts = dict(n_bootstraps=self.n_bootstraps, confidence_level=self.confidence_level)
             if self.random_state is not None:
                 opts["random_state"] = self.random_state
-            estimate(self, study, plan, opts)
-            self.n_features_in_ = int(np.shape(X)[1])
-            if is_classifier(self.estimator):
-                self.classes_ = np.unique(np.asarray(y))
+            unestimated = estimate(self, study, plan, opts)
             # every (repeat, fold) is a split column, as RepeatedStratifiedKFold's are in
             # GridSearchCV
             self.n_splits_ = int(request.protocol.n_splits * request.protocol.n_repeats)
             self.multimetric_ = plan.multimetric
+            say_fits(self, study)
             if self.refit and self._refit_here(plan):
                 # the store's final model (if any) is the study's own winner's; this choice
                 # is the callable's, or a fold-level scorer's, or the study keeps no model
@@ -374,18 +368,42 @@ class BBCSearchCV(MetaEstimatorMixin, BaseEstimator):
                 for name in ("best_estimator_", "refit_time_"):
                     if hasattr(self, name):
                         delattr(self, name)
+            if callbacks is not None:
+                if self.refit:
+                    callbacks.refitted(study.params[self.best_index_])
+                callbacks.ended()
+            if hasattr(getattr(self, "best_estimator_", None), "feature_names_in_"):
+                self.feature_names_in_ = self.best_estimator_.feature_names_in_
             study.said_unfinished = False
-        warn_failures(study, stacklevel=2)  # fitted: a warning turned into an error leaves it usable
+        warn_as_gridsearchcv(self, study, stacklevel=2, note=unestimated)  # fitted: a warning turned into an error leaves it usable
         if self.stopped_ is not None:
             warn(UnfinishedStudyWarning(stopped_text(self, study)), stacklevel=2)
         return self
+
+    @property
+    def classes_(self):
+        """The class labels of ``best_estimator_``, as ``GridSearchCV``'s."""
+        _delegate("classes_")(self)
+        return self.best_estimator_.classes_
+
+    @property
+    def n_features_in_(self):
+        """The number of features ``best_estimator_`` was fit on, as ``GridSearchCV``'s."""
+        from sklearn.exceptions import NotFittedError
+
+        try:
+            check_is_fitted(self)
+        except NotFittedError as exc:
+            raise AttributeError(f"{type(self).__name__} object has no n_features_in_ "
+                                 "attribute.") from exc
+        return self.best_estimator_.n_features_in_
 
     def _select(self, study, plan):
         """``best_index_``, ``best_params_``, ``best_score_``: the callable ``refit``'s
         choice (no score, as GridSearchCV), a fold-level scorer's best
         ``mean_test_score`` (GridSearchCV's rule), or the study's winner."""
         if callable(self.refit):
-            self.best_index_ = self._chosen(self.refit(self.cv_results_))
+            self.best_index_ = chosen_index(self, self.refit(self.cv_results_))
             if hasattr(self, "best_score_"):  # as GridSearchCV: no score of a callable's choice
                 del self.best_score_
         elif plan.primary_fitted:
@@ -396,15 +414,6 @@ class BBCSearchCV(MetaEstimatorMixin, BaseEstimator):
             self.best_index_ = int(study.best_index_)
             self.best_score_ = float(study.best_score_)
         self.best_params_ = dict(study.params[self.best_index_])
-
-    def _chosen(self, index):
-        """The index a callable ``refit`` returned, checked as ``GridSearchCV`` does."""
-        n = len(self.cv_results_["params"])
-        if isinstance(index, bool) or not isinstance(index, Integral) or not 0 <= index < n:
-            raise InvalidParameterError.of(
-                "refit", f"a callable that returns an integer index of "
-                f"cv_results_['params'] (0 to {n - 1})", shown=f"one that returned {index!r}")
-        return int(index)
 
     def _search(self):
         """``(param_grid, param_distributions, n_iter)`` of the engine's request."""
@@ -438,30 +447,8 @@ class BBCSearchCV(MetaEstimatorMixin, BaseEstimator):
                                              for k, v in scorers.items()})
         return MetadataRouter(owner=type(self).__name__).add(
             estimator=self.estimator, method_mapping=MethodMapping().add(caller="fit", callee="fit")
-        ).add(scorer=scorer, method_mapping=MethodMapping().add(caller="fit", callee="score"))
-
-    def _check_parameters(self):
-        """Every constructor parameter against :attr:`_parameter_constraints`, as an
-        :class:`~bbc_dask.exceptions.InvalidParameterError` in scikit-learn's wording."""
-        try:
-            compat.validate_parameter_constraints(self._parameter_constraints,
-                                           self.get_params(deep=False),
-                                           caller_name=type(self).__name__)
-        except compat.SklearnInvalidParameterError as exc:
-            raise validation.worded_elsewhere(str(exc)) from None
-
-    def _default_metric(self):
-        """The metric of the estimator's own score: ``"accuracy"`` for a classifier,
-        ``"r2"`` for a regressor."""
-        from sklearn.base import is_regressor
-
-        if is_classifier(self.estimator):
-            return "accuracy"
-        if is_regressor(self.estimator):
-            return "r2"
-        raise InvalidParameterError.of(
-            "scoring", "given for an estimator that is neither a classifier nor a "
-            f"regressor ({type(self.estimator).__name__})", None)
+        ).add(scorer=scorer, method_mapping=MethodMapping().add(
+            caller="score", callee="score").add(caller="fit", callee="score"))
 
     def _check(self, X=None):
         check_is_fitted(self)
@@ -503,17 +490,25 @@ class BBCSearchCV(MetaEstimatorMixin, BaseEstimator):
         return self._check().score_samples(X)
 
     @door(by_class, SEARCH_NAMES)
-    def score(self, X, y=None):
+    def score(self, X, y=None, **params):
         """``scoring`` of ``best_estimator_`` on (X, y), by :attr:`scorer_` (multimetric:
-        the refit scorer's, as ``GridSearchCV``)."""
+        the refit scorer's, as ``GridSearchCV``); ``params`` go to the scorer with
+        scikit-learn's metadata routing on (without it, refused as ``GridSearchCV``
+        refuses them)."""
         est = self._check()  # not fitted: scikit-learn's NotFittedError first
+        compat.raise_for_params(params, self, "score")
+        score_params = {}
+        if compat.routing_enabled():
+            from sklearn.utils.metadata_routing import process_routing
+
+            score_params = process_routing(self, "score", **params).scorer["score"]
         if self.multimetric_:
             if not isinstance(self.refit, str):
                 raise InvalidParameterError.of(
                     "refit", "a scoring key for score() with multimetric "
                     "scoring", self.refit)
-            return self.scorer_[self.refit](est, X, y)
-        return self.scorer_(est, X, y)
+            return self.scorer_[self.refit](est, X, y, **score_params)
+        return self.scorer_(est, X, y, **score_params)
 
 
 class BBCRandomizedSearchCV(BBCSearchCV):

@@ -8,6 +8,7 @@ import warnings
 
 import numpy as np
 
+from .. import _sklearn_compat as compat
 from .._doors import door, passing
 from ..cube import (DONE, DROPPED, FAILED, PENDING, complete, failure_groups, fitted_cells,
                     incomplete_scores, load_model, open_cube, pooled_scores, stopped_early,
@@ -365,11 +366,10 @@ class Study:
             fit_only = self._score_times.fit.reshape(n_cfg, -1)
             ft = np.where(np.isnan(fit_only), ft, fit_only)
             sc = self._score_times.score.reshape(n_cfg, -1)
-        out = {"params": self.params}
-        keys = sorted({k for p in self.params for k in p})
-        for k in keys:
-            out[f"param_{k}"] = np.ma.masked_array(
-                [p.get(k) for p in self.params], mask=[k not in p for p in self.params], dtype=object)
+        # scikit-learn's own columns: a masked array per parameter, typed as its search
+        # types them (float64 for floats, object for strings, estimators or mixed values)
+        out = dict(compat.param_columns(self.params))
+        out["params"] = self.params
         for i in range(n_rows):
             out[f"split{i}_test_score"] = splits[i]
         with np.errstate(invalid="ignore"):
