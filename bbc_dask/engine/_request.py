@@ -236,17 +236,18 @@ class StudyRequest:
 
 def _fit_digest(fit_params, routing):
     """The fingerprint of the fit parameters: the plan's (a hash of their pickle); for a
-    value pickle cannot name (a local function, as a library's callback parameter), Dask's
-    token of them — such parameters could not be used before, so no store holds the
+    value pickle cannot name (a local function, as a library's callback parameter), a hash
+    of their canonical encoding (:mod:`bbc_dask._fingerprint`: by what they hold, the same
+    in every process) — such parameters could not be used before, so no store holds the
     other fingerprint."""
     import pickle
 
     try:
         return plan.params_digest(fit_params, routing)
     except (pickle.PicklingError, AttributeError, TypeError):
-        from dask.base import tokenize
+        from .._fingerprint import encode
 
-        return "token-" + tokenize(dict(sorted(fit_params.items())), bool(routing))
+        return "canonical-" + plan.sha(encode([dict(sorted(fit_params.items())), bool(routing)]))
 
 
 def _general(metric, estimator, pos_label):
