@@ -143,7 +143,7 @@ def test_bad_input_leaves_the_store_untouched(tmp_path, cancer, client):
         (dict(y=y_nan), r"'y' parameter of run_study must not contain NaN"),
         (dict(y=y_small, metric="accuracy"), r"The class 2 of 'y' has 3 members, fewer than n_splits=5"),
         (dict(estimator=SVC(), grid={"C": [1.0]}, metric="roc_auc_ovr"), r"has no predict_proba, which the metric 'roc_auc_ovr' needs"),
-        (dict(grid={}), r"'param_grid' parameter of run_study must be a grid that defines at least one configuration"),
+        (dict(grid={}), r"holds a different study; .*candidates"),  # one configuration: the estimator as given
         (dict(grid=[]), r"'param_grid' parameter of run_study must be a grid that defines at least one configuration"),
         (dict(metric="accuracy"), r"The store .* holds a different study; .* metric \(stored 'roc_auc', given 'accuracy'\)"),
         (dict(random_state=1), r"holds a different study; .*seed"),

@@ -65,8 +65,6 @@ SCORER_RAISES = ("a scorer that raises fails its cell, as a fit that raises (the
                  "the search raises.")
 SCORER_COPIES = ("scorers run in Dask's workers, on copies: what a scorer records of its "
                  "calls (the test's registry of routed metadata) stays in the workers.")
-EMPTY_GRID = ("a grid with no parameter ({}) is refused: a study selects among "
-              "configurations (the engine's search check).")
 XT_KEYWORD = ("inverse_transform(Xt=...), deprecated in scikit-learn 1.5 and gone in 1.7, is "
               "not taken: inverse_transform(X) (scikit-learn 1.6's file tests it).")
 
@@ -92,7 +90,6 @@ DIFFERENCES = {
     "test_callable_multimetric_clf_all_fits_fail": ALL_FAILED,
     "test_unsupported_sample_weight_scorer": SCORER_RAISES,
     "test_multi_metric_search_forwards_metadata": SCORER_COPIES,
-    "test_predict_proba_disabled": EMPTY_GRID,
     "test_inverse_transform_Xt_deprecation": XT_KEYWORD,
 }
 

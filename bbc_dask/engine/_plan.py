@@ -177,7 +177,7 @@ def check_search(param_grid, param_distributions, n_iter):
         except (TypeError, ValueError) as exc:
             raise InvalidParameterError.of("param_grid", _GRID, param_grid,
                                            note=f"({exc})") from None
-        if n == 0 or (n == 1 and not _has_any(param_grid)):
+        if n == 0:  # ({} is one configuration: the estimator as given, as GridSearchCV takes it)
             raise InvalidParameterError.of("param_grid", "a grid that defines at least one configuration",
                                            param_grid)
         return Configurations("grid", grid)
@@ -188,12 +188,6 @@ def check_search(param_grid, param_distributions, n_iter):
         raise InvalidParameterError.of("param_distributions", _DISTRIBUTIONS,
                                        param_distributions, note=f"({exc})") from None
     return None
-
-
-def _has_any(grid):
-    if isinstance(grid, dict):
-        return bool(grid)
-    return any(bool(g) for g in grid)
 
 
 def candidates(param_grid, param_distributions, n_iter, root):
