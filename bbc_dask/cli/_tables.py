@@ -184,8 +184,15 @@ def echo_progress(st, stamp):
 
     click.echo(
         f"{time.strftime('%H:%M:%S ') if stamp else ''}"
-        f"{'running' if st['running'] else 'not running'}; waves done {st['waves_done']}/{st['waves']}; "
+        f"{_activity(st)}; waves done {st['waves_done']}/{st['waves']}; "
         f"cells {st['done']} done, {st['failed']} failed, {st['dropped']} dropped, "
         f"{st['pending']} pending of {st['cells']}; active configs {st['active_configs']}/{st['configs']}; "
         f"elapsed {sec(st['elapsed_s'])}, remaining {sec(st['remaining_s'])}"
         f"{'; stopped early by its rule (' + st['stopped'] + ')' if st.get('stopped') else ''}")
+
+
+def _activity(st):
+    """Whether a run holds the study, and whether it has begun its waves."""
+    if st.get("starting"):
+        return "starting (a run holds the store and has not begun its waves)"
+    return "running" if st["running"] else "not running"

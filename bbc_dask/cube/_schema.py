@@ -509,10 +509,15 @@ class Cube:
         return [dict(r) for r in self.meta.get("runs") or []]
 
     def begin_run(self):
-        """Record that a run starts now, with the cells done before it."""
+        """Record that a run starts now, with the cells done before it and the token of
+        the run lock it holds: a reader that finds the lock held by a token that no run
+        record names sees a run that has not begun yet (``Study.status``'s
+        ``starting``)."""
+        holder = self.location.lock().holder() or {}
         self.set_meta(runs=self.runs + [{
             "started": time.strftime("%Y-%m-%dT%H:%M:%S"), "t0": time.time(),
-            "done_before": int((self.state() != PENDING).sum())}])
+            "done_before": int((self.state() != PENDING).sum()),
+            **({"lock": holder["token"]} if holder.get("token") else {})}])
 
     def end_run(self, **fields):
         """Record the end of the last run: ``fields`` (fits, outer fits) and now."""
