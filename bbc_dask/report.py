@@ -16,7 +16,7 @@ import warnings
 
 from ._report_names import configuration_names, one_line, params_text
 from .exceptions import BoundAboveObservedWarning
-from .stats import ranking
+from .stats import metric_text, ranking
 
 __all__ = [
     "estimates",
@@ -114,7 +114,8 @@ def plot_bootstrap(result, *, naive=None, title=None):
                label=f"lower bound {_fmt(result.lower_bound)}")
     nv = result.naive_estimate if naive is None else naive
     ax.axvline(nv, color="#c44e52", lw=2, ls=":", label=f"naive CV {_fmt(nv)}")
-    ax.set_xlabel(f"{result.metric} of the selected configuration (out-of-bag)")
+    ax.set_xlabel(f"{metric_text(result.metric, result.pos_label)} of the selected "
+                  f"configuration (out-of-bag)")
     ax.set_ylabel("bootstraps")
     _integer_axis(ax.yaxis)
     _plain_numbers(ax.xaxis)
@@ -532,7 +533,7 @@ def _write_report(study, out_dir, n_bootstraps, confidence_level, random_state, 
 {STYLE}</head>
 <body>
 <h1>Study report</h1>
-<p>Store <code>{html.escape(study.store)}</code>; metric <b>{html.escape(study.metric)}</b>;
+<p>Store <code>{html.escape(study.store)}</code>; metric <b>{html.escape(metric_text(study.metric, getattr(study, "pos_label", None)))}</b>;
 {st['configs']} configurations, {st['waves']} folds × {study.spec['n_repeats']} repeat(s);
 {st['models_trained']} of {st['models_full']} models trained; {st['failed']} failed cells.{_stopped_html(stopped)}
 Generated {datetime.datetime.now().isoformat(timespec='seconds')}.</p>

@@ -464,6 +464,18 @@ class Cube:
         return self.meta.get("spec") or {}
 
     @property
+    def target_classes(self):
+        """The labels of y a classification study encoded (sorted; their positions are
+        the stored codes), or None (regression, survival)."""
+        return self.meta.get("classes")
+
+    @property
+    def pos_label(self):
+        """The positive class the study scored its metric for (the spec's ``pos_label``;
+        the larger label unless the user named one), or None where y has no classes."""
+        return self.spec.get("pos_label")
+
+    @property
     def protocol_kind(self):
         """``"nested"``, ``"splits"``, or None for K-fold (the spec's protocol)."""
         return (self.spec.get("protocol") or {}).get("kind")

@@ -127,7 +127,9 @@ class Study:
 
     def __repr__(self):
         st = self._cube.state()
-        return (f"Study(store={self.store!r}, metric={self.metric!r}, configs={st.shape[0]}, "
+        pos = self.pos_label
+        pos = "" if pos is None else f", pos_label={pos!r}"
+        return (f"Study(store={self.store!r}, metric={self.metric!r}{pos}, configs={st.shape[0]}, "
                 f"repeats={st.shape[1]}, folds={st.shape[2]}, cells done "
                 f"{int((st == DONE).sum())}/{st.size})")
 
@@ -281,6 +283,14 @@ class Study:
         """How the study's winner is chosen (``run_study``'s ``selection``):
         ``"pooled"`` or ``"fold_mean"``."""
         return self._estimates.selection
+
+    @property
+    def pos_label(self):
+        """The class the study's metric scores as positive (``roc_auc``, ``f1``, a
+        scorer that takes a ``pos_label``, on two classes): ``run_study``'s
+        ``pos_label``, by default the larger label; None where the metric has none. The
+        estimates (:meth:`bbc`, :meth:`bbc_f`) and the reports name it."""
+        return self._estimates.pos_label
 
     @property
     def is_bbcd(self):
