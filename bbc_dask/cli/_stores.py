@@ -50,11 +50,20 @@ def note_read_only(store, storage_options):
 
 def refuse_read_only(store, storage_options, what):
     """Refuse, before anything is read or started, a store this process cannot write,
-    for a command that writes it; ``what`` says what it cannot be (``repaired``)."""
+    for a command that writes it; ``what`` says what it cannot be (``repaired``). A new
+    store is refused where it could not be created (see
+    :meth:`bbc_dask.cube.StoreLocation.check_writable`)."""
     url = _read_only_url(store, storage_options)
     if url is not None:
         raise StoreAccessError(f"The store {url!r} is read-only here: it can be inspected "
                                f"(status, estimate, report, verify), not {what}")
+    from ..cube import as_location
+
+    try:
+        location = as_location(store, storage_options or None)
+    except (UserError, ImportError):
+        return  # a bad store or option: the command's own opening says so
+    location.check_writable()
 
 
 def _nested_cube(store, storage_options):
