@@ -74,6 +74,39 @@ def check_bool(value, name, *, allow_none=False):
     return bool(value)
 
 
+def did_you_mean(given, options):
+    """``"Did you mean 'roc_auc'?"``: the one of ``options`` closest to the string
+    ``given`` (difflib's ratio at least 0.6, case aside), for an error that lists the
+    valid options; ``""`` when none is close or ``given`` is not a string. The one
+    wording of every "did you mean" of the package."""
+    import difflib
+
+    if not isinstance(given, str):
+        return ""
+    names = [o for o in options if isinstance(o, str) and o != given]
+    close = difflib.get_close_matches(given, names, n=1)
+    if not close:  # 'ROC_AUC', 'Metric': the same name in another case
+        lower = {}
+        for o in names:
+            lower.setdefault(o.lower(), o)
+        close = [lower[m] for m in difflib.get_close_matches(given.lower(), list(lower), n=1)]
+    return f"Did you mean {close[0]!r}?" if close else ""
+
+
+def parameter_hint(estimator, params):
+    """:func:`did_you_mean` for the first name of ``params`` (a configuration's dict)
+    that ``estimator`` does not take, among those it does (``get_params(deep=True)``:
+    a pipeline's ``step__param`` names too); ``""`` when it takes them all."""
+    try:
+        valid = estimator.get_params(deep=True)
+    except Exception:  # noqa: BLE001 - a hint only: the error itself is said anyway
+        return ""
+    for name in params:
+        if name not in valid:
+            return did_you_mean(name, valid)
+    return ""
+
+
 def check_one_of(value, name, choices):
     """``value`` if it equals one of ``choices`` (strings, None, bools)."""
     try:
@@ -81,7 +114,8 @@ def check_one_of(value, name, choices):
     except TypeError:  # an unhashable value against a set of choices
         ok = False
     if not ok:
-        raise InvalidParameterError.of(name, f"one of {list(choices)}", value)
+        raise InvalidParameterError.of(name, f"one of {list(choices)}", value,
+                                       note=did_you_mean(value, choices) or None)
     return value
 
 

@@ -47,6 +47,7 @@ import os
 import numpy as np
 
 from .._described import build_search, build_step, file_error, grid_values
+from .._validation import did_you_mean, parameter_hint
 from ..exceptions import InvalidParameterError, StudyFileError
 from . import _schema
 from ._columns import select_features
@@ -176,9 +177,12 @@ def _check_metric(metric):
     try:
         get_metric(metric)
     except InvalidParameterError:
+        from sklearn.metrics import get_scorer_names
+
+        hint = did_you_mean(metric, [*metric_names(), *get_scorer_names()])
         raise file_error("metric", f"unknown metric {metric!r} (one of {', '.join(metric_names())}, "
                                    f"or another scorer name of sklearn.metrics.get_scorer_names())"
-                         ) from None
+                                   f"{f'. {hint}' if hint else ''}") from None
     return metric
 
 
@@ -239,9 +243,11 @@ def _resolve_entry(e, where):
         est = make_pipeline(*[build_step(st, f"{where}.pipeline[{i}]") for i, st in enumerate(norm)])
         out = {"pipeline": norm, "grid": grid}
     try:  # the grid's names exist (set_params checks them)
-        est.set_params(**{k: v[0] for k, v in grid_values(grid, where).items()})
+        first = {k: v[0] for k, v in grid_values(grid, where).items()}
+        est.set_params(**first)
     except (ValueError, TypeError) as exc:
-        raise file_error(f"{where}.grid", f"{exc}") from None
+        hint = parameter_hint(est, first)
+        raise file_error(f"{where}.grid", f"{exc}{f' {hint}' if hint else ''}") from None
     return out
 
 
