@@ -34,10 +34,8 @@ def check_int(value, name, *, low=1, high=None, allow_none=False):
     hi = "inf" if high is None else high
     expected = f"an int in the range [{low}, {hi}{')' if high is None else ']'}"
     if (
-        not isinstance(value, numbers.Integral)
-        or isinstance(value, bool)
-        or value < low
-        or (high is not None and value > high)
+        not isinstance(value, numbers.Integral) or isinstance(value, bool)
+        or value < low or (high is not None and value > high)
     ):
         raise InvalidParameterError.of(name, expected, value)
     return int(value)
@@ -75,36 +73,27 @@ def check_bool(value, name, *, allow_none=False):
 
 
 def did_you_mean(given, options):
-    """``"Did you mean 'roc_auc'?"``: the one of ``options`` closest to the string
-    ``given`` (difflib's ratio at least 0.6, case aside), for an error that lists the
-    valid options; ``""`` when none is close or ``given`` is not a string. The one
-    wording of every "did you mean" of the package."""
+    """``"Did you mean 'roc_auc'?"``: the option closest to the string ``given``
+    (difflib, case aside), for an error listing ``options``; ``""`` when none is close.
+    The one wording of every such hint of the package."""
     import difflib
 
-    if not isinstance(given, str):
-        return ""
     names = [o for o in options if isinstance(o, str) and o != given]
-    close = difflib.get_close_matches(given, names, n=1)
-    if not close:  # 'ROC_AUC', 'Metric': the same name in another case
-        lower = {}
-        for o in names:
-            lower.setdefault(o.lower(), o)
+    close = difflib.get_close_matches(given, names, n=1) if isinstance(given, str) else []
+    if not close and isinstance(given, str):  # 'ROC_AUC': the same name in another case
+        lower = {o.lower(): o for o in reversed(names)}
         close = [lower[m] for m in difflib.get_close_matches(given.lower(), list(lower), n=1)]
     return f"Did you mean {close[0]!r}?" if close else ""
 
 
 def parameter_hint(estimator, params):
-    """:func:`did_you_mean` for the first name of ``params`` (a configuration's dict)
-    that ``estimator`` does not take, among those it does (``get_params(deep=True)``:
-    a pipeline's ``step__param`` names too); ``""`` when it takes them all."""
+    """:func:`did_you_mean` for the first name of the configuration ``params`` that
+    ``estimator`` does not take (``get_params(deep=True)``: a pipeline's too), or ``""``."""
     try:
         valid = estimator.get_params(deep=True)
     except Exception:  # noqa: BLE001 - a hint only: the error itself is said anyway
         return ""
-    for name in params:
-        if name not in valid:
-            return did_you_mean(name, valid)
-    return ""
+    return next((did_you_mean(name, valid) for name in params if name not in valid), "")
 
 
 def check_one_of(value, name, choices):
