@@ -83,3 +83,4 @@ def test_a_nested_cv_names_its_positive_class(tmp_path, client):
 ])
 def test_which_metrics_score_a_positive_class(metric, n_classes, uses):
     assert uses_positive_class(get_metric(metric), n_classes) is uses
+
