@@ -27,23 +27,35 @@ def _run(store, client, **kw):
 
 class _Clock:
     """``time`` for the status command, whose ``sleep`` calls ``on_sleep(n)`` (n: the
-    calls so far) before it sleeps: a test acts between two rounds of a watch."""
+    calls so far) before it sleeps: a test acts between two rounds of a watch. ``real``
+    False: a sleep only moves the clock (``monotonic``) on, for a watch over a store that
+    nothing changes."""
 
-    def __init__(self, on_sleep):
-        self.on_sleep, self.calls = on_sleep, 0
+    def __init__(self, on_sleep, real=True):
+        self.on_sleep, self.calls, self.real, self.ahead = on_sleep, 0, real, 0.0
+        self.base = time.monotonic()
 
     def __getattr__(self, name):
         return getattr(time, name)
 
+    def monotonic(self):
+        return time.monotonic() if self.real else self.base + self.ahead
+
     def sleep(self, seconds):
         self.calls += 1
         self.on_sleep(self.calls)
-        time.sleep(seconds)
+        if self.real:
+            time.sleep(seconds)
+        else:
+            self.ahead += seconds
 
 
-def _watch(monkeypatch, store, on_sleep, *options):
-    monkeypatch.setattr(commands, "time", _Clock(on_sleep))
-    return CliRunner().invoke(main, ["status", str(store), "--watch", "0.1", *options])
+def _watch(monkeypatch, store, on_sleep, *options, real=True):
+    clock = _Clock(on_sleep, real)
+    monkeypatch.setattr(commands, "time", clock)
+    res = CliRunner().invoke(main, ["status", str(store), "--watch", "0.1", *options])
+    res.sleeps = clock.calls
+    return res
 
 
 def test_a_watch_waits_for_the_store_a_starting_run_creates_and_ends_once_finished(
@@ -127,23 +139,29 @@ def _pending_again(store):
 
 def test_a_watch_ends_on_a_study_no_run_holds_saying_why(tmp_path, client, monkeypatch):
     """An interrupted study (cells pending, no run) and one its rule stopped: the watch
-    prints its status once and ends with the reason, in text and in JSON."""
-    never = lambda calls: pytest.fail("the watch went on")  # noqa: E731
+    goes on for NOT_RUNNING_GRACE seconds (a run being started takes the lock only once
+    it has loaded its data: it would otherwise end at once), then ends with the reason,
+    in text and in JSON. On its clock alone: nothing sleeps."""
+    from bbc_dask.cli._status import NOT_RUNNING_GRACE
+
+    rounds = int(NOT_RUNNING_GRACE / 0.1)
+    enough = lambda calls: calls <= rounds + 2 or pytest.fail("the watch went on")  # noqa: E731
     interrupted = tmp_path / "i.zarr"
     _run(interrupted, client)
     _pending_again(interrupted)
-    res = _watch(monkeypatch, interrupted, never, "--no-estimate")
+    res = _watch(monkeypatch, interrupted, enough, "--no-estimate", real=False)
     assert res.exit_code == 0, res.output
     lines = res.output.splitlines()
-    assert "not running; waves done 2/3" in lines[0], lines
+    assert rounds <= res.sleeps <= rounds + 1, res.sleeps
+    assert len(lines) == res.sleeps + 2 and "not running; waves done 2/3" in lines[0], lines
     assert lines[-1] == ("watch ended: no run holds the study: its last run ended with 2 of "
                          "6 cells pending (interrupted, killed or failed); run the same "
                          "command to resume"), lines
     stopped = tmp_path / "m.zarr"
     _run(stopped, client, stop=bd.Stop(max_fits=2))
-    res = _watch(monkeypatch, stopped, never, "--json", "--bootstraps", "50")
+    res = _watch(monkeypatch, stopped, enough, "--json", "--no-estimate", real=False)
     assert res.exit_code == 0, res.output
-    (last,) = [json.loads(x) for x in res.output.splitlines()]
+    *_, last = [json.loads(x) for x in res.output.splitlines()]
     assert last["stopped"] == "max_fits" and not last["running"] and last["pending"] == 4
     assert last["watch_ended"] == ("its run was stopped early by its rule (max_fits); run "
                                    "it again without the rule to go on"), last

@@ -303,8 +303,8 @@ def run(study_file, scheduler, store, cluster_kind, cluster_option, tls_ca_file,
 @click.option("--watch", type=click.FloatRange(min=0.1), default=None, metavar="SECONDS",
               help="Print the status again every SECONDS as a run fills the store: waits "
                    "for a store a starting run has not created yet, and ends, saying why, "
-                   "once the study is finished or no run holds it (interrupted, or "
-                   "stopped by its rule).")
+                   "once the study is finished or no run has held it for 10 s "
+                   "(interrupted, or stopped by its rule).")
 @click.option("--bootstraps", type=click.IntRange(min=1), default=1000, show_default=True,
               help="Bootstraps of the live BBC estimate.")
 @click.option("--no-estimate", is_flag=True, help="Progress only: no BBC estimate.")
@@ -316,12 +316,13 @@ def status(store, as_json, watch, bootstraps, no_estimate, storage_option):
     of cells done and the configurations it is conditioned on.
 
     Reads only: never takes the study's lock, so it may watch a running study."""
-    from ._status import echo_waiting, print_status, watch_ended
+    from ._status import WatchEnd, echo_waiting, print_status
     from ._stores import nested_status, not_yet_a_study
 
     options = _parse_options(storage_option, "--storage-option")
     note_read_only(store, options)
     said = None  # the last waiting line, not repeated while nothing changes
+    watch_end = WatchEnd(time.monotonic)
     seen = False  # a study was opened: the store cannot turn into a nested CV's
     while True:
         if not seen and nested_status(store, options, as_json):
@@ -343,7 +344,7 @@ def status(store, as_json, watch, bootstraps, no_estimate, storage_option):
         # between the two reads
         finished = study.unfinished() is None
         st = study.status()
-        ended = None if watch is None else watch_ended(st, finished)
+        ended = None if watch is None else watch_end(st, finished)
         print_status(study, as_json, None if no_estimate else bootstraps,
                      stamp=watch is not None, st=st, ended=ended)
         if watch is None or ended is not None:

@@ -10,23 +10,42 @@ import click
 from .. import _json as strict_json
 from ._tables import echo_failures, echo_progress, estimate_line, live_estimate
 
-__all__ = ["echo_waiting", "print_status", "watch_ended"]
+__all__ = ["NOT_RUNNING_GRACE", "WatchEnd", "echo_waiting", "print_status"]
 
 
-def watch_ended(st, finished):
-    """Why ``status --watch`` ends on the status ``st`` (``finished``: the study is, or
-    every configuration failed), or None while a run goes on or is starting."""
-    if finished:
-        return ("every configuration failed: no pending cell can change the estimate"
-                if st["pending"] and st["failed"] else "the study is finished")
-    if st["running"]:
-        return None
-    if st["stopped"]:
-        return (f"its run was stopped early by its rule ({st['stopped']}); run it again "
-                f"without the rule to go on")
-    return (f"no run holds the study: its last run ended with {st['pending']} of "
-            f"{st['cells']} cells pending (interrupted, killed or failed); run the same "
-            f"command to resume")
+#: Seconds a watch goes on reading an unfinished study that no run holds before it ends:
+#: a run being started takes the store's lock only once it has loaded its data and
+#: checked its arguments (seconds), so a watch started with it would end at once.
+NOT_RUNNING_GRACE = 10.0
+
+
+class WatchEnd:
+    """Why ``status --watch`` ends, asked of each status ``st`` it reads (``finished``:
+    the study is, or every configuration failed), or None while it goes on: at once on
+    a finished study; on an unfinished one that no run holds once it has been so for
+    :data:`NOT_RUNNING_GRACE` seconds of ``clock`` (interrupted, killed or failed, or
+    stopped by its rule)."""
+
+    def __init__(self, clock=time.monotonic):
+        self.clock, self.idle_since = clock, None
+
+    def __call__(self, st, finished):
+        if finished:
+            return ("every configuration failed: no pending cell can change the estimate"
+                    if st["pending"] and st["failed"] else "the study is finished")
+        if st["running"]:
+            self.idle_since = None
+            return None
+        now = self.clock()
+        self.idle_since = now if self.idle_since is None else self.idle_since
+        if now - self.idle_since < NOT_RUNNING_GRACE:
+            return None
+        if st["stopped"]:
+            return (f"its run was stopped early by its rule ({st['stopped']}); run it again "
+                    f"without the rule to go on")
+        return (f"no run holds the study: its last run ended with {st['pending']} of "
+                f"{st['cells']} cells pending (interrupted, killed or failed); run the same "
+                f"command to resume")
 
 
 def echo_waiting(waiting, as_json):
