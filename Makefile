@@ -28,16 +28,20 @@ $(VENV)/.test: $(UV) pyproject.toml
 demo: $(VENV)/.core
 	$(BIN)/bbc-dask demo --store runs/demo.zarr --out runs/demo_report
 
-# the default suite (statistical calibration and long scale checks are marked slow)
+# the default suite (statistical calibration and long scale checks are marked slow).
+# exec: make's shell becomes pytest, so that the SIGTERM make forwards to its child reaches
+# pytest (through /bin/sh -c it killed the shell and left pytest and its clusters running;
+# tests/conftest.py ends the session on it as on Ctrl-C). A terminal's Ctrl-C goes to the
+# whole process group, pytest included; make itself forwards no SIGINT
 test: $(VENV)/.test
-	$(BIN)/python -m pytest -m "not slow" $(PYTEST_ARGS)
+	exec $(BIN)/python -m pytest -m "not slow" $(PYTEST_ARGS)
 
 # only the slow ones; test-all = test + test-slow
 test-slow: $(VENV)/.test
-	$(BIN)/python -m pytest -m slow $(PYTEST_ARGS)
+	exec $(BIN)/python -m pytest -m slow $(PYTEST_ARGS)
 
 test-all: $(VENV)/.test
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	exec $(BIN)/python -m pytest $(PYTEST_ARGS)
 
 # the scikit-learn-facing tests against the lowest scikit-learn pyproject.toml allows (the
 # newest is the one `make test` installs); its private names are read in
@@ -56,9 +60,9 @@ $(MIN_VENV)/.test: $(UV) pyproject.toml
 
 test-sklearn-min: $(MIN_VENV)/.test
 	$(MIN_VENV)/bin/python -c "import sklearn; print('scikit-learn', sklearn.__version__)"
-	$(MIN_VENV)/bin/python -m pytest -m "not slow" $(SKLEARN_TESTS) $(PYTEST_ARGS)
+	exec $(MIN_VENV)/bin/python -m pytest -m "not slow" $(SKLEARN_TESTS) $(PYTEST_ARGS)
 	# scikit-learn's own search tests of that version, with the searches swapped in (slow)
-	$(MIN_VENV)/bin/python -m pytest tests/test_sklearn_search.py $(PYTEST_ARGS)
+	exec $(MIN_VENV)/bin/python -m pytest tests/test_sklearn_search.py $(PYTEST_ARGS)
 
 # with the benchmarks' peers (mlxtend); the other benchmarks run as python benchmarks/X.py
 $(VENV)/.bench: $(UV) pyproject.toml

@@ -34,10 +34,8 @@ def check_int(value, name, *, low=1, high=None, allow_none=False):
     hi = "inf" if high is None else high
     expected = f"an int in the range [{low}, {hi}{')' if high is None else ']'}"
     if (
-        not isinstance(value, numbers.Integral)
-        or isinstance(value, bool)
-        or value < low
-        or (high is not None and value > high)
+        not isinstance(value, numbers.Integral) or isinstance(value, bool)
+        or value < low or (high is not None and value > high)
     ):
         raise InvalidParameterError.of(name, expected, value)
     return int(value)
@@ -74,6 +72,30 @@ def check_bool(value, name, *, allow_none=False):
     return bool(value)
 
 
+def did_you_mean(given, options):
+    """``"Did you mean 'roc_auc'?"``: the option closest to the string ``given``
+    (difflib, case aside), for an error listing ``options``; ``""`` when none is close.
+    The one wording of every such hint of the package."""
+    import difflib
+
+    names = [o for o in options if isinstance(o, str) and o != given]
+    close = difflib.get_close_matches(given, names, n=1) if isinstance(given, str) else []
+    if not close and isinstance(given, str):  # 'ROC_AUC': the same name in another case
+        lower = {o.lower(): o for o in reversed(names)}
+        close = [lower[m] for m in difflib.get_close_matches(given.lower(), list(lower), n=1)]
+    return f"Did you mean {close[0]!r}?" if close else ""
+
+
+def parameter_hint(estimator, params):
+    """:func:`did_you_mean` for the first name of the configuration ``params`` that
+    ``estimator`` does not take (``get_params(deep=True)``: a pipeline's too), or ``""``."""
+    try:
+        valid = estimator.get_params(deep=True)
+    except Exception:  # noqa: BLE001 - a hint only: the error itself is said anyway
+        return ""
+    return next((did_you_mean(name, valid) for name in params if name not in valid), "")
+
+
 def check_one_of(value, name, choices):
     """``value`` if it equals one of ``choices`` (strings, None, bools)."""
     try:
@@ -81,7 +103,8 @@ def check_one_of(value, name, choices):
     except TypeError:  # an unhashable value against a set of choices
         ok = False
     if not ok:
-        raise InvalidParameterError.of(name, f"one of {list(choices)}", value)
+        raise InvalidParameterError.of(name, f"one of {list(choices)}", value,
+                                       note=did_you_mean(value, choices) or None)
     return value
 
 

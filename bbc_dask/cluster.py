@@ -409,7 +409,7 @@ def make_client(kind="local", *, security=None, profile=False, start_method=STAR
                 # with dask.config.set of its config, where dotted keys set one value each
                 opts["config"] = {**settings, **(opts.get("config") or {})}
             # a cluster of threads forks no server: it must not record the environment
-            with _workers_ignore_sigint(), _malloc_thresholds(), dask.config.set(settings), \
+            with _sigint_ignored(), _malloc_thresholds(), dask.config.set(settings), \
                     _start_method(start_method if opts["processes"] else None):
                 client = Client(LocalCluster(**opts), security=security,
                                 set_as_default=set_as_default)
@@ -505,14 +505,11 @@ def shared_client(n_workers=None):
             _close_shared()
             client = None
         if client is None:
-            opts = {"dashboard_address": ":0"}
-            if n_workers is not None:
-                opts["n_workers"] = n_workers
+            opts = {"dashboard_address": ":0"} | ({} if n_workers is None else {"n_workers": n_workers})
             client = make_client("local", set_as_default=False, **opts)
             _SHARED.update(client=client, n_workers=n_workers)
             if not _SHARED["at_exit"]:
                 import atexit
-
                 # before distributed's own exit hooks (registered earlier, so run later):
                 # the cluster closes while its event loop still runs, without warnings
                 atexit.register(close_shared_client)
@@ -521,8 +518,11 @@ def shared_client(n_workers=None):
 
 
 def close_shared_client():
-    """Close the warm local cluster of :func:`shared_client`, if one is running."""
-    with _SHARED_LOCK:
+    """Close the warm local cluster of :func:`shared_client`, if one is running. A
+    Ctrl-C meanwhile is ignored, as when a run closes its own cluster: at the exit, right
+    after a Ctrl-C, a second one left the client half closed (its finaliser then waited
+    a minute for an event loop already gone) and the workers behind."""
+    with _sigint_ignored(), _SHARED_LOCK:
         _close_shared()
 
 
@@ -585,10 +585,10 @@ def _main_not_reimported():
 
 
 @contextlib.contextmanager
-def _workers_ignore_sigint():
-    """Worker processes started here ignore SIGINT (a disposition kept across exec), so
-    a Ctrl-C in the terminal reaches the process running the study, which stops them
-    cleanly, instead of printing a traceback from every worker."""
+def _sigint_ignored():
+    """SIGINT ignored for the block (main thread): worker processes started in it keep
+    that across exec, so a Ctrl-C in the terminal reaches the process running the study,
+    which stops them cleanly, not a traceback from every worker; a close is not cut."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return

@@ -16,7 +16,7 @@ import warnings
 
 from ._report_names import configuration_names, one_line, params_text
 from .exceptions import BoundAboveObservedWarning
-from .stats import ranking
+from .stats import metric_text, ranking
 
 __all__ = [
     "estimates",
@@ -114,7 +114,8 @@ def plot_bootstrap(result, *, naive=None, title=None):
                label=f"lower bound {_fmt(result.lower_bound)}")
     nv = result.naive_estimate if naive is None else naive
     ax.axvline(nv, color="#c44e52", lw=2, ls=":", label=f"naive CV {_fmt(nv)}")
-    ax.set_xlabel(f"{result.metric} of the selected configuration (out-of-bag)")
+    ax.set_xlabel(f"{metric_text(result.metric, result.pos_label)} of the selected "
+                  f"configuration (out-of-bag)")
     ax.set_ylabel("bootstraps")
     _integer_axis(ax.yaxis)
     _plain_numbers(ax.xaxis)
@@ -341,11 +342,12 @@ def comparators_html(study, *, n_bootstraps=None, confidence_level=0.95, random_
         seeded["n_bootstraps"] = n_bootstraps
 
 
-    rows, names = [], study_names(study)
+    rows, names, results = [], study_names(study), {}
     for method, name in CI_METHODS.items():
         with warnings.catch_warnings():  # said in the row
             warnings.simplefilter("ignore", BoundAboveObservedWarning)
-            r = study.selection_ci(method, alpha=alpha_of(confidence_level), **seeded)
+            r = results[method] = study.selection_ci(method, alpha=alpha_of(confidence_level),
+                                                     **seeded)
         lower = "NaN" if r.reason else f"{r.lower_bound:.4f}"
         note = r.reason or ("above the evaluation AUC: the tilted resamples fell below 0.5 and "
                             "count as 1 - AUC (pROC's direction 'auto', as the paper's R code); "
@@ -363,7 +365,26 @@ def comparators_html(study, *, n_bootstraps=None, confidence_level=0.95, random_
             "10p variants and MABT (Paraschakis et al., 2024).</p><table><tr><th>method</th>"
             "<th>lower bound</th><th>evaluation AUC</th><th>configuration</th><th>resamples</th>"
             "<th>level</th>"
-            f"<th>note</th></tr>{''.join(rows)}</table>")
+            f"<th>note</th></tr>{''.join(rows)}</table>{_comparators_note(results)}")
+
+
+def _comparators_note(results):
+    """Why the comparators' rows name different configurations and levels: their two
+    selection rules, and Šidák's level of DL10p and BT10p (from ``results``, by method)."""
+    first, ten = results["delong"], results["mabt"]
+    if first.selected < 0 or ten.selected < 0:
+        return ""
+    alpha, k = first.alpha, ten.k
+    sidak = results["delong_10p"].alpha
+    return (f"<p>The rows select by two rules, so they may name different configurations: "
+            f"DL, HM and BT bound the best configuration on the learning part "
+            f"({first.selected}); DL10p, HM10p, BT10p and MABT take the top 10% by that score "
+            f"(here {k} configuration{'s' if k != 1 else ''}) and bound the best of them on "
+            f"the evaluation part ({ten.selected}). The level is each bound's one-sided "
+            f"α: {alpha:.4g} (1 − the confidence level), but for DL10p and BT10p Šidák's "
+            f"1 − (1 − {alpha:.4g})<sup>1/{k}</sup> = {sidak:.4g}, which pays for choosing "
+            f"among the {k}; HM10p keeps {alpha:.4g} and MABT pays by its max-T, as the "
+            f"authors' code does.</p>")
 
 
 #: The reports' one style sheet.
@@ -532,7 +553,7 @@ def _write_report(study, out_dir, n_bootstraps, confidence_level, random_state, 
 {STYLE}</head>
 <body>
 <h1>Study report</h1>
-<p>Store <code>{html.escape(study.store)}</code>; metric <b>{html.escape(study.metric)}</b>;
+<p>Store <code>{html.escape(study.store)}</code>; metric <b>{html.escape(metric_text(study.metric, getattr(study, "pos_label", None)))}</b>;
 {st['configs']} configurations, {st['waves']} folds × {study.spec['n_repeats']} repeat(s);
 {st['models_trained']} of {st['models_full']} models trained; {st['failed']} failed cells.{_stopped_html(stopped)}
 Generated {datetime.datetime.now().isoformat(timespec='seconds')}.</p>

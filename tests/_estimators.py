@@ -124,7 +124,16 @@ class HeldUntestedOn(LogisticRegression):
     """A LogisticRegression whose fits with ``C == held_C`` that do not train on sample
     ``mark`` (marked by ``X[mark, 0] == 1000 + mark``: the fold that tests it, one per
     repeat) wait while ``gate/hold`` exists, after leaving ``gate/blocked``: a run stays
-    going with every other cell done, one fold of one configuration pending per repeat."""
+    going with every other cell done, one fold of one configuration pending per repeat.
+
+    A held fit gives its worker thread back first (``distributed.secede``: the scheduler
+    counts it long-running, out of the worker's slots). Held in its thread, two held fits
+    could fill a worker of two threads while the scheduler, which takes them for
+    ordinary tasks, still gave that worker a third task (worker-saturation 1.1: three
+    slots for two threads): a cell that cannot be fitted until the test lifts the hold,
+    which waits for that very cell. Only work stealing, or the engine's one task per
+    thread at a stage's end, kept that from happening, depending on which folds the seed
+    puts sample ``mark`` in and on how busy the other worker looked."""
 
     def __init__(self, C=1.0, gate="", mark=0, held_C=1.0):
         super().__init__(C=C, max_iter=300)
@@ -136,8 +145,21 @@ class HeldUntestedOn(LogisticRegression):
         import numpy as np
 
         if self.C == self.held_C and not np.any(np.asarray(X)[:, 0] == 1000 + self.mark):
+            _give_the_thread_back()
             wait_at(self.gate, ["hold"], "blocked")
         return super().fit(X, y)
+
+
+def _give_the_thread_back():
+    """``distributed.secede()`` in a task on a worker: its thread leaves the worker's
+    pool (another takes its place) and the task counts as long-running."""
+    from distributed import get_worker, secede
+
+    try:
+        get_worker()
+    except ValueError:  # not in a task on a worker
+        return
+    secede()
 
 
 def fits_by_process(gate):

@@ -27,6 +27,25 @@ from _reference import ALL_METRICS as METRIC_NAMES  # the metrics under test
 os.environ.setdefault("BBC_DASK_TRUST_KEY", os.path.join(tempfile.mkdtemp(prefix="bbc_key_"), "trust.key"))
 
 
+# ------------------------------------------------------------------------ signals
+def _terminated(signum, frame):
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a second SIGTERM ends it at once
+    raise KeyboardInterrupt
+
+
+def pytest_configure(config):
+    """SIGTERM (``make test`` forwards it; CI sends it to cancel) ends the session as
+    Ctrl-C does: pytest's KeyboardInterrupt path closes the fixtures' clusters and prints
+    the summary. By default it killed pytest at once and left the clusters' worker
+    processes running. A run in progress turns it into StudyInterrupted (also a
+    KeyboardInterrupt) itself."""
+    import threading
+
+    if threading.current_thread() is threading.main_thread() \
+            and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, _terminated)
+
+
 # ------------------------------------------------------------------------ settings
 @pytest.fixture
 def dask_config():

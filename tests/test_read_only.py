@@ -182,3 +182,119 @@ def test_lock_probe_sees_a_run_not_another_probe(tmp_path):
         assert not StoreLock(tmp_path).is_held()
     finally:
         os.close(fd)
+
+
+# ------------------------------------------- a store that cannot be written, before a cluster
+def _no_cluster(monkeypatch):
+    """A LocalCluster started from now on fails the test: the refusal must come first."""
+    import distributed
+
+    def started(*args, **kwargs):
+        raise AssertionError("a LocalCluster was started before the store was refused")
+
+    monkeypatch.setattr(distributed.LocalCluster, "__init__", started)
+
+
+def _tiny_study(store, **kw):
+    X, y = make_classification(40, 4, random_state=0)
+    return bd.run_study(LogisticRegression(), {"C": [0.1, 1.0]}, X, y, metric="roc_auc",
+                        store=store, n_splits=2, random_state=0, progress=False, **kw)
+
+
+def test_a_store_that_cannot_be_created_is_refused_before_any_cluster(tmp_path, monkeypatch):
+    """A store under a file: one line naming the store, from run_study, BBCSearchCV and
+    the command line, before a LocalCluster starts (the study would otherwise start one,
+    10-50 s, to fail at the lock)."""
+    from click.testing import CliRunner
+
+    from bbc_dask.cli import main
+    from bbc_dask.exceptions import StoreAccessError
+
+    _no_cluster(monkeypatch)
+    a_file = tmp_path / "notes.txt"
+    a_file.write_text("")
+    store = a_file / "study.zarr"
+    with pytest.raises(StoreAccessError, match=(
+            rf"^Cannot write the store '{store}': '{a_file}' is a file, not a directory; "
+            rf"choose a store this user may write$")):
+        _tiny_study(store)
+    X, y = make_classification(40, 4, random_state=0)
+    with pytest.raises(StoreAccessError, match="is a file, not a directory"):
+        bd.BBCSearchCV(LogisticRegression(), {"C": [0.1, 1.0]}, cv=2, store=store).fit(X, y)
+    spec = {"name": "w", "data": {"sklearn": "breast_cancer"}, "metric": "roc_auc",
+            "grid": [{"estimator": "sklearn.linear_model.LogisticRegression",
+                      "grid": {"C": [0.1, 1.0]}}],
+            "cv": {"splits": 2, "repeats": 1}, "random_state": 0, "store": str(store)}
+    study_file = tmp_path / "study.yaml"
+    study_file.write_text(yaml.safe_dump(spec))
+    res = CliRunner().invoke(main, ["run", str(study_file), "--no-progress"])
+    assert res.exit_code == 2, res.output
+    assert res.output.splitlines() == [
+        f"bbc-dask: error: Cannot write the store '{store}': '{a_file}' is a file, not a "
+        f"directory; choose a store this user may write"], res.output
+    assert not store.exists()
+
+
+def test_a_store_in_a_directory_this_user_may_not_write_is_refused(tmp_path, monkeypatch):
+    """Permission bits (a directory of mode 0555): refused as above. They do not stop
+    root, for whom this test is skipped (the read-only mount test covers a directory
+    that cannot be written, for root too)."""
+    from bbc_dask.exceptions import StoreAccessError
+
+    _no_cluster(monkeypatch)
+    closed = tmp_path / "closed"
+    closed.mkdir()
+    closed.chmod(0o555)
+    try:
+        if os.access(closed, os.W_OK):
+            pytest.skip("permission bits do not stop this user (root)")
+        with pytest.raises(StoreAccessError, match=(
+                rf"^Cannot write the store '{closed / 'a' / 'study.zarr'}': this user may not "
+                rf"write the directory '{closed}'; choose a store this user may write$")):
+            _tiny_study(closed / "a" / "study.zarr")
+    finally:
+        closed.chmod(0o755)
+
+
+_REFUSED_IN_PROCESS = """
+import sys, distributed, pytest
+from sklearn.datasets import make_classification
+from sklearn.linear_model import LogisticRegression
+import bbc_dask as bd
+from bbc_dask.exceptions import StoreAccessError
+def started(*a, **k):
+    raise AssertionError("a LocalCluster was started before the store was refused")
+distributed.LocalCluster.__init__ = started
+X, y = make_classification(40, 4, random_state=0)
+try:
+    bd.run_study(LogisticRegression(), {"C": [0.1, 1.0]}, X, y, metric="roc_auc",
+                 store=sys.argv[1], n_splits=2, random_state=0, progress=False)
+except StoreAccessError as e:
+    print(e)
+"""
+
+
+def test_a_new_store_on_a_read_only_mount_is_refused_before_any_cluster(study_store, tmp_path):
+    """A real read-only file system (a directory bind-mounted read-only in a private mount
+    namespace, as in the tests above): a new store there is refused in one line naming it,
+    by run_study and by the command line, before a cluster starts and without a write."""
+    prefix = _namespace_prefix()
+    if prefix is None:
+        pytest.skip("no mount namespace here (unshare needs root or user namespaces)")
+    _, study_file = study_store
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    store = ro / "new" / "study.zarr"
+    want = (f"Cannot write the store '{store}': the directory '{ro}' is on a read-only file "
+            f"system; choose a store this user may write")
+    p = subprocess.run(prefix + ["sh", "-c", _READ_ONLY, str(ro), sys.executable, "-c",
+                                 _REFUSED_IN_PROCESS, str(store)],
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0 and p.stdout.splitlines() == [want], (p.stdout, p.stderr)
+    spec = yaml.safe_load(study_file.read_text())
+    spec["store"] = str(store)
+    spec_file = tmp_path / "new.yaml"
+    spec_file.write_text(yaml.safe_dump(spec))
+    p = read_only_cli(ro, "run", spec_file)  # with progress: a started cluster says so
+    assert p.returncode == 2 and p.stderr.splitlines() == [f"bbc-dask: error: {want}"], p.stderr
+    assert os.listdir(ro) == []

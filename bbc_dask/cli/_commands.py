@@ -26,8 +26,8 @@ from ..exceptions import (
 from ..stats import CI_METHODS, alpha_of
 from ._stores import note_read_only, refuse_read_only
 from ._stores import store_errors as _store_errors
-from ._tables import (check_finished, echo_failures, echo_fit_warnings, echo_progress,
-                      estimate_line, live_estimate, print_estimates)
+from ._tables import (check_finished, echo_fit_warnings, estimate_line, live_estimate,
+                      print_estimates)
 
 _CI_METHODS = tuple(CI_METHODS)
 
@@ -307,8 +307,10 @@ def run(study_file, scheduler, store, cluster_kind, cluster_option, tls_ca_file,
 @click.option("--json", "as_json", is_flag=True,
               help="Print JSON (with --watch, one object a line).")
 @click.option("--watch", type=click.FloatRange(min=0.1), default=None, metavar="SECONDS",
-              help="Print the status again every SECONDS until the study is finished "
-                   "(or Ctrl-C), as a run fills it.")
+              help="Print the status again every SECONDS as a run fills the store: waits "
+                   "for a store a starting run has not created yet, and ends, saying why, "
+                   "once the study is finished or no run has held it for 10 s "
+                   "(interrupted, or stopped by its rule).")
 @click.option("--bootstraps", type=click.IntRange(min=1), default=1000, show_default=True,
               help="Bootstraps of the live BBC estimate.")
 @click.option("--no-estimate", is_flag=True, help="Progress only: no BBC estimate.")
@@ -320,41 +322,40 @@ def status(store, as_json, watch, bootstraps, no_estimate, storage_option):
     of cells done and the configurations it is conditioned on.
 
     Reads only: never takes the study's lock, so it may watch a running study."""
-    from ._stores import nested_status
+    from ._status import WatchEnd, echo_waiting, print_status
+    from ._stores import nested_status, not_yet_a_study
 
     options = _parse_options(storage_option, "--storage-option")
     note_read_only(store, options)
-    if nested_status(store, options, as_json):
-        return
+    said = None  # the last waiting line, not repeated while nothing changes
+    watch_end = WatchEnd(time.monotonic)
+    seen = False  # a study was opened: the store cannot turn into a nested CV's
     while True:
-        study = _open(store, options)  # again each time: the run's newest ledger
+        if not seen and nested_status(store, options, as_json):
+            return
+        try:
+            study = _open(store, options)  # again each time: the run's newest ledger
+        except UserError:
+            waiting = None if watch is None else not_yet_a_study(store, options)
+            if waiting is None:
+                raise
+            if waiting != said:
+                echo_waiting(waiting, as_json)
+                said = waiting
+            time.sleep(watch)
+            continue
+        said, seen = None, True
         # finished (or every configuration failed) before the status is read, so the
         # last status printed is the finished one: a run may write its last results
         # between the two reads
-        last = watch is None or study.unfinished() is None
-        _print_status(study, as_json, None if no_estimate else bootstraps,
-                      stamp=watch is not None)
-        if last:
+        finished = study.unfinished() is None
+        st = study.status()
+        ended = None if watch is None else watch_end(st, finished)
+        print_status(study, as_json, None if no_estimate else bootstraps,
+                     stamp=watch is not None, st=st, ended=ended)
+        if watch is None or ended is not None:
             return
         time.sleep(watch)
-
-
-def _print_status(study, as_json, bootstraps, stamp=False):
-    """One status of ``study``: progress, failures and (``bootstraps`` given) the live
-    estimate."""
-    st = study.status()
-    groups = study.failures()
-    if not as_json:  # the progress first: the estimate takes a moment
-        echo_progress(st, stamp)
-    res, basis = live_estimate(study, bootstraps) if bootstraps else (None, None)
-    if as_json:
-        est = None if res is None else dict(res.to_dict(), basis=basis)
-        click.echo(strict_json.dumps(dict(st, failures=groups, estimate=est, estimate_basis=basis,
-                                          time=time.time())))
-        return
-    if bootstraps:
-        click.echo(estimate_line(res, basis, st))
-    echo_failures(study, groups)
 
 
 @main.command()

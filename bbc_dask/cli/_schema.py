@@ -27,6 +27,7 @@ import json
 from functools import lru_cache
 from importlib import resources
 
+from .._validation import did_you_mean
 from ..exceptions import StudyFileError
 
 __all__ = ["default", "schema", "schema_text", "validate"]
@@ -119,7 +120,9 @@ def one_line(error, at=()):
     elif error.validator == "additionalProperties" and error.validator_value is False:
         known = node.get("properties", {})
         path.append(str(min(set(error.instance) - set(known), key=str)))
-        msg = f"{node.get('x-unknown', 'unknown key')} (allowed: {', '.join(known)})"
+        hint = did_you_mean(path[-1], known)
+        msg = (f"{node.get('x-unknown', 'unknown key')} (allowed: {', '.join(known)})"
+               f"{f'. {hint}' if hint else ''}")
     elif error.validator == "required":
         missing = next(k for k in error.validator_value if k not in error.instance)
         path.append(missing)

@@ -10,8 +10,8 @@ import click
 from .. import _json as strict_json
 from ..exceptions import StoreAccessError, StoreMismatchError, StoreNotFoundError, UserError
 
-__all__ = ["nested_result_of", "nested_status", "note_read_only", "refuse_read_only",
-           "store_errors"]
+__all__ = ["nested_result_of", "nested_status", "not_yet_a_study", "note_read_only",
+           "refuse_read_only", "store_errors"]
 
 
 @contextlib.contextmanager
@@ -50,11 +50,20 @@ def note_read_only(store, storage_options):
 
 def refuse_read_only(store, storage_options, what):
     """Refuse, before anything is read or started, a store this process cannot write,
-    for a command that writes it; ``what`` says what it cannot be (``repaired``)."""
+    for a command that writes it; ``what`` says what it cannot be (``repaired``). A new
+    store is refused where it could not be created (see
+    :meth:`bbc_dask.cube.StoreLocation.check_writable`)."""
     url = _read_only_url(store, storage_options)
     if url is not None:
         raise StoreAccessError(f"The store {url!r} is read-only here: it can be inspected "
                                f"(status, estimate, report, verify), not {what}")
+    from ..cube import as_location
+
+    try:
+        location = as_location(store, storage_options or None)
+    except (UserError, ImportError):
+        return  # a bad store or option: the command's own opening says so
+    location.check_writable()
 
 
 def _nested_cube(store, storage_options):
@@ -96,3 +105,24 @@ def nested_result_of(store, storage_options=None, confidence=0.95):
         return None
     with store_errors(store):
         return nested_of_cube(cube, confidence)  # the store opened once
+
+
+def not_yet_a_study(store, storage_options):
+    """``(text, starting)`` for ``status --watch`` on a store that holds no study yet: none
+    there, an empty one, or one being created (``starting``: a run holds its lock); None
+    when it never will without being replaced (it holds something else), which the
+    command then says as it does without ``--watch``."""
+    from ..cube import as_location, inspect_store
+
+    try:
+        location = as_location(store, storage_options or None)
+        kind, _ = inspect_store(location, read_only=True)
+    except (UserError, ImportError):
+        return None
+    if location.lock().holder() is not None or kind == "study":  # created meanwhile
+        return (f"starting: a run holds {location.url} and has not created its study yet",
+                True)
+    if not location.exists():
+        return f"waiting: no store at {location.url} yet (a starting run creates it)", False
+    return (f"waiting: {location.url} holds no study yet and no run holds it (an empty "
+            f"store, or a creation that was interrupted: a run starts it again)", False)

@@ -70,6 +70,7 @@ import os
 import numpy as np
 
 from .._described import build_entry, build_pipeline, build_search, build_step, file_error, grid_values, reading
+from .._validation import did_you_mean
 from ..exceptions import InvalidParameterError, StudyFileError
 from . import _schema
 from ._columns import check_encoded, select_features
@@ -200,9 +201,12 @@ def _check_metric(metric):
     try:
         get_metric(metric)
     except InvalidParameterError:
+        from sklearn.metrics import get_scorer_names
+
+        hint = did_you_mean(metric, [*metric_names(), *get_scorer_names()])
         raise file_error("metric", f"unknown metric {metric!r} (one of {', '.join(metric_names())}, "
                                    f"or another scorer name of sklearn.metrics.get_scorer_names())"
-                         ) from None
+                                   f"{f'. {hint}' if hint else ''}") from None
     return metric
 
 

@@ -11,7 +11,7 @@ import numpy as np
 from .. import _json as strict_json
 from ..cube import DROPPED, FAILED
 from ..exceptions import UserError
-from ..stats import CI_METHODS
+from ..stats import CI_METHODS, metric_text
 
 __all__ = ["check_finished", "echo_failures", "echo_fit_warnings", "echo_progress",
            "estimate_line", "live_estimate", "print_estimates"]
@@ -58,7 +58,8 @@ def estimate_line(res, basis, st):
             f"{res.confidence_level:.0%} CI [{lo:.4f}, {hi:.4f}] (width {hi - lo:.4f}{point}), "
             f"lower bound {res.lower_bound:.4f}; on the {basis} ({share}), conditioned on "
             f"{len(res.configs)} configurations; selected configuration {res.selected_config} "
-            f"({res.n_bootstraps} bootstraps, the study's seed)")
+            f"({res.n_bootstraps} bootstraps, the study's seed)"
+            f"{'' if res.pos_label is None else f'; positive class {res.pos_label!r}'}")
 
 
 def echo_failures(study, groups=None, err=False):
@@ -134,7 +135,8 @@ def print_estimates(study, bootstraps, confidence, method, seed, as_json=False, 
                    f"{r.naive_estimate:9.4f} {r.selected_config:7d} {r.n_bootstraps:10d}")
         chosen.setdefault(r.selected_config, []).append(name)
     # each line's own winner: BBC's is the study's selection, BBC-F's the best fold mean
-    click.echo(f"({study.metric}; {confidence:.0%} confidence; 'config' is the configuration "
+    click.echo(f"({metric_text(study.metric, study.pos_label)}; {confidence:.0%} confidence; "
+               f"'config' is the configuration "
                f"each method selected; 'naive CV' its own CV score)")
     for c, by in chosen.items():
         click.echo(f"configuration {c} ({', '.join(by)}): {configuration_text(study, c, names)}")
@@ -184,8 +186,15 @@ def echo_progress(st, stamp):
 
     click.echo(
         f"{time.strftime('%H:%M:%S ') if stamp else ''}"
-        f"{'running' if st['running'] else 'not running'}; waves done {st['waves_done']}/{st['waves']}; "
+        f"{_activity(st)}; waves done {st['waves_done']}/{st['waves']}; "
         f"cells {st['done']} done, {st['failed']} failed, {st['dropped']} dropped, "
         f"{st['pending']} pending of {st['cells']}; active configs {st['active_configs']}/{st['configs']}; "
         f"elapsed {sec(st['elapsed_s'])}, remaining {sec(st['remaining_s'])}"
         f"{'; stopped early by its rule (' + st['stopped'] + ')' if st.get('stopped') else ''}")
+
+
+def _activity(st):
+    """Whether a run holds the study, and whether it has begun its waves."""
+    if st.get("starting"):
+        return "starting (a run holds the store and has not begun its waves)"
+    return "running" if st["running"] else "not running"

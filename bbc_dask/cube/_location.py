@@ -26,7 +26,7 @@ import uuid
 
 from .. import _tuning as tuning
 from .. import _validation as validation
-from ..exceptions import InvalidParameterError
+from ..exceptions import InvalidParameterError, StoreAccessError
 from ._lock import LOCK_NAME, ObjectStoreLock, ProcessLock, StoreLock
 from ._writing import writing
 
@@ -152,6 +152,22 @@ class StoreLocation(abc.ABC):
         read only are found by the first write)."""
         return False
 
+    def check_writable(self):
+        """Refuse (:class:`~bbc_dask.exceptions.StoreAccessError`, one line naming the
+        store) a store this process could not create or write: a read-only file system,
+        a directory this user may not write, a path under a file. Checked before any
+        cluster starts, without writing anything; a store that cannot tell without
+        writing (an object store) is left to its first write."""
+        problem = self._write_problem()
+        if problem is not None:
+            raise StoreAccessError(f"Cannot write the store {self.url!r}: {problem}; choose a "
+                                   f"store this user may write")
+
+    def _write_problem(self):
+        """Why this process could not write the store, or None (see
+        :meth:`check_writable`)."""
+        return None
+
     def check_client(self, client):
         """Refuse a ``client`` whose workers cannot reach this store (every store but one
         in memory can be reached from anywhere given its URL)."""
@@ -226,6 +242,28 @@ class LocalLocation(StoreLocation):
         if not os.path.isdir(self.url):
             return False
         return not os.access(self.url, os.W_OK, effective_ids=os.access in os.supports_effective_ids)
+
+    def _write_problem(self):
+        # the store's directory, or where a new one would be made (its nearest existing
+        # ancestor); access(2) answers for the effective user, refuses a read-only mount
+        # even to root and writes nothing
+        target = self.url
+        while not os.path.exists(target):
+            target = os.path.dirname(target)
+        if not os.path.isdir(target):
+            if target == self.url:
+                return None  # a file where the store should be: the run's check says so
+            return f"{target!r} is a file, not a directory"
+        if os.access(target, os.W_OK | os.X_OK,
+                     effective_ids=os.access in os.supports_effective_ids):
+            return None
+        where = "its directory" if target == self.url else f"the directory {target!r}"
+        try:
+            if os.statvfs(target).f_flag & os.ST_RDONLY:
+                return f"{where} is on a read-only file system"
+        except OSError:
+            pass
+        return f"this user may not write {where}"
 
     def is_file(self):
         return os.path.exists(self.url) and not os.path.isdir(self.url)

@@ -107,6 +107,18 @@ class StoreLock(_Lock):
             os.close(fd)  # closing drops a lock we took
         return False
 
+    def holder(self):
+        """What the lock tells of the run holding it (its ``token``, ``pid``, ``host``,
+        ``started``), or None when no run holds it. Read-only, as :meth:`is_held`; an
+        empty dict for a lock just taken whose holder is not written yet."""
+        if not self.is_held():
+            return None
+        try:
+            with open(self.path, "rb") as f:
+                return json.loads(f.read().decode() or "{}")
+        except (OSError, ValueError):
+            return {}
+
     def check(self):
         """The kernel lock cannot be lost while the process lives."""
 
@@ -276,8 +288,13 @@ class ObjectStoreLock(_Lock):
                           self.location.protocol, self.ttl)
 
     def is_held(self):
+        return self.holder() is not None
+
+    def holder(self):
+        """The live lease's holder (its ``token``, ``pid``, ``host``, ``started``), or
+        None when there is no lease or it is stale."""
         holder, etag = self._read()
-        return etag is not None and not self._stale(holder)
+        return None if etag is None or self._stale(holder) else holder
 
     def release(self):
         if self._thread is None:
@@ -314,6 +331,11 @@ class ProcessLock(_Lock):
 
     def is_held(self):
         return self.url in _HELD
+
+    def holder(self):
+        """The holder this process's table names (``token``, ``pid``, ...), or None."""
+        held = _HELD.get(self.url)
+        return None if held is None else dict(held)
 
     def check(self):
         """The lock cannot be lost while the process lives."""

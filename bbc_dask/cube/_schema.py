@@ -464,6 +464,18 @@ class Cube:
         return self.meta.get("spec") or {}
 
     @property
+    def target_classes(self):
+        """The labels of y a classification study encoded (sorted; their positions are
+        the stored codes), or None (regression, survival)."""
+        return self.meta.get("classes")
+
+    @property
+    def pos_label(self):
+        """The positive class the study scored its metric for (the spec's ``pos_label``;
+        the larger label unless the user named one), or None where y has no classes."""
+        return self.spec.get("pos_label")
+
+    @property
     def protocol_kind(self):
         """``"nested"``, ``"splits"``, or None for K-fold (the spec's protocol)."""
         return (self.spec.get("protocol") or {}).get("kind")
@@ -509,10 +521,15 @@ class Cube:
         return [dict(r) for r in self.meta.get("runs") or []]
 
     def begin_run(self):
-        """Record that a run starts now, with the cells done before it."""
+        """Record that a run starts now, with the cells done before it and the token of
+        the run lock it holds: a reader that finds the lock held by a token that no run
+        record names sees a run that has not begun yet (``Study.status``'s
+        ``starting``)."""
+        holder = self.location.lock().holder() or {}
         self.set_meta(runs=self.runs + [{
             "started": time.strftime("%Y-%m-%dT%H:%M:%S"), "t0": time.time(),
-            "done_before": int((self.state() != PENDING).sum())}])
+            "done_before": int((self.state() != PENDING).sum()),
+            **({"lock": holder["token"]} if holder.get("token") else {})}])
 
     def end_run(self, **fields):
         """Record the end of the last run: ``fields`` (fits, outer fits) and now."""

@@ -11,7 +11,7 @@ from .._doors import owned_by
 
 __all__ = ["candidates", "complete", "failure_groups", "fitted_cells", "float_bytes", "incomplete_cv",
            "incomplete_scores", "incomplete_winner", "ledger_fold_matrix", "pooled_scores",
-           "select_winner", "stopped_early", "study_seed", "target_of"]
+           "positive_class", "select_winner", "stopped_early", "study_seed", "target_of"]
 
 
 def fitted_cells(state):
@@ -112,6 +112,24 @@ def target_of(cube):
     if classes is not None and spec.get("pos_label") is not None:
         pos = classes.index(spec["pos_label"])
     return cube.y(), pos
+
+
+def positive_class(cube):
+    """The class the study's metric scores as positive (``roc_auc``, ``f1``, a scorer
+    that takes a ``pos_label``, on two classes): the study's ``pos_label``, by default
+    the larger label; None where the metric has none (or is a scorer this process cannot
+    rebuild), so that a report names it only where it means something."""
+    from ..exceptions import UserError
+    from ..metrics import get_metric, uses_positive_class
+
+    classes = cube.target_classes
+    if classes is None or cube.pos_label is None:
+        return None
+    try:
+        metric = get_metric(cube.spec["metric"])
+    except (UserError, ValueError, KeyError):
+        return None
+    return cube.pos_label if uses_positive_class(metric, len(classes)) else None
 
 
 def failure_groups(cube):

@@ -193,6 +193,7 @@ class StudyRequest:
         else:
             protocol = as_protocol(cv, n_splits, n_repeats, len(y), y, groups)
         location = as_location(storage.store, storage.storage_options, directory=True)
+        location.check_writable()  # before any cluster starts: a run writes the store
         location.check_client(execution.client)
         execution = dataclasses.replace(execution, security=as_security(execution.security),
                                         configs_per_task=validation.check_int(

@@ -96,7 +96,8 @@ class Stop:
             if not unknown:
                 return cls(**stop)
             raise InvalidParameterError.of("stop", f"a dict of Stop's arguments {sorted(fields)}",
-                                           shown=f"the unknown key(s) {unknown}")
+                                           shown=f"the unknown key(s) {unknown}",
+                                           note=validation.did_you_mean(unknown[0], fields) or None)
         raise InvalidParameterError.of("stop", "None, a bbc_dask.Stop or a dict of its arguments",
                                        stop)
 

@@ -36,11 +36,12 @@ from ._prepared import _Prepared
 from ._ranking import _CIndex, _RocAuc, _RocAucOvo, _sorted_columns
 from ._registry import (_DEFS, METRICS, Metric, get_metric, metric_names, metric_of_spec,
                         remember, score_bounds, scorer_metric)
-from ._scorer import COLLECTED, WEIGHT_IS_REPEAT, _ScorerMetric, is_clustering_scorer, scorer_name
+from ._scorer import (COLLECTED, WEIGHT_IS_REPEAT, _ScorerMetric, is_clustering_scorer, scorer_name,
+                      uses_positive_class)
 from ._target import Target
 
 # The private names above stay importable from here, where the package's documentation
 # (``bbc_dask.metrics._Pointwise.fold_sums`` ...) and earlier code name them.
 __all__ = ["COLLECTED", "METRICS", "SAMPLE_BLOCK", "WEIGHT_IS_REPEAT", "Definedness", "Metric", "get_metric",
            "is_clustering_scorer", "metric_names", "metric_of_spec", "remember", "sample_blocks",
-           "score_bounds", "scorer_metric", "scorer_name"]
+           "score_bounds", "scorer_metric", "scorer_name", "uses_positive_class"]

@@ -298,7 +298,11 @@ def _named_scorer(metric, name):
             f"store does not rebuild it: give the scorer again (open_study(store, "
             f"scoring=...)) before {door_name()}.")
     if metric not in get_scorer_names():
-        raise InvalidParameterError.of(name, _accepted(), metric)
+        from .._validation import did_you_mean  # it imports this package
+
+        raise InvalidParameterError.of(
+            name, _accepted(), metric,
+            note=did_you_mean(metric, [*metric_names(), *get_scorer_names()]) or None)
     m = metric_of_scorer(get_scorer(metric), Metric, metric, name)
     _GENERAL[metric] = m
     return m

@@ -77,6 +77,26 @@ def _accepts(func, name):
         return False
 
 
+def uses_positive_class(metric, n_classes):
+    """Whether ``metric`` scores one of ``n_classes`` classes as the positive one (what a
+    report must name with string labels): a binary metric of the registry (``roc_auc``,
+    ``f1``); on two classes, a scorer whose function takes a ``pos_label`` it does not
+    set to None (averaged over classes, with ``average`` other than ``"binary"`` where
+    that is its default, it does not), or that reads one column of a response per class
+    (the positive class's, as :class:`_ScorerMetric` scores it)."""
+    if n_classes != 2:
+        return False
+    if metric.kind != "general":
+        return metric.task == "binary"
+    func = compat.score_func(metric.scorer)
+    kwargs = compat.score_kwargs(metric.scorer)
+    if _accepts(func, "pos_label") and kwargs.get("pos_label", 0) is not None:
+        average = inspect.signature(func).parameters.get("average")
+        return not (average is not None and average.default == "binary"
+                    and kwargs.get("average", "binary") != "binary")
+    return metric.needs_class_axis
+
+
 def _response_order(scorer):
     return compat.response_methods(scorer)
 

@@ -15,7 +15,8 @@ import math
 import numpy as np
 
 from ..exceptions import StoreMismatchError, StudyNotReadyError
-from ..stats import ArrayEquality
+from ..cube import positive_class
+from ..stats import ArrayEquality, metric_text
 from .._doors import door, warn
 
 __all__ = ["NestedCVResult", "nested_cv", "open_nested"]
@@ -63,6 +64,9 @@ class NestedCVResult(ArrayEquality):
     metadata : dict or None
         The ``metadata`` the run recorded (the command line's resolved study file, whose
         ``grid`` holds the parameter names as the user wrote them), or None.
+    pos_label : label or None
+        The class the metric scored as positive (a binary metric such as ``roc_auc``),
+        or None where it has none.
     """
 
     estimate: float
@@ -80,6 +84,7 @@ class NestedCVResult(ArrayEquality):
     store: str
     metadata: dict | None = None
     ci_clipped: bool = False
+    pos_label: object = None
 
     @property
     def n_outer(self):
@@ -92,12 +97,14 @@ class NestedCVResult(ArrayEquality):
     def __repr__(self):
         ci = "" if self.ci is None else (f", ci=({self.ci[0]:.4f}, {self.ci[1]:.4f})"
                                          + (" clipped" if self.ci_clipped else ""))
-        return (f"NestedCVResult(metric={self.metric!r}, estimate={self.estimate:.4f}{ci}, "
+        pos = "" if self.pos_label is None else f", pos_label={self.pos_label!r}"
+        return (f"NestedCVResult(metric={self.metric!r}{pos}, estimate={self.estimate:.4f}{ci}, "
                 f"outer={self.n_outer}x{self.n_repeats}, models_trained={self.models_trained})")
 
     def to_dict(self):
         """JSON-ready: the arrays as lists (folds left out: see the store)."""
-        return {"protocol": "nested", "metric": self.metric, "estimate": self.estimate,
+        return {"protocol": "nested", "metric": self.metric, "pos_label": self.pos_label,
+                "estimate": self.estimate,
                 "ci": None if self.ci is None else list(self.ci), "ci_clipped": self.ci_clipped,
                 "confidence_level": self.confidence_level,
                 "outer_scores": self.outer_scores.tolist(), "selected": self.selected.tolist(),
@@ -109,7 +116,7 @@ class NestedCVResult(ArrayEquality):
     def summary(self):
         """A few lines for a terminal."""
         lines = [f"nested CV ({self.n_outer} outer folds x {self.n_repeats} repeat(s)), "
-                 f"metric {self.metric}: {self.estimate:.4f}"]
+                 f"metric {metric_text(self.metric, self.pos_label)}: {self.estimate:.4f}"]
         if self.ci is not None:
             lines.append(f"  {self.confidence_level:.0%} interval over repeats: "
                          f"[{self.ci[0]:.4f}, {self.ci[1]:.4f}]"
@@ -273,4 +280,4 @@ def _result(cube, params, confidence_level):
         models_trained=out["inner_fits"] + int(np.isfinite(out["outer_fit_time"]).sum()),
         fit_seconds=out["inner_fit_seconds"] + float(np.nansum(out["outer_fit_time"])),
         wall_seconds=float(wall), metric=cube.spec["metric"], store=cube.location.url,
-        metadata=cube.metadata, ci_clipped=clipped)
+        metadata=cube.metadata, ci_clipped=clipped, pos_label=positive_class(cube))

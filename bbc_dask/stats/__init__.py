@@ -21,7 +21,7 @@ def alpha_of(confidence_level):
 
 #: Every name the other layers use, by module.
 _MODULES = {
-    "._result": ("ArrayEquality", "BBCResult", "ConfidenceInterval", "summarise"),
+    "._result": ("ArrayEquality", "BBCResult", "ConfidenceInterval", "metric_text", "summarise"),
     "._bbc": ("bbc", "bbc_f", "fold_score_matrix", "naive_bootstrap", "naive_cvt",
               "tibshirani_tibshirani", "SELECTIONS", "bbc_f_of_matrix", "bbc_incomplete",
               "check_fold_matrix", "check_selection", "fold_centers", "fold_matrix",

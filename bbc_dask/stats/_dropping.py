@@ -78,7 +78,8 @@ class Dropping:
                 return cls(**dropping)
             raise InvalidParameterError.of(
                 "dropping", f"a dict of Dropping's arguments {sorted(fields)}",
-                f"the unknown key(s) {unknown}")
+                shown=f"the unknown key(s) {unknown}",
+                note=validation.did_you_mean(unknown[0], fields) or None)
         raise InvalidParameterError.of(
             "dropping", "None, False, True, a dict of Dropping's arguments or a "
             "bbc_dask.Dropping", dropping)

@@ -7,7 +7,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["ArrayEquality", "BBCResult", "ConfidenceInterval", "order_statistic", "summarise"]
+__all__ = ["ArrayEquality", "BBCResult", "ConfidenceInterval", "metric_text", "order_statistic",
+           "summarise"]
 
 
 class ConfidenceInterval(NamedTuple):
@@ -109,6 +110,10 @@ class BBCResult(ArrayEquality):
         among (a study's indices: its candidates — with BBCD the survivors — or, with
         ``include_incomplete``, every configuration trained on some fold). None: every
         column of the predictions given.
+    pos_label : label or None
+        The class the metric scored as positive (a study's estimate of a binary metric
+        such as ``roc_auc`` or ``f1``: the study's ``pos_label``, by default the larger
+        label); None where the metric has no positive class or it was not recorded.
     """
 
     estimate: float
@@ -126,11 +131,13 @@ class BBCResult(ArrayEquality):
     n_excluded: int = 0
     selection: str = "pooled"
     configs: object = None
+    pos_label: object = None
 
     def __repr__(self):
         ci = self.confidence_interval
+        pos = "" if self.pos_label is None else f", pos_label={self.pos_label!r}"
         return (
-            f"BBCResult(method={self.method!r}, metric={self.metric!r}, "
+            f"BBCResult(method={self.method!r}, metric={self.metric!r}{pos}, "
             f"estimate={self.estimate:.4f}, confidence_interval=({ci.low:.4f}, {ci.high:.4f}), "
             f"lower_bound={self.lower_bound:.4f}, naive_estimate={self.naive_estimate:.4f}, "
             f"selected_config={self.selected_config}, n_bootstraps={self.n_bootstraps}, "
@@ -153,7 +160,14 @@ class BBCResult(ArrayEquality):
             "n_excluded": self.n_excluded,
             "selection": self.selection,
             "n_configs": None if self.configs is None else len(self.configs),
+            "pos_label": self.pos_label,
         }
+
+
+def metric_text(metric, pos_label=None):
+    """``metric`` as a report names it: with its positive class where it has one
+    (``"roc_auc (positive class: 'malignant')"``)."""
+    return metric if pos_label is None else f"{metric} (positive class: {pos_label!r})"
 
 
 def summarise(dist, winners, *, selected, naive, n_redrawn, method, metric, confidence_level,

@@ -19,7 +19,7 @@ from ..chunked import bbc_over_table, refuse_general, use_chunked
 from ..cluster import current_client
 from ..cube import (DONE, DROPPED, FAILED, PENDING, candidates, complete, failure_groups,
                     fill_untrained, float_bytes, incomplete_bbc, incomplete_cv, ledger_fold_matrix,
-                    select_winner, stopped_early, study_seed, target_of)
+                    positive_class, select_winner, stopped_early, study_seed, target_of)
 from ..exceptions import (InvalidParameterError, LabelsAsScoresWarning, StudyNotReadyError,
                           UndefinedScoreError, UnfinishedStudyWarning)
 from ..metrics import get_metric
@@ -78,6 +78,12 @@ class StudyEstimates:
         self.selection = self.spec.get("selection", "pooled")  # stores before it: pooled
         self.is_bbcd = self.spec.get("dropping") is not None
         self.said_unfinished = False
+
+    @property
+    def pos_label(self):
+        """The class the study's metric scores as positive, or None where it has none
+        (see :func:`bbc_dask.cube.positive_class`)."""
+        return positive_class(self._cube)
 
     def candidates(self):
         """The indices of the configurations the estimates are conditioned on
@@ -209,11 +215,13 @@ class StudyEstimates:
             ``selected_config`` is the model it refit.
         """
         kwargs.setdefault("random_state", self.seed)
+        pos_label = self.pos_label if "pos_label" not in kwargs else None
         selection = validation.check_one_of(kwargs.pop("selection", self.selection), "selection",
                                    SELECTIONS)
         if validation.check_bool(kwargs.pop("include_incomplete", False), "include_incomplete"):
             res = self._bbc_incomplete(chunked, selection, kwargs)
-            return dataclasses.replace(res, method="bbcd") if self.is_bbcd else res
+            return dataclasses.replace(res, method="bbcd" if self.is_bbcd else res.method,
+                                       pos_label=pos_label)
         self.warn_unfinished()
         idx = self.candidates()
         if idx.size and self._chunked(idx, chunked):
@@ -230,7 +238,8 @@ class StudyEstimates:
         if selection == "fold_mean":  # the ledger's fold scores: no prediction read
             res = with_fold_mean_winner(res, ledger_fold_matrix(self._cube, idx)[0])
         res = self._remap(res, idx)
-        return dataclasses.replace(res, method="bbcd") if self.is_bbcd else res
+        return dataclasses.replace(res, method="bbcd" if self.is_bbcd else res.method,
+                                   pos_label=pos_label)
 
     def _bbc_incomplete(self, chunked, selection, kwargs):
         """BBC over every configuration trained on some fold (see :meth:`bbc`): in
@@ -275,7 +284,9 @@ class StudyEstimates:
             F = check_fold_matrix(F, rows, fit_scorer)
         res = bbc_f_of_matrix(F, rows, fit_scorer or self.metric, opts["n_bootstraps"], opts["confidence_level"],
                               opts["random_state"], None, opts["block_size"])
-        return self._remap(res, idx)
+        # a fitted models' scorer's positive class is its own: not the study's to name
+        return dataclasses.replace(self._remap(res, idx),
+                                   pos_label=self.pos_label if fit_scorer is None else None)
 
     @study_scores
     @door("Study.selection_ci")

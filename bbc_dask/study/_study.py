@@ -128,7 +128,9 @@ class Study:
 
     def __repr__(self):
         st = self._cube.state()
-        return (f"Study(store={self.store!r}, metric={self.metric!r}, configs={st.shape[0]}, "
+        pos = self.pos_label
+        pos = "" if pos is None else f", pos_label={pos!r}"
+        return (f"Study(store={self.store!r}, metric={self.metric!r}{pos}, configs={st.shape[0]}, "
                 f"repeats={st.shape[1]}, folds={st.shape[2]}, cells done "
                 f"{int((st == DONE).sum())}/{st.size})")
 
@@ -224,7 +226,10 @@ class Study:
         configurations, whether a run holds the store, elapsed and estimated remaining
         seconds of the latest run (remaining from its rate so far; None when unknown), and
         ``stopped``: the rule that stopped it early (``"ci_width"``, ``"max_seconds"``,
-        ``"max_fits"``; see :attr:`stopped_`), or None."""
+        ``"max_fits"``; see :attr:`stopped_`), or None. ``running`` is True while a run
+        holds the store's lock; ``starting`` while that run has not begun its waves yet
+        (it holds the lock and no run record is its own: it is opening or creating the
+        store, or starting its cluster)."""
         st = self._cube.state()
         waves = 0
         for k in range(st.shape[2]):  # a wave is done when no cell of fold k is pending
@@ -233,8 +238,15 @@ class Study:
             waves += 1
         pending = int((st == PENDING).sum())
         active = (self._cube.dropped_waves()[0] < 0) & ~np.any(st == FAILED, axis=(1, 2))
-        running = self.location.lock().is_held()
+        holder = self.location.lock().holder()
+        running = holder is not None
         runs = self._cube.runs
+        # the run holding the lock has begun once a run record names its token (a lock
+        # without one, from an older version or not yet written, is taken as begun)
+        starting = running and bool(holder.get("token")) and (
+            not runs or runs[-1].get("lock") != holder["token"])
+        if starting:
+            runs = runs + [{}]  # the last record is an earlier run's: not this one's times
         elapsed = remaining = None
         # a run that is not running and never recorded its end was killed: when it ended
         # is unknown, and counting to now would grow its elapsed time for ever
@@ -251,7 +263,8 @@ class Study:
             "pending": pending, "waves_done": waves, "waves": int(st.shape[2]),
             "active_configs": int(active.sum()),
             "complete_configs": int(complete(st).sum()), "configs": int(st.shape[0]),
-            "running": running, "elapsed_s": elapsed, "remaining_s": remaining,
+            "running": running, "starting": starting, "elapsed_s": elapsed,
+            "remaining_s": remaining,
             "stopped": (runs[-1]["stopped"]["reason"] if not running and stopped_early(self._cube, st)
                         else None),
         }
@@ -273,6 +286,14 @@ class Study:
         """How the study's winner is chosen (``run_study``'s ``selection``):
         ``"pooled"`` or ``"fold_mean"``."""
         return self._estimates.selection
+
+    @property
+    def pos_label(self):
+        """The class the study's metric scores as positive (``roc_auc``, ``f1``, a
+        scorer that takes a ``pos_label``, on two classes): ``run_study``'s
+        ``pos_label``, by default the larger label; None where the metric has none. The
+        estimates (:meth:`bbc`, :meth:`bbc_f`) and the reports name it."""
+        return self._estimates.pos_label
 
     @property
     def is_bbcd(self):
