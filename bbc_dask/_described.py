@@ -20,6 +20,7 @@ import sys
 from contextlib import contextmanager
 from contextvars import ContextVar
 
+from ._hints import did_you_mean
 from .exceptions import StudyFileError
 
 __all__ = ["build_described", "build_entry", "build_pipeline", "build_search", "build_step", "file_error",
@@ -353,25 +354,16 @@ def _owners(key, grid, built, deep, est, where):
         for i, value in enumerate(built[tuned]):
             params = value.get_params(deep=True) if _is_estimator(value) else {}
             if rest not in params:
-                near = [f"{tuned}__{m}" for m in _closest(rest, params)]
+                hint = did_you_mean(rest, params, prefix=f"{tuned}__")
                 raise file_error(f"{where}.grid.{key}", f"not a parameter of {where}.grid.{tuned}[{i}] "
-                                                        f"({shown(value, 60)}){_did_you_mean(near)}")
+                                                        f"({shown(value, 60)}){f'. {hint}' if hint else ''}")
             owners.append(params[rest.rpartition("__")[0]] if "__" in rest else value)
         return owners, parts[-1]
     if key not in deep:
+        hint = did_you_mean(key, deep)
         raise file_error(f"{where}.grid.{key}", f"not a parameter of this entry's estimator"
-                                                f"{_did_you_mean(_closest(key, deep))}")
+                                                f"{f'. {hint}' if hint else ''}")
     return [deep[key.rpartition("__")[0]] if "__" in key else est], parts[-1]
-
-
-def _closest(name, names):
-    import difflib
-
-    return difflib.get_close_matches(name, list(names), n=1)
-
-
-def _did_you_mean(matches):
-    return f" (did you mean {matches[0]}?)" if matches else ""
 
 
 def build_entry(entry, where="grid"):

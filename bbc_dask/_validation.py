@@ -10,6 +10,7 @@ import numbers
 
 import numpy as np
 
+from ._hints import did_you_mean, parameter_hint  # noqa: F401 - the checks' hints, said here too
 from .exceptions import InvalidParameterError
 from .metrics import Metric, Target
 from ._doors import door_name, spelled, the_parameter, warn
@@ -70,30 +71,6 @@ def check_bool(value, name, *, allow_none=False):
         raise InvalidParameterError.of(name, "None, True or False" if allow_none
                                        else "True or False", value)
     return bool(value)
-
-
-def did_you_mean(given, options):
-    """``"Did you mean 'roc_auc'?"``: the option closest to the string ``given``
-    (difflib, case aside), for an error listing ``options``; ``""`` when none is close.
-    The one wording of every such hint of the package."""
-    import difflib
-
-    names = [o for o in options if isinstance(o, str) and o != given]
-    close = difflib.get_close_matches(given, names, n=1) if isinstance(given, str) else []
-    if not close and isinstance(given, str):  # 'ROC_AUC': the same name in another case
-        lower = {o.lower(): o for o in reversed(names)}
-        close = [lower[m] for m in difflib.get_close_matches(given.lower(), list(lower), n=1)]
-    return f"Did you mean {close[0]!r}?" if close else ""
-
-
-def parameter_hint(estimator, params):
-    """:func:`did_you_mean` for the first name of the configuration ``params`` that
-    ``estimator`` does not take (``get_params(deep=True)``: a pipeline's too), or ``""``."""
-    try:
-        valid = estimator.get_params(deep=True)
-    except Exception:  # noqa: BLE001 - a hint only: the error itself is said anyway
-        return ""
-    return next((did_you_mean(name, valid) for name in params if name not in valid), "")
 
 
 def check_one_of(value, name, choices):

@@ -36,7 +36,7 @@ def test_the_closest_option_or_nothing():
 @pytest.mark.parametrize("change, key, hint", [
     (lambda s: s.update(metirc=s.pop("metric")), "metirc", "Did you mean 'metric'?"),
     (lambda s: s.update(metric="rocauc"), "metric", "Did you mean 'roc_auc'?"),
-    (lambda s: s["grid"][0].update(grid={"learnig_rate": [0.1]}), "grid[0].grid",
+    (lambda s: s["grid"][0].update(grid={"learnig_rate": [0.1]}), "grid[0].grid.learnig_rate",
      "Did you mean 'learning_rate'?"),
     (lambda s: s["cv"].update(splts=2), "cv.splts", "Did you mean 'splits'?"),
 ])

@@ -129,12 +129,12 @@ AT = r"^study file: grid\[0\]\.pipeline\[0\]\.params\."
     (_entry([{"name": "num", "transformer": "drop"}]),
      AT + r"transformers\[0\]\.columns: missing \(expected a column name, a list of names"),
     (_entry([{"name": "num", "transformer": "drop", "columns": [0], "cols": 1}]),
-     AT + r"transformers\[0\]\.cols: unknown key \(allowed: name, transformer, columns\)$"),
+     AT + r"transformers\[0\]\.cols: unknown key \(allowed: name, transformer, columns\)\. Did you mean 'columns'\?$"),
     (_entry([{"name": "n__m", "transformer": "drop", "columns": [0]}]),
      AT + r"transformers\[0\]\.name: expected a name without '__', got 'n__m'$"),
     (_entry([{"name": "num", "transformer": "drop", "columns": {"dtype_includ": "object"}}]),
      AT + r"transformers\[0\]\.columns\.dtype_includ: unknown key of a column selector "
-          r"\(allowed: dtype_include, dtype_exclude, pattern\)$"),
+          r"\(allowed: dtype_include, dtype_exclude, pattern\)\. Did you mean 'dtype_include'\?$"),
     (_entry([{"name": "num", "transformer": "drop", "columns": {}}]),
      AT + r"transformers\[0\]\.columns: expected a selector with dtype_include"),
     (_entry([{"name": "num", "transformer": "drop", "columns": [0, "a"]}]),
@@ -270,11 +270,11 @@ G = r"^study file: grid\[0\]\.grid\."
      G + r"columntransformer__transformers\[0\]\[0\]\.cols: unknown key \(allowed: name, transformer, columns\)$"),
     ({"standardscaler": [LR]}, G + r"standardscaler\[0\]: LogisticRegression is not a transformer"),
     ({"logisticregression__C": [1.0], "logisticregresion__C": [0.1, 1.0]},
-     G + r"logisticregresion__C: not a parameter of this entry's estimator \(did you mean "
-         r"logisticregression__C\?\)$"),
+     G + r"logisticregresion__C: not a parameter of this entry's estimator\. Did you mean "
+         r"'logisticregression__C'\?$"),
     ({"columntransformer__nmu": ["drop"]},
-     G + r"columntransformer__nmu: not a parameter of this entry's estimator \(did you mean "
-         r"columntransformer__num\?\)$"),
+     G + r"columntransformer__nmu: not a parameter of this entry's estimator\. Did you mean "
+         r"'columntransformer__num'\?$"),
     ({"zzzzzzzz": [1]}, G + r"zzzzzzzz: not a parameter of this entry's estimator$"),
     ({"columntransformer__num": ["passthrough", "sklearn.preprocessing.StandardScaler"],
       "columntransformer__num__with_mean": [True]},
@@ -447,7 +447,7 @@ def test_a_string_column_is_refused_before_any_cluster_starts(tmp_path, monkeypa
                         (_entry([["s", OHE, ["city", "plan"]]], grid={"columntransformer__remainder": [
                             "passthrough", LR]}), "remainder[1]: LogisticRegression is not a transformer"),
                         (_entry([["s", OHE, ["city", "plan"]]], grid={"logisticregresion__C": [0.1]}),
-                         "(did you mean logisticregression__C?)")]:
+                         "Did you mean 'logisticregression__C'?")]:
         (tmp_path / "s.yaml").write_text(yaml.safe_dump(
             {"data": {"path": "d.csv", "target": "label"}, "grid": [entry], "store": "s.zarr"}))
         got = CliRunner().invoke(main, ["run", str(tmp_path / "s.yaml"), "--no-progress"])
