@@ -71,3 +71,13 @@ def test_the_python_doors_name_the_closest_option():
         bd.Dropping.coerce({"alhpa": 0.9})
     with pytest.raises(InvalidParameterError, match=r"Got 'zebra' instead\.$"):  # none close
         bd.bbc([[0.1, 0.2], [0.3, 0.4]], [0, 1], metric="zebra")
+
+
+def test_a_grid_name_in_python_names_the_closest(tmp_path):
+    """run_study's grid (checked before any cluster): the closest of the estimator's own
+    parameter names ends the message."""
+    X, y = make_classification(n_samples=60, random_state=0)
+    with pytest.raises(ValueError, match=r"Did you mean 'learning_rate'\?$"):
+        bd.run_study(HistGradientBoostingClassifier(), {"learnig_rate": [0.1]}, X, y,
+                     store=tmp_path / "s.zarr", metric="roc_auc", n_splits=2, random_state=0)
+    assert not (tmp_path / "s.zarr").exists()

@@ -310,3 +310,17 @@ def test_the_progress_bar_has_no_stray_line_and_its_wave_label_never_goes_back(t
                  store=store, **kw)
     waves = [int(w) for w in re.findall(r"wave (\d+)/4", capsys.readouterr().err)]
     assert waves and waves == sorted(waves), waves
+
+
+def test_a_run_that_cannot_reach_its_cluster_leaves_a_new_store_absent(tmp_path, cancer):
+    """The run takes the store's lock before it connects (so a watch reads it as starting);
+    a cluster that cannot be reached then leaves the store as it was: absent."""
+    import dask
+
+    from bbc_dask.exceptions import SchedulerUnreachableError
+
+    X, y = cancer
+    with dask.config.set({"distributed.comm.timeouts.connect": "2s"}), \
+            pytest.raises(SchedulerUnreachableError):
+        _run(tmp_path / "new.zarr", X, y, "tcp://127.0.0.1:1", refit=False)
+    assert not (tmp_path / "new.zarr").exists()

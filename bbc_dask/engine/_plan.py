@@ -243,9 +243,10 @@ def check_estimator_methods(estimator, configs, metric, indices=None, data=None)
         try:
             est = configured(estimator, p)
         except (ValueError, TypeError) as exc:
+            hint = validation.parameter_hint(estimator, p)
             raise InvalidParameterError.of(
                 "param_grid" if configs.kind == "grid" else "param_distributions", "parameters the estimator takes",
-                shown=f"configuration {i} ({p!r})", note=f"({exc})") from None
+                shown=f"configuration {i} ({p!r})", note=f"({exc})" + (f" {hint}" if hint else "")) from None
         fit = data is not None and tried < MAX_FITS_TRIED and may_gain_method(est, metric)
         tried += fit
         problem = problem_before_run(est, metric, *(data or (None, None, None)), fit=fit)

@@ -107,8 +107,16 @@ class _StudyRun:
         phase = self.phases
         with phase("plan"):
             finished = self.precheck()
+        fresh = opened = False
         try:
             with signals_as_interrupts():
+                # The lock first: a watch of the store (bbc-dask status --watch) reads the
+                # run as starting while its cluster starts. A run that cannot start leaves
+                # the store as it was: a new store that holds only the lock is removed.
+                with phase("store"):
+                    fresh = not self.loc.exists()
+                    with writing(self.loc.url):
+                        lock = self.loc.lock().acquire()
                 if finished:
                     # nothing left to fit: the cluster is started only if something still
                     # asks for it (a pooled score or the final model a kill left unsaved)
@@ -117,15 +125,13 @@ class _StudyRun:
 
                     owned = not isinstance(ex.client, Client)  # as resolve_client decides
                 else:
-                    # Connect first: a cluster that cannot be reached leaves the store as it was.
                     with phase("connect"):
                         client_obj, owned = _client(ex.client, ex.progress, ex.security)
                         # held for the run: a released future's task may never start
                         self.warming = _warm_workers(client_obj, self.request.estimator)
                 with phase("store"):
-                    with writing(self.loc.url):
-                        lock = self.loc.lock().acquire()
                     self._open_or_create(lock)
+                    opened = True
                     self._announce()
                 self._run_waves(client_obj, cancel_on_exit=not owned)
                 with phase("winner"):
@@ -145,6 +151,8 @@ class _StudyRun:
             finally:
                 if lock is not None:
                     lock.release()
+                    if fresh and not opened:
+                        self.loc.remove_if_only_lock()
                 phase.add("close", time.perf_counter() - t0)
         self.cube.bind_lock(_released)  # the study reads it; a write without the lock fails
         return CVTRun(self.loc, final, self.configs, self.fits, self.cube, self.warned,
