@@ -313,8 +313,9 @@ def test_the_progress_bar_has_no_stray_line_and_its_wave_label_never_goes_back(t
 
 
 def test_a_run_that_cannot_reach_its_cluster_leaves_a_new_store_absent(tmp_path, cancer):
-    """The run takes the store's lock before it connects (so a watch reads it as starting);
-    a cluster that cannot be reached then leaves the store as it was: absent."""
+    """A new store is made only once the cluster is reached (a resumed one is locked
+    first, so that a watch reads its run as starting): one that cannot be leaves no
+    trace."""
     import dask
 
     from bbc_dask.exceptions import SchedulerUnreachableError

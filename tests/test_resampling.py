@@ -253,9 +253,11 @@ def test_the_other_argument_errors(data):
                        "must be 'oob' or '.632' for the metric 'concordance_index'"):
         bd.bootstrap_estimate(_lr(), X, y, metric="concordance_index", n_bootstraps=5,
                               method=".632+", **far)
+    # (accuracy scores any estimator's predicted labels, as scikit-learn's scorer does: a
+    # duck-typed classifier's; roc_auc reads a classifier's scores)
     with pytest.raises(InvalidParameterError, match="'estimator' parameter of bootstrap_estimate"
-                       ".*LinearRegression, which is not a classifier"):
-        bd.bootstrap_estimate(LinearRegression(), X, y, metric="accuracy", n_bootstraps=5,
+                       ".*LinearRegression, which has no decision_function or predict_proba"):
+        bd.bootstrap_estimate(LinearRegression(), X, y, metric="roc_auc", n_bootstraps=5,
                               method="oob", **far)
     with pytest.raises(InvalidParameterError, match="'client' parameter of bootstrap_estimate"):
         bd.bootstrap_estimate(_lr(), X, y, metric="accuracy", n_bootstraps=5, method="oob",

@@ -178,22 +178,6 @@ class StoreLocation(abc.ABC):
         with writing(self.url):
             self._write_bytes(name, data)
 
-    def remove_if_only_lock(self):
-        """Remove the store if it holds nothing but its lock's entry: a run took the lock of
-        a new store and could not start (its cluster unreachable, interrupted), so the
-        store is left as it was, absent."""
-        from ._lock import LOCK_NAME
-
-        names = set(self.listdir())
-        if names - {LOCK_NAME}:
-            return
-        if LOCK_NAME in names:
-            self._remove(LOCK_NAME)
-        self._remove_empty_root()
-
-    def _remove_empty_root(self):
-        """Remove the store's own directory once empty (an object store has none)."""
-
     def remove(self, name):
         """Delete the entry ``name``."""
         self._remove(name)
@@ -251,12 +235,6 @@ class LocalLocation(StoreLocation):
 
     def exists(self):
         return os.path.exists(self.url)
-
-    def _remove_empty_root(self):
-        try:
-            os.rmdir(self.url)
-        except OSError:  # not empty after all (another writer), or already gone
-            pass
 
     def read_only(self):
         # access(2) answers for the effective user and refuses a read-only mount even to

@@ -107,15 +107,14 @@ class _StudyRun:
         phase = self.phases
         with phase("plan"):
             finished = self.precheck()
-        fresh = opened = False
         try:
             with signals_as_interrupts():
-                # The lock first: a watch of the store (bbc-dask status --watch) reads the
-                # run as starting while its cluster starts. A run that cannot start leaves
-                # the store as it was: a new store that holds only the lock is removed.
-                with phase("store"):
-                    fresh = not self.loc.exists()
-                    with writing(self.loc.url):
+                if self.loc.exists():
+                    # a study's lock first: a watch of the store (bbc-dask status --watch)
+                    # reads the run as starting while its cluster starts. A new store is
+                    # made only once the cluster is reached: one that cannot be leaves no
+                    # trace (a watch waits for the store meanwhile).
+                    with phase("store"), writing(self.loc.url):
                         lock = self.loc.lock().acquire()
                 if finished:
                     # nothing left to fit: the cluster is started only if something still
@@ -130,8 +129,10 @@ class _StudyRun:
                         # held for the run: a released future's task may never start
                         self.warming = _warm_workers(client_obj, self.request.estimator)
                 with phase("store"):
+                    if lock is None:
+                        with writing(self.loc.url):
+                            lock = self.loc.lock().acquire()
                     self._open_or_create(lock)
-                    opened = True
                     self._announce()
                 self._run_waves(client_obj, cancel_on_exit=not owned)
                 with phase("winner"):
@@ -151,8 +152,6 @@ class _StudyRun:
             finally:
                 if lock is not None:
                     lock.release()
-                    if fresh and not opened:
-                        self.loc.remove_if_only_lock()
                 phase.add("close", time.perf_counter() - t0)
         self.cube.bind_lock(_released)  # the study reads it; a write without the lock fails
         return CVTRun(self.loc, final, self.configs, self.fits, self.cube, self.warned,
