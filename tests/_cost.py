@@ -3,8 +3,10 @@
 At the end of the run it prints, per test file, the wall seconds and the CPU seconds its
 tests took — this process's, its children's (reaped: a cluster closed, a command that
 exited) and those of its live descendants (the workers of a cluster a session fixture
-keeps) — sorted by CPU, with the totals. A fixture's start is charged to the first test
-that asks for it; a shared cluster's work to the test that gave it.
+keeps) — sorted by CPU, with the totals, and how many local clusters and subprocesses
+(a command run as a shell would, a `dask scheduler`) its tests started. A fixture's
+start is charged to the first test that asks for it; a shared cluster's work to the test
+that gave it.
 
 CPU seconds are steadier than wall time on a shared machine, so they are what the suite's
 budget is written in. ``BBC_TEST_COST=path.json`` also writes the table as JSON.
@@ -58,20 +60,47 @@ class _Cost:
     def __init__(self):
         self.files = {}
         self.start = None
+        self.counts = {"clusters": 0, "processes": 0}  # started so far, by anyone
+        self._count_starts()
 
-    def _add(self, item, wall, cpu):
+    def _count_starts(self):
+        """Count the local clusters (in-process or not) and the subprocesses started: the
+        two process-start costs a test can avoid."""
+        import subprocess
+
+        from distributed import LocalCluster
+
+        counts = self.counts
+
+        def counting(cls, key):
+            init = cls.__init__
+
+            def __init__(self, *args, **kwargs):
+                counts[key] += 1
+                init(self, *args, **kwargs)
+
+            cls.__init__ = __init__
+
+        counting(LocalCluster, "clusters")
+        counting(subprocess.Popen, "processes")
+
+    def _add(self, item, wall, cpu, started):
         path = item.nodeid.split("::")[0]
-        entry = self.files.setdefault(path, {"tests": 0, "wall": 0.0, "cpu": 0.0})
+        entry = self.files.setdefault(path, {"tests": 0, "wall": 0.0, "cpu": 0.0, "clusters": 0,
+                                             "processes": 0})
         entry["wall"] += wall
         entry["cpu"] += cpu
+        for key, n in started.items():
+            entry[key] += n
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_protocol(self, item, nextitem):
         if self.start is None:
             self.start = (time.perf_counter(), _cpu())
-        t0, c0 = time.perf_counter(), _cpu()
+        t0, c0, n0 = time.perf_counter(), _cpu(), dict(self.counts)
         yield
-        self._add(item, time.perf_counter() - t0, _cpu() - c0)
+        self._add(item, time.perf_counter() - t0, _cpu() - c0,
+                  {k: v - n0[k] for k, v in self.counts.items()})
         self.files[item.nodeid.split("::")[0]]["tests"] += 1
 
     def pytest_terminal_summary(self, terminalreporter):
@@ -81,15 +110,19 @@ class _Cost:
         rows = sorted(self.files.items(), key=lambda kv: -kv[1]["cpu"])
         tr = terminalreporter
         tr.section("cost per test file (CPU: this process, its children and descendants)")
-        tr.write_line(f"{'file':<44} {'tests':>6} {'wall s':>9} {'CPU s':>9}")
+        tr.write_line(f"{'file':<44} {'tests':>6} {'wall s':>9} {'CPU s':>9} {'clusters':>9} "
+                      f"{'processes':>9}")
         for path, e in rows:
-            tr.write_line(f"{path:<44} {e['tests']:>6} {e['wall']:>9.1f} {e['cpu']:>9.1f}")
+            tr.write_line(f"{path:<44} {e['tests']:>6} {e['wall']:>9.1f} {e['cpu']:>9.1f} "
+                          f"{e['clusters']:>9} {e['processes']:>9}")
         n = sum(e["tests"] for e in self.files.values())
-        tr.write_line(f"{'total (from the first test to the last)':<44} {n:>6} {wall:>9.1f} {cpu:>9.1f}")
+        tr.write_line(f"{'total (from the first test to the last)':<44} {n:>6} {wall:>9.1f} {cpu:>9.1f} "
+                      f"{self.counts['clusters']:>9} {self.counts['processes']:>9}")
         out = os.environ.get("BBC_TEST_COST")
         if out:
             with open(out, "w") as f:
-                json.dump({"files": self.files, "total": {"tests": n, "wall": wall, "cpu": cpu}},
+                json.dump({"files": self.files, "total": {"tests": n, "wall": wall, "cpu": cpu,
+                                                          **self.counts}},
                           f, indent=1, sort_keys=True)
 
 
