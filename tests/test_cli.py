@@ -1,9 +1,10 @@
-"""The bbc-dask command line, driven as a user would: subprocesses."""
+"""The bbc-dask command line, driven as a user would: its commands in this process
+(``_cli.run_cli``: the same ``main``, output and exit code captured), the installed entry
+point and a killed run as subprocesses."""
 import json
 import os
 import signal
 import subprocess
-import sys
 import time
 
 import numpy as np
@@ -12,15 +13,15 @@ import yaml
 
 import bbc_dask as bd
 
-CLI = [os.path.join(os.path.dirname(sys.executable), "bbc-dask")]
+from _cli import CLI, run_cli
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def cli(*args, check=True, timeout=300):
-    p = subprocess.run(CLI + [str(a) for a in args], capture_output=True, text=True, timeout=timeout)
-    if check and p.returncode != 0:
-        raise AssertionError(f"exit {p.returncode}: {p.stderr[-3000:]}")
-    return p
+def cli(*args, check=True):
+    """The command in this process (``_cli.run_cli``), AssertionError on a non-zero exit
+    unless ``check=False``."""
+    return run_cli(*args, check=check)
 
 
 def _study_file(tmp_path, **over):
@@ -48,7 +49,7 @@ def _study_file(tmp_path, **over):
 def test_run_kill_resume_status_estimate_report(tmp_path):
     f = _study_file(tmp_path)
     store = tmp_path / "trees.zarr"
-    proc = subprocess.Popen(CLI + ["run", str(f), "--no-progress"], stdout=subprocess.PIPE,
+    proc = subprocess.Popen([CLI, "run", str(f), "--no-progress"], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, start_new_session=True)
     try:
         deadline = time.time() + 120
@@ -169,6 +170,18 @@ def test_bad_study_files_one_line_errors(tmp_path, case, message):
     if case == "bad_target":
         p = cli("--debug", "run", f, check=False)
         assert "Traceback" in p.stderr and p.returncode != 0
+
+
+def test_the_installed_command_runs_as_a_shell_runs_it(tmp_path):
+    """A subprocess, as the point: the entry point pip installed runs ``main``, and a
+    shell sees its one-line error and its exit code (the other tests call ``main`` in
+    this process)."""
+    p = subprocess.run([CLI, "status", str(tmp_path / "nowhere")], capture_output=True,
+                       text=True, timeout=300)
+    assert p.returncode == 2 and p.stdout == "", (p.returncode, p.stdout, p.stderr)
+    assert p.stderr.startswith("bbc-dask: error:") and "no such store" in p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1, p.stderr
+    assert p.stderr == run_cli("status", tmp_path / "nowhere").stderr  # the same command
 
 
 def test_store_that_is_not_a_study(tmp_path):

@@ -23,9 +23,10 @@ from sklearn.datasets import make_classification
 from sklearn.linear_model import LogisticRegression
 
 import bbc_dask as bd
+from _cli import CliResult, run_cli
 from bbc_dask.cube import StoreLock
 
-CLI = [os.path.join(os.path.dirname(sys.executable), "bbc-dask")]
+BATCH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "scripts", "cli_batch.py")
 NOTE = "is read-only here: it can be inspected, not resumed or repaired"
 
 #: ``sh -c`` script: bind-mount $0 read-only over itself, then run the command ($@).
@@ -52,18 +53,24 @@ def _namespace_prefix():
     return None
 
 
-def read_only_cli(store, *args):
-    """``bbc-dask ARGS`` with ``store`` mounted read-only for that process only."""
+def read_only_cli(store, *commands):
+    """Each of ``commands`` (argument lists of ``bbc-dask``) with ``store`` mounted
+    read-only: one process in its own mount namespace runs them in turn
+    (``scripts/cli_batch.py``), as ``run_cli`` does; a ``CliResult`` each."""
     prefix = _namespace_prefix()
     if prefix is None:
         pytest.skip("no mount namespace here (unshare needs root or user namespaces)")
-    return subprocess.run(prefix + ["sh", "-c", _READ_ONLY, str(store)] + CLI + [str(a) for a in args],
-                          capture_output=True, text=True, timeout=300)
+    import tempfile
 
-
-def cli(*args):
-    return subprocess.run(CLI + [str(a) for a in args], capture_output=True, text=True,
-                          timeout=300)
+    with tempfile.TemporaryDirectory() as d:
+        out = os.path.join(d, "results.json")
+        todo = json.dumps([[str(a) for a in args] for args in commands])
+        p = subprocess.run(prefix + ["sh", "-c", _READ_ONLY, str(store), sys.executable,
+                                     BATCH, out, todo],
+                           capture_output=True, text=True, timeout=300)
+        assert p.returncode == 0 and os.path.exists(out), p.stderr[-3000:]
+        with open(out, encoding="utf-8") as f:
+            return [CliResult(tuple(r.pop("args")), **r) for r in json.load(f)]
 
 
 def _tree(path):
@@ -106,21 +113,24 @@ def test_reading_commands_inspect_a_read_only_mount(study_store, tmp_path):
     before = _tree(store)
     note = f"note: the store {store} {NOTE}"
 
-    p = read_only_cli(store, "status", store, "--json")
+    status, estimate, report, verify = read_only_cli(
+        store, ["status", store, "--json"], ["estimate", store, "--bootstraps", 20],
+        ["report", store, "--out", tmp_path / "report", "--bootstraps", 20], ["verify", store])
+    p = status
     assert p.returncode == 0 and not _errors(p), p.stderr
     assert p.stderr.splitlines().count(note) == 1, p.stderr
     st = json.loads(p.stdout)
     assert st["done"] == st["cells"] == 6 and not st["running"]
 
-    p = read_only_cli(store, "estimate", store, "--bootstraps", 20)
+    p = estimate
     assert p.returncode == 0 and not _errors(p), p.stderr
     assert note in p.stderr.splitlines() and "BBC" in p.stdout
 
-    p = read_only_cli(store, "report", store, "--out", tmp_path / "report", "--bootstraps", 20)
+    p = report
     assert p.returncode == 0 and not _errors(p), p.stderr
     assert note in p.stderr.splitlines() and (tmp_path / "report" / "index.html").exists()
 
-    p = read_only_cli(store, "verify", store)
+    p = verify
     assert p.returncode == 0 and not _errors(p), p.stderr
     assert note in p.stderr.splitlines() and "no damage" in p.stdout
 
@@ -137,15 +147,16 @@ def test_reading_commands_inspect_a_read_only_mount(study_store, tmp_path):
 def test_writing_commands_refuse_a_read_only_mount_in_one_line(study_store, tmp_path):
     store, study_file = study_store
     before = _tree(store)
-    for args, what in ((["run", study_file, "--no-progress"], "not run or resumed"),
-                       (["verify", store, "--repair"], "not repaired")):
-        p = read_only_cli(store, *args)
-        assert p.returncode == 2, (args, p.returncode, p.stderr)
-        assert p.stderr.splitlines() == [
+    writing = [(["run", study_file, "--no-progress"], "not run or resumed"),
+               (["verify", store, "--repair"], "not repaired")]
+    # and a report asked to go into the read-only mount: refused before the study is read
+    *refused, p = read_only_cli(store, *(args for args, _ in writing),
+                                ["report", store, "--out", store / "report"])
+    for (args, what), q in zip(writing, refused):
+        assert q.returncode == 2, (args, q.returncode, q.stderr)
+        assert q.stderr.splitlines() == [
             f"bbc-dask: error: The store '{store}' is read-only here: it can be inspected "
-            f"(status, estimate, report, verify), {what}"], p.stderr
-    # a report asked to go into the read-only mount: refused before the study is read
-    p = read_only_cli(store, "report", store, "--out", store / "report")
+            f"(status, estimate, report, verify), {what}"], q.stderr
     assert p.returncode == 2 and len(p.stderr.splitlines()) == 1, p.stderr
     assert f"'{store / 'report'}' (--out) cannot be written here" in p.stderr
     assert _tree(store) == before
@@ -162,7 +173,7 @@ def test_reading_commands_write_nothing(study_store, tmp_path):
     # (estimate never read the lock; the read-only mount above covers it)
     for args in (["status", store], ["verify", store],
                  ["report", store, "--out", tmp_path / "report", "--bootstraps", 20]):
-        p = cli(*args)
+        p = run_cli(*args)
         assert p.returncode == 0 and NOTE not in p.stderr, (args, p.stderr)
     assert _tree(store) == before
 
@@ -295,6 +306,6 @@ def test_a_new_store_on_a_read_only_mount_is_refused_before_any_cluster(study_st
     spec["store"] = str(store)
     spec_file = tmp_path / "new.yaml"
     spec_file.write_text(yaml.safe_dump(spec))
-    p = read_only_cli(ro, "run", spec_file)  # with progress: a started cluster says so
+    (p,) = read_only_cli(ro, ["run", spec_file])  # with progress: a started cluster says so
     assert p.returncode == 2 and p.stderr.splitlines() == [f"bbc-dask: error: {want}"], p.stderr
     assert os.listdir(ro) == []
