@@ -9,7 +9,7 @@ BIN    := $(VENV)/bin
 UV     := $(BIN)/uv
 UVPIP  := $(UV) pip install --quiet --compile-bytecode --python $(BIN)/python
 
-.PHONY: demo test test-all test-slow test-sklearn-min bench clean
+.PHONY: demo test test-all test-slow test-sklearn-min test-cost bench clean
 
 $(UV):
 	$(PYTHON) -m venv $(VENV)
@@ -63,6 +63,17 @@ test-sklearn-min: $(MIN_VENV)/.test
 	exec $(MIN_VENV)/bin/python -m pytest -m "not slow" $(SKLEARN_TESTS) $(PYTEST_ARGS)
 	# scikit-learn's own search tests of that version, with the searches swapped in (slow)
 	exec $(MIN_VENV)/bin/python -m pytest tests/test_sklearn_search.py $(PYTEST_ARGS)
+
+# what each test file costs in the three runs CI makes (wall and CPU seconds, children
+# included; local clusters and subprocesses started), tables in .test-cost/, totals last
+COST := .test-cost
+test-cost: $(VENV)/.test $(MIN_VENV)/.test
+	rm -rf $(COST)
+	BBC_TEST_COST=$(COST)/default.json $(MAKE) --no-print-directory test PYTEST_ARGS="-p _cost $(PYTEST_ARGS)"
+	BBC_TEST_COST=$(COST)/slow.json $(MAKE) --no-print-directory test-slow PYTEST_ARGS="-p _cost $(PYTEST_ARGS)"
+	BBC_TEST_COST=$(COST)/sklearn-min.json $(MIN_VENV)/bin/python -m pytest -p _cost -m "not slow" $(SKLEARN_TESTS) $(PYTEST_ARGS)
+	BBC_TEST_COST=$(COST)/sklearn-min-search.json $(MIN_VENV)/bin/python -m pytest -p _cost tests/test_sklearn_search.py $(PYTEST_ARGS)
+	$(BIN)/python tests/_cost.py $(COST)/default.json $(COST)/slow.json $(COST)/sklearn-min.json $(COST)/sklearn-min-search.json
 
 # with the benchmarks' peers (mlxtend); the other benchmarks run as python benchmarks/X.py
 $(VENV)/.bench: $(UV) pyproject.toml

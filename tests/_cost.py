@@ -120,6 +120,7 @@ class _Cost:
                       f"{self.counts['clusters']:>9} {self.counts['processes']:>9}")
         out = os.environ.get("BBC_TEST_COST")
         if out:
+            os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
             with open(out, "w") as f:
                 json.dump({"files": self.files, "total": {"tests": n, "wall": wall, "cpu": cpu,
                                                           **self.counts}},
@@ -128,3 +129,24 @@ class _Cost:
 
 def pytest_configure(config):
     config.pluginmanager.register(_Cost(), "bbc_dask_test_cost")
+
+
+def _summary(paths):
+    """``python tests/_cost.py A.json B.json ...``: the totals of each run's table (the
+    stages of ``make test-cost``), and of all of them."""
+    rows = []
+    for path in paths:
+        with open(path) as f:
+            total = json.load(f)["total"]
+        rows.append((os.path.splitext(os.path.basename(path))[0], total))
+    print(f"{'run':<20} {'tests':>6} {'wall s':>9} {'CPU s':>9} {'clusters':>9} {'processes':>9}")
+    keys = ("tests", "wall", "cpu", "clusters", "processes")
+    for name, t in rows + [("all", {k: sum(t.get(k, 0) for _, t in rows) for k in keys})]:
+        print(f"{name:<20} {t['tests']:>6} {t['wall']:>9.0f} {t['cpu']:>9.0f} "
+              f"{t.get('clusters', 0):>9} {t.get('processes', 0):>9}")
+
+
+if __name__ == "__main__":
+    import sys
+
+    _summary(sys.argv[1:])

@@ -83,6 +83,38 @@ def client():
         yield c
 
 
+def _running_clusters():
+    """The local (Spec)clusters of this process that are not closed: none before anything
+    imported distributed."""
+    if "distributed" not in sys.modules:
+        return {}
+    from distributed.core import Status
+    from distributed.deploy.spec import SpecCluster
+
+    return {id(c): c for c in list(SpecCluster._instances)
+            if c.status not in (Status.closing, Status.closed, Status.failed)}
+
+
+@pytest.fixture(autouse=True)
+def no_cluster_left_running():
+    """No test leaves a cluster running for the next: a cluster started during a test
+    is closed by its end — the session's ``client`` (started before any test's own
+    fixtures) and the warm cluster the package keeps for estimators given no client
+    (``bbc_dask.cluster.shared_client``, one per process by design) excepted. One left
+    running is closed and the test errors, naming it."""
+    before = set(_running_clusters())
+    yield
+    from bbc_dask import cluster as cluster_module
+
+    shared = cluster_module._SHARED["client"]
+    kept = getattr(shared, "cluster", None)
+    left = [c for key, c in _running_clusters().items() if key not in before and c is not kept]
+    for c in left:
+        with contextlib.suppress(Exception):
+            c.close()
+    assert not left, f"the test left {len(left)} cluster(s) running: {left}"
+
+
 @pytest.fixture
 def make_local_client():
     """``local_client`` for tests of their own cluster: ``with make_local_client(n_workers=1)

@@ -13,6 +13,7 @@ from sklearn.datasets import make_classification
 
 import bbc_dask as bd
 import _estimators
+from _cli import run_cli
 from _helpers import run_in_thread
 
 CLI = [os.path.join(os.path.dirname(sys.executable), "bbc-dask")]
@@ -137,14 +138,12 @@ def test_status_estimates_a_finished_study_once(tmp_path, client):
     store = tmp_path / "f.zarr"
     study = bd.run_study(_estimates_lr(), {"C": [0.1, 1.0]}, X, y, store=store, metric="roc_auc",
                          n_splits=3, random_state=0, client=client, progress=False, refit=False)
-    p = subprocess.run(CLI + ["status", str(store), "--watch", "0.2", "--bootstraps", "100"],
-                       capture_output=True, text=True, timeout=300)
+    p = run_cli("status", store, "--watch", "0.2", "--bootstraps", "100")
     assert p.returncode == 0, p.stderr
     want = study.bbc(n_bootstraps=100)
     assert p.stdout.count("not running;") == 1 and "on the complete CV" in p.stdout
     assert f"BBC {want.estimate:.4f}" in p.stdout, p.stdout
-    p = subprocess.run(CLI + ["status", str(store), "--no-estimate"], capture_output=True,
-                       text=True, timeout=300)
+    p = run_cli("status", store, "--no-estimate")
     assert p.returncode == 0 and "estimate" not in p.stdout, p.stdout
 
 
@@ -165,8 +164,7 @@ def test_status_of_a_study_whose_every_configuration_failed(tmp_path, client):
         bd.run_study(LogisticRegression(), {"C": [-1.0, -2.0]}, X, y, store=store,
                      metric="roc_auc", n_splits=3, random_state=0, client=client,
                      progress=False, refit=False)
-    p = subprocess.run(CLI + ["status", str(store), "--watch", "0.2"], capture_output=True,
-                       text=True, timeout=300)
+    p = run_cli("status", store, "--watch", "0.2")
     assert p.returncode == 0, p.stderr
     assert p.stdout.count("not running;") == 1 and "every configuration failed" in p.stdout
 
