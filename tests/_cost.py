@@ -4,7 +4,8 @@ At the end of the run it prints, per test file, the wall seconds and the CPU sec
 tests took — this process's, its children's (reaped: a cluster closed, a command that
 exited) and those of its live descendants (the workers of a cluster a session fixture
 keeps) — sorted by CPU, with the totals, and how many local clusters and subprocesses
-(a command run as a shell would, a `dask scheduler`) its tests started. A fixture's
+(a command run as a shell would, a `dask scheduler`) its tests started and how many studies
+they ran in this process. A fixture's
 start is charged to the first test that asks for it; a shared cluster's work to the test
 that gave it.
 
@@ -60,7 +61,8 @@ class _Cost:
     def __init__(self):
         self.files = {}
         self.start = None
-        self.counts = {"clusters": 0, "processes": 0}  # started so far, by anyone
+        # started so far, by anyone: clusters, subprocesses; studies run in this process
+        self.counts = {"clusters": 0, "processes": 0, "studies": 0}
         self._count_starts()
 
     def _count_starts(self):
@@ -83,11 +85,26 @@ class _Cost:
 
         counting(LocalCluster, "clusters")
         counting(subprocess.Popen, "processes")
+        self._count_studies()
+
+    def _count_studies(self):
+        """Count the study runs of this process (each CVT, BBCD or search fit; nested CV's
+        inner runs too): ~0.3-0.5 CPU-seconds each on a 2-core machine before its fits —
+        the store, its ledger and the cluster round trips — so the suite's floor."""
+        from bbc_dask.engine import _run
+
+        counts, run = self.counts, _run._StudyRun.run
+
+        def counted(study_run, *args, **kwargs):
+            counts["studies"] += 1
+            return run(study_run, *args, **kwargs)
+
+        _run._StudyRun.run = counted
 
     def _add(self, item, wall, cpu, started):
         path = item.nodeid.split("::")[0]
         entry = self.files.setdefault(path, {"tests": 0, "wall": 0.0, "cpu": 0.0, "clusters": 0,
-                                             "processes": 0})
+                                             "processes": 0, "studies": 0})
         entry["wall"] += wall
         entry["cpu"] += cpu
         for key, n in started.items():
@@ -111,13 +128,14 @@ class _Cost:
         tr = terminalreporter
         tr.section("cost per test file (CPU: this process, its children and descendants)")
         tr.write_line(f"{'file':<44} {'tests':>6} {'wall s':>9} {'CPU s':>9} {'clusters':>9} "
-                      f"{'processes':>9}")
+                      f"{'processes':>9} {'studies':>8}")
         for path, e in rows:
             tr.write_line(f"{path:<44} {e['tests']:>6} {e['wall']:>9.1f} {e['cpu']:>9.1f} "
-                          f"{e['clusters']:>9} {e['processes']:>9}")
+                          f"{e['clusters']:>9} {e['processes']:>9} {e['studies']:>8}")
         n = sum(e["tests"] for e in self.files.values())
         tr.write_line(f"{'total (from the first test to the last)':<44} {n:>6} {wall:>9.1f} {cpu:>9.1f} "
-                      f"{self.counts['clusters']:>9} {self.counts['processes']:>9}")
+                      f"{self.counts['clusters']:>9} {self.counts['processes']:>9} "
+                      f"{self.counts['studies']:>8}")
         out = os.environ.get("BBC_TEST_COST")
         if out:
             os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
@@ -139,11 +157,12 @@ def _summary(paths):
         with open(path) as f:
             total = json.load(f)["total"]
         rows.append((os.path.splitext(os.path.basename(path))[0], total))
-    print(f"{'run':<20} {'tests':>6} {'wall s':>9} {'CPU s':>9} {'clusters':>9} {'processes':>9}")
-    keys = ("tests", "wall", "cpu", "clusters", "processes")
+    print(f"{'run':<20} {'tests':>6} {'wall s':>9} {'CPU s':>9} {'clusters':>9} {'processes':>9} "
+          f"{'studies':>8}")
+    keys = ("tests", "wall", "cpu", "clusters", "processes", "studies")
     for name, t in rows + [("all", {k: sum(t.get(k, 0) for _, t in rows) for k in keys})]:
         print(f"{name:<20} {t['tests']:>6} {t['wall']:>9.0f} {t['cpu']:>9.0f} "
-              f"{t.get('clusters', 0):>9} {t.get('processes', 0):>9}")
+              f"{t.get('clusters', 0):>9} {t.get('processes', 0):>9} {t.get('studies', 0):>8}")
 
 
 if __name__ == "__main__":
