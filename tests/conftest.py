@@ -115,6 +115,14 @@ def no_cluster_left_running():
     assert not left, f"the test left {len(left)} cluster(s) running: {left}"
 
 
+@pytest.fixture(scope="session", autouse=True)
+def close_the_zygote():
+    """The fault-injection runs' zygote (``_zygote.SHARED``), ended with the session."""
+    yield
+    if "_zygote" in sys.modules:
+        sys.modules["_zygote"].SHARED.close()
+
+
 @pytest.fixture
 def make_local_client():
     """``local_client`` for tests of their own cluster: ``with make_local_client(n_workers=1)

@@ -4,8 +4,6 @@ with nothing finished recomputed, and bad input refused before anything is writt
 import json
 import os
 import shutil
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -19,7 +17,6 @@ import bbc_dask as bd
 from bbc_dask.exceptions import InvalidParameterError, StoreMismatchError, StudyNotReadyError
 
 GRID = {"C": [0.003, 0.03, 0.3, 3.0]}
-SCRIPT = os.path.join(os.path.dirname(__file__), "scripts", "fault_run.py")
 
 
 @pytest.fixture(scope="module")
@@ -142,8 +139,10 @@ def test_folds_are_nested_stratified_and_grouped(tmp_path, client):
 
 
 def _fault(store, point, n):
-    return subprocess.run([sys.executable, SCRIPT, str(store), "nested", point, str(n)],
-                          capture_output=True, text=True, timeout=300)
+    """``fault_run.py STORE nested POINT N`` in a process of its own (``_zygote``)."""
+    from _zygote import fault_run
+
+    return fault_run([store, "nested", point, n])
 
 
 def _killed_then_resumed(tmp_path, client, point, frac):

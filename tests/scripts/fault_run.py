@@ -66,7 +66,7 @@ def _wrap(owner, name, point, target, after=False):
     setattr(owner, name, wrapped)
 
 
-def install(target):
+def install(target, store):
     """Every point a kill can hit: each write of any array (ledger, creation, and the
     tasks' chunks: the workers run in this process), each attribute write, each file the
     location writes or removes (creation marker, model file), each entry a wipe deletes."""
@@ -83,7 +83,7 @@ def install(target):
     _wrap(_location.StoreLocation, "write_bytes", "file_write_after", target, after=True)
     _wrap(_location.StoreLocation, "remove", "file_remove", target)
     rmtree = shutil.rmtree
-    store = os.path.abspath(sys.argv[1])
+    store = os.path.abspath(store)
 
     def wipe_entry(path, *a, **kw):  # the store's entries only, not Dask's scratch space
         if os.path.abspath(str(path)).startswith(store + os.sep):
@@ -95,12 +95,13 @@ def install(target):
     shutil.rmtree = wipe_entry
 
 
-if __name__ == "__main__":
+def main(argv):
+    """``argv``: STORE KIND POINT N [overwrite] (see the module doc)."""
     from distributed import Client, LocalCluster
 
-    store, kind, point, n = sys.argv[1:5]
-    overwrite = len(sys.argv) > 5 and sys.argv[5] == "overwrite"
-    install(None if point == "count" else (point, int(n)))
+    store, kind, point, n = argv[:4]
+    overwrite = len(argv) > 4 and argv[4] == "overwrite"
+    install(None if point == "count" else (point, int(n)), store)
     if kind == "repair":  # `verify --repair` of a damaged study, killed mid-way
         bd.verify_store(store, repair=True)
     else:
@@ -111,3 +112,7 @@ if __name__ == "__main__":
         print(json.dumps(dict(CALLS)))
     else:
         print("NOT KILLED")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
