@@ -69,8 +69,8 @@ test-sklearn-min: $(MIN_VENV)/.test
 COST := .test-cost
 test-cost: $(VENV)/.test $(MIN_VENV)/.test
 	rm -rf $(COST)
-	BBC_TEST_COST=$(COST)/default.json $(MAKE) --no-print-directory test PYTEST_ARGS="-p _cost $(PYTEST_ARGS)"
-	BBC_TEST_COST=$(COST)/slow.json $(MAKE) --no-print-directory test-slow PYTEST_ARGS="-p _cost $(PYTEST_ARGS)"
+	BBC_TEST_COST=$(COST)/default.json $(BIN)/python -m pytest -p _cost -m "not slow" $(PYTEST_ARGS)
+	BBC_TEST_COST=$(COST)/slow.json $(BIN)/python -m pytest -p _cost -m slow $(PYTEST_ARGS)
 	BBC_TEST_COST=$(COST)/sklearn-min.json $(MIN_VENV)/bin/python -m pytest -p _cost -m "not slow" $(SKLEARN_TESTS) $(PYTEST_ARGS)
 	BBC_TEST_COST=$(COST)/sklearn-min-search.json $(MIN_VENV)/bin/python -m pytest -p _cost tests/test_sklearn_search.py $(PYTEST_ARGS)
 	$(BIN)/python tests/_cost.py $(COST)/default.json $(COST)/slow.json $(COST)/sklearn-min.json $(COST)/sklearn-min-search.json
