@@ -31,7 +31,7 @@ class Zygote:
 
     def run(self, argv, timeout=300):
         """Fork a run of ``fault_run.main(argv)``; its exit code (-9: killed) and output.
-        A run past ``timeout`` seconds is killed (and its exit code is -9)."""
+        A run past ``timeout`` seconds is killed and ``subprocess.TimeoutExpired`` raised."""
         argv = [str(a) for a in argv]
         with self.lock, tempfile.TemporaryDirectory() as d:
             out, err = os.path.join(d, "out"), os.path.join(d, "err")
@@ -39,12 +39,15 @@ class Zygote:
             proc.stdin.write(json.dumps({"argv": argv, "out": out, "err": err}) + "\n")
             proc.stdin.flush()
             pid = int(proc.stdout.readline().split()[1])
-            timer = threading.Timer(timeout, lambda: _kill(pid))
+            expired = threading.Event()
+            timer = threading.Timer(timeout, lambda: (expired.set(), _kill(pid)))
             timer.start()
             try:
                 code = int(proc.stdout.readline())
             finally:
                 timer.cancel()
+            if expired.is_set():  # as subprocess.run(timeout=...) says it, not as a kill
+                raise subprocess.TimeoutExpired(["fault_run.py", *argv], timeout)
             with open(out) as f_out, open(err) as f_err:
                 return CliResult(tuple(argv), code, f_out.read(), f_err.read())
 
