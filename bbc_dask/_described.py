@@ -1,17 +1,14 @@
-"""Estimators from their description in a study file: an import path, ``params`` and a
-``grid`` per entry; a value that is itself an estimator is ``{estimator: ..., params:
-...}`` or ``{pipeline: [steps]}`` (``make_pipeline``), at any depth of the parameters and
-inside lists, and a ColumnTransformer's transformers and the named estimators of a
-Pipeline, FeatureUnion or ensemble have their forms (:mod:`._composed`). Only scikit-learn
-estimator classes are built — a class with ``fit`` and ``get_params``, found outside the
-standard library and never in a ``__main__`` — and nothing is called before that check;
-a module found only in the current directory or the study file's (unless PYTHONPATH
-lists it) is not even imported, since importing runs its code; no joblib cache
-directory (``memory``) is set, since joblib loads pickles back from it. The one other
-type a study file builds is ``make_column_selector``, by its own key, never by an import
-path. The command line builds a study file's search with it, and :class:`bbc_dask.Study`
-the parameters of a store the command line wrote (its stored study file), so that
-``best_params_`` holds estimators, not their repr."""
+"""What a study file's description of an estimator may name, checked before anything of
+it runs: an import path (``{estimator: ..., params: ...}``, a ``pipeline:`` step) names a
+scikit-learn estimator class — a class with ``fit`` and ``get_params``, found outside the
+standard library and never in a ``__main__`` — and nothing is called before that check; a
+module found only in the current directory or the study file's (unless PYTHONPATH lists
+it) is not even imported, since importing runs its code; no joblib cache directory
+(``memory``) is set, since joblib loads pickles back from it; a parameter written as a
+mapping or a list is checked against the class's own constraints. :mod:`._composed`
+builds the estimators, the nested and composed ones included, from these checks; the one
+other type a study file builds is ``make_column_selector``, by its own key, never by an
+import path."""
 from __future__ import annotations
 
 import importlib
@@ -20,11 +17,10 @@ import sys
 from contextlib import contextmanager
 from contextvars import ContextVar
 
-from ._hints import did_you_mean
 from .exceptions import StudyFileError
 
-__all__ = ["build_described", "build_entry", "build_pipeline", "build_search", "build_step", "file_error",
-           "grid_values", "is_described", "reading", "refuse_cache", "shown", "transforms"]
+__all__ = ["CACHE_PARAM", "check_constraints", "check_value", "estimator_class", "file_error",
+           "is_described", "is_estimator", "reading", "refuse_cache", "shown", "transforms"]
 
 
 def file_error(key, msg):
@@ -32,7 +28,7 @@ def file_error(key, msg):
     return StudyFileError(f"study file: {key}: {msg}")
 
 
-def _estimator_class(path, where):
+def estimator_class(path, where):
     """The estimator class at the import path ``path``, checked before anything is called.
 
     Only a class with ``fit`` and ``get_params`` (a scikit-learn estimator) is accepted;
@@ -164,63 +160,8 @@ def is_described(v):
     return isinstance(v, dict) and ("estimator" in v or "pipeline" in v)
 
 
-def _value(v, where):
-    """A parameter value: an estimator's description (``{estimator, params}``, or
-    ``{pipeline: [steps]}`` for ``make_pipeline``) is built, checked the same way; a list
-    is read item by item, and one of the form ``[name, estimator]`` or ``[name, estimator,
-    columns]`` is a tuple (scikit-learn's named estimators: ``StackingClassifier``'s
-    ``estimators``, a ``FeatureUnion``'s ``transformer_list``); anything else is used as
-    written."""
-    if is_described(v):
-        return build_described(v, where)
-    if isinstance(v, list):
-        items = [_value(x, f"{where}[{i}]") for i, x in enumerate(v)]
-        named = len(items) in (2, 3) and isinstance(items[0], str) and _is_estimator(items[1])
-        return tuple(items) if named else items
-    return v
-
-
-def _is_estimator(v):
+def is_estimator(v):
     return callable(getattr(v, "fit", None)) and callable(getattr(v, "get_params", None))
-
-
-def build_described(v, where):
-    """``{estimator, params}`` or ``{pipeline: [steps]}``, built."""
-    if "estimator" in v and "pipeline" in v:
-        raise file_error(where, "give exactly one of 'estimator' or 'pipeline'")
-    allowed = ("estimator", "params") if "estimator" in v else ("pipeline",)
-    bad = sorted(set(v) - set(allowed), key=str)
-    if bad:
-        raise file_error(f"{where}.{bad[0]}", f"unknown key (allowed: {', '.join(allowed)})")
-    if "estimator" in v:
-        return build_step({"estimator": v["estimator"], "params": v.get("params", {}) or {}}, where)
-    return build_pipeline(v["pipeline"], f"{where}.pipeline")
-
-
-def _pipeline_step(st, where):
-    """A step of a ``pipeline:`` list: an import path, ``{estimator, params}`` or
-    ``{pipeline: [...]}``."""
-    if isinstance(st, str):
-        return build_step({"estimator": st, "params": {}}, where)
-    if not is_described(st):
-        raise file_error(where, f"expected an import path, {{estimator, params}} or "
-                                f"{{pipeline: [...]}}, got {shown(st)}")
-    return build_described(st, where)
-
-
-def build_pipeline(steps, where):
-    """``make_pipeline`` of a ``pipeline:`` list (its steps named as make_pipeline names
-    them); every step but the last must transform, as a Pipeline requires when it fits."""
-    from sklearn.pipeline import make_pipeline
-
-    if not isinstance(steps, list) or not steps:
-        raise file_error(where, f"expected a non-empty list of steps, got {shown(steps)}")
-    built = [_pipeline_step(st, f"{where}[{i}]") for i, st in enumerate(steps)]
-    for i, est in enumerate(built[:-1]):
-        if not transforms(est):
-            raise file_error(f"{where}[{i}]", f"{type(est).__name__} is not a transformer (it has "
-                                              f"no transform): only a pipeline's last step may be")
-    return make_pipeline(*built)
 
 
 def transforms(est):
@@ -230,34 +171,6 @@ def transforms(est):
 def shown(v, limit=120):
     text = repr(v)
     return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def build_step(step, where):
-    """The estimator of ``{estimator: import path, params: {...}}``: the class checked
-    before anything is called, then each parameter's value built (:func:`_value`; a
-    ColumnTransformer's ``transformers`` and ``remainder``, and the named estimators of a
-    Pipeline, FeatureUnion or ensemble, by :mod:`._composed`), and a
-    parameter written as a mapping or a list checked against the class's own parameter
-    constraints (as its ``fit`` would check them), so that a mapping that is not an
-    estimator, where the class takes one, is refused now rather than by every fit."""
-    cls = _estimator_class(step["estimator"], where)
-    if not isinstance(step["params"], dict):
-        raise file_error(f"{where}.params", f"expected a mapping, got {step['params']!r}")
-    refuse_cache(step["params"].get("memory"), f"{where}.params.memory")
-    from . import _composed as composed
-
-    special = composed.special_params(cls)
-    params = {k: special[k](v, f"{where}.params.{k}") if k in special else _value(v, f"{where}.params.{k}")
-              for k, v in step["params"].items()}
-    _check_constraints(cls, {k: params[k] for k, v in step["params"].items()
-                             if isinstance(v, (dict, list)) and k not in special}, f"{where}.params")
-    try:
-        est = cls(**params)
-    except TypeError as e:
-        raise file_error(f"{where}.params", str(e)) from None
-    if special:
-        composed.check_names(est, f"{where}.params")
-    return est
 
 
 #: The parameter through which an estimator caches with joblib (Pipeline,
@@ -275,14 +188,14 @@ def refuse_cache(value, where):
                                 f"file planted there would run code; leave it null")
 
 
-def _check_constraints(cls, params, where):
+def check_constraints(cls, params, where):
     """``params`` against ``cls``'s parameter constraints (scikit-learn's; a class without
     them is left to its ``fit``), each error under ``where.<name>``."""
     for name, value in params.items():
-        _check_value(cls, name, value, f"{where}.{name}")
+        check_value(cls, name, value, f"{where}.{name}")
 
 
-def _check_value(cls, name, value, where):
+def check_value(cls, name, value, where):
     """``value`` of ``cls``'s parameter ``name`` against the class's constraints; the
     error is scikit-learn's, on one line (the repr of a pipeline it holds is not)."""
     from . import _sklearn_compat as compat
@@ -296,91 +209,3 @@ def _check_value(cls, name, value, where):
         raise file_error(where, " ".join(str(e).split())) from None
 
 
-def grid_values(grid, where, est):
-    """A grid entry's lists of values, built (one fresh object each) as a fixed parameter's
-    value is where the key points, and checked before any cluster starts.
-
-    Each key is a parameter of ``est`` (the entry's estimator as built: its
-    ``get_params(deep=True)``), or of every value of another key of the grid that it
-    extends (``estimator`` and ``estimator__C``); a key that is neither is refused with
-    the closest name. Its values are built by the owner's form of the parameter (a
-    ColumnTransformer's ``transformers`` and ``remainder``, and a transformer or step
-    tuned by its name, by :mod:`._composed`; any other parameter as :func:`_value`
-    builds it, a mapping or list checked against the owner's parameter constraints), and
-    a joblib cache directory (``memory``) is refused.
-
-    Parameters
-    ----------
-    grid : dict
-        The entry's ``grid``: parameter name -> list of values as written.
-    where : str
-        The entry's key (``grid[0]``).
-    est : estimator
-        The entry's estimator, built from its ``params`` or ``pipeline``.
-    """
-    from . import _composed as composed
-
-    deep = est.get_params(deep=True)
-    built = {}
-    for key in sorted(grid, key=lambda k: k.count("__")):  # a key's tuned owner first
-        at = f"{where}.grid.{key}"
-        owners, param = _owners(key, grid, built, deep, est, where)
-        if param == CACHE_PARAM and all(param in o.get_params(deep=False) for o in owners):
-            for i, v in enumerate(grid[key]):
-                refuse_cache(v, f"{at}[{i}]")
-        build = composed.grid_builder(owners[0], param) if owners else None
-        values = []
-        for i, v in enumerate(grid[key]):
-            if build is not None:
-                values.append(build(v, f"{at}[{i}]"))
-                continue
-            values.append(_value(v, f"{at}[{i}]"))
-            if isinstance(v, (dict, list)):  # as the fixed parameters are checked
-                for owner in owners:
-                    _check_value(type(owner), param, values[-1], f"{at}[{i}]")
-        built[key] = values
-    return {k: built[k] for k in grid}
-
-
-def _owners(key, grid, built, deep, est, where):
-    """``(owners, name)``: the estimators whose parameter ``name`` the grid's ``key`` sets
-    (one, or each value of the grid's key it extends, already in ``built``)."""
-    parts = key.split("__")
-    for n in range(len(parts) - 1, 0, -1):
-        tuned = "__".join(parts[:n])
-        if tuned not in grid:
-            continue
-        rest, owners = "__".join(parts[n:]), []
-        for i, value in enumerate(built[tuned]):
-            params = value.get_params(deep=True) if _is_estimator(value) else {}
-            if rest not in params:
-                hint = did_you_mean(rest, params, prefix=f"{tuned}__")
-                raise file_error(f"{where}.grid.{key}", f"not a parameter of {where}.grid.{tuned}[{i}] "
-                                                        f"({shown(value, 60)}){f'. {hint}' if hint else ''}")
-            owners.append(params[rest.rpartition("__")[0]] if "__" in rest else value)
-        return owners, parts[-1]
-    if key not in deep:
-        hint = did_you_mean(key, deep)
-        raise file_error(f"{where}.grid.{key}", f"not a parameter of this entry's estimator"
-                                                f"{f'. {hint}' if hint else ''}")
-    return [deep[key.rpartition("__")[0]] if "__" in key else est], parts[-1]
-
-
-def build_entry(entry, where="grid"):
-    """The estimator of a resolved grid entry (``{estimator, params}`` or ``{pipeline}``)."""
-    if "estimator" in entry:
-        return build_step(entry, where)
-    return build_pipeline(entry["pipeline"], f"{where}.pipeline")
-
-
-def build_search(resolved):
-    """``(estimator, param_grid)`` for :func:`bbc_dask.run_study`: a one-step pipeline
-    whose ``model`` is set per configuration, one grid per entry."""
-    from sklearn.pipeline import Pipeline
-
-    grids = []
-    for i, entry in enumerate(resolved["grid"]):
-        est = build_entry(entry, f"grid[{i}]")
-        grid = grid_values(entry.get("grid") or {}, f"grid[{i}]", est)
-        grids.append({"model": [est]} | {f"model__{k}": v for k, v in grid.items()})
-    return Pipeline([("model", build_entry(resolved["grid"][0], "grid[0]"))]), grids

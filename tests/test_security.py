@@ -252,7 +252,7 @@ def test_a_study_file_sets_no_joblib_cache(tmp_path, entry, match):
 def test_a_stored_study_file_with_a_cache_is_refused_when_rebuilt(tmp_path):
     """``Study.params`` rebuilds a store's configurations from its stored study file (no
     schema on that way): the same refusal; null, the default, is accepted everywhere."""
-    from bbc_dask._described import build_search
+    from bbc_dask._composed import build_search
     from bbc_dask.exceptions import StudyFileError
 
     cache = tmp_path / "joblib_cache"
@@ -338,7 +338,7 @@ def test_a_study_file_does_not_import_a_module_planted_beside_it(planted, monkey
 def test_the_command_line_and_a_stored_study_file_refuse_it_too(planted):
     """In-process (CliRunner, as a notebook would call main) and ``Study.params``, which
     rebuilds a store's configurations from its stored study file: refused, nothing run."""
-    from bbc_dask._described import build_search
+    from bbc_dask._composed import build_search
     from bbc_dask.exceptions import StudyFileError
 
     here, files, marker = planted

@@ -17,7 +17,7 @@ from sklearn.pipeline import FeatureUnion, make_pipeline
 from sklearn.preprocessing import OneHotEncoder, OrdinalEncoder, StandardScaler
 from sklearn.svm import SVC
 
-from bbc_dask._described import build_entry, build_step
+from bbc_dask._composed import build_entry, build_step
 from bbc_dask.cli._studyfile import load_data, resolve_study_file
 from bbc_dask.exceptions import StudyFileError
 
@@ -199,7 +199,7 @@ def test_the_code_refuses_what_the_schema_does_not_see():
 
 def _grid_of(entry):
     """The entry's grid values as the command line builds them (``model__`` taken off)."""
-    from bbc_dask._described import build_search
+    from bbc_dask._composed import build_search
 
     resolved = resolve_study_file({"data": {"sklearn": "iris"}, "grid": [entry]})
     return {k[len("model__"):]: v for k, v in build_search(resolved)[1][0].items() if k != "model"}

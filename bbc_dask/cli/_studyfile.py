@@ -54,10 +54,11 @@ pipeline whose ``model`` step is set per configuration (``{"model": [est], "mode
 A value that is an estimator is ``{estimator, params}`` or ``{pipeline: [steps]}``
 (``make_pipeline``), in ``params`` at any depth or in a ``grid`` list, where a grid's value
 takes the form of the parameter its key sets and every key is a parameter of the entry's
-estimator (:mod:`bbc_dask._described`); a ColumnTransformer's ``transformers`` (names left out of
-every one: ``make_column_transformer``'s), its ``remainder``, the column selectors and the
-``[name, estimator]`` lists of Pipeline, FeatureUnion and the ensembles have their forms
-(:mod:`bbc_dask._composed`). The data is read as it is (a DataFrame, strings and missing
+estimator; a ColumnTransformer's ``transformers`` (names left out of every one:
+``make_column_transformer``'s), its ``remainder``, the column selectors and the ``[name,
+estimator]`` lists of Pipeline, FeatureUnion and the ensembles have their forms. All are
+built by :mod:`bbc_dask._composed`, once :mod:`bbc_dask._described` has checked what each
+description names. The data is read as it is (a DataFrame, strings and missing
 values kept); a string column is a feature when every grid entry encodes it, else refused
 naming it (:func:`._columns.check_encoded`). Everything here is checked when the study
 file is read and its data loaded, before any cluster starts: a study file builds nothing
@@ -69,7 +70,8 @@ import os
 
 import numpy as np
 
-from .._described import build_entry, build_pipeline, build_search, build_step, file_error, grid_values, reading
+from .._composed import build_entry, build_pipeline, build_search, build_step, grid_values
+from .._described import file_error, reading
 from .._validation import did_you_mean
 from ..exceptions import InvalidParameterError, StudyFileError
 from . import _schema
@@ -253,7 +255,7 @@ def _resolve_data(data, base):
 def _resolve_entry(e, where):
     """A grid entry with its estimator built (the classes checked, the parameters
     accepted, every nested estimator and ColumnTransformer form built) and its grid's
-    keys and values checked on it (:func:`bbc_dask._described.grid_values`)."""
+    keys and values checked on it (:func:`bbc_dask._composed.grid_values`)."""
     grid = e.get("grid") or {}
     if "estimator" in e:
         step = {"estimator": e["estimator"], "params": e.get("params") or {}}

@@ -298,7 +298,7 @@ def _named_scorer(metric, name):
             f"store does not rebuild it: give the scorer again (open_study(store, "
             f"scoring=...)) before {door_name()}.")
     if metric not in get_scorer_names():
-        from .._validation import did_you_mean  # it imports this package
+        from .._hints import did_you_mean
 
         raise InvalidParameterError.of(
             name, _accepted(), metric,

@@ -7,10 +7,18 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["DictScore", "probe_keys"]
+from .. import _sklearn_compat as compat
+
+__all__ = ["DictScore", "is_plain_callable", "probe_keys"]
 
 #: configurations tried for the probe's one fit (the first that fits answers)
 PROBE_CONFIGS = 3
+
+
+def is_plain_callable(scoring):
+    """A callable ``scorer(estimator, X, y)`` that is not a scikit-learn scorer object."""
+    return scoring is not None and not isinstance(scoring, str) and \
+        not compat.is_function_scorer(scoring)
 
 
 class DictScore:
@@ -37,12 +45,10 @@ def probe_keys(search, X, y, fit_params):
     from sklearn.base import is_classifier
     from sklearn.model_selection import KFold, ParameterGrid, ParameterSampler, StratifiedKFold
 
-    from .. import _sklearn_compat as compat
     from ..engine import configured, take_rows
-    from ._multimetric import _is_plain_callable
 
     scoring = search.scoring
-    if search.refit is True or not callable(scoring) or not _is_plain_callable(scoring):
+    if search.refit is True or not callable(scoring) or not is_plain_callable(scoring):
         return None
     split = StratifiedKFold(3) if is_classifier(search.estimator) else KFold(3)
     try:

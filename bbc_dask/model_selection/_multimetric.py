@@ -28,6 +28,7 @@ import numpy as np
 
 from .. import _sklearn_compat as compat
 from ..exceptions import InvalidParameterError
+from ._dict_scoring import DictScore, is_plain_callable
 
 
 @dataclasses.dataclass(frozen=True)
@@ -68,8 +69,6 @@ def ordered_scorers(search, keys=None):
     (:func:`~._dict_scoring.probe_keys`), each then scored by its own scorer."""
     sc = search.scoring
     if keys is not None:
-        from ._dict_scoring import DictScore
-
         sc = {k: DictScore(search.scoring, k) for k in keys}
     if sc is None or isinstance(sc, str) or callable(sc):
         # any true refit refits the one scorer (GridSearchCV's rule: refit="accuracy"
@@ -101,12 +100,6 @@ def ordered_scorers(search, keys=None):
     else:
         first = names[0]
     return {first: scorers[first]} | {k: v for k, v in scorers.items() if k != first}, True
-
-
-def _is_plain_callable(scoring):
-    """A callable ``scorer(estimator, X, y)`` that is not a scikit-learn scorer object."""
-    return scoring is not None and not isinstance(scoring, str) and \
-        not compat.is_function_scorer(scoring)
 
 
 def own_score_is_metric(estimator):
@@ -191,7 +184,7 @@ def scoring_plan(search, params, y=None, keys=None):
         r is not None and r is not False
         for r in get_routing_for_object(v).score.requests.values())}
     for k, v in scorers.items():  # a name or scorer the study cannot score: said in our words
-        if v is not None and not _is_plain_callable(v) and k not in requesting:
+        if v is not None and not is_plain_callable(v) and k not in requesting:
             get_metric(v, name="scoring")
     # then GridSearchCV's check: an estimator without score needs a scoring
     callables = {k: check_scoring(search.estimator, scoring=v) for k, v in scorers.items()}
@@ -210,7 +203,7 @@ def scoring_plan(search, params, y=None, keys=None):
     # the estimator's own score, when it is not the accuracy or R² of its predictions
     own = {k for k, v in scorers.items() if v is None and not own_score_is_metric(search.estimator)}
     metrics = {k: get_metric(v, name="scoring") for k, v in scorers.items()
-               if v is not None and not _is_plain_callable(v) and k not in asking}
+               if v is not None and not is_plain_callable(v) and k not in asking}
     # a label score of an estimator that is no classifier: its predict need not give y's
     # labels (the cube stores y's class codes), so it is called on the fitted models, as
     # GridSearchCV calls it
@@ -223,7 +216,7 @@ def scoring_plan(search, params, y=None, keys=None):
 
     def takes_params(key):
         return key in asking or (routing and bool(score_params) and
-                                 not _is_plain_callable(scorers[key]) and
+                                 not is_plain_callable(scorers[key]) and
                                  bool(get_routing_for_object(callables[key]).consumes(
                                      "score", list(score_params))))
 

@@ -159,7 +159,7 @@ class Study:
             return None
         from sklearn.model_selection import ParameterGrid
 
-        from .._described import build_search
+        from .._composed import build_search
         from .._fingerprint import same_described
         from ..engine import Configurations
 
