@@ -7,9 +7,8 @@ The tests whose subject is the process itself run the installed ``bbc-dask`` in 
 subprocess and say so: the entry point, signals (Ctrl-C, SIGTERM), a broken pipe, exit
 codes as a shell sees them, ``status --watch`` beside a running study, a read-only mount.
 """
-import contextlib
-import dataclasses
 import os
+import subprocess
 import sys
 import traceback
 
@@ -19,27 +18,6 @@ from click.testing import CliRunner
 CLI = os.path.join(os.path.dirname(sys.executable), "bbc-dask")
 
 
-@dataclasses.dataclass(frozen=True)
-class CliResult:
-    """What ``subprocess.run(..., capture_output=True, text=True)`` gives, for the fields
-    the tests read."""
-
-    args: tuple
-    returncode: int
-    stdout: str
-    stderr: str
-
-
-@contextlib.contextmanager
-def _chdir(path):  # contextlib.chdir is Python 3.11's
-    before = os.getcwd()
-    os.chdir(path)
-    try:
-        yield
-    finally:
-        os.chdir(before)
-
-
 def _runner():
     try:  # click < 8.2 mixes stderr into stdout unless told not to
         return CliRunner(mix_stderr=False)
@@ -47,26 +25,23 @@ def _runner():
         return CliRunner()
 
 
-def run_cli(*args, check=False, env=None, input=None, cwd=None):
-    """Run the command line with ``args`` (each passed through ``str``) in this process.
-    ``env``: variables set for the call (None removes one); ``cwd``: the directory it runs
-    in; ``check``: raise AssertionError with the end of stderr on a non-zero exit. The
-    process's logging levels and working directory are as before afterwards."""
+def run_cli(*args, check=False):
+    """Run the command line with ``args`` (each passed through ``str``) in this process:
+    a ``subprocess.CompletedProcess`` as ``subprocess.run(..., capture_output=True,
+    text=True)`` gives it. ``check``: raise AssertionError with the end of stderr on a
+    non-zero exit. The process's logging levels are as before afterwards."""
     from bbc_dask import _dask_logs
     from bbc_dask.cli import main
 
-    argv = tuple(str(a) for a in args)
-    with contextlib.ExitStack() as stack:
-        stack.enter_context(_dask_logs.restored())  # the command silences distributed's logs
-        if cwd is not None:
-            stack.enter_context(_chdir(cwd))
-        result = _runner().invoke(main, list(argv), env=env, input=input, prog_name="bbc-dask")
+    argv = [str(a) for a in args]
+    with _dask_logs.restored():  # the command silences distributed's logs
+        result = _runner().invoke(main, argv, prog_name="bbc-dask")
     stderr, code = result.stderr, result.exit_code
     if result.exception is not None and not isinstance(result.exception, SystemExit):
         # what escapes main (--debug's raise): the interpreter prints it and exits 1
         stderr += "".join(traceback.format_exception(*result.exc_info))
         code = 1
-    out = CliResult(argv, code, result.stdout, stderr)
+    out = subprocess.CompletedProcess(["bbc-dask", *argv], code, result.stdout, stderr)
     if check and out.returncode != 0:
         raise AssertionError(f"bbc-dask {' '.join(argv)}: exit {out.returncode}: "
                              f"{out.stderr[-3000:]}")

@@ -11,8 +11,6 @@ import sys
 import tempfile
 import threading
 
-from _cli import CliResult
-
 SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "scripts", "zygote.py")
 
 
@@ -49,7 +47,7 @@ class Zygote:
             if expired.is_set():  # as subprocess.run(timeout=...) says it, not as a kill
                 raise subprocess.TimeoutExpired(["fault_run.py", *argv], timeout)
             with open(out) as f_out, open(err) as f_err:
-                return CliResult(tuple(argv), code, f_out.read(), f_err.read())
+                return subprocess.CompletedProcess(["fault_run.py", *argv], code, f_out.read(), f_err.read())
 
     def close(self):
         if self.proc is not None and self.proc.poll() is None:

@@ -23,7 +23,7 @@ from sklearn.datasets import make_classification
 from sklearn.linear_model import LogisticRegression
 
 import bbc_dask as bd
-from _cli import CliResult, run_cli
+from _cli import run_cli
 from bbc_dask.cube import StoreLock
 
 BATCH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "scripts", "cli_batch.py")
@@ -56,7 +56,7 @@ def _namespace_prefix():
 def read_only_cli(store, *commands):
     """Each of ``commands`` (argument lists of ``bbc-dask``) with ``store`` mounted
     read-only: one process in its own mount namespace runs them in turn
-    (``scripts/cli_batch.py``), as ``run_cli`` does; a ``CliResult`` each."""
+    (``scripts/cli_batch.py``), as ``run_cli`` does; a ``subprocess.CompletedProcess`` each."""
     prefix = _namespace_prefix()
     if prefix is None:
         pytest.skip("no mount namespace here (unshare needs root or user namespaces)")
@@ -70,7 +70,7 @@ def read_only_cli(store, *commands):
                            capture_output=True, text=True, timeout=300)
         assert p.returncode == 0 and os.path.exists(out), p.stderr[-3000:]
         with open(out, encoding="utf-8") as f:
-            return [CliResult(tuple(r.pop("args")), **r) for r in json.load(f)]
+            return [subprocess.CompletedProcess(**r) for r in json.load(f)]
 
 
 def _tree(path):

@@ -6,7 +6,6 @@ one per command (each would pay ~2 CPU-seconds of imports).
 writes to OUT.json a list of ``{"args", "returncode", "stdout", "stderr"}``, one per
 command, in order (a file, not stdout: the commands' own stray output stays apart).
 """
-import dataclasses
 import json
 import os
 import sys
@@ -17,7 +16,7 @@ from _cli import run_cli  # noqa: E402
 
 
 def main(out, commands):
-    results = [dataclasses.asdict(run_cli(*args)) for args in json.loads(commands)]
+    results = [vars(run_cli(*args)) for args in json.loads(commands)]
     with open(out, "w", encoding="utf-8") as f:
         json.dump(results, f)
 
