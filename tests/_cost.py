@@ -5,9 +5,8 @@ tests took — this process's, its children's (reaped: a cluster closed, a comma
 exited) and those of its live descendants (the workers of a cluster a session fixture
 keeps) — sorted by CPU, with the totals, and how many local clusters and subprocesses
 (a command run as a shell would, a `dask scheduler`) its tests started and how many studies
-they ran in this process. A fixture's
-start is charged to the first test that asks for it; a shared cluster's work to the test
-that gave it.
+they ran in this process. A fixture's start is charged to the first test that asks for
+it; a shared cluster's work to the test that gave it.
 
 CPU seconds are steadier than wall time on a shared machine, so they are what the suite's
 budget is written in. ``BBC_TEST_COST=path.json`` also writes the table as JSON.
@@ -127,22 +126,33 @@ class _Cost:
         rows = sorted(self.files.items(), key=lambda kv: -kv[1]["cpu"])
         tr = terminalreporter
         tr.section("cost per test file (CPU: this process, its children and descendants)")
-        tr.write_line(f"{'file':<44} {'tests':>6} {'wall s':>9} {'CPU s':>9} {'clusters':>9} "
-                      f"{'processes':>9} {'studies':>8}")
+        tr.write_line(_header("file", 44))
         for path, e in rows:
-            tr.write_line(f"{path:<44} {e['tests']:>6} {e['wall']:>9.1f} {e['cpu']:>9.1f} "
-                          f"{e['clusters']:>9} {e['processes']:>9} {e['studies']:>8}")
-        n = sum(e["tests"] for e in self.files.values())
-        tr.write_line(f"{'total (from the first test to the last)':<44} {n:>6} {wall:>9.1f} {cpu:>9.1f} "
-                      f"{self.counts['clusters']:>9} {self.counts['processes']:>9} "
-                      f"{self.counts['studies']:>8}")
+            tr.write_line(_line(path, e, 44, 1))
+        total = {"tests": sum(e["tests"] for e in self.files.values()), "wall": wall,
+                 "cpu": cpu, **self.counts}
+        tr.write_line(_line("total (from the first test to the last)", total, 44, 1))
         out = os.environ.get("BBC_TEST_COST")
         if out:
             os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
             with open(out, "w") as f:
-                json.dump({"files": self.files, "total": {"tests": n, "wall": wall, "cpu": cpu,
-                                                          **self.counts}},
-                          f, indent=1, sort_keys=True)
+                json.dump({"files": self.files, "total": total}, f, indent=1, sort_keys=True)
+
+
+#: the table's columns after the file's (or run's) name, with their headings
+COLUMNS = ("tests", "wall", "cpu", "clusters", "processes", "studies")
+_HEADINGS = ("tests", "wall s", "CPU s", "clusters", "processes", "studies")
+
+
+def _header(first, width):
+    return f"{first:<{width}} " + " ".join(f"{h:>9}" for h in _HEADINGS)
+
+
+def _line(name, t, width, digits):
+    """One row: counts as integers, seconds with ``digits`` decimals."""
+    cells = [f"{t.get(k, 0):>9.{digits}f}" if k in ("wall", "cpu") else f"{t.get(k, 0):>9}"
+             for k in COLUMNS]
+    return f"{name:<{width}} " + " ".join(cells)
 
 
 def pytest_configure(config):
@@ -157,13 +167,9 @@ def _summary(paths):
         with open(path) as f:
             total = json.load(f)["total"]
         rows.append((os.path.splitext(os.path.basename(path))[0], total))
-    print(f"{'run':<20} {'tests':>6} {'wall s':>9} {'CPU s':>9} {'clusters':>9} {'processes':>9} "
-          f"{'studies':>8}")
-    keys = ("tests", "wall", "cpu", "clusters", "processes", "studies")
-    for name, t in rows + [("all", {k: sum(t.get(k, 0) for _, t in rows) for k in keys})]:
-        print(f"{name:<20} {t['tests']:>6} {t['wall']:>9.0f} {t['cpu']:>9.0f} "
-              f"{t.get('clusters', 0):>9} {t.get('processes', 0):>9} {t.get('studies', 0):>8}")
-
+    print(_header("run", 20))
+    for name, t in rows + [("all", {k: sum(t.get(k, 0) for _, t in rows) for k in COLUMNS})]:
+        print(_line(name, t, 20, 0))
 
 if __name__ == "__main__":
     import sys
