@@ -28,20 +28,31 @@ $(VENV)/.test: $(UV) pyproject.toml
 demo: $(VENV)/.core
 	$(BIN)/bbc-dask demo --store runs/demo.zarr --out runs/demo_report
 
+# The suites run in PYTEST_WORKERS pytest processes (pytest-xdist), a test file each at a
+# time (--dist loadfile: a module's fixtures are built once, its tests stay in order): the
+# suite is bound by one process's CPU (~1.2 cores busy on 2) and a second process takes the
+# idle core (docs/performance.md, "The test suite"). 2, not the machine's core count: the
+# count CI's cores are tested at, and os.cpu_count() in a container can name the host's.
+# PYTEST_WORKERS=0 runs them in this process.
+PYTEST_WORKERS ?= 2
+XDIST := -n $(PYTEST_WORKERS) --dist loadfile
+# one file's tests shared out among them (scikit-learn's search tests)
+XDIST_ONE_FILE := -n $(PYTEST_WORKERS) --dist load
+
 # the default suite (statistical calibration and long scale checks are marked slow).
 # exec: make's shell becomes pytest, so that the SIGTERM make forwards to its child reaches
 # pytest (through /bin/sh -c it killed the shell and left pytest and its clusters running;
 # tests/conftest.py ends the session on it as on Ctrl-C). A terminal's Ctrl-C goes to the
 # whole process group, pytest included; make itself forwards no SIGINT
 test: $(VENV)/.test
-	exec $(BIN)/python -m pytest -m "not slow" $(PYTEST_ARGS)
+	exec $(BIN)/python -m pytest $(XDIST) -m "not slow" $(PYTEST_ARGS)
 
 # only the slow ones; test-all = test + test-slow
 test-slow: $(VENV)/.test
-	exec $(BIN)/python -m pytest -m slow $(PYTEST_ARGS)
+	exec $(BIN)/python -m pytest $(XDIST) -m slow $(PYTEST_ARGS)
 
 test-all: $(VENV)/.test
-	exec $(BIN)/python -m pytest $(PYTEST_ARGS)
+	exec $(BIN)/python -m pytest $(XDIST) $(PYTEST_ARGS)
 
 # the scikit-learn-facing tests against the lowest scikit-learn pyproject.toml allows (the
 # newest is the one `make test` installs); its private names are read in
@@ -60,9 +71,9 @@ $(MIN_VENV)/.test: $(UV) pyproject.toml
 
 test-sklearn-min: $(MIN_VENV)/.test
 	$(MIN_VENV)/bin/python -c "import sklearn; print('scikit-learn', sklearn.__version__)"
-	exec $(MIN_VENV)/bin/python -m pytest -m "not slow" $(SKLEARN_TESTS) $(PYTEST_ARGS)
+	exec $(MIN_VENV)/bin/python -m pytest $(XDIST) -m "not slow" $(SKLEARN_TESTS) $(PYTEST_ARGS)
 	# scikit-learn's own search tests of that version, with the searches swapped in (slow)
-	exec $(MIN_VENV)/bin/python -m pytest tests/test_sklearn_search.py $(PYTEST_ARGS)
+	exec $(MIN_VENV)/bin/python -m pytest $(XDIST_ONE_FILE) tests/test_sklearn_search.py $(PYTEST_ARGS)
 
 # what each test file costs in the three runs CI makes (wall and CPU seconds, children
 # included; local clusters and subprocesses started), tables in .test-cost/, totals last
