@@ -156,6 +156,11 @@ def _line(name, t, width, digits):
 
 
 def pytest_configure(config):
+    # The table measures the process that runs the tests: under pytest-xdist (make test's
+    # -n 2) that is each worker, and the controller would print an empty table.
+    if (getattr(config.option, "numprocesses", None) or 0) > 0 and not hasattr(config, "workerinput"):
+        raise pytest.UsageError("-p _cost: the cost table measures one pytest process; "
+                                "run it with -n 0 (make test-cost does)")
     config.pluginmanager.register(_Cost(), "bbc_dask_test_cost")
 
 

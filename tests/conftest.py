@@ -115,6 +115,22 @@ def no_cluster_left_running():
     assert not left, f"the test left {len(left)} cluster(s) running: {left}"
 
 
+@pytest.fixture(autouse=True)
+def no_signal_handler_left_changed():
+    """No test leaves this process's SIGINT or SIGTERM handling changed for the next: a
+    SIGINT left ignored is inherited by every process a later test starts (a pytest run
+    that a test then interrupts with Ctrl-C would never end) and turns off the study's
+    own Ctrl-C handling. One left changed is restored and the test errors, naming it."""
+    watched = (signal.SIGINT, signal.SIGTERM)
+    before = {sig: signal.getsignal(sig) for sig in watched}
+    yield
+    changed = {sig.name: signal.getsignal(sig) for sig in watched if signal.getsignal(sig) != before[sig]}
+    for sig in watched:
+        if sig.name in changed and before[sig] is not None:
+            signal.signal(sig, before[sig])
+    assert not changed, f"the test left signal handlers changed: {changed}"
+
+
 @pytest.fixture(scope="session", autouse=True)
 def close_the_zygote():
     """The fault-injection runs' zygote (``_zygote.SHARED``), ended with the session."""

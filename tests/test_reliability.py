@@ -384,7 +384,7 @@ def test_a_full_disk_leaves_no_asyncio_noise_about_the_abandoned_chunk_writes(ca
 
 
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
-def test_an_interrupt_the_interpreter_swallowed_is_raised_again():
+def test_an_interrupt_the_interpreter_swallowed_is_raised_again(foreground_sigint):
     """A Ctrl-C whose KeyboardInterrupt lands in a __del__ or a GC callback is printed and
     ignored by the interpreter (seen once in distributed's GC diagnosis): the run raises it
     again at its next safe point, never during the cleanup of one that did propagate."""

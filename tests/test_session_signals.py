@@ -77,8 +77,11 @@ def _session(tmp_path, command, test):
            "PYTHONPATH": os.pathsep.join([TESTS, str(tmp_path)])}
     args = [f"{tmp_path / 'test_tiny.py'}::{test}", "-p", "conftest", "-p", "no:cacheprovider",
             "-c", os.path.join(REPO, "pyproject.toml"), "--rootdir", REPO, "-q"]
+    # SIGINT as a terminal's foreground process has it: a shell's background job (CI's
+    # `.ci/run &`) starts with SIGINT ignored, which make and pytest would inherit
     proc = subprocess.Popen(command(args), cwd=REPO, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.time() + BOUND
     while not (gate / "blocked").exists():
         if proc.poll() is not None or time.time() > deadline:
