@@ -21,9 +21,13 @@ def store_state(store):
     """The ``state`` array of the study store at ``store``, or None while it cannot be read
     (not created yet, or being created)."""
     try:
-        return zarr.open_group(str(store), mode="r")["state"][...]
+        state = zarr.open_group(str(store), mode="r")["state"][...]
     except Exception:
         return None
+    # a creation writes the ledger's template after the array: until then its cells hold
+    # the fill value (MISSING, -1), which a count of "cells not pending" would take for
+    # saved ones (a test then signalled a run still creating its store)
+    return None if (state < 0).any() else state
 
 
 def rewrite_ledger(cube, name, values):
