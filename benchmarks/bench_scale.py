@@ -23,6 +23,19 @@ apart, and the case run twice on it: **fresh** (the first study of the new clust
   cube is timed once.
 - ``pipe``: StandardScaler -> PCA -> SVC, 36 configurations x 10 folds on
   make_classification(3,000 x 200). Against ``GridSearchCV(n_jobs=W)``.
+- ``uneven``: fits that sleep a time fixed per configuration, lognormal (sigma = 1) around
+  ``--sleep-ms``, 100 configurations x 10 folds, N = 1,000, once under CVT
+  (``uneven-cvt``) and once under BBCD-CV (``uneven-bbcd``, ``bd.Dropping()``): real
+  grids are uneven, and BBCD waits for each fold wave's slowest fit before its test.
+  Efficiency: fit seconds trained / (W x wall); the summary gives BBCD's wall over CVT's.
+
+``--repeats R`` repeats every (case, cluster) R times, interleaved (the order of the cases
+and of the cluster kinds reversed on every other repetition, so that a drift of the
+machine's load falls on both), and ends with a summary: per case, W, cluster and run, the
+median and the spread (min-max) of the wall, the efficiency and the wall no phase of the
+run accounts for, the load average before and after, the fresh run's wall over the warm
+one's (median of each cluster's pair) and BBCD's over CVT's. Targets are held to the
+median: one run on a shared machine proves little.
 
 Every study runs ``run_study(..., refit=False, progress=False)``, timed from call to
 return, with ROC AUC. Printed per row: wall, config-folds/s, efficiency (sleep: ideal wall
@@ -41,12 +54,13 @@ what it did.
 worker start) without 16 cores. It runs the ``sleep`` case with 100 ms fits, 200
 configurations x 10 folds, at W = 16 and 32 (``--workers`` for others), on ``make_client`` and on a plain
 ``LocalCluster`` (at 20 ms, two cores cannot also carry 16 workers' predicting, scoring
-and writing). Targets (16 workers): >= 0.80 of ideal on the fresh cluster, >= 0.90 on the
-warm one.
+and writing), three repetitions unless ``--repeats`` says otherwise. Targets (16
+workers, medians): >= 0.80 of ideal on the fresh cluster, >= 0.90 on the warm one.
 
 Run: ``python benchmarks/bench_scale.py [--workers 2,4,8,16] [--cases sleep,rf,null,bbc,pipe]
 [--sleep-ms 20] [--quick] [--floor] [--gscv-null] [--cluster make_client,plain]
-[--out bench_scale.json]`` or ``python benchmarks/bench_scale.py --simulate``.
+[--repeats 1] [--out bench_scale.json]`` or ``python benchmarks/bench_scale.py --simulate
+[--cases sleep,uneven]``.
 ``--quick`` shrinks every case for a smoke run.
 """
 import argparse
@@ -82,6 +96,25 @@ class SleepClassifier(ClassifierMixin, BaseEstimator):
 
     def decision_function(self, X):
         return X[:, 0] * (1.0 + 0.01 * self.c)
+
+
+class UnevenSleepClassifier(SleepClassifier):
+    """A fit that sleeps a time fixed per configuration, lognormal around ``ms``:
+    ``ms * exp(sigma * z_c)``, ``z_c`` a standard normal drawn from configuration ``c``'s
+    own seed — the spread of a real grid (an SVC with a large C, a forest of deep trees:
+    10-100x the median fit), the same on every run and every fold."""
+
+    def __init__(self, ms=100.0, c=0, sigma=1.0):
+        self.ms, self.c, self.sigma = ms, c, sigma
+
+    def fit_ms(self):
+        z = np.random.default_rng([20261207, int(self.c)]).standard_normal()
+        return self.ms * float(np.exp(self.sigma * z))
+
+    def fit(self, X, y):
+        time.sleep(self.fit_ms() / 1e3)
+        self.classes_ = np.array([0, 1])
+        return self
 
 
 # --------------------------------------------------------------------------- measuring
@@ -217,6 +250,7 @@ class Case:
     name = ""
     baseline = True
     n_splits = 10
+    dropping = None  # BBCD-CV's settings, or None: CVT
 
     def run(self, client, tmp, W, seed):
         """The row of one timed run_study on ``client`` (``seed``: the same study every
@@ -226,15 +260,21 @@ class Case:
         with Breakdown(client) as b:
             study = bd.run_study(self.estimator, self.grid, self.X, self.y, store=store,
                                  metric="roc_auc", n_splits=self.n_splits, random_state=0,
-                                 client=client, progress=False, refit=False)
+                                 client=client, progress=False, refit=False,
+                                 dropping=self.dropping)
         wall = b.wall
         cells = len(study.params) * self.n_splits
         fit_s = float(np.nansum(study.cube["fit_time"].values))
         ideal = self.ideal(W)
+        phases = {k: round(v, 3) for k, v in study.run_seconds_.items()}
         row = {"wall_s": round(wall, 3), "config_folds_per_s": round(cells / wall, 1),
                "efficiency": round((ideal / wall) if ideal else fit_s / (W * wall), 3),
                "efficiency_is": "ideal wall / wall" if ideal else "fit seconds / (W x wall)",
-               "phases_s": {k: round(v, 3) for k, v in study.run_seconds_.items()},
+               "fit_s": round(fit_s, 3),
+               "trained_cells": int(np.isfinite(study.cube["fit_time"].values).sum()),
+               "phases_s": phases,
+               # the wall no phase of the run accounts for (the call's own start and end)
+               "unaccounted_s": round(wall - sum(phases.values()), 3),
                **b.summary()}
         self.folds = study.cube["fold"].values[:, 0]
         shutil.rmtree(store, ignore_errors=True)
@@ -269,6 +309,23 @@ class Sleep(Case):
 
     def ideal(self, W):
         return len(self.grid["c"]) * self.n_splits * self.ms / 1e3 / W
+
+
+class Uneven(Case):
+    """Uneven sleeping fits (:class:`UnevenSleepClassifier`: lognormal, sigma = 1 around
+    ``ms``, fixed per configuration), 100 configurations x 10 folds, N = 1,000, under CVT
+    or BBCD-CV (``bd.Dropping()``: a test between fold waves). Efficiency: the fit
+    seconds trained / (W x wall): BBCD trains fewer, and a wave waits for its slowest fit
+    before the test."""
+
+    baseline = False
+
+    def __init__(self, quick, ms, protocol):
+        self.name = f"uneven-{protocol}"
+        self.estimator = UnevenSleepClassifier(ms)
+        self.grid = {"c": list(range(30 if quick else 100))}
+        self.X, self.y = _xy(1_000)
+        self.dropping = bd.Dropping() if protocol == "bbcd" else None
 
 
 class RandomForests(Case):
@@ -468,23 +525,28 @@ def stop_cluster(client):
 
 class Results:
     def __init__(self, path):
-        self.path, self.rows = path, []
+        self.path, self.rows, self.summary = path, [], None
         self.info = {"machine": platform.node(), "cpus": os.cpu_count(),
                      "python": sys.version.split()[0], "bbc_dask": bd.__version__,
                      "started": time.strftime("%Y-%m-%dT%H:%M:%S")}
 
     def add(self, row):
-        row["load_1min"] = round(os.getloadavg()[0], 2)
+        row["load_1min"] = round(os.getloadavg()[0], 2)  # after the row's run
         self.rows.append(row)
+        self.write()
+        show(row)
+
+    def write(self):
         if self.path:
             with open(self.path + ".partial", "w") as f:
-                json.dump({"info": self.info, "rows": self.rows}, f, indent=1)
+                json.dump({"info": self.info, "rows": self.rows,
+                           **({"summary": self.summary} if self.summary else {})}, f, indent=1)
             os.replace(self.path + ".partial", self.path)
-        show(row)
 
 
 def show(row):
-    head = f"[{row['case']} W={row['workers']} {row['cluster']} {row['run']}]"
+    rep = f" #{row['rep'] + 1}" if "rep" in row else ""
+    head = f"[{row['case']} W={row['workers']} {row['cluster']} {row['run']}{rep}]"
     if row["run"] == "start":
         print(f"{head} cluster started in {row['start_s']:.2f} s", flush=True)
         return
@@ -516,50 +578,118 @@ def show(row):
                                         if v >= 0.005 or k == "waves"), flush=True)
 
 
-def run_case(case, W, kinds, tmp, results, args):
-    base = {"case": case.name, "workers": W}
-    gscv = None  # run_study runs first: GridSearchCV takes its folds
-    for kind in kinds:
-        client, took = start_cluster(kind, W)
-        try:
-            results.add({**base, "cluster": kind, "run": "start", "start_s": round(took, 3)})
-            for seed, run in enumerate(("fresh", "warm")):
-                row = {**base, "cluster": kind, "run": run, **case.run(client, tmp, W, seed)}
-                if case.name == "sleep" and W >= 16:
-                    row["target"] = TARGETS[f"sleep_{run}"]
-                    row["met"] = row["efficiency"] >= row["target"]
-                if gscv is not None:
-                    row["vs_gscv"] = round(row["wall_s"] / gscv, 3)
-                results.add(row)
-        finally:
-            stop_cluster(client)
-        if getattr(case, "baseline", False) and gscv is None and not args.no_gscv:
-            gscv = case.gscv(W)
-            results.add({**base, "cluster": "-", "run": "baseline",
-                         "what": f"GridSearchCV(n_jobs={W}) best of 2", "wall_s": round(gscv, 3)})
-            for row in results.rows:  # the ratios of the rows measured before it
-                if row.get("case") == case.name and row.get("workers") == W and \
-                        row["run"] in ("fresh", "warm"):
-                    row["vs_gscv"] = round(row["wall_s"] / gscv, 3)
-            print(f"    ratios to GridSearchCV(n_jobs={W}): " + ", ".join(
-                f"{r['cluster']} {r['run']} {r['vs_gscv']:.2f}" for r in results.rows
-                if r.get("case") == case.name and r.get("workers") == W and "vs_gscv" in r),
-                flush=True)
+def run_on_cluster(case, W, kind, rep, tmp, results):
+    """One fresh cluster of ``kind``: its start timed, the case run twice on it (fresh:
+    the cluster's first study; warm: its second), the load average before and after
+    each run."""
+    base = {"case": case.name, "workers": W, "cluster": kind, "rep": rep}
+    client, took = start_cluster(kind, W)
+    try:
+        results.add({**base, "run": "start", "start_s": round(took, 3)})
+        for seed, run in enumerate(("fresh", "warm")):
+            load = round(os.getloadavg()[0], 2)
+            row = {**base, "run": run, "load_before": load, **case.run(client, tmp, W, seed)}
+            if case.name == "sleep" and W >= 16:
+                row["target"] = TARGETS[f"sleep_{run}"]
+                row["met"] = row["efficiency"] >= row["target"]
+            results.add(row)
+    finally:
+        stop_cluster(client)
+
+
+def baselines(case, W, tmp, results, args):
+    """What the case is compared with, once per (case, W), after its first repetition
+    (GridSearchCV takes run_study's folds): GridSearchCV(n_jobs=W), the floor."""
+    base = {"case": case.name, "workers": W, "cluster": "-", "run": "baseline"}
+    if getattr(case, "baseline", False) and not args.no_gscv:
+        gscv = case.gscv(W)
+        results.add({**base, "what": f"GridSearchCV(n_jobs={W}) best of 2", "wall_s": round(gscv, 3)})
+        for row in results.rows:  # the ratios of the rows measured before it
+            if row.get("case") == case.name and row.get("workers") == W and \
+                    row["run"] in ("fresh", "warm"):
+                row["vs_gscv"] = round(row["wall_s"] / gscv, 3)
+        print(f"    ratios to GridSearchCV(n_jobs={W}): " + ", ".join(
+            f"{r['cluster']} {r['run']} {r['vs_gscv']:.2f}" for r in results.rows
+            if r.get("case") == case.name and r.get("workers") == W and "vs_gscv" in r),
+            flush=True)
     if case.name == "null" and args.floor:
         took, nbytes = floor(case, W, tmp)
-        results.add({**base, "cluster": "-", "run": "baseline",
-                     "what": f"floor: {W} plain processes, {nbytes / 2**20:,.0f} MiB encoded and "
-                             f"written, the same AUCs", "wall_s": round(took, 3)})
+        results.add({**base, "what": f"floor: {W} plain processes, {nbytes / 2**20:,.0f} MiB "
+                                     f"encoded and written, the same AUCs", "wall_s": round(took, 3)})
     if case.name == "null" and args.gscv_null:
-        results.add({**base, "cluster": "-", "run": "baseline",
-                     "what": f"GridSearchCV(n_jobs={W}) best of 2", "wall_s": round(case.gscv(W), 3)})
+        results.add({**base, "what": f"GridSearchCV(n_jobs={W}) best of 2",
+                     "wall_s": round(case.gscv(W), 3)})
+
+
+def interleaved(items, rep):
+    """``items`` in order on even repetitions, reversed on odd ones: what a slow drift of
+    the machine's load does to one ordering, the other undoes."""
+    return list(items) if rep % 2 == 0 else list(reversed(items))
+
+
+def _spread(values):
+    v = np.asarray(values, dtype=float)
+    return {"median": round(float(np.median(v)), 3), "min": round(float(v.min()), 3),
+            "max": round(float(v.max()), 3), "n": int(v.size)}
+
+
+def summarize(rows):
+    """The medians and spreads (min-max) of the timed runs' rows, per (case, workers,
+    cluster, run): wall, efficiency, unaccounted wall, the load before and after; per
+    (case, workers, cluster), the fresh run's wall over the warm one's of the same
+    cluster (median of the pairs); per (workers, cluster, run), BBCD-CV's median wall
+    over CVT's on the uneven fits. The bar a target is held to is the median."""
+    groups, pairs = {}, {}
+    for r in rows:
+        if r.get("run") not in ("fresh", "warm"):
+            continue
+        groups.setdefault((r["case"], r["workers"], r["cluster"], r["run"]), []).append(r)
+        pairs.setdefault((r["case"], r["workers"], r["cluster"], r.get("rep", 0)), {})[r["run"]] = r["wall_s"]
+    out = []
+    for (case, W, kind, run), rs in groups.items():
+        entry = {"case": case, "workers": W, "cluster": kind, "run": run,
+                 "wall_s": _spread([r["wall_s"] for r in rs])}
+        for key in ("efficiency", "unaccounted_s", "load_before", "load_1min"):
+            values = [r[key] for r in rs if r.get(key) is not None]
+            if values:
+                entry["load_after" if key == "load_1min" else key] = _spread(values)
+        ratios = [p["fresh"] / p["warm"] for (c, w, k, _), p in pairs.items()
+                  if (c, w, k) == (case, W, kind) and {"fresh", "warm"} <= set(p)]
+        if run == "fresh" and ratios:
+            entry["fresh_over_warm"] = _spread(ratios)
+        if case == "uneven-bbcd" and ("uneven-cvt", W, kind, run) in groups:
+            cvt = np.median([r["wall_s"] for r in groups["uneven-cvt", W, kind, run]])
+            entry["bbcd_over_cvt"] = round(float(entry["wall_s"]["median"] / cvt), 3)
+        out.append(entry)
+    return out
+
+
+def show_summary(summary):
+    print("\nmedians over the repetitions (min-max), load average before -> after:", flush=True)
+    for e in summary:
+        w, eff = e["wall_s"], e.get("efficiency")
+        line = (f"  {e['case']:12s} W={e['workers']:<3d} {e['cluster']:10s} {e['run']:5s} "
+                f"wall {w['median']:.2f} s ({w['min']:.2f}-{w['max']:.2f}, n={w['n']})")
+        if eff:
+            line += f"; efficiency {eff['median']:.2f} ({eff['min']:.2f}-{eff['max']:.2f})"
+        if "unaccounted_s" in e:
+            line += f"; unaccounted {e['unaccounted_s']['median']:.2f} s"
+        if "load_before" in e and "load_after" in e:
+            line += f"; load {e['load_before']['median']:.1f} -> {e['load_after']['median']:.1f}"
+        if "fresh_over_warm" in e:
+            f = e["fresh_over_warm"]
+            line += f"; fresh/warm {f['median']:.2f} ({f['min']:.2f}-{f['max']:.2f})"
+        if "bbcd_over_cvt" in e:
+            line += f"; BBCD/CVT wall {e['bbcd_over_cvt']:.2f}"
+        print(line, flush=True)
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--workers", default="2,4,8,16")
     ap.add_argument("--cases", default="sleep,rf,null,bbc,pipe")
-    ap.add_argument("--sleep-ms", type=float, default=20.0)
+    ap.add_argument("--sleep-ms", type=float, default=None,
+                    help="the sleeping fits' (median) milliseconds: 20, --simulate 100")
     ap.add_argument("--sleep-configs", type=int, default=None)
     ap.add_argument("--cluster", default="make_client",
                     help="make_client and/or plain (--simulate: both unless told)")
@@ -568,14 +698,19 @@ def main():
     ap.add_argument("--gscv-null", action="store_true")
     ap.add_argument("--no-gscv", action="store_true", help="no GridSearchCV baselines")
     ap.add_argument("--simulate", action="store_true")
+    ap.add_argument("--repeats", type=int, default=None,
+                    help="repetitions, interleaved (default 1; --simulate 3)")
     ap.add_argument("--out", default="bench_scale.json")
     args = ap.parse_args()
     if args.simulate:
         args.workers = args.workers if args.workers != "2,4,8,16" else "16,32"
-        args.cases, args.sleep_ms = "sleep", 100.0
+        args.cases = args.cases if args.cases != "sleep,rf,null,bbc,pipe" else "sleep"
+        args.sleep_ms = args.sleep_ms or 100.0
         args.sleep_configs = args.sleep_configs or 200
         args.cluster = args.cluster if args.cluster != "make_client" else "make_client,plain"
         args.no_gscv = True
+    args.sleep_ms = args.sleep_ms or 20.0
+    repeats = args.repeats or (3 if args.simulate else 1)
     workers = [int(w) for w in args.workers.split(",")]
     kinds = [k.strip() for k in args.cluster.split(",")]
     results = Results(args.out)
@@ -583,13 +718,23 @@ def main():
           f"{results.info['bbc_dask']}; results in {args.out}", flush=True)
     tmp = tempfile.mkdtemp()
     try:
+        cases = []
         for name in args.cases.split(","):
-            case = {"sleep": lambda: Sleep(args.quick, args.sleep_ms, args.sleep_configs),
-                    "rf": lambda: RandomForests(args.quick), "null": lambda: Null(args.quick),
-                    "bbc": lambda: ChunkedBBC(args.quick, tmp),
-                    "pipe": lambda: Pipe(args.quick)}[name.strip()]()
-            for W in workers:
-                run_case(case, W, kinds, tmp, results, args)
+            cases += {"sleep": lambda: [Sleep(args.quick, args.sleep_ms, args.sleep_configs)],
+                      "uneven": lambda: [Uneven(args.quick, args.sleep_ms, p) for p in ("cvt", "bbcd")],
+                      "rf": lambda: [RandomForests(args.quick)], "null": lambda: [Null(args.quick)],
+                      "bbc": lambda: [ChunkedBBC(args.quick, tmp)],
+                      "pipe": lambda: [Pipe(args.quick)]}[name.strip()]()
+        for W in workers:
+            for rep in range(repeats):
+                for case in interleaved(cases, rep):
+                    for kind in interleaved(kinds, rep):
+                        run_on_cluster(case, W, kind, rep, tmp, results)
+                    if rep == 0:
+                        baselines(case, W, tmp, results, args)
+        results.summary = summarize(results.rows)
+        results.write()
+        show_summary(results.summary)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
