@@ -28,16 +28,16 @@ $(VENV)/.test: $(UV) pyproject.toml
 demo: $(VENV)/.core
 	$(BIN)/bbc-dask demo --store runs/demo.zarr --out runs/demo_report
 
-# The suites run in PYTEST_WORKERS pytest processes (pytest-xdist), a test file each at a
-# time (--dist loadfile: a module's fixtures are built once, its tests stay in order): the
-# suite is bound by one process's CPU (~1.2 cores busy on 2) and a second process takes the
-# idle core (docs/performance.md, "The test suite"). 2, not the machine's core count: the
-# count CI's cores are tested at, and os.cpu_count() in a container can name the host's.
-# PYTEST_WORKERS=0 runs them in this process.
-PYTEST_WORKERS ?= 2
-XDIST := -n $(PYTEST_WORKERS) --dist loadfile
+# PYTEST_WORKERS=N runs a suite in N pytest processes (pytest-xdist, a test file each at a
+# time: --dist loadfile keeps a module's fixtures built once and its tests in order). The
+# default is 0, one process: on a 2-core machine two processes cut a warm run's wall by
+# ~20% but raise its CPU by 10-60% (six processes' event loops and heartbeats on two
+# cores, kernels compiled twice on a fresh clone), and a fresh clone's CI run took as long
+# as in one process (docs/performance.md, "The test suite"). On more cores, try N = cores/2.
+PYTEST_WORKERS ?= 0
+XDIST := $(if $(filter-out 0,$(PYTEST_WORKERS)),-n $(PYTEST_WORKERS) --dist loadfile)
 # one file's tests shared out among them (scikit-learn's search tests)
-XDIST_ONE_FILE := -n $(PYTEST_WORKERS) --dist load
+XDIST_ONE_FILE := $(if $(filter-out 0,$(PYTEST_WORKERS)),-n $(PYTEST_WORKERS) --dist load)
 
 # the default suite (statistical calibration and long scale checks are marked slow).
 # exec: make's shell becomes pytest, so that the SIGTERM make forwards to its child reaches
