@@ -28,13 +28,13 @@ $(VENV)/.test: $(UV) pyproject.toml
 demo: $(VENV)/.core
 	$(BIN)/bbc-dask demo --store runs/demo.zarr --out runs/demo_report
 
-# PYTEST_WORKERS=N runs a suite in N pytest processes (pytest-xdist, a test file each at a
-# time: --dist loadfile keeps a module's fixtures built once and its tests in order). The
-# default is 0, one process: on a 2-core machine two processes cut a warm run's wall by
-# ~20% but raise its CPU by 10-60% (six processes' event loops and heartbeats on two
-# cores, kernels compiled twice on a fresh clone), and a fresh clone's CI run took as long
-# as in one process (docs/performance.md, "The test suite"). On more cores, try N = cores/2.
-PYTEST_WORKERS ?= 0
+# The suites run in PYTEST_WORKERS pytest processes (pytest-xdist; 0: this one), a test
+# file each at a time (--dist loadfile: a module's fixtures are built once, its tests stay
+# in order). One process keeps ~1.2 of 2 cores busy; measured back to back on a fresh
+# clone of a 2-core machine, two processes ran CI's three runs in 1,487 s against 1,990 in
+# one, for 4% more CPU (docs/performance.md, "The test suite"). 2, not the core
+# count: what is measured, and os.cpu_count() in a container can name the host's cores.
+PYTEST_WORKERS ?= 2
 XDIST := $(if $(filter-out 0,$(PYTEST_WORKERS)),-n $(PYTEST_WORKERS) --dist loadfile)
 # one file's tests shared out among them (scikit-learn's search tests)
 XDIST_ONE_FILE := $(if $(filter-out 0,$(PYTEST_WORKERS)),-n $(PYTEST_WORKERS) --dist load)
