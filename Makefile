@@ -35,9 +35,9 @@ demo: $(VENV)/.core
 # one, for 4% more CPU (docs/performance.md, "The test suite"). 2, not the core
 # count: what is measured, and os.cpu_count() in a container can name the host's cores.
 PYTEST_WORKERS ?= 2
-XDIST := $(if $(filter-out 0,$(PYTEST_WORKERS)),-n $(PYTEST_WORKERS) --dist loadfile)
-# one file's tests shared out among them (scikit-learn's search tests)
-XDIST_ONE_FILE := $(if $(filter-out 0,$(PYTEST_WORKERS)),-n $(PYTEST_WORKERS) --dist load)
+# $(call xdist,MODE): the options for pytest-xdist's --dist MODE, none with 0 workers;
+# --dist load shares one file's tests out among them (scikit-learn's search tests)
+xdist = $(if $(filter-out 0,$(PYTEST_WORKERS)),-n $(PYTEST_WORKERS) --dist $(1))
 
 # the default suite (statistical calibration and long scale checks are marked slow).
 # exec: make's shell becomes pytest, so that the SIGTERM make forwards to its child reaches
@@ -45,14 +45,14 @@ XDIST_ONE_FILE := $(if $(filter-out 0,$(PYTEST_WORKERS)),-n $(PYTEST_WORKERS) --
 # tests/conftest.py ends the session on it as on Ctrl-C). A terminal's Ctrl-C goes to the
 # whole process group, pytest included; make itself forwards no SIGINT
 test: $(VENV)/.test
-	exec $(BIN)/python -m pytest $(XDIST) -m "not slow" $(PYTEST_ARGS)
+	exec $(BIN)/python -m pytest $(call xdist,loadfile) -m "not slow" $(PYTEST_ARGS)
 
 # only the slow ones; test-all = test + test-slow
 test-slow: $(VENV)/.test
-	exec $(BIN)/python -m pytest $(XDIST) -m slow $(PYTEST_ARGS)
+	exec $(BIN)/python -m pytest $(call xdist,loadfile) -m slow $(PYTEST_ARGS)
 
 test-all: $(VENV)/.test
-	exec $(BIN)/python -m pytest $(XDIST) $(PYTEST_ARGS)
+	exec $(BIN)/python -m pytest $(call xdist,loadfile) $(PYTEST_ARGS)
 
 # the scikit-learn-facing tests against the lowest scikit-learn pyproject.toml allows (the
 # newest is the one `make test` installs); its private names are read in
@@ -71,9 +71,9 @@ $(MIN_VENV)/.test: $(UV) pyproject.toml
 
 test-sklearn-min: $(MIN_VENV)/.test
 	$(MIN_VENV)/bin/python -c "import sklearn; print('scikit-learn', sklearn.__version__)"
-	exec $(MIN_VENV)/bin/python -m pytest $(XDIST) -m "not slow" $(SKLEARN_TESTS) $(PYTEST_ARGS)
+	exec $(MIN_VENV)/bin/python -m pytest $(call xdist,loadfile) -m "not slow" $(SKLEARN_TESTS) $(PYTEST_ARGS)
 	# scikit-learn's own search tests of that version, with the searches swapped in (slow)
-	exec $(MIN_VENV)/bin/python -m pytest $(XDIST_ONE_FILE) tests/test_sklearn_search.py $(PYTEST_ARGS)
+	exec $(MIN_VENV)/bin/python -m pytest $(call xdist,load) tests/test_sklearn_search.py $(PYTEST_ARGS)
 
 # what each test file costs in the three runs CI makes (wall and CPU seconds, children
 # included; local clusters and subprocesses started), tables in .test-cost/, totals last

@@ -653,10 +653,11 @@ def summarize(rows):
             values = [r[key] for r in rs if r.get(key) is not None]
             if values:
                 entry["load_after" if key == "load_1min" else key] = _spread(values)
-        ratios = [p["fresh"] / p["warm"] for (c, w, k, _), p in pairs.items()
-                  if (c, w, k) == (case, W, kind) and {"fresh", "warm"} <= set(p)]
-        if run == "fresh" and ratios:
-            entry["fresh_over_warm"] = _spread(ratios)
+        if run == "fresh":
+            ratios = [p["fresh"] / p["warm"] for (c, w, k, _), p in pairs.items()
+                      if (c, w, k) == (case, W, kind) and {"fresh", "warm"} <= set(p)]
+            if ratios:
+                entry["fresh_over_warm"] = _spread(ratios)
         if case == "uneven-bbcd" and ("uneven-cvt", W, kind, run) in groups:
             cvt = np.median([r["wall_s"] for r in groups["uneven-cvt", W, kind, run]])
             entry["bbcd_over_cvt"] = round(float(entry["wall_s"]["median"] / cvt), 3)

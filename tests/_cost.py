@@ -176,6 +176,7 @@ def _summary(paths):
     for name, t in rows + [("all", {k: sum(t.get(k, 0) for _, t in rows) for k in COLUMNS})]:
         print(_line(name, t, 20, 0))
 
+
 if __name__ == "__main__":
     import sys
 
